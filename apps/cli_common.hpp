@@ -1,0 +1,56 @@
+// Shared by the command-line tools only: the error-to-exit-code mapping and
+// the --version text. Library code never includes this.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <edo/build_info.hpp>
+#include <edo/error.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+
+namespace edo::cli {
+
+inline std::string version_text(const char* tool) {
+  return fmt::format("{} {} (CUDA {}, CPU target '{}')", tool, EDO_VERSION_STRING,
+                     EDO_BUILD_CUDA_STRING, EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default");
+}
+
+// Runs `body` and turns every way it can fail into one line on stderr and the
+// documented exit code: 1 runtime, 2 usage, 3 gate.
+template <class Body>
+int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: error: %s (see %s --help)\n", tool, e.what(), tool);
+    return static_cast<int>(ExitCode::usage);
+  }
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: error: out of memory\n", tool);
+    return static_cast<int>(ExitCode::runtime);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
+    return static_cast<int>(ExitCode::runtime);
+  }
+}
+
+inline void add_version_flag(CLI::App& app, const char* tool) {
+  app.set_version_flag("--version", version_text(tool), "Print version and build options, then exit");
+}
+
+}  // namespace edo::cli

@@ -1,0 +1,61 @@
+// Small POSIX file helpers: a read-only mapping and an output file that only
+// appears under its final name once it is complete.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace edo::io {
+
+// A whole file mapped read-only. Empty files map to (nullptr, 0).
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Tells the kernel the pages of [offset, offset + length) are no longer
+  // needed by this process, so streaming a big file keeps resident memory
+  // bounded. The data stays valid (it is re-read on the next touch).
+  void release(uint64_t offset, uint64_t length) const;
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// Writes to "<dir>/.<name>.tmp-XXXXXX" and renames onto `path` in commit().
+// The destructor removes the temporary when commit() was not reached.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t size);
+  // Writes at an absolute offset (for headers patched after the payload).
+  void pwrite(const void* data, size_t size, uint64_t offset);
+  uint64_t position() const { return position_; }
+  void commit();
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  uint64_t position_ = 0;
+  bool committed_ = false;
+};
+
+// True when the two paths name the same existing file (same device and inode).
+bool same_file(const std::string& a, const std::string& b);
+
+}  // namespace edo::io

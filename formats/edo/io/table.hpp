@@ -1,0 +1,101 @@
+// Reading and writing dense tables (rows x dim), whatever the file format.
+//
+// A table is addressed by a spec string:
+//   x.npy                 NumPy .npy (versions 1-3, C order, little-endian)
+//   x.npz[:member]        a member of a NumPy .npz (the only member if omitted)
+//   x.h5:/group/dataset   an HDF5 dataset (the only dataset if omitted)
+//   x.fvecs x.bvecs x.ivecs  TEXMEX vector files
+//   -                     .npy on stdin (spooled to a temporary file)
+// Readers hand out row blocks widened to fp32; memory stays bounded by the
+// block size, never by the table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace edo::io {
+
+enum class DType : uint8_t { f16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64 };
+
+const char* dtype_name(DType t);  // numpy-style: "float32", "uint8", ...
+size_t dtype_size(DType t);
+
+// Default block: 32 MiB of fp32 values.
+inline constexpr size_t kDefaultBlockBytes = size_t{32} << 20;
+
+class TableReader {
+ public:
+  virtual ~TableReader() = default;
+  TableReader(const TableReader&) = delete;
+  TableReader& operator=(const TableReader&) = delete;
+
+  const std::string& path() const { return path_; }  // as the user wrote it, for messages
+  uint64_t rows() const { return rows_; }
+  uint64_t dim() const { return dim_; }
+  DType dtype() const { return dtype_; }             // element type on disk
+  const std::string& format() const { return format_; }  // "npy", "hdf5", "fvecs", ...
+  // Bytes the table's values take in the file (rows * dim * element size).
+  uint64_t payload_bytes() const;
+
+  // Rows [begin, begin + count) as row-major fp32. The pointer is valid until
+  // the next call on this reader; it may point into a read-only mapping.
+  // Throws edo::Error on a range outside the table or an I/O error.
+  virtual const float* rows_f32(uint64_t begin, uint64_t count) = 0;
+
+  // Copies rows [begin, begin + count) as fp32 into `out` (count * dim floats).
+  void read_f32(uint64_t begin, uint64_t count, float* out);
+
+  // Rows per block so that one fp32 block is about `block_bytes` (at least 1).
+  uint64_t block_rows(size_t block_bytes = kDefaultBlockBytes) const;
+
+ protected:
+  TableReader(std::string path, std::string format) : path_(std::move(path)), format_(std::move(format)) {}
+  void check_range(uint64_t begin, uint64_t count) const;
+  std::string path_;
+  std::string format_;
+  uint64_t rows_ = 0;
+  uint64_t dim_ = 0;
+  DType dtype_ = DType::f32;
+};
+
+// Opens a table by spec (see the top of this file). Rejects empty tables.
+std::unique_ptr<TableReader> open_table(const std::string& spec);
+
+// Splits "file.h5:/ds" or "file.npz:member" into file and member; the member
+// is empty when the spec has none. A spec naming an existing file is never split.
+struct TableSpec {
+  std::string file;
+  std::string member;
+};
+TableSpec split_table_spec(const std::string& spec);
+
+// Appends rows to a new table. Output goes to a temporary name beside the
+// target and is renamed into place by commit(); destroying a writer without
+// commit() removes the temporary, so a failed run leaves nothing behind.
+class TableWriter {
+ public:
+  virtual ~TableWriter() = default;
+  TableWriter(const TableWriter&) = delete;
+  TableWriter& operator=(const TableWriter&) = delete;
+  // Appends `count` rows of dim() fp32 values, converted to the writer's dtype.
+  virtual void write_f32(const float* rows, uint64_t count) = 0;
+  // Checks that exactly rows() rows were written, then publishes the file.
+  virtual void commit() = 0;
+  uint64_t rows() const { return rows_; }
+  uint64_t dim() const { return dim_; }
+
+ protected:
+  TableWriter(uint64_t rows, uint64_t dim) : rows_(rows), dim_(dim) {}
+  uint64_t rows_;
+  uint64_t dim_;
+};
+
+// Creates x.npy (or "-" for stdout, written straight through) or
+// x.h5:/group/dataset. Both formats take every DType.
+std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim,
+                                          DType dtype = DType::f32);
+
+}  // namespace edo::io

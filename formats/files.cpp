@@ -1,0 +1,110 @@
+#include <edo/error.hpp>
+#include <edo/io/files.hpp>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace edo::io {
+
+MappedFile::MappedFile(const std::string& path) : path_(path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) EDO_FAIL("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    EDO_FAIL("{}: cannot stat: {}", path, std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    EDO_FAIL("{}: is a directory", path);
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      EDO_FAIL("{}: cannot map: {}", path, std::strerror(err));
+    }
+    data_ = static_cast<const uint8_t*>(p);
+    ::madvise(p, size_, MADV_SEQUENTIAL);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void MappedFile::release(uint64_t offset, uint64_t length) const {
+  if (!data_ || offset >= size_) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Only whole pages inside the range are released.
+  const uint64_t first = (offset + page - 1) / page * page;
+  const uint64_t end = std::min(size_, offset + length) / page * page;
+  if (end > first) ::madvise(const_cast<uint8_t*>(data_) + first, end - first, MADV_DONTNEED);
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string templ = dir + "." + name + ".tmp-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  fd_ = ::mkstemp(buf.data());
+  if (fd_ < 0) EDO_FAIL("{}: cannot create output: {}", path, std::strerror(errno));
+  temp_path_.assign(buf.data());
+  ::fchmod(fd_, 0644);
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  pwrite(data, size, position_);
+  position_ += size;
+}
+
+void AtomicFile::pwrite(const void* data, size_t size, uint64_t offset) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      EDO_FAIL("{}: write failed: {}", path_, std::strerror(errno));
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0 && errno != EINVAL) EDO_FAIL("{}: fsync failed: {}", path_, std::strerror(errno));
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    EDO_FAIL("{}: close failed: {}", path_, std::strerror(errno));
+  }
+  fd_ = -1;
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
+    EDO_FAIL("{}: cannot rename temporary into place: {}", path_, std::strerror(errno));
+  committed_ = true;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+}  // namespace edo::io

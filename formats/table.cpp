@@ -1,0 +1,171 @@
+#include <edo/checked.hpp>
+#include <edo/error.hpp>
+#include <edo/io/files.hpp>
+#include <edo/io/readers.hpp>
+#include <edo/io/table.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace edo::io {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f16: return "float16";
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::i8: return "int8";
+    case DType::u8: return "uint8";
+    case DType::i16: return "int16";
+    case DType::u16: return "uint16";
+    case DType::i32: return "int32";
+    case DType::u32: return "uint32";
+    case DType::i64: return "int64";
+    case DType::u64: return "uint64";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::i8:
+    case DType::u8: return 1;
+    case DType::f16:
+    case DType::i16:
+    case DType::u16: return 2;
+    case DType::f32:
+    case DType::i32:
+    case DType::u32: return 4;
+    case DType::f64:
+    case DType::i64:
+    case DType::u64: return 8;
+  }
+  return 4;
+}
+
+uint64_t TableReader::payload_bytes() const { return rows_ * dim_ * dtype_size(dtype_); }
+
+void TableReader::check_range(uint64_t begin, uint64_t count) const {
+  if (begin > rows_ || count > rows_ - begin)
+    EDO_FAIL("{}: rows [{}, {}) are outside the table ({} rows)", path_, begin, begin + count, rows_);
+}
+
+void TableReader::read_f32(uint64_t begin, uint64_t count, float* out) {
+  if (count == 0) return;
+  const float* p = rows_f32(begin, count);
+  std::memcpy(out, p, count * dim_ * sizeof(float));
+}
+
+uint64_t TableReader::block_rows(size_t block_bytes) const {
+  const uint64_t row_bytes = std::max<uint64_t>(1, dim_ * sizeof(float));
+  return std::clamp<uint64_t>(block_bytes / row_bytes, 1, std::max<uint64_t>(rows_, 1));
+}
+
+namespace {
+
+bool file_exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+std::string lower_extension(const std::string& file) {
+  const auto slash = file.find_last_of('/');
+  const auto dot = file.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return {};
+  std::string ext = file.substr(dot + 1);
+  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+// A spooled copy of stdin that deletes itself; the reader keeps it mapped.
+class StdinSpool {
+ public:
+  StdinSpool() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string templ = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/edo-stdin-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    const int fd = ::mkstemp(buf.data());
+    if (fd < 0) EDO_FAIL("<stdin>: cannot create a temporary file: {}", std::strerror(errno));
+    path_.assign(buf.data());
+    std::vector<char> chunk(size_t{1} << 20);
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, chunk.data(), chunk.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        ::close(fd);
+        EDO_FAIL("<stdin>: read failed: {}", std::strerror(errno));
+      }
+      if (n == 0) break;
+      const char* p = chunk.data();
+      ssize_t left = n;
+      while (left > 0) {
+        const ssize_t w = ::write(fd, p, static_cast<size_t>(left));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) {
+          ::close(fd);
+          EDO_FAIL("<stdin>: cannot spool to {}: {}", path_, std::strerror(errno));
+        }
+        p += w;
+        left -= w;
+      }
+    }
+    ::close(fd);
+  }
+  ~StdinSpool() { ::unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+TableSpec split_table_spec(const std::string& spec) {
+  if (spec == "-" || file_exists(spec)) return {spec, {}};
+  // "file.h5:/a/b" or "file.npz:member": split at the first ':' whose prefix is a file.
+  for (size_t pos = spec.find(':'); pos != std::string::npos; pos = spec.find(':', pos + 1)) {
+    const std::string file = spec.substr(0, pos);
+    if (file_exists(file)) return {file, spec.substr(pos + 1)};
+  }
+  return {spec, {}};
+}
+
+std::unique_ptr<TableReader> open_table(const std::string& spec) {
+  if (spec.empty()) EDO_USAGE_FAIL("empty input path");
+  if (spec == "-") {
+    // stdin cannot seek; a spooled copy gives every tool random access to row
+    // blocks at the cost of disk, never memory. The spool is unlinked as soon
+    // as it is mapped.
+    StdinSpool spool;
+    return open_npy(spool.path(), "<stdin>");
+  }
+  const TableSpec s = split_table_spec(spec);
+  if (!file_exists(s.file)) EDO_FAIL("{}: no such file", s.file);
+  const std::string ext = lower_extension(s.file);
+  if (ext == "npy") {
+    if (!s.member.empty()) EDO_FAIL("{}: a .npy file has no member '{}'", spec, s.member);
+    return open_npy(s.file, spec);
+  }
+  EDO_FAIL("{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .fvecs, .bvecs or .ivecs)", spec);
+}
+
+std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim, DType dtype) {
+  if (rows == 0 || dim == 0) EDO_FAIL("{}: refusing to write an empty table ({} x {})", spec, rows, dim);
+  if (!checked_mul(rows, dim) || !checked_mul(rows * dim, dtype_size(dtype)))
+    EDO_FAIL("{}: table of {} x {} is too large", spec, rows, dim);
+  if (spec == "-") return create_npy("-", rows, dim, dtype);
+  const auto colon = spec.find(':');
+  const std::string file = colon == std::string::npos ? spec : spec.substr(0, colon);
+  const std::string ext = lower_extension(file);
+  if (ext == "npy" && colon == std::string::npos) return create_npy(spec, rows, dim, dtype);
+  EDO_FAIL("{}: cannot write this format (expected x.npy, - or x.h5:/dataset)", spec);
+}
+
+}  // namespace edo::io

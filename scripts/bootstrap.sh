@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs edo's build and test dependencies from Debian packages.
+# Idempotent; needs no prompt. Run as root or with sudo available.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libfaiss-dev libopenblas-dev liblapack-dev
+  libcli11-dev libhdf5-dev nlohmann-json3-dev libfmt-dev doctest-dev
+  libxxhash-dev libzip-dev
+  clang libclang-rt-dev          # libFuzzer targets
+  python3-numpy                  # independent cross-checks in tests and benchmarks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "bootstrap: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
