@@ -54,3 +54,48 @@ inline void add_version_flag(CLI::App& app, const char* tool) {
 }
 
 }  // namespace edo::cli
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+
+namespace edo::cli {
+
+// Rate-limited progress on stderr, only when stderr is a terminal and not --quiet.
+class Progress {
+ public:
+  Progress(std::string label, bool quiet) : label_(std::move(label)), enabled_(!quiet && ::isatty(STDERR_FILENO)) {}
+  ~Progress() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+  }
+  std::function<void(uint64_t, uint64_t)> callback() {
+    if (!enabled_) return {};
+    return [this](uint64_t done, uint64_t total) { update(done, total); };
+  }
+
+ private:
+  void update(uint64_t done, uint64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (shown_ && now - last_ < std::chrono::milliseconds(200) && done < total) return;
+    last_ = now;
+    shown_ = true;
+    std::fprintf(stderr, "\r%s: %llu / %llu rows (%.0f%%)", label_.c_str(), static_cast<unsigned long long>(done),
+                 static_cast<unsigned long long>(total), total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+  }
+  std::string label_;
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+inline void add_threads_option(CLI::App& app, int& threads) {
+  app.add_option("--threads", threads, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+}
+
+inline void apply_threads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+}  // namespace edo::cli

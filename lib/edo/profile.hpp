@@ -1,0 +1,98 @@
+// edo-profile's engine: what is in a table and where its bytes would go.
+//
+// One streaming pass over the table (bounded by the block size plus 12 bytes
+// per row for row norms and row hashes) and one seeded sample of rows for the
+// value percentiles and the PCA spectrum.
+#pragma once
+
+#include <edo/io/table.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace edo {
+
+struct ProfileOptions {
+  uint64_t seed = 0;
+  // Rows drawn (seeded) for value percentiles and the PCA spectrum.
+  uint64_t sample_rows = 10000;
+  // Absolute near-zero threshold; <= 0 means 1% of the RMS value of the sample.
+  double near_zero = 0;
+  // PCA is skipped above this dimension (the covariance is dim x dim doubles).
+  uint64_t max_pca_dim = 4096;
+  size_t block_bytes = io::kDefaultBlockBytes;
+  // Called after each block with (rows done, total rows); may be empty.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct Percentile {
+  double q;  // in percent, e.g. 99.9
+  double value;
+};
+
+struct Footprint {
+  std::string name;  // what the row stands for, e.g. "int8 row-wise"
+  std::string spec;  // codec spec string, e.g. "int8"
+  uint64_t bytes;    // whole table, including per-row scales and shared tables
+  double ratio;      // fp32 bytes / bytes
+  double bits_per_value;
+  std::string note;  // how the bytes were counted
+};
+
+struct AccessSkew {
+  double total = 0;           // sum of counts
+  uint64_t rows_accessed = 0;  // rows with a positive count
+  // Rows (most frequent first) needed to cover each share of lookups.
+  std::vector<std::pair<double, uint64_t>> rows_for_share;  // (share in %, rows)
+  double zipf_exponent = 0;   // s in count ~ rank^-s, least squares on log-log
+  double zipf_r2 = 0;         // fit quality
+};
+
+struct TableProfile {
+  std::string path;
+  std::string format;
+  std::string dtype;
+  uint64_t rows = 0, dim = 0;
+  uint64_t payload_bytes = 0;  // on disk
+  uint64_t values = 0;
+  // Non-finite values (excluded from every statistic below).
+  uint64_t nan_count = 0, inf_count = 0;
+  int64_t first_nonfinite_row = -1;
+  // Over finite values.
+  uint64_t zero_count = 0, near_zero_count = 0;
+  double near_zero_threshold = 0;
+  double min = 0, max = 0, mean = 0, stddev = 0, rms = 0;
+  std::vector<Percentile> value_percentiles;  // on the sample
+  uint64_t sample_rows = 0;
+  // Row L2 norms over all rows (rows with non-finite values excluded).
+  double norm_min = 0, norm_max = 0, norm_mean = 0;
+  std::vector<Percentile> norm_percentiles;
+  uint64_t zero_rows = 0;
+  // Rows equal (bit for bit) to an earlier row, and how many distinct rows repeat.
+  uint64_t duplicate_rows = 0, duplicate_groups = 0;
+  // PCA on the sample: explained variance per component, largest first.
+  bool pca_done = false;
+  std::string pca_skipped_reason;
+  std::vector<double> pca_explained;  // fractions summing to 1
+  std::vector<std::pair<double, uint64_t>> pca_dims_for;  // (90/95/99 %, dims)
+  std::vector<Footprint> footprints;
+  bool has_skew = false;
+  AccessSkew skew;
+};
+
+TableProfile profile_table(io::TableReader& table, const ProfileOptions& options);
+
+// Footprints of the table under each codec family edo offers or plans.
+std::vector<Footprint> codec_footprints(uint64_t rows, uint64_t dim);
+
+// Access skew of per-row lookup counts (see edo::io::read_frequencies).
+AccessSkew access_skew(const std::vector<double>& counts);
+
+nlohmann::json to_json(const TableProfile& p);
+std::string to_text(const TableProfile& p);
+
+}  // namespace edo

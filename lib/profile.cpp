@@ -1,0 +1,454 @@
+#include <edo/error.hpp>
+#include <edo/profile.hpp>
+#include <edo/random.hpp>
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+extern "C" void dsyev_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+                       double* work, const int* lwork, int* info, size_t jobz_len, size_t uplo_len);
+
+namespace edo {
+namespace {
+
+constexpr double kValuePercentiles[] = {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9};
+constexpr double kNormPercentiles[] = {1, 5, 25, 50, 75, 95, 99};
+constexpr double kVarianceShares[] = {90, 95, 99};
+constexpr double kLookupShares[] = {50, 80, 90, 99};
+// Values kept from the sample for percentiles and PCA (32 MiB of fp32).
+constexpr uint64_t kMaxSampleValues = uint64_t{8} << 20;
+
+struct RowStats {
+  double sum = 0, sumsq = 0;
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+  uint32_t nan = 0, inf = 0, zeros = 0, near_zero = 0;
+};
+
+bool is_nonfinite(float v) { return (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u; }
+
+// The hot loop: written so the compiler vectorises it. Float accumulators are
+// exact enough within one row; rows are summed in double, in row order, so the
+// totals do not depend on the thread count.
+RowStats row_stats(const float* x, uint64_t dim, float near_zero) {
+  float s = 0, ss = 0, mn = std::numeric_limits<float>::infinity(), mx = -mn;
+  uint32_t nonfinite = 0, zeros = 0, near = 0;
+#pragma omp simd reduction(+ : s, ss, nonfinite, zeros, near) reduction(min : mn) reduction(max : mx)
+  for (uint64_t j = 0; j < dim; ++j) {
+    const float v = x[j];
+    nonfinite += (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
+    s += v;
+    ss += v * v;
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+    zeros += v == 0.0f;
+    near += std::fabs(v) < near_zero;
+  }
+  RowStats r;
+  if (nonfinite == 0) {
+    r.sum = s;
+    r.sumsq = ss;
+    r.min = mn;
+    r.max = mx;
+    r.zeros = zeros;
+    r.near_zero = near;
+    return r;
+  }
+  // Rare: a row with NaN/Inf. Recount it, leaving those values out.
+  float s2 = 0, ss2 = 0;
+  for (uint64_t j = 0; j < dim; ++j) {
+    const float v = x[j];
+    if (is_nonfinite(v)) {
+      if (std::isnan(v)) ++r.nan;
+      else ++r.inf;
+      continue;
+    }
+    s2 += v;
+    ss2 += v * v;
+    r.min = std::min(r.min, v);
+    r.max = std::max(r.max, v);
+    r.zeros += v == 0.0f;
+    r.near_zero += std::fabs(v) < near_zero;
+  }
+  r.sum = s2;
+  r.sumsq = ss2;
+  return r;
+}
+
+// Linear-interpolated percentile of sorted values.
+double percentile_sorted(const std::vector<float>& sorted, double q) {
+  if (sorted.empty()) return std::nan("");
+  const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return static_cast<double>(sorted[lo]) * (1 - frac) + static_cast<double>(sorted[hi]) * frac;
+}
+
+// Eigenvalues of the sample covariance, largest first.
+std::vector<double> covariance_spectrum(const std::vector<float>& rows, uint64_t n, uint64_t dim) {
+  std::vector<double> centered(n * dim);
+  std::vector<double> mean(dim, 0.0);
+  for (uint64_t i = 0; i < n; ++i)
+    for (uint64_t j = 0; j < dim; ++j) mean[j] += rows[i * dim + j];
+  for (auto& m : mean) m /= static_cast<double>(n);
+  for (uint64_t i = 0; i < n; ++i)
+    for (uint64_t j = 0; j < dim; ++j) centered[i * dim + j] = rows[i * dim + j] - mean[j];
+  const int d = static_cast<int>(dim);
+  std::vector<double> cov(dim * dim, 0.0);
+  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, d, static_cast<int>(n), 1.0 / static_cast<double>(n - 1),
+              centered.data(), d, 0.0, cov.data(), d);
+  std::vector<double> eig(dim);
+  int info = 0, lwork = -1;
+  double query = 0;
+  // Row-major upper is column-major lower.
+  dsyev_("N", "L", &d, cov.data(), &d, eig.data(), &query, &lwork, &info, 1, 1);
+  lwork = std::max(1, static_cast<int>(query));
+  std::vector<double> work(static_cast<size_t>(lwork));
+  dsyev_("N", "L", &d, cov.data(), &d, eig.data(), work.data(), &lwork, &info, 1, 1);
+  if (info != 0) EDO_FAIL("PCA: LAPACK dsyev failed (info {})", info);
+  std::reverse(eig.begin(), eig.end());
+  for (auto& e : eig) e = std::max(e, 0.0);
+  return eig;
+}
+
+}  // namespace
+
+std::vector<Footprint> codec_footprints(uint64_t rows, uint64_t dim) {
+  std::vector<Footprint> out;
+  const double values = static_cast<double>(rows) * static_cast<double>(dim);
+  const uint64_t fp32 = rows * dim * 4;
+  auto add = [&](std::string name, std::string spec, uint64_t bytes, std::string note) {
+    out.push_back({std::move(name), std::move(spec), bytes, static_cast<double>(fp32) / static_cast<double>(bytes),
+                   static_cast<double>(bytes) * 8.0 / values, std::move(note)});
+  };
+  add("fp32", "fp32", fp32, "4 bytes a value");
+  add("fp16", "fp16", rows * dim * 2, "2 bytes a value");
+  add("bf16", "bf16", rows * dim * 2, "2 bytes a value");
+  add("fp8 e4m3", "fp8:e4m3", rows * (dim + 4), "1 byte a value + fp32 scale a row");
+  add("int8 row-wise", "int8", rows * (dim + 8), "1 byte a value + fp32 scale and offset a row");
+  add("int4 row-wise", "int4", rows * ((dim + 1) / 2 + 8), "4 bits a value + fp32 scale and offset a row");
+  add("1-bit sign", "bin", rows * ((dim + 7) / 8 + 4), "1 bit a value + fp32 scale a row");
+  for (uint64_t m : {8u, 16u, 32u, 64u}) {
+    if (m > dim) continue;
+    // m one-byte codes a row + the codebooks (256 centroids of dim/m floats per sub-space).
+    add(fmt::format("PQ {} bytes", m), fmt::format("pq:m={}", m), rows * m + 256 * dim * 4,
+        "m bytes a row + 256 x dim fp32 codebook");
+  }
+  const uint64_t index_bytes = dim <= 256 ? 1 : dim <= 65536 ? 2 : 4;
+  for (double density : {0.5, 0.25, 0.1, 0.05}) {
+    const auto nnz = static_cast<uint64_t>(std::llround(density * values));
+    const uint64_t ptr_bytes = nnz < (uint64_t{1} << 32) ? 4 : 8;
+    add(fmt::format("CSR {:g}% fp16", density * 100), fmt::format("csr:density={:g},values=fp16", density),
+        nnz * (2 + index_bytes) + (rows + 1) * ptr_bytes,
+        fmt::format("fp16 values + {}-byte column indices + {}-byte row pointers", index_bytes, ptr_bytes));
+  }
+  return out;
+}
+
+AccessSkew access_skew(const std::vector<double>& counts) {
+  AccessSkew s;
+  std::vector<double> sorted;
+  sorted.reserve(counts.size());
+  for (double c : counts) {
+    if (!(c >= 0) || !std::isfinite(c)) EDO_FAIL("frequency counts must be finite and non-negative");
+    s.total += c;
+    if (c > 0) {
+      sorted.push_back(c);
+      ++s.rows_accessed;
+    }
+  }
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  double cum = 0;
+  size_t share_i = 0;
+  for (size_t i = 0; i < sorted.size() && share_i < std::size(kLookupShares); ++i) {
+    cum += sorted[i];
+    while (share_i < std::size(kLookupShares) && cum >= kLookupShares[share_i] / 100.0 * s.total * (1 - 1e-12)) {
+      s.rows_for_share.emplace_back(kLookupShares[share_i], i + 1);
+      ++share_i;
+    }
+  }
+  // log(count) = c - s log(rank), least squares over every accessed row.
+  if (sorted.size() >= 2) {
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+    const auto n = static_cast<double>(sorted.size());
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      const double x = std::log(static_cast<double>(i + 1));
+      const double y = std::log(sorted[i]);
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
+      syy += y * y;
+    }
+    const double cov = sxy - sx * sy / n, vx = sxx - sx * sx / n, vy = syy - sy * sy / n;
+    if (vx > 0) {
+      s.zipf_exponent = -cov / vx;
+      s.zipf_r2 = vy > 0 ? cov * cov / (vx * vy) : 1.0;
+    }
+  }
+  return s;
+}
+
+TableProfile profile_table(io::TableReader& table, const ProfileOptions& options) {
+  TableProfile p;
+  p.path = table.path();
+  p.format = table.format();
+  p.dtype = io::dtype_name(table.dtype());
+  p.rows = table.rows();
+  p.dim = table.dim();
+  p.payload_bytes = table.payload_bytes();
+  p.values = p.rows * p.dim;
+  const uint64_t dim = p.dim;
+
+  // 1. The seeded sample: value percentiles, PCA, and the near-zero threshold.
+  const uint64_t sample_cap = std::max<uint64_t>(1, std::min(options.sample_rows, kMaxSampleValues / dim));
+  const std::vector<uint64_t> sample_ids = sample_indices(p.rows, sample_cap, options.seed);
+  std::vector<float> sample;  // finite rows only
+  sample.reserve(sample_ids.size() * dim);
+  for (uint64_t id : sample_ids) {
+    const float* r = table.rows_f32(id, 1);
+    if (std::none_of(r, r + dim, is_nonfinite)) sample.insert(sample.end(), r, r + dim);
+  }
+  const uint64_t sample_n = sample.size() / dim;
+  p.sample_rows = sample_n;
+  double sample_sumsq = 0;
+  for (float v : sample) sample_sumsq += static_cast<double>(v) * v;
+  const double sample_rms = sample_n ? std::sqrt(sample_sumsq / static_cast<double>(sample.size())) : 0.0;
+  p.near_zero_threshold = options.near_zero > 0 ? options.near_zero : 0.01 * sample_rms;
+
+  if (dim > options.max_pca_dim) {
+    p.pca_skipped_reason = fmt::format("dimension {} is above the PCA limit {}", dim, options.max_pca_dim);
+  } else if (sample_n < 2) {
+    p.pca_skipped_reason = "fewer than 2 finite rows in the sample";
+  } else {
+    std::vector<double> eig = covariance_spectrum(sample, sample_n, dim);
+    const double total = std::accumulate(eig.begin(), eig.end(), 0.0);
+    if (total > 0) {
+      p.pca_done = true;
+      for (double e : eig) p.pca_explained.push_back(e / total);
+      double cum = 0;
+      size_t share_i = 0;
+      for (size_t k = 0; k < eig.size() && share_i < std::size(kVarianceShares); ++k) {
+        cum += p.pca_explained[k];
+        while (share_i < std::size(kVarianceShares) && cum >= kVarianceShares[share_i] / 100.0 - 1e-12) {
+          p.pca_dims_for.emplace_back(kVarianceShares[share_i], k + 1);
+          ++share_i;
+        }
+      }
+      while (share_i < std::size(kVarianceShares)) p.pca_dims_for.emplace_back(kVarianceShares[share_i++], dim);
+    } else {
+      p.pca_skipped_reason = "the sample has zero variance";
+    }
+  }
+  std::sort(sample.begin(), sample.end());
+  for (double q : kValuePercentiles) p.value_percentiles.push_back({q, percentile_sorted(sample, q)});
+  sample = {};
+
+  // 2. The streaming pass over every row.
+  std::vector<float> norms(p.rows);
+  std::vector<uint64_t> hashes(p.rows);
+  const uint64_t block = table.block_rows(options.block_bytes);
+  const auto near = static_cast<float>(p.near_zero_threshold);
+  std::vector<RowStats> stats;
+  double sum = 0, sumsq = 0;
+  double vmin = std::numeric_limits<double>::infinity(), vmax = -vmin;
+  for (uint64_t begin = 0; begin < p.rows; begin += block) {
+    const uint64_t n = std::min(block, p.rows - begin);
+    const float* x = table.rows_f32(begin, n);
+    stats.assign(n, RowStats{});
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+      const float* row = x + static_cast<uint64_t>(i) * dim;
+      stats[i] = row_stats(row, dim, near);
+      hashes[begin + i] = XXH3_64bits(row, dim * sizeof(float));
+      norms[begin + i] = stats[i].nan + stats[i].inf ? std::numeric_limits<float>::quiet_NaN()
+                                                     : static_cast<float>(std::sqrt(stats[i].sumsq));
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      const RowStats& r = stats[i];
+      if ((r.nan || r.inf) && p.first_nonfinite_row < 0) p.first_nonfinite_row = static_cast<int64_t>(begin + i);
+      p.nan_count += r.nan;
+      p.inf_count += r.inf;
+      p.zero_count += r.zeros;
+      p.near_zero_count += r.near_zero;
+      sum += r.sum;
+      sumsq += r.sumsq;
+      if (r.min <= r.max) {
+        vmin = std::min(vmin, static_cast<double>(r.min));
+        vmax = std::max(vmax, static_cast<double>(r.max));
+      }
+    }
+    if (options.progress) options.progress(begin + n, p.rows);
+  }
+  const uint64_t finite = p.values - p.nan_count - p.inf_count;
+  if (finite > 0) {
+    p.min = vmin;
+    p.max = vmax;
+    p.mean = sum / static_cast<double>(finite);
+    p.rms = std::sqrt(sumsq / static_cast<double>(finite));
+    p.stddev = std::sqrt(std::max(0.0, sumsq / static_cast<double>(finite) - p.mean * p.mean));
+  }
+
+  // 3. Row norms and duplicates.
+  norms.erase(std::remove_if(norms.begin(), norms.end(), [](float v) { return std::isnan(v); }), norms.end());
+  if (!norms.empty()) {
+    double nsum = 0;
+    for (float v : norms) {
+      nsum += v;
+      p.zero_rows += v == 0.0f;
+    }
+    p.norm_mean = nsum / static_cast<double>(norms.size());
+    std::sort(norms.begin(), norms.end());
+    p.norm_min = norms.front();
+    p.norm_max = norms.back();
+    for (double q : kNormPercentiles) p.norm_percentiles.push_back({q, percentile_sorted(norms, q)});
+  }
+  norms = {};
+  std::sort(hashes.begin(), hashes.end());
+  for (size_t i = 1; i < hashes.size(); ++i) {
+    if (hashes[i] == hashes[i - 1]) {
+      ++p.duplicate_rows;
+      if (i == 1 || hashes[i - 1] != hashes[i - 2]) ++p.duplicate_groups;
+    }
+  }
+  p.footprints = codec_footprints(p.rows, p.dim);
+  return p;
+}
+
+nlohmann::json to_json(const TableProfile& p) {
+  using nlohmann::json;
+  auto pct = [](const std::vector<Percentile>& v) {
+    json j = json::object();
+    for (const auto& x : v) j[fmt::format("p{:g}", x.q)] = x.value;
+    return j;
+  };
+  json j;
+  j["path"] = p.path;
+  j["format"] = p.format;
+  j["dtype"] = p.dtype;
+  j["rows"] = p.rows;
+  j["dim"] = p.dim;
+  j["bytes"] = p.payload_bytes;
+  j["nonfinite"] = {{"nan", p.nan_count},
+                    {"inf", p.inf_count},
+                    {"first_row", p.first_nonfinite_row < 0 ? json(nullptr) : json(p.first_nonfinite_row)}};
+  const double values = static_cast<double>(p.values);
+  j["zeros"] = {{"count", p.zero_count}, {"fraction", static_cast<double>(p.zero_count) / values}};
+  j["near_zero"] = {{"threshold", p.near_zero_threshold},
+                    {"count", p.near_zero_count},
+                    {"fraction", static_cast<double>(p.near_zero_count) / values}};
+  j["values"] = {{"min", p.min},   {"max", p.max}, {"mean", p.mean}, {"std", p.stddev},
+                 {"rms", p.rms},   {"percentiles", pct(p.value_percentiles)}};
+  j["sample_rows"] = p.sample_rows;
+  j["row_norms"] = {{"min", p.norm_min},
+                    {"max", p.norm_max},
+                    {"mean", p.norm_mean},
+                    {"zero_rows", p.zero_rows},
+                    {"percentiles", pct(p.norm_percentiles)}};
+  j["duplicates"] = {{"rows", p.duplicate_rows}, {"groups", p.duplicate_groups}};
+  if (p.pca_done) {
+    json dims = json::object();
+    for (const auto& [share, k] : p.pca_dims_for) dims[fmt::format("{:g}%", share)] = k;
+    j["pca"] = {{"sample_rows", p.sample_rows}, {"dims_for_variance", dims}, {"explained", p.pca_explained}};
+  } else {
+    j["pca"] = {{"skipped", p.pca_skipped_reason}};
+  }
+  json fps = json::array();
+  for (const auto& f : p.footprints)
+    fps.push_back({{"name", f.name},
+                   {"spec", f.spec},
+                   {"bytes", f.bytes},
+                   {"ratio", f.ratio},
+                   {"bits_per_value", f.bits_per_value},
+                   {"note", f.note}});
+  j["footprints"] = fps;
+  if (p.has_skew) {
+    json cover = json::object();
+    for (const auto& [share, rows] : p.skew.rows_for_share) cover[fmt::format("{:g}%", share)] = rows;
+    j["access"] = {{"total_lookups", p.skew.total},
+                   {"rows_accessed", p.skew.rows_accessed},
+                   {"rows_covering", cover},
+                   {"zipf_exponent", p.skew.zipf_exponent},
+                   {"zipf_r2", p.skew.zipf_r2}};
+  }
+  return j;
+}
+
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (b >= 1000 && u < 4) {
+    b /= 1000;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  return fmt::format("{:.3g}%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+}
+
+}  // namespace
+
+std::string to_text(const TableProfile& p) {
+  std::string s;
+  auto line = [&](const char* key, const std::string& value) { s += fmt::format("  {:<14}{}\n", key, value); };
+  s += fmt::format("{}\n", p.path);
+  line("format", fmt::format("{}, {}, {} x {} ({} values, {})", p.format, p.dtype, p.rows, p.dim, p.values,
+                             human_bytes(static_cast<double>(p.payload_bytes))));
+  if (p.nan_count + p.inf_count == 0) {
+    line("non-finite", "none");
+  } else {
+    line("non-finite", fmt::format("{} NaN, {} Inf (first in row {}); left out of every statistic below",
+                                   p.nan_count, p.inf_count, p.first_nonfinite_row));
+  }
+  line("zeros", fmt::format("{} ({})", p.zero_count, percent(p.zero_count, p.values)));
+  line("near-zero", fmt::format("{} ({}) with |x| < {:.4g}", p.near_zero_count, percent(p.near_zero_count, p.values),
+                                p.near_zero_threshold));
+  line("values", fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  std {:.6g}", p.min, p.max, p.mean, p.stddev));
+  std::string pv;
+  for (const auto& x : p.value_percentiles) pv += fmt::format("p{:g} {:.4g}  ", x.q, x.value);
+  line("percentiles", pv + fmt::format("({} sampled rows)", p.sample_rows));
+  std::string pn = fmt::format("min {:.4g}  ", p.norm_min);
+  for (const auto& x : p.norm_percentiles) pn += fmt::format("p{:g} {:.4g}  ", x.q, x.value);
+  pn += fmt::format("max {:.4g}  mean {:.4g}", p.norm_max, p.norm_mean);
+  line("row norms", pn);
+  line("zero rows", fmt::format("{}", p.zero_rows));
+  line("duplicates", fmt::format("{} rows repeat an earlier row ({} distinct rows repeated)", p.duplicate_rows,
+                                 p.duplicate_groups));
+  if (p.pca_done) {
+    std::string pc;
+    for (const auto& [share, k] : p.pca_dims_for) pc += fmt::format("{:g}%: {} dims  ", share, k);
+    line("PCA", pc + fmt::format("(of {}, {} sampled rows)", p.dim, p.sample_rows));
+  } else {
+    line("PCA", "skipped: " + p.pca_skipped_reason);
+  }
+  s += "\nfootprint\n";
+  s += fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "ratio", "bits/value");
+  for (const auto& f : p.footprints)
+    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio,
+                     f.bits_per_value);
+  if (p.has_skew) {
+    s += "\naccess skew\n";
+    line("lookups", fmt::format("{:.6g} over {} rows ({} never looked up)", p.skew.total, p.skew.rows_accessed,
+                                p.rows - p.skew.rows_accessed));
+    std::string cov;
+    for (const auto& [share, rows] : p.skew.rows_for_share)
+      cov += fmt::format("{:g}%: {} rows ({})  ", share, rows, percent(rows, p.rows));
+    line("covered by", cov);
+    line("Zipf fit", fmt::format("exponent {:.3f} (r^2 {:.3f})", p.skew.zipf_exponent, p.skew.zipf_r2));
+  }
+  return s;
+}
+
+}  // namespace edo
