@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 extern "C" void dsyev_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
                        double* work, const int* lwork, int* info, size_t jobz_len, size_t uplo_len);
@@ -18,8 +19,6 @@ extern "C" void dsyev_(const char* jobz, const char* uplo, const int* n, double*
 namespace edo {
 namespace {
 
-constexpr double kValuePercentiles[] = {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9};
-constexpr double kNormPercentiles[] = {1, 5, 25, 50, 75, 95, 99};
 constexpr double kVarianceShares[] = {90, 95, 99};
 constexpr double kLookupShares[] = {50, 80, 90, 99};
 // Values kept from the sample for percentiles and PCA (32 MiB of fp32).
@@ -82,14 +81,53 @@ RowStats row_stats(const float* x, uint64_t dim, float near_zero) {
   return r;
 }
 
-// Linear-interpolated percentile of sorted values.
-double percentile_sorted(const std::vector<float>& sorted, double q) {
-  if (sorted.empty()) return std::nan("");
-  const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = pos - static_cast<double>(lo);
-  return static_cast<double>(sorted[lo]) * (1 - frac) + static_cast<double>(sorted[hi]) * frac;
+// Linear-interpolated percentiles (numpy's default) of `v`, which is
+// reordered. Selection instead of a full sort: O(n) per percentile.
+std::vector<Percentile> percentiles(std::vector<float>& v, std::initializer_list<double> qs) {
+  std::vector<Percentile> out;
+  if (v.empty()) return out;
+  auto first = v.begin();
+  for (double q : qs) {  // ascending, so each selection only looks right of the last
+    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<size_t>(std::floor(pos));
+    const auto nth = v.begin() + static_cast<std::ptrdiff_t>(lo);
+    std::nth_element(first, nth, v.end());
+    const double low = *nth;
+    const double high = lo + 1 < v.size() ? *std::min_element(nth + 1, v.end()) : low;
+    const double frac = pos - static_cast<double>(lo);
+    out.push_back({q, low * (1 - frac) + high * frac});
+    first = nth;
+  }
+  return out;
+}
+
+// Rows equal to an earlier row, and distinct rows that repeat, from row
+// hashes (reordered). Buckets by the top bits, then sorts each small bucket:
+// linear time and parallel, where one big sort would dominate the profile.
+std::pair<uint64_t, uint64_t> count_duplicates(std::vector<uint64_t>& hashes) {
+  const int bits = hashes.size() > (1u << 20) ? 16 : 8;
+  const size_t buckets = size_t{1} << bits;
+  std::vector<uint64_t> start(buckets + 1, 0);
+  for (uint64_t h : hashes) ++start[(h >> (64 - bits)) + 1];
+  for (size_t b = 0; b < buckets; ++b) start[b + 1] += start[b];
+  std::vector<uint64_t> sorted(hashes.size());
+  std::vector<uint64_t> fill(start.begin(), start.end() - 1);
+  for (uint64_t h : hashes) sorted[fill[h >> (64 - bits)]++] = h;
+  hashes = {};
+  uint64_t rows = 0, groups = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : rows, groups)
+  for (int64_t b = 0; b < static_cast<int64_t>(buckets); ++b) {
+    auto lo = sorted.begin() + static_cast<std::ptrdiff_t>(start[b]);
+    auto hi = sorted.begin() + static_cast<std::ptrdiff_t>(start[b + 1]);
+    std::sort(lo, hi);
+    for (auto it = lo; it != hi && it + 1 != hi; ++it) {
+      if (*(it + 1) == *it) {
+        ++rows;
+        if (it == lo || *(it - 1) != *it) ++groups;
+      }
+    }
+  }
+  return {rows, groups};
 }
 
 // Eigenvalues of the sample covariance, largest first.
@@ -248,8 +286,7 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
       p.pca_skipped_reason = "the sample has zero variance";
     }
   }
-  std::sort(sample.begin(), sample.end());
-  for (double q : kValuePercentiles) p.value_percentiles.push_back({q, percentile_sorted(sample, q)});
+  p.value_percentiles = percentiles(sample, {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9});
   sample = {};
 
   // 2. The streaming pass over every row.
@@ -306,19 +343,13 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
       p.zero_rows += v == 0.0f;
     }
     p.norm_mean = nsum / static_cast<double>(norms.size());
-    std::sort(norms.begin(), norms.end());
-    p.norm_min = norms.front();
-    p.norm_max = norms.back();
-    for (double q : kNormPercentiles) p.norm_percentiles.push_back({q, percentile_sorted(norms, q)});
+    const auto [lo, hi] = std::minmax_element(norms.begin(), norms.end());
+    p.norm_min = *lo;
+    p.norm_max = *hi;
+    p.norm_percentiles = percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
   }
   norms = {};
-  std::sort(hashes.begin(), hashes.end());
-  for (size_t i = 1; i < hashes.size(); ++i) {
-    if (hashes[i] == hashes[i - 1]) {
-      ++p.duplicate_rows;
-      if (i == 1 || hashes[i - 1] != hashes[i - 2]) ++p.duplicate_groups;
-    }
-  }
+  std::tie(p.duplicate_rows, p.duplicate_groups) = count_duplicates(hashes);
   p.footprints = codec_footprints(p.rows, p.dim);
   return p;
 }
