@@ -4,6 +4,7 @@
 #include <edo/io/readers.hpp>
 #include <edo/io/table.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,6 +84,33 @@ std::string lower_extension(const std::string& file) {
   return ext;
 }
 
+bool is_known_extension(const std::string& ext) {
+  for (const char* known : {"npy", "npz", "h5", "hdf5", "he5", "fvecs", "bvecs", "ivecs"})
+    if (ext == known) return true;
+  return false;
+}
+
+// The format of a file with an unfamiliar name, from its first bytes: "npy",
+// "npz" or "h5", or empty when none matches. HDF5 allows a user block before
+// its signature, so the signature is looked for at 0, 512, 1024, 2048, ...
+std::string sniff_format(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  auto read_at = [fd](uint64_t offset, char* buf, size_t n) {
+    return ::pread(fd, buf, n, static_cast<off_t>(offset)) == static_cast<ssize_t>(n);
+  };
+  std::string format;
+  char head[8];
+  if (read_at(0, head, 8)) {
+    if (std::memcmp(head, "\x93NUMPY", 6) == 0) format = "npy";
+    else if (std::memcmp(head, "PK\x03\x04", 4) == 0) format = "npz";
+    for (uint64_t offset = 0; format.empty() && offset <= (uint64_t{1} << 20); offset = offset ? offset * 2 : 512)
+      if (read_at(offset, head, 8) && std::memcmp(head, "\x89HDF\r\n\x1a\n", 8) == 0) format = "h5";
+  }
+  ::close(fd);
+  return format;
+}
+
 // A spooled copy of stdin that deletes itself; the reader keeps it mapped.
 class StdinSpool {
  public:
@@ -148,10 +176,21 @@ std::unique_ptr<TableReader> open_table(const std::string& spec) {
   }
   const TableSpec s = split_table_spec(spec);
   if (!file_exists(s.file)) EDO_FAIL("{}: no such file", s.file);
-  const std::string ext = lower_extension(s.file);
+  std::string ext = lower_extension(s.file);
+  if (!is_known_extension(ext)) ext = sniff_format(s.file);
+  auto no_member = [&](const char* kind) {
+    if (!s.member.empty()) EDO_FAIL("{}: a {} file has no member '{}'", spec, kind, s.member);
+  };
   if (ext == "npy") {
-    if (!s.member.empty()) EDO_FAIL("{}: a .npy file has no member '{}'", spec, s.member);
+    no_member(".npy");
     return open_npy(s.file, spec);
+  }
+  if (ext == "npz") return open_npz(s.file, s.member, spec);
+  if (ext == "h5" || ext == "hdf5" || ext == "he5") return open_hdf5(s.file, s.member, spec);
+  if (ext == "fvecs" || ext == "bvecs" || ext == "ivecs") {
+    no_member(".vecs");
+    const DType element = ext == "fvecs" ? DType::f32 : ext == "bvecs" ? DType::u8 : DType::i32;
+    return open_vecs(s.file, element, spec);
   }
   EDO_FAIL("{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .fvecs, .bvecs or .ivecs)", spec);
 }
@@ -161,10 +200,17 @@ std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows
   if (!checked_mul(rows, dim) || !checked_mul(rows * dim, dtype_size(dtype)))
     EDO_FAIL("{}: table of {} x {} is too large", spec, rows, dim);
   if (spec == "-") return create_npy("-", rows, dim, dtype);
-  const auto colon = spec.find(':');
-  const std::string file = colon == std::string::npos ? spec : spec.substr(0, colon);
-  const std::string ext = lower_extension(file);
-  if (ext == "npy" && colon == std::string::npos) return create_npy(spec, rows, dim, dtype);
+  // "x.h5:/group/ds": the file is what precedes the first ':' that follows an
+  // HDF5 extension, so directories with ':' in their names still work.
+  for (size_t colon = spec.find(':'); colon != std::string::npos; colon = spec.find(':', colon + 1)) {
+    const std::string ext = lower_extension(spec.substr(0, colon));
+    if (ext == "h5" || ext == "hdf5" || ext == "he5")
+      return create_hdf5(spec.substr(0, colon), spec.substr(colon + 1), rows, dim, dtype);
+  }
+  const std::string ext = lower_extension(spec);
+  if (ext == "npy") return create_npy(spec, rows, dim, dtype);
+  if (ext == "h5" || ext == "hdf5" || ext == "he5")
+    EDO_FAIL("{}: name the dataset to write, as {}:/embeddings", spec, spec);
   EDO_FAIL("{}: cannot write this format (expected x.npy, - or x.h5:/dataset)", spec);
 }
 

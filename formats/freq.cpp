@@ -1,0 +1,154 @@
+#include <edo/error.hpp>
+#include <edo/float16.hpp>
+#include <edo/io/files.hpp>
+#include <edo/io/freq.hpp>
+#include <edo/io/npy.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace edo::io {
+namespace {
+
+constexpr char kNpyMagic[] = "\x93NUMPY";
+
+bool ends_with_npy(const std::string& path) {
+  if (path.size() < 4) return false;
+  std::string ext = path.substr(path.size() - 4);
+  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".npy";
+}
+
+// A token quoted for an error message: short, and printable whatever the file holds.
+std::string quoted(std::string_view token) {
+  constexpr size_t kMax = 32;
+  std::string s = "'";
+  for (size_t i = 0; i < token.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(token[i]);
+    s.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?');
+  }
+  if (token.size() > kMax) s += "...";
+  return s + "'";
+}
+
+// Why a count is unusable, or nullptr when it is fine.
+const char* count_problem(double v) {
+  if (std::isnan(v)) return "is NaN";
+  if (std::isinf(v)) return "is infinite";
+  if (v < 0) return "is negative";
+  return nullptr;
+}
+
+template <class T>
+double element_as_double(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return static_cast<double>(v);
+}
+
+double load_as_double(DType t, const uint8_t* p) {
+  switch (t) {
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return static_cast<double>(half_bits_to_float(h));
+    }
+    case DType::f32: return element_as_double<float>(p);
+    case DType::f64: return element_as_double<double>(p);
+    case DType::i8: return element_as_double<int8_t>(p);
+    case DType::u8: return element_as_double<uint8_t>(p);
+    case DType::i16: return element_as_double<int16_t>(p);
+    case DType::u16: return element_as_double<uint16_t>(p);
+    case DType::i32: return element_as_double<int32_t>(p);
+    case DType::u32: return element_as_double<uint32_t>(p);
+    case DType::i64: return element_as_double<int64_t>(p);
+    case DType::u64: return element_as_double<uint64_t>(p);
+  }
+  return 0;
+}
+
+std::vector<double> read_npy_counts(const MappedFile& file, uint64_t rows, const std::string& path) {
+  const NpyHeader h = parse_npy_header(file.data(), file.size(), file.size(), path);
+  const bool column = h.shape.size() == 1 || (h.shape.size() == 2 && h.shape[1] == 1);
+  if (!column)
+    EDO_FAIL("{}: frequency .npy must have shape (R,) or (R, 1), got {} dimensions", path, h.shape.size());
+  if (h.shape[0] != rows) EDO_FAIL("{}: {} counts for a table of {} rows", path, h.shape[0], rows);
+  std::vector<double> counts(rows);
+  const size_t width = dtype_size(h.dtype);
+  for (uint64_t i = 0; i < rows; ++i) {
+    counts[i] = load_as_double(h.dtype, file.data() + h.data_offset + i * width);
+    if (const char* why = count_problem(counts[i])) EDO_FAIL("{}: entry {}: count {}", path, i, why);
+  }
+  return counts;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+std::vector<double> parse_frequency_text(std::string_view text, uint64_t rows, const std::string& display) {
+  std::vector<double> counts(rows, 0.0);
+  std::vector<bool> seen(rows, false);
+  uint64_t line_no = 0;
+  uint64_t entries = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+
+    std::string_view tokens[3];
+    size_t n = 0;
+    for (size_t i = 0; i < line.size();) {
+      while (i < line.size() && is_space(line[i])) ++i;
+      if (i == line.size()) break;
+      const size_t start = i;
+      while (i < line.size() && !is_space(line[i])) ++i;
+      if (n < 3) tokens[n] = line.substr(start, i - start);
+      ++n;
+    }
+    if (n == 0) continue;
+    if (n != 2) EDO_FAIL("{}: line {}: expected 'id count', got {} fields", display, line_no, n);
+
+    uint64_t id = 0;
+    const std::string_view id_text = tokens[0];
+    const auto id_result = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+    if (id_result.ec == std::errc::invalid_argument || id_result.ptr != id_text.data() + id_text.size())
+      EDO_FAIL("{}: line {}: id {} is not a non-negative integer", display, line_no, quoted(id_text));
+    if (id_result.ec == std::errc::result_out_of_range || id >= rows)
+      EDO_FAIL("{}: line {}: id {} is out of range (the table has {} rows)", display, line_no, quoted(id_text), rows);
+
+    std::string_view count_text = tokens[1];
+    // from_chars takes no '+'; counts written as "+3" are still plain numbers.
+    if (count_text.size() > 1 && count_text[0] == '+' && count_text[1] != '-') count_text.remove_prefix(1);
+    double count = 0;
+    const auto count_result = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    if (count_result.ec == std::errc::result_out_of_range)
+      EDO_FAIL("{}: line {}: count {} is out of range", display, line_no, quoted(tokens[1]));
+    if (count_result.ec != std::errc() || count_result.ptr != count_text.data() + count_text.size())
+      EDO_FAIL("{}: line {}: count {} is not a number", display, line_no, quoted(tokens[1]));
+    if (const char* why = count_problem(count)) EDO_FAIL("{}: line {}: count {}", display, line_no, why);
+
+    if (seen[id]) EDO_FAIL("{}: line {}: id {} appears a second time", display, line_no, id);
+    seen[id] = true;
+    counts[id] = count;
+    ++entries;
+  }
+  if (entries == 0) EDO_FAIL("{}: no 'id count' lines; the frequency file is empty", display);
+  return counts;
+}
+
+std::vector<double> read_frequencies(const std::string& path, uint64_t rows) {
+  if (rows == 0) EDO_FAIL("{}: frequencies for a table of 0 rows", path);
+  const MappedFile file(path);
+  const bool npy_magic = file.size() >= 6 && std::memcmp(file.data(), kNpyMagic, 6) == 0;
+  if (npy_magic || ends_with_npy(path)) return read_npy_counts(file, rows, path);
+  const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
+  return parse_frequency_text(text, rows, path);
+}
+
+}  // namespace edo::io
