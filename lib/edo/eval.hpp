@@ -1,0 +1,82 @@
+// Measures what compressing an embedding table costs: neighbour recall,
+// reconstruction error and, with labels, k-NN classification accuracy.
+// Every metric is defined in docs/EVAL.md (DESIGN.md section 6 is binding).
+//
+// evaluate() streams both tables once, block by block, so memory is the
+// query vectors, one block of each table, the top-k heaps, and the lowest 5%
+// of per-row cosines (8 bytes per 20 rows, for the exact percentiles).
+#pragma once
+
+#include <edo/knn.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace edo {
+
+namespace io {
+class TableReader;
+}
+
+struct EvalOptions {
+  Metric metric = Metric::l2;
+  std::vector<uint64_t> ks = {1, 10, 100};
+  // Query rows drawn uniformly without replacement with `seed`; all rows
+  // when the table has no more than this many.
+  uint64_t queries = 1000;
+  // Explicit query rows (ids into the original table); when non-empty they
+  // replace the uniform sample and `queries` is ignored.
+  std::vector<uint64_t> query_ids;
+  uint64_t seed = 0;
+  // Optional, one per row: class labels for k-NN classification accuracy.
+  std::vector<int64_t> labels;
+  // Optional, one per row: access frequencies (finite, >= 0, not all 0).
+  // Adds the access-weighted "w." metrics.
+  std::vector<double> freq;
+  // Rows per streamed block; 0 lets the readers choose.
+  uint64_t block_rows = 0;
+  KnnDevice device = KnnDevice::cpu;
+};
+
+// Named metrics in insertion order. Names are stable: gates and reports
+// refer to them (recall@10, cos.min, w.mse, ...).
+class EvalResult {
+ public:
+  Metric metric = Metric::l2;  // the k-NN metric the recalls were measured with
+
+  // Inserts or replaces (keeping the original position).
+  void set(const std::string& name, double value);
+  std::optional<double> get(std::string_view name) const;
+  // The value of `name`; a usage error listing every available name if absent.
+  double at(std::string_view name) const;
+  bool has(std::string_view name) const { return get(name).has_value(); }
+  const std::vector<std::pair<std::string, double>>& metrics() const { return metrics_; }
+  // "a, b, c": for error messages.
+  std::string names() const;
+
+ private:
+  std::vector<std::pair<std::string, double>> metrics_;
+};
+
+// Compares `compressed` (the decoded table) with `original`, row for row.
+// Both must have the same rows and dim. Queries are ORIGINAL rows searched
+// against the original table (ground truth) and against the compressed
+// table (the asymmetric setting: what a lookup of a full-precision query
+// against compressed storage returns); the query's own row is excluded from
+// both. Same inputs and options give identical numbers whatever the thread
+// count. `original` and `compressed` may be the same reader.
+EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts);
+
+// The query rows evaluate() uses for the uniform sample: opts.query_ids when
+// given, else min(opts.queries, rows) distinct rows drawn with opts.seed,
+// ascending.
+std::vector<uint64_t> sample_query_ids(uint64_t rows, const EvalOptions& opts);
+// `count` rows drawn with replacement with probability freq[i] / sum(freq),
+// from a stream seeded by `seed`, in draw order.
+std::vector<uint64_t> sample_weighted_ids(const std::vector<double>& freq, uint64_t count, uint64_t seed);
+
+}  // namespace edo

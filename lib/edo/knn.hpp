@@ -1,0 +1,113 @@
+// Exact k-nearest-neighbour search: the ground truth every evaluation is
+// measured against.
+//
+// The query set is held in memory; the database streams through in row blocks.
+// Scores come from blocked SGEMM (OpenBLAS on the CPU, cuBLAS on a GPU) over
+// tiles of queries x rows, so the full score matrix never exists; each query
+// keeps a bounded heap of its k best rows.
+//
+// Reproducibility: OpenBLAS rounds a dot product differently depending on
+// the GEMM's shape, its place in the tile and OpenBLAS's own thread count.
+// So the CPU path cuts the table into tiles at fixed row ids (buffering rows
+// across block boundaries), cuts the queries into fixed sub-tiles, and runs
+// one single-threaded SGEMM per sub-tile on OpenMP threads (OpenBLAS is set
+// to one thread for the duration of each call and restored after). Results
+// are then bit-identical whatever the OpenMP thread count or block size.
+// They can differ in the last bits from knn_reference() and from the GPU.
+//
+// Ranking, fixed so that results never depend on thread count or block size:
+//   ip   score = q.x                               larger is better
+//   cos  score = q.x / (|q| |x|), 0 when q or x is all zeros; larger is better
+//   l2   score = |q - x|^2 (squared distance)      smaller is better
+// Rows are ranked on a key computed identically for every row of a query
+// (for l2: |x|^2 - 2 q.x, to which |q|^2 is added only when reporting), and
+// equal keys rank the lower row id first. A NaN key ranks after everything.
+// When fewer than k rows are eligible (the table is small, or minus the
+// excluded row), the tail of a result list holds id -1 and score NaN.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace edo {
+
+namespace io {
+class TableReader;
+}
+
+enum class Metric : uint8_t { ip, l2, cos };
+
+// "ip", "l2" or "cos"; anything else is a usage error.
+Metric parse_metric(std::string_view name);
+const char* metric_name(Metric m);
+
+enum class KnnDevice : uint8_t { cpu, cuda };
+
+struct KnnOptions {
+  Metric metric = Metric::l2;
+  uint64_t k = 10;
+  // Per query, a row id that must not be returned (the query's own row), or
+  // -1. Empty means no exclusions; otherwise one entry per query.
+  std::vector<int64_t> exclude;
+  // Rows read from a TableReader per block; 0 lets the reader choose.
+  uint64_t block_rows = 0;
+  // cuda: scores by cuBLAS on the first GPU (an error when there is none);
+  // selection stays on the host, so results match the CPU up to float
+  // summation order.
+  KnnDevice device = KnnDevice::cpu;
+};
+
+// Top-k lists of nq queries, row-major: query q's list is ids[q*k, q*k+k).
+struct KnnResult {
+  uint64_t nq = 0;
+  uint64_t k = 0;
+  Metric metric = Metric::l2;
+  std::vector<int64_t> ids;   // best first; -1 pads short lists
+  std::vector<float> scores;  // see the table above; NaN pads short lists
+
+  std::span<const int64_t> ids_of(uint64_t q) const { return {ids.data() + q * k, k}; }
+  std::span<const float> scores_of(uint64_t q) const { return {scores.data() + q * k, k}; }
+};
+
+// An in-memory row-major fp32 matrix that the caller owns.
+struct MatrixView {
+  const float* data = nullptr;
+  uint64_t rows = 0;
+  uint64_t dim = 0;
+};
+
+// Incremental search: add the database's rows in order, in blocks of any
+// size, then finish(). Lets one pass over a table feed several searches
+// (see eval.hpp).
+class KnnSearch {
+ public:
+  // Copies the queries; `opts.exclude` must be empty or hold queries.rows ids.
+  KnnSearch(MatrixView queries, const KnnOptions& opts);
+  ~KnnSearch();
+  KnnSearch(const KnnSearch&) = delete;
+  KnnSearch& operator=(const KnnSearch&) = delete;
+
+  // Adds `count` rows (count x dim fp32); they take the next row ids.
+  void add(const float* rows, uint64_t count);
+  // The top-k lists, best first. The search cannot be used afterwards.
+  KnnResult finish();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Exact k-NN of `queries` over a whole table, streamed in blocks.
+KnnResult knn(MatrixView queries, io::TableReader& database, const KnnOptions& opts);
+// Exact k-NN over an in-memory database.
+KnnResult knn(MatrixView queries, MatrixView database, const KnnOptions& opts);
+
+// Brute force, one dot product at a time, for tests: same ranking rules and
+// the same score formulas as knn(), without BLAS, blocking or threads.
+KnnResult knn_reference(MatrixView queries, MatrixView database, const KnnOptions& opts);
+
+}  // namespace edo

@@ -1,0 +1,361 @@
+#include <edo/error.hpp>
+#include <edo/eval.hpp>
+#include <edo/io/table.hpp>
+#include <edo/random.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace edo {
+
+void EvalResult::set(const std::string& name, double value) {
+  for (auto& [n, v] : metrics_) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  metrics_.emplace_back(name, value);
+}
+
+std::optional<double> EvalResult::get(std::string_view name) const {
+  for (const auto& [n, v] : metrics_)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+double EvalResult::at(std::string_view name) const {
+  if (auto v = get(name)) return *v;
+  EDO_USAGE_FAIL("unknown metric '{}' (available: {})", name, names());
+}
+
+std::string EvalResult::names() const {
+  std::string out;
+  for (const auto& [n, v] : metrics_) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+namespace {
+
+// Per-row reconstruction numbers, in double.
+struct RowError {
+  double err2;   // |x - x^|^2
+  double norm2;  // |x|^2
+  double cos;    // cosine(x, x^): 1 when both are zero, 0 when one is
+  double max_abs;
+};
+
+// NaN propagates: a NaN anywhere in a row makes that row's max NaN.
+inline double nan_max(double m, double a) { return (std::isnan(a) || a > m) ? a : m; }
+
+RowError row_error(const float* x, const float* y, uint64_t dim) {
+  double err2 = 0, nx = 0, ny = 0, dot = 0, max_abs = 0;
+  for (uint64_t j = 0; j < dim; ++j) {
+    const double a = x[j], b = y[j], diff = a - b;
+    err2 += diff * diff;
+    nx += a * a;
+    ny += b * b;
+    dot += a * b;
+    max_abs = nan_max(max_abs, std::fabs(diff));
+  }
+  double cos;
+  if (nx == 0 && ny == 0)
+    cos = 1;
+  else if (nx == 0 || ny == 0)
+    cos = 0;
+  else
+    cos = dot / (std::sqrt(nx) * std::sqrt(ny));
+  return {err2, nx, cos, max_abs};
+}
+
+// NaN counts as the lowest cosine, so a broken row shows in min and p1.
+inline bool cos_less(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
+
+// Streaming sums of RowError; rows must be added in table order so the
+// totals are the same whatever the blocking and thread count.
+class ReconstructionStats {
+ public:
+  ReconstructionStats(uint64_t rows, const std::vector<double>* freq) : rows_(rows), freq_(freq) {
+    lowest_keep_ = std::max<uint64_t>(1, percentile_rank(rows, 5));
+  }
+
+  void add(uint64_t row, const RowError& e) {
+    err2_ += e.err2;
+    norm2_ += e.norm2;
+    cos_sum_ += e.cos;
+    max_abs_ = nan_max(max_abs_, e.max_abs);
+    // A max-heap of the lowest cosines seen so far.
+    if (lowest_.size() < lowest_keep_) {
+      lowest_.push_back(e.cos);
+      std::push_heap(lowest_.begin(), lowest_.end(), cos_less);
+    } else if (cos_less(e.cos, lowest_.front())) {
+      std::pop_heap(lowest_.begin(), lowest_.end(), cos_less);
+      lowest_.back() = e.cos;
+      std::push_heap(lowest_.begin(), lowest_.end(), cos_less);
+    }
+    if (freq_) {
+      const double w = (*freq_)[row];
+      if (w > 0) {
+        w_err2_ += w * e.err2;
+        w_norm2_ += w * e.norm2;
+        w_cos_ += w * e.cos;
+        w_sum_ += w;
+        if (cos_less(e.cos, w_cos_min_)) w_cos_min_ = e.cos;
+      }
+    }
+  }
+
+  void report(EvalResult& r, uint64_t dim) {
+    std::sort(lowest_.begin(), lowest_.end(), cos_less);
+    const double values = static_cast<double>(rows_) * static_cast<double>(dim);
+    r.set("rel_fro", relative(err2_, norm2_));
+    r.set("mse", err2_ / values);
+    r.set("cos.mean", cos_sum_ / static_cast<double>(rows_));
+    r.set("cos.p1", lowest_[percentile_rank(rows_, 1) - 1]);
+    r.set("cos.p5", lowest_[percentile_rank(rows_, 5) - 1]);
+    r.set("cos.min", lowest_.front());
+    r.set("max_abs", max_abs_);
+  }
+
+  void report_weighted(EvalResult& r, uint64_t dim) const {
+    if (freq_) {
+      r.set("w.rel_fro", relative(w_err2_, w_norm2_));
+      r.set("w.mse", w_err2_ / (w_sum_ * static_cast<double>(dim)));
+      r.set("w.cos.mean", w_cos_ / w_sum_);
+      r.set("w.cos.min", w_cos_min_);
+    }
+  }
+
+  // Nearest rank: the ceil(p/100 * n)-th smallest value (1-based), at least 1.
+  static uint64_t percentile_rank(uint64_t n, uint64_t p) {
+    return std::max<uint64_t>(1, n / 100 * p + ((n % 100) * p + 99) / 100);
+  }
+
+ private:
+  // |X - X^|_F / |X|_F; an all-zero original counts as 0 when reproduced exactly.
+  static double relative(double err2, double norm2) {
+    if (norm2 == 0) return err2 == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+    return std::sqrt(err2 / norm2);
+  }
+
+  uint64_t rows_;
+  const std::vector<double>* freq_;
+  uint64_t lowest_keep_;
+  std::vector<double> lowest_;
+  double err2_ = 0, norm2_ = 0, cos_sum_ = 0, max_abs_ = 0;
+  double w_err2_ = 0, w_norm2_ = 0, w_cos_ = 0, w_sum_ = 0;
+  double w_cos_min_ = std::numeric_limits<double>::infinity();
+};
+
+// The label most frequent among the first `votes` valid neighbours; ties go
+// to the smallest label. nullopt when the list is empty.
+std::optional<int64_t> majority_label(std::span<const int64_t> ids, const std::vector<int64_t>& labels,
+                                      uint64_t votes) {
+  std::map<int64_t, uint64_t> counts;
+  for (uint64_t i = 0; i < std::min<uint64_t>(votes, ids.size()) && ids[i] >= 0; ++i)
+    ++counts[labels[static_cast<uint64_t>(ids[i])]];
+  std::optional<int64_t> best;
+  uint64_t best_count = 0;
+  for (const auto& [label, count] : counts) {  // ascending labels: strict > keeps the smallest
+    if (count > best_count) {
+      best = label;
+      best_count = count;
+    }
+  }
+  return best;
+}
+
+constexpr uint64_t kClassifierVotes = 10;
+
+struct QueryWeight {
+  uint64_t index;  // into the searched query set
+  double weight;
+};
+
+// Query-based metrics over one weighted query set, names prefixed by `prefix`.
+void report_queries(EvalResult& r, const std::string& prefix, const std::vector<QueryWeight>& set,
+                    const std::vector<uint64_t>& query_rows, const KnnResult& truth, const KnnResult& approx,
+                    const EvalOptions& opts) {
+  double total = 0;
+  for (const auto& qw : set) total += qw.weight;
+  std::vector<int64_t> t, a;
+  for (uint64_t k : opts.ks) {
+    double recall = 0, one_recall = 0;
+    for (const auto& qw : set) {
+      auto truth_ids = truth.ids_of(qw.index).first(k);
+      auto approx_ids = approx.ids_of(qw.index).first(k);
+      t.assign(truth_ids.begin(), std::find(truth_ids.begin(), truth_ids.end(), int64_t{-1}));
+      a.assign(approx_ids.begin(), std::find(approx_ids.begin(), approx_ids.end(), int64_t{-1}));
+      if (std::find(a.begin(), a.end(), t.front()) != a.end()) one_recall += qw.weight;
+      std::sort(t.begin(), t.end());
+      std::sort(a.begin(), a.end());
+      std::vector<int64_t> common;
+      std::set_intersection(t.begin(), t.end(), a.begin(), a.end(), std::back_inserter(common));
+      recall += qw.weight * static_cast<double>(common.size()) / static_cast<double>(t.size());
+    }
+    recall /= total;
+    r.set(fmt::format("{}recall@{}", prefix, k), recall);
+    r.set(fmt::format("{}1-recall@{}", prefix, k), one_recall / total);
+    r.set(fmt::format("{}recall_drop@{}", prefix, k), 1.0 - recall);
+  }
+  if (!opts.labels.empty()) {
+    double right_truth = 0, right_approx = 0;
+    for (const auto& qw : set) {
+      const int64_t label = opts.labels[query_rows[qw.index]];
+      if (majority_label(truth.ids_of(qw.index), opts.labels, kClassifierVotes) == label) right_truth += qw.weight;
+      if (majority_label(approx.ids_of(qw.index), opts.labels, kClassifierVotes) == label) right_approx += qw.weight;
+    }
+    r.set(prefix + "accuracy.original", right_truth / total);
+    r.set(prefix + "accuracy.compressed", right_approx / total);
+    r.set(prefix + "accuracy_drop", (right_truth - right_approx) / total);
+  }
+}
+
+void check_inputs(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts) {
+  if (original.rows() != compressed.rows() || original.dim() != compressed.dim())
+    EDO_FAIL("{}: shape {}x{} does not match the original {} ({}x{})", compressed.path(), compressed.rows(),
+             compressed.dim(), original.path(), original.rows(), original.dim());
+  if (original.rows() < 2) EDO_FAIL("{}: evaluation needs at least 2 rows, the table has 1", original.path());
+  if (opts.ks.empty()) EDO_USAGE_FAIL("evaluate: no k given for recall@k");
+  for (uint64_t k : opts.ks)
+    if (k == 0) EDO_USAGE_FAIL("evaluate: recall@k needs k >= 1");
+  if (opts.query_ids.empty() && opts.queries == 0) EDO_USAGE_FAIL("evaluate: the number of queries must be >= 1");
+  for (uint64_t id : opts.query_ids)
+    if (id >= original.rows())
+      EDO_USAGE_FAIL("evaluate: query row {} is outside {} ({} rows)", id, original.path(), original.rows());
+  if (!opts.labels.empty() && opts.labels.size() != original.rows())
+    EDO_USAGE_FAIL("evaluate: {} labels given for {} rows of {}", opts.labels.size(), original.rows(),
+                   original.path());
+  if (!opts.freq.empty()) {
+    if (opts.freq.size() != original.rows())
+      EDO_USAGE_FAIL("evaluate: {} frequencies given for {} rows of {}", opts.freq.size(), original.rows(),
+                     original.path());
+    double sum = 0;
+    for (uint64_t i = 0; i < opts.freq.size(); ++i) {
+      if (!std::isfinite(opts.freq[i]) || opts.freq[i] < 0)
+        EDO_USAGE_FAIL("evaluate: frequency of row {} is {} (must be finite and >= 0)", i, opts.freq[i]);
+      sum += opts.freq[i];
+    }
+    if (!(sum > 0) || !std::isfinite(sum)) EDO_USAGE_FAIL("evaluate: the frequencies sum to {} (must be > 0)", sum);
+    double query_sum = 0;
+    for (uint64_t id : opts.query_ids) query_sum += opts.freq[id];
+    if (!opts.query_ids.empty() && !(query_sum > 0))
+      EDO_USAGE_FAIL("evaluate: every explicit query row has frequency 0, so weighted metrics are undefined");
+  }
+}
+
+}  // namespace
+
+std::vector<uint64_t> sample_query_ids(uint64_t rows, const EvalOptions& opts) {
+  if (!opts.query_ids.empty()) return opts.query_ids;
+  return sample_indices(rows, opts.queries, opts.seed);
+}
+
+std::vector<uint64_t> sample_weighted_ids(const std::vector<double>& freq, uint64_t count, uint64_t seed) {
+  std::vector<double> cumulative(freq.size());
+  double sum = 0;
+  for (uint64_t i = 0; i < freq.size(); ++i) cumulative[i] = sum += freq[i];
+  Rng rng(seed);
+  std::vector<uint64_t> ids(count);
+  for (auto& id : ids) {
+    const double u = rng.uniform() * sum;
+    const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
+    // u < sum keeps `it` in range, except when rounding lands u on the
+    // total; then the draw falls to the last row with positive frequency.
+    id = static_cast<uint64_t>(std::min(it, cumulative.end() - 1) - cumulative.begin());
+    while (freq[id] == 0) --id;
+  }
+  return ids;
+}
+
+EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts) {
+  check_inputs(original, compressed, opts);
+  const uint64_t rows = original.rows(), dim = original.dim();
+
+  // The searched set is the union of the uniform queries and, with
+  // frequencies, the weighted draw; each row is searched once.
+  const std::vector<uint64_t> uniform = sample_query_ids(rows, opts);
+  std::vector<uint64_t> weighted;
+  std::vector<double> weighted_w;
+  if (!opts.freq.empty()) {
+    if (!opts.query_ids.empty()) {
+      weighted = opts.query_ids;
+      for (uint64_t id : weighted) weighted_w.push_back(opts.freq[id]);
+    } else {
+      // A seed of its own, so the weighted draw does not depend on --queries' uniform sample.
+      weighted = sample_weighted_ids(opts.freq, opts.queries, opts.seed ^ 0x9e3779b97f4a7c15ULL);
+      weighted_w.assign(weighted.size(), 1.0);
+    }
+  }
+  std::vector<uint64_t> query_rows(uniform);
+  query_rows.insert(query_rows.end(), weighted.begin(), weighted.end());
+  std::sort(query_rows.begin(), query_rows.end());
+  query_rows.erase(std::unique(query_rows.begin(), query_rows.end()), query_rows.end());
+  auto index_of = [&](uint64_t row) {
+    return static_cast<uint64_t>(std::lower_bound(query_rows.begin(), query_rows.end(), row) - query_rows.begin());
+  };
+
+  std::vector<float> query_vectors(query_rows.size() * dim);
+  for (uint64_t i = 0; i < query_rows.size(); ++i) original.read_f32(query_rows[i], 1, query_vectors.data() + i * dim);
+
+  KnnOptions ko;
+  ko.metric = opts.metric;
+  ko.k = *std::max_element(opts.ks.begin(), opts.ks.end());
+  if (!opts.labels.empty()) ko.k = std::max(ko.k, kClassifierVotes);
+  ko.device = opts.device;
+  ko.exclude.assign(query_rows.begin(), query_rows.end());
+  const MatrixView queries{query_vectors.data(), query_rows.size(), dim};
+  KnnSearch truth_search(queries, ko);
+  KnnSearch approx_search(queries, ko);
+
+  ReconstructionStats stats(rows, opts.freq.empty() ? nullptr : &opts.freq);
+  const uint64_t block =
+      opts.block_rows ? opts.block_rows : std::min(original.block_rows(), compressed.block_rows());
+  // The original block is copied: the two readers may be one object, and a
+  // reader's block pointer only lives until its next call.
+  std::vector<float> original_block(std::min(block, rows) * dim);
+  std::vector<RowError> errors(std::min(block, rows));
+  for (uint64_t begin = 0; begin < rows; begin += block) {
+    const uint64_t n = std::min(block, rows - begin);
+    original.read_f32(begin, n, original_block.data());
+    const float* x = original_block.data();
+    const float* y = compressed.rows_f32(begin, n);
+    truth_search.add(x, n);
+    approx_search.add(y, n);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+      const uint64_t off = static_cast<uint64_t>(i) * dim;
+      errors[static_cast<uint64_t>(i)] = row_error(x + off, y + off, dim);
+    }
+    for (uint64_t i = 0; i < n; ++i) stats.add(begin + i, errors[i]);
+  }
+  const KnnResult truth = truth_search.finish();
+  const KnnResult approx = approx_search.finish();
+
+  EvalResult r;
+  r.metric = opts.metric;
+  r.set("rows", static_cast<double>(rows));
+  r.set("dim", static_cast<double>(dim));
+  r.set("queries", static_cast<double>(uniform.size()));
+  std::vector<QueryWeight> set;
+  for (uint64_t row : uniform) set.push_back({index_of(row), 1.0});
+  report_queries(r, "", set, query_rows, truth, approx, opts);
+  stats.report(r, dim);
+  if (!opts.freq.empty()) {
+    set.clear();
+    for (uint64_t i = 0; i < weighted.size(); ++i) set.push_back({index_of(weighted[i]), weighted_w[i]});
+    r.set("w.queries", static_cast<double>(weighted.size()));
+    report_queries(r, "w.", set, query_rows, truth, approx, opts);
+    stats.report_weighted(r, dim);
+  }
+  return r;
+}
+
+}  // namespace edo

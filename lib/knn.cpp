@@ -1,0 +1,365 @@
+#include <edo/checked.hpp>
+#include <edo/error.hpp>
+#include <edo/io/table.hpp>
+#include <edo/knn.hpp>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#if EDO_HAVE_CUDA
+#include <edo/cuda/knn.cuh>
+#endif
+
+namespace edo {
+
+Metric parse_metric(std::string_view name) {
+  if (name == "ip") return Metric::ip;
+  if (name == "l2") return Metric::l2;
+  if (name == "cos") return Metric::cos;
+  EDO_USAGE_FAIL("unknown metric '{}' (expected ip, l2 or cos)", name);
+}
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::ip: return "ip";
+    case Metric::l2: return "l2";
+    case Metric::cos: return "cos";
+  }
+  return "?";
+}
+
+namespace {
+
+// The CPU tile: kRowTile rows at fixed row ids, scored against the queries
+// kQuerySubTile at a time by one thread: 64 x 2048 fp32 scores = 512 KiB,
+// which stays in that core's cache between the GEMM and the selection.
+constexpr uint64_t kRowTile = 2048;
+constexpr uint64_t kQuerySubTile = 64;
+// On a GPU, bigger tiles amortise the transfers; scores come back
+// kDeviceQueryTile queries at a time (256 x 32768 fp32 = 32 MiB).
+constexpr uint64_t kDeviceRowTile = 32768;
+constexpr uint64_t kDeviceQueryTile = 256;
+
+// OpenBLAS's result depends on its thread count; pin it to one thread while
+// edo's own threads run one GEMM each, and put the setting back afterwards.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
+  ~SingleThreadedBlas() { openblas_set_num_threads(saved_); }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
+struct Candidate {
+  float key;  // larger is better
+  int64_t id;
+};
+
+// The total order of candidates: higher key, then lower id. NaN keys never
+// reach here (they become -inf), so the order is strict and the selected set
+// does not depend on the order rows arrive in.
+inline bool better(const Candidate& a, const Candidate& b) {
+  return a.key > b.key || (a.key == b.key && a.id < b.id);
+}
+
+// What a row contributes besides the dot product: |x|^2 for l2, 1/|x| (or 0
+// for a zero row) for cos. Summed in double so the value is the same however
+// the caller blocks the table.
+inline float row_aux(Metric metric, const float* x, uint64_t dim) {
+  if (metric == Metric::ip) return 0.0f;
+  double s = 0.0;
+  for (uint64_t j = 0; j < dim; ++j) s += static_cast<double>(x[j]) * x[j];
+  if (metric == Metric::l2) return static_cast<float>(s);
+  return s > 0.0 ? static_cast<float>(1.0 / std::sqrt(s)) : 0.0f;
+}
+
+// The ranking key of a row for one query, from their dot product. For l2 the
+// query's |q|^2 is left out: it is the same for every row of the query, and
+// adding it first would round distinct distances together.
+inline float rank_key(Metric metric, float dot, float q_aux, float x_aux) {
+  float key;
+  switch (metric) {
+    case Metric::ip: key = dot; break;
+    case Metric::l2: key = 2.0f * dot - x_aux; break;
+    case Metric::cos: key = dot * q_aux * x_aux; break;
+    default: key = dot; break;
+  }
+  return std::isnan(key) ? -std::numeric_limits<float>::infinity() : key;
+}
+
+inline float reported_score(Metric metric, float key, float q_aux) {
+  if (metric != Metric::l2) return key;
+  return std::max(0.0f, q_aux - key);
+}
+
+// A bounded max-heap under `better`: the root is the worst kept candidate.
+inline void offer(std::vector<Candidate>& heap, uint64_t k, Candidate c) {
+  if (heap.size() < k) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), better);
+  } else if (better(c, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), better);
+    heap.back() = c;
+    std::push_heap(heap.begin(), heap.end(), better);
+  }
+}
+
+void check_options(MatrixView queries, const KnnOptions& opts) {
+  if (opts.k == 0) EDO_USAGE_FAIL("k-NN: k must be at least 1");
+  if (opts.k > static_cast<uint64_t>(INT64_MAX) || !checked_mul(queries.rows, opts.k))
+    EDO_USAGE_FAIL("k-NN: k = {} is too large", opts.k);
+  if (queries.dim == 0) EDO_USAGE_FAIL("k-NN: the queries have dimension 0");
+  if (!opts.exclude.empty() && opts.exclude.size() != queries.rows)
+    EDO_USAGE_FAIL("k-NN: {} excluded ids given for {} queries", opts.exclude.size(), queries.rows);
+}
+
+KnnResult make_result(const std::vector<std::vector<Candidate>>& heaps, const std::vector<float>& q_aux,
+                      const KnnOptions& opts) {
+  KnnResult r;
+  r.nq = heaps.size();
+  r.k = opts.k;
+  r.metric = opts.metric;
+  r.ids.assign(r.nq * r.k, -1);
+  r.scores.assign(r.nq * r.k, std::numeric_limits<float>::quiet_NaN());
+  for (uint64_t q = 0; q < r.nq; ++q) {
+    std::vector<Candidate> sorted = heaps[q];
+    std::sort(sorted.begin(), sorted.end(), better);
+    for (uint64_t i = 0; i < sorted.size(); ++i) {
+      r.ids[q * r.k + i] = sorted[i].id;
+      r.scores[q * r.k + i] = reported_score(opts.metric, sorted[i].key, q_aux[q]);
+    }
+  }
+  return r;
+}
+
+std::vector<float> query_aux(MatrixView queries, Metric metric) {
+  std::vector<float> aux(queries.rows);
+  for (uint64_t q = 0; q < queries.rows; ++q) aux[q] = row_aux(metric, queries.data + q * queries.dim, queries.dim);
+  return aux;
+}
+
+#if EDO_HAVE_CUDA
+// The CUDA side reports failures as std::runtime_error; give them edo's form.
+template <class Fn>
+void on_device(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    EDO_FAIL("{}", e.what());
+  }
+}
+#endif
+
+}  // namespace
+
+struct KnnSearch::Impl {
+  KnnOptions opts;
+  uint64_t nq = 0;
+  uint64_t dim = 0;
+  uint64_t tile_rows = kRowTile;
+  uint64_t next_id = 0;         // id of the first row of the current tile
+  std::vector<float> queries;
+  std::vector<float> q_aux;
+  std::vector<float> x_aux;     // per row of the current tile
+  std::vector<float> pending;   // rows of a partly filled tile
+  uint64_t pending_rows = 0;
+  std::vector<std::vector<Candidate>> heaps;
+  std::vector<std::vector<float>> thread_scores;  // per OpenMP thread
+#if EDO_HAVE_CUDA
+  std::unique_ptr<cuda::DeviceDots> device;
+  std::vector<float> device_scores;
+#endif
+
+  // Offers `row_count` scores s[j] of rows next_id + j to query q.
+  template <Metric metric>
+  void select_metric(uint64_t q, const float* s, uint64_t row_count) {
+    const uint64_t k = opts.k;
+    const int64_t skip = opts.exclude.empty() ? -1 : opts.exclude[q];
+    std::vector<Candidate>& heap = heaps[q];
+    const float qa = q_aux[q];
+    for (uint64_t j = 0; j < row_count; ++j) {
+      const int64_t id = static_cast<int64_t>(next_id + j);
+      if (id == skip) continue;
+      offer(heap, k, Candidate{rank_key(metric, s[j], qa, x_aux[j]), id});
+    }
+  }
+
+  void select(uint64_t q, const float* s, uint64_t row_count) {
+    switch (opts.metric) {
+      case Metric::ip: select_metric<Metric::ip>(q, s, row_count); break;
+      case Metric::l2: select_metric<Metric::l2>(q, s, row_count); break;
+      case Metric::cos: select_metric<Metric::cos>(q, s, row_count); break;
+    }
+  }
+
+  // Scores one tile (rows next_id .. next_id + row_count) against every query.
+  void process_tile(const float* rows, uint64_t row_count) {
+#pragma omp parallel for schedule(static)
+    for (int64_t j = 0; j < static_cast<int64_t>(row_count); ++j)
+      x_aux[static_cast<uint64_t>(j)] = row_aux(opts.metric, rows + static_cast<uint64_t>(j) * dim, dim);
+#if EDO_HAVE_CUDA
+    if (device) {
+      process_tile_on_device(rows, row_count);
+      next_id += row_count;
+      return;
+    }
+#endif
+    // Sub-tiles have fixed bounds and each is one GEMM on one thread, so no
+    // score depends on how many threads share the work.
+    const int64_t sub_tiles = static_cast<int64_t>((nq + kQuerySubTile - 1) / kQuerySubTile);
+    const int n = static_cast<int>(row_count), d = static_cast<int>(dim);
+    thread_scores.resize(std::max<uint64_t>(thread_scores.size(), static_cast<uint64_t>(omp_get_max_threads())));
+#pragma omp parallel
+    {
+      // One score buffer per thread, kept across tiles: allocating 512 KiB
+      // per tile costs page faults comparable to the GEMM itself.
+      std::vector<float>& scores = thread_scores[static_cast<uint64_t>(omp_get_thread_num())];
+      scores.resize(kQuerySubTile * row_count);
+#pragma omp for schedule(dynamic)
+      for (int64_t t = 0; t < sub_tiles; ++t) {
+        const uint64_t q0 = static_cast<uint64_t>(t) * kQuerySubTile;
+        const uint64_t qn = std::min(kQuerySubTile, nq - q0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(qn), n, d, 1.0f,
+                    queries.data() + q0 * dim, d, rows, d, 0.0f, scores.data(), n);
+        for (uint64_t i = 0; i < qn; ++i) select(q0 + i, scores.data() + i * row_count, row_count);
+      }
+    }
+    next_id += row_count;
+  }
+
+#if EDO_HAVE_CUDA
+  void process_tile_on_device(const float* rows, uint64_t row_count) {
+    on_device([&] { device->upload_rows(rows, row_count); });
+    device_scores.resize(std::min(kDeviceQueryTile, nq) * row_count);
+    for (uint64_t q0 = 0; q0 < nq; q0 += kDeviceQueryTile) {
+      const uint64_t qn = std::min(kDeviceQueryTile, nq - q0);
+      on_device([&] { device->dots(q0, qn, 0, row_count, device_scores.data()); });
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < static_cast<int64_t>(qn); ++i)
+        select(q0 + static_cast<uint64_t>(i), device_scores.data() + static_cast<uint64_t>(i) * row_count, row_count);
+    }
+  }
+#endif
+};
+
+KnnSearch::KnnSearch(MatrixView queries, const KnnOptions& opts) : impl_(std::make_unique<Impl>()) {
+  check_options(queries, opts);
+  if (queries.dim > static_cast<uint64_t>(INT_MAX)) EDO_USAGE_FAIL("k-NN: dimension {} is too large", queries.dim);
+  Impl& s = *impl_;
+  s.opts = opts;
+  s.nq = queries.rows;
+  s.dim = queries.dim;
+  s.queries.assign(queries.data, queries.data + queries.rows * queries.dim);
+  s.q_aux = query_aux(queries, opts.metric);
+  s.heaps.resize(s.nq);
+  if (opts.device == KnnDevice::cuda) {
+#if EDO_HAVE_CUDA
+    on_device([&] { s.device = std::make_unique<cuda::DeviceDots>(s.queries.data(), s.nq, s.dim); });
+    s.tile_rows = kDeviceRowTile;
+#else
+    EDO_USAGE_FAIL("k-NN: --device cuda requested but this build has no CUDA support");
+#endif
+  }
+  s.x_aux.resize(s.tile_rows);
+}
+
+KnnSearch::~KnnSearch() = default;
+
+void KnnSearch::add(const float* rows, uint64_t count) {
+  Impl& s = *impl_;
+  const auto end = checked_add(checked_add(s.next_id, s.pending_rows).value_or(UINT64_MAX), count);
+  if (!end || *end > static_cast<uint64_t>(INT64_MAX)) EDO_FAIL("k-NN: more than 2^63 database rows");
+  if (s.nq == 0) {
+    s.next_id = *end;
+    return;
+  }
+  SingleThreadedBlas blas_guard;
+  while (count > 0) {
+    if (s.pending_rows == 0 && count >= s.tile_rows) {
+      // A whole tile straight from the caller's memory.
+      s.process_tile(rows, s.tile_rows);
+      rows += s.tile_rows * s.dim;
+      count -= s.tile_rows;
+      continue;
+    }
+    const uint64_t take = std::min(count, s.tile_rows - s.pending_rows);
+    s.pending.resize(s.tile_rows * s.dim);
+    std::copy(rows, rows + take * s.dim, s.pending.begin() + static_cast<int64_t>(s.pending_rows * s.dim));
+    s.pending_rows += take;
+    rows += take * s.dim;
+    count -= take;
+    if (s.pending_rows == s.tile_rows) {
+      s.process_tile(s.pending.data(), s.tile_rows);
+      s.pending_rows = 0;
+    }
+  }
+}
+
+KnnResult KnnSearch::finish() {
+  Impl& s = *impl_;
+  if (s.pending_rows > 0) {
+    SingleThreadedBlas blas_guard;
+    s.process_tile(s.pending.data(), s.pending_rows);
+    s.pending_rows = 0;
+  }
+  KnnResult r = make_result(s.heaps, s.q_aux, s.opts);
+  s.heaps.clear();
+  return r;
+}
+
+KnnResult knn(MatrixView queries, io::TableReader& database, const KnnOptions& opts) {
+  if (database.dim() != queries.dim)
+    EDO_FAIL("{}: dimension {} does not match the queries' dimension {}", database.path(), database.dim(),
+             queries.dim);
+  KnnSearch search(queries, opts);
+  const uint64_t block = opts.block_rows ? opts.block_rows : database.block_rows();
+  for (uint64_t begin = 0; begin < database.rows(); begin += block) {
+    const uint64_t n = std::min(block, database.rows() - begin);
+    search.add(database.rows_f32(begin, n), n);
+  }
+  return search.finish();
+}
+
+KnnResult knn(MatrixView queries, MatrixView database, const KnnOptions& opts) {
+  if (database.dim != queries.dim)
+    EDO_USAGE_FAIL("k-NN: database dimension {} does not match the queries' dimension {}", database.dim, queries.dim);
+  KnnSearch search(queries, opts);
+  search.add(database.data, database.rows);
+  return search.finish();
+}
+
+KnnResult knn_reference(MatrixView queries, MatrixView database, const KnnOptions& opts) {
+  check_options(queries, opts);
+  if (database.dim != queries.dim)
+    EDO_USAGE_FAIL("k-NN: database dimension {} does not match the queries' dimension {}", database.dim, queries.dim);
+  const uint64_t d = queries.dim;
+  const std::vector<float> q_aux = query_aux(queries, opts.metric);
+  std::vector<std::vector<Candidate>> best(queries.rows);
+  for (uint64_t q = 0; q < queries.rows; ++q) {
+    std::vector<Candidate> all;
+    for (uint64_t i = 0; i < database.rows; ++i) {
+      if (!opts.exclude.empty() && opts.exclude[q] == static_cast<int64_t>(i)) continue;
+      const float* x = database.data + i * d;
+      float dot = 0.0f;
+      for (uint64_t j = 0; j < d; ++j) dot += queries.data[q * d + j] * x[j];
+      all.push_back({rank_key(opts.metric, dot, q_aux[q], row_aux(opts.metric, x, d)), static_cast<int64_t>(i)});
+    }
+    std::sort(all.begin(), all.end(), better);
+    all.resize(std::min<uint64_t>(all.size(), opts.k));
+    best[q] = std::move(all);
+  }
+  return make_result(best, q_aux, opts);
+}
+
+}  // namespace edo

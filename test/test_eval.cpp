@@ -1,0 +1,338 @@
+// evaluate(): exact values on constructed tables, consistency with knn(),
+// reproducibility, weighting and error handling.
+#include "test_util.hpp"
+
+#include <edo/eval.hpp>
+#include <edo/io/table.hpp>
+#include <edo/knn.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace edo;
+using doctest::Approx;
+
+namespace {
+
+void write_npy(const std::string& path, const std::vector<float>& data, uint64_t rows, uint64_t dim) {
+  auto w = io::create_table(path, rows, dim);
+  w->write_f32(data.data(), rows);
+  w->commit();
+}
+
+std::vector<float> glove() {
+  auto t = io::open_table(test::shared_data("glove.6B.50d.10k.npy"));
+  std::vector<float> v(t->rows() * t->dim());
+  t->read_f32(0, t->rows(), v.data());
+  return v;
+}
+
+// x.npy and y.npy in `dir`: an original and its "compressed" version.
+void write_pair(const test::TempDir& dir, const std::vector<float>& x, const std::vector<float>& y, uint64_t rows,
+                uint64_t dim) {
+  write_npy(dir.file("x.npy"), x, rows, dim);
+  write_npy(dir.file("y.npy"), y, rows, dim);
+}
+
+EvalResult evaluate_files(const std::string& a, const std::string& b, const EvalOptions& o) {
+  auto ta = io::open_table(a);
+  auto tb = io::open_table(b);
+  return evaluate(*ta, *tb, o);
+}
+
+}  // namespace
+
+TEST_CASE("eval: an identical table has recall 1 and zero error") {
+  const std::string path = test::shared_data("glove.6B.50d.10k.npy");
+  EvalOptions o;
+  o.metric = Metric::cos;
+  o.queries = 200;
+  o.seed = 7;
+  o.block_rows = 3333;
+  auto a = io::open_table(path);
+  auto b = io::open_table(path);
+  for (io::TableReader* other : {b.get(), a.get()}) {  // a second reader, then the same reader twice
+    const EvalResult r = evaluate(*a, *other, o);
+    CHECK(r.at("rows") == 10000);
+    CHECK(r.at("dim") == 50);
+    CHECK(r.at("queries") == 200);
+    for (const char* k : {"1", "10", "100"}) {
+      CHECK(r.at(std::string("recall@") + k) == 1.0);
+      CHECK(r.at(std::string("1-recall@") + k) == 1.0);
+      CHECK(r.at(std::string("recall_drop@") + k) == 0.0);
+    }
+    CHECK(r.at("rel_fro") == 0.0);
+    CHECK(r.at("mse") == 0.0);
+    CHECK(r.at("max_abs") == 0.0);
+    CHECK(r.at("cos.mean") == Approx(1.0).epsilon(1e-12));
+    CHECK(r.at("cos.min") == Approx(1.0).epsilon(1e-12));
+    CHECK(r.at("cos.p1") == Approx(1.0).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("eval: X^ = 1.1 X gives relative error 0.1, cosine 1") {
+  test::TempDir dir;
+  const auto x = glove();
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = 1.1f * x[i];
+  // The exact figures for the stored fp32 values, computed independently in double.
+  double err2 = 0, norm2 = 0, max_abs = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
+    err2 += d * d;
+    norm2 += static_cast<double>(x[i]) * x[i];
+    max_abs = std::max(max_abs, std::fabs(d));
+  }
+  write_pair(dir, x, y, 10000, 50);
+  EvalOptions o;
+  o.metric = Metric::ip;
+  o.queries = 100;
+  o.ks = {10};
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  CHECK(r.at("rel_fro") == Approx(0.1).epsilon(1e-6));
+  CHECK(r.at("rel_fro") == Approx(std::sqrt(err2 / norm2)).epsilon(1e-12));
+  CHECK(r.at("mse") == Approx(err2 / 500000.0).epsilon(1e-12));
+  CHECK(r.at("mse") == Approx(0.01 * norm2 / 500000.0).epsilon(1e-5));
+  CHECK(r.at("max_abs") == Approx(max_abs).epsilon(1e-12));
+  CHECK(r.at("cos.mean") == Approx(1.0).epsilon(1e-9));
+  CHECK(r.at("cos.min") == Approx(1.0).epsilon(1e-9));
+  // Scaling the database by 1.1 keeps every inner-product ranking (up to fp32 rounding of near ties).
+  CHECK(r.at("recall@10") >= 0.99);
+  CHECK_FALSE(r.has("recall@1"));
+}
+
+TEST_CASE("eval: recalls match a hand computation from knn()") {
+  test::TempDir dir;
+  const auto x = glove();
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = std::round(x[i] * 2.0f) / 2.0f;  // a coarse grid
+  write_pair(dir, x, y, 10000, 50);
+  EvalOptions o;
+  o.metric = Metric::l2;
+  o.ks = {1, 10, 50};
+  o.query_ids = {0, 5, 17, 123, 999, 4242, 9999};
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+
+  std::vector<float> qs;
+  KnnOptions ko;
+  ko.metric = Metric::l2;
+  ko.k = 50;
+  for (uint64_t id : o.query_ids) {
+    qs.insert(qs.end(), x.begin() + static_cast<int64_t>(id * 50), x.begin() + static_cast<int64_t>((id + 1) * 50));
+    ko.exclude.push_back(static_cast<int64_t>(id));
+  }
+  const MatrixView q{qs.data(), o.query_ids.size(), 50};
+  const KnnResult truth = knn(q, MatrixView{x.data(), 10000, 50}, ko);
+  const KnnResult approx = knn(q, MatrixView{y.data(), 10000, 50}, ko);
+  for (uint64_t k : o.ks) {
+    double recall = 0, one = 0;
+    for (uint64_t i = 0; i < q.rows; ++i) {
+      auto t = truth.ids_of(i).first(k);
+      auto a = approx.ids_of(i).first(k);
+      uint64_t common = 0;
+      for (int64_t id : t) common += std::count(a.begin(), a.end(), id) > 0;
+      recall += static_cast<double>(common) / static_cast<double>(k);
+      one += std::count(a.begin(), a.end(), t[0]) > 0;
+    }
+    CAPTURE(k);
+    CHECK(r.at("recall@" + std::to_string(k)) == Approx(recall / 7.0).epsilon(1e-12));
+    CHECK(r.at("1-recall@" + std::to_string(k)) == Approx(one / 7.0).epsilon(1e-12));
+    CHECK(r.at("recall_drop@" + std::to_string(k)) == Approx(1.0 - recall / 7.0).epsilon(1e-12));
+  }
+  // The grid is coarse enough to lose neighbours, not so coarse as to lose all.
+  CHECK(r.at("recall@10") < 1.0);
+  CHECK(r.at("recall@10") > 0.1);
+  CHECK(r.at("rel_fro") > 0.05);
+}
+
+TEST_CASE("eval: cosine percentiles use the nearest rank") {
+  // Row i is x = (1, 0) against x^ = (c_i, sqrt(1 - c_i^2)), so cos = c_i.
+  test::TempDir dir;
+  const uint64_t rows = 200;
+  std::vector<float> x, y;
+  std::vector<double> c(rows);
+  for (uint64_t i = 0; i < rows; ++i) {
+    c[i] = static_cast<double>((i * 37) % rows) / static_cast<double>(rows);  // a permutation of 0, 0.005, ...
+    const float ci = static_cast<float>(c[i]);
+    x.insert(x.end(), {1.0f, 0.0f});
+    y.insert(y.end(), {ci, std::sqrt(1.0f - ci * ci)});
+  }
+  write_pair(dir, x, y, rows, 2);
+  EvalOptions o;
+  o.queries = 10;
+  o.ks = {1};
+  o.block_rows = 17;
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  // ceil(0.01 * 200) = 2nd smallest, ceil(0.05 * 200) = 10th smallest.
+  CHECK(r.at("cos.min") == Approx(0.0).epsilon(1e-6));
+  CHECK(r.at("cos.p1") == Approx(0.005).epsilon(1e-6));
+  CHECK(r.at("cos.p5") == Approx(0.045).epsilon(1e-6));
+  double mean = 0;
+  for (double v : c) mean += v;
+  CHECK(r.at("cos.mean") == Approx(mean / rows).epsilon(1e-6));
+}
+
+TEST_CASE("eval: k-NN classification, ties going to the smallest label") {
+  // Five rows and every row a query: each query's 4 other rows all vote.
+  // Labels 1,1,1,2,2: rows 0-2 see {1,1,2,2} -> tie -> 1 (right); rows 3-4
+  // see a majority of 1 (wrong). Accuracy 3/5; had ties gone to the larger
+  // label it would be 0.
+  test::TempDir dir;
+  const std::vector<float> x = {0, 0, 1, 0, 2, 0, 3, 0, 4, 0};
+  write_npy(dir.file("x.npy"), x, 5, 2);
+  const std::vector<float> y(10, 0.0f);  // everything collapsed: all distances tie
+  write_npy(dir.file("y.npy"), y, 5, 2);
+  EvalOptions o;
+  o.ks = {1};
+  o.labels = {1, 1, 1, 2, 2};
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  CHECK(r.at("queries") == 5);
+  CHECK(r.at("accuracy.original") == Approx(0.6));
+  CHECK(r.at("accuracy.compressed") == Approx(0.6));
+  CHECK(r.at("accuracy_drop") == Approx(0.0));
+  // Only the votes of the 10 nearest count: labels by cluster survive mild noise, not destruction.
+  const auto g = glove();
+  std::vector<float> noise(g.size(), 0.0f);
+  for (size_t i = 0; i < g.size(); ++i) noise[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
+  write_npy(dir.file("g.npy"), g, 10000, 50);
+  write_npy(dir.file("n.npy"), noise, 10000, 50);
+  EvalOptions go;
+  go.metric = Metric::cos;
+  go.ks = {10};
+  go.queries = 300;
+  go.labels.resize(10000);
+  for (uint64_t i = 0; i < 10000; ++i) go.labels[i] = g[i * 50] > 0 ? 1 : 0;  // sign of component 0
+  const EvalResult gr = evaluate_files(dir.file("g.npy"), dir.file("n.npy"), go);
+  CHECK(gr.at("accuracy.original") > 0.7);
+  CHECK(gr.at("accuracy_drop") > 0.1);
+  CHECK(gr.at("accuracy_drop") == Approx(gr.at("accuracy.original") - gr.at("accuracy.compressed")));
+}
+
+TEST_CASE("eval: access-weighted metrics follow the frequencies") {
+  test::TempDir dir;
+  const auto x = glove();
+  std::vector<float> y = x;
+  for (size_t i = 5000 * 50; i < y.size(); ++i) y[i] = 0.0f;  // rows 5000.. are lost
+  write_pair(dir, x, y, 10000, 50);
+  EvalOptions o;
+  o.metric = Metric::cos;
+  o.ks = {10};
+  o.queries = 500;
+  o.seed = 3;
+  o.freq.assign(10000, 0.0);
+  for (uint64_t i = 0; i < 5000; ++i) o.freq[i] = 1.0 / static_cast<double>(i + 1);  // Zipf on the kept rows
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  CHECK(r.at("w.queries") == 500);
+  CHECK(r.at("w.rel_fro") == 0.0);
+  CHECK(r.at("w.mse") == 0.0);
+  CHECK(r.at("w.cos.mean") == Approx(1.0).epsilon(1e-12));
+  CHECK(r.at("w.cos.min") == Approx(1.0).epsilon(1e-12));
+  CHECK(r.at("cos.min") == 0.0);
+  CHECK(r.at("cos.mean") == Approx(0.5).epsilon(1e-9));
+  CHECK(r.at("rel_fro") > 0.5);
+  // Weighted queries are kept rows, but their neighbours include lost rows.
+  CHECK(r.at("w.recall@10") < 1.0);
+  CHECK(r.has("w.1-recall@10"));
+  CHECK(r.has("w.recall_drop@10"));
+
+  // Draws follow the weights: with frequencies 1 and 3, about 3/4 of the draws are row 1.
+  const auto ids = sample_weighted_ids({1.0, 3.0, 0.0}, 20000, 11);
+  const auto ones = std::count(ids.begin(), ids.end(), uint64_t{1});
+  CHECK(std::count(ids.begin(), ids.end(), uint64_t{2}) == 0);
+  CHECK(static_cast<double>(ones) / 20000.0 == Approx(0.75).epsilon(0.03));
+  CHECK(ids == sample_weighted_ids({1.0, 3.0, 0.0}, 20000, 11));
+  CHECK(ids != sample_weighted_ids({1.0, 3.0, 0.0}, 20000, 12));
+}
+
+TEST_CASE("eval: same inputs and seed give identical numbers at any thread count") {
+  test::TempDir dir;
+  const auto x = glove();
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = std::round(x[i] * 8.0f) / 8.0f;
+  write_pair(dir, x, y, 10000, 50);
+  EvalOptions o;
+  o.metric = Metric::cos;
+  o.queries = 300;
+  o.seed = 42;
+  o.freq.resize(10000);
+  for (uint64_t i = 0; i < 10000; ++i) o.freq[i] = 1.0 / static_cast<double>(i + 1);
+  o.labels.resize(10000);
+  for (uint64_t i = 0; i < 10000; ++i) o.labels[i] = static_cast<int64_t>(i % 3);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const EvalResult one = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  omp_set_num_threads(4);
+  o.block_rows = 1234;
+  const EvalResult four = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  omp_set_num_threads(threads);
+  REQUIRE(one.metrics().size() == four.metrics().size());
+  for (size_t i = 0; i < one.metrics().size(); ++i) {
+    CAPTURE(one.metrics()[i].first);
+    CHECK(one.metrics()[i].first == four.metrics()[i].first);
+    CHECK(one.metrics()[i].second == four.metrics()[i].second);  // bit-identical, not approximately
+  }
+  o.seed = 43;
+  const EvalResult other = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  CHECK(sample_query_ids(10000, o) != sample_query_ids(10000, EvalOptions{}));
+  CHECK(other.at("rel_fro") == one.at("rel_fro"));  // independent of the queries
+}
+
+TEST_CASE("eval: result map keeps insertion order, set() replaces") {
+  EvalResult r;
+  r.set("b", 1);
+  r.set("a", 2);
+  r.set("b", 3);
+  REQUIRE(r.metrics().size() == 2);
+  CHECK(r.metrics()[0].first == "b");
+  CHECK(r.metrics()[0].second == 3);
+  CHECK(r.names() == "b, a");
+  CHECK_FALSE(r.get("c").has_value());
+  const std::string msg = test::error_of([&] { (void)r.at("c"); });
+  CHECK(msg.find("unknown metric 'c' (available: b, a)") != std::string::npos);
+}
+
+TEST_CASE("eval: mismatched or bad inputs are reported") {
+  test::TempDir dir;
+  const std::vector<float> x(40, 1.0f);
+  write_npy(dir.file("a.npy"), x, 10, 4);
+  write_npy(dir.file("b.npy"), x, 20, 2);
+  write_npy(dir.file("c.npy"), x, 10, 4);
+  write_npy(dir.file("one.npy"), x, 1, 40);
+  EvalOptions o;
+  CHECK(test::error_of([&] { evaluate_files(dir.file("a.npy"), dir.file("b.npy"), o); })
+            .find("b.npy: shape 20x2 does not match the original") != std::string::npos);
+  CHECK(test::error_of([&] { evaluate_files(dir.file("one.npy"), dir.file("one.npy"), o); })
+            .find("at least 2 rows") != std::string::npos);
+  auto usage = [&](const EvalOptions& bad) {
+    try {
+      evaluate_files(dir.file("a.npy"), dir.file("c.npy"), bad);
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::usage);
+      return std::string(e.what());
+    }
+    FAIL("expected a usage error");
+    return std::string();
+  };
+  EvalOptions b = o;
+  b.ks = {0};
+  CHECK(usage(b).find("k >= 1") != std::string::npos);
+  b = o;
+  b.query_ids = {3, 10};
+  CHECK(usage(b).find("query row 10 is outside") != std::string::npos);
+  b = o;
+  b.labels = {1, 2};
+  CHECK(usage(b).find("2 labels given for 10 rows") != std::string::npos);
+  b = o;
+  b.freq.assign(10, 1.0);
+  b.freq[4] = -1;
+  CHECK(usage(b).find("frequency of row 4") != std::string::npos);
+  b.freq.assign(10, 0.0);
+  CHECK(usage(b).find("sum to 0") != std::string::npos);
+  // Everything valid but k beyond the table: lists are shorter, recall uses what exists.
+  b = o;
+  b.ks = {50};
+  const EvalResult r = evaluate_files(dir.file("a.npy"), dir.file("c.npy"), b);
+  CHECK(r.at("recall@50") == 1.0);
+}
