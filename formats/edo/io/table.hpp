@@ -3,7 +3,7 @@
 // A table is addressed by a spec string:
 //   x.npy                 NumPy .npy (versions 1-3, C order, little-endian)
 //   x.npz[:member]        a member of a NumPy .npz (the only member if omitted)
-//   x.h5:/group/dataset   an HDF5 dataset (the only dataset if omitted)
+//   x.h5:/group/dataset   an HDF5 dataset (the only 2-D dataset if omitted)
 //   x.fvecs x.bvecs x.ivecs  TEXMEX vector files
 //   -                     .npy on stdin (spooled to a temporary file)
 // Readers hand out row blocks widened to fp32; memory stays bounded by the
