@@ -1,0 +1,252 @@
+// Spec grammar, the traits table and the factory.
+#include "codec_impl.hpp"
+
+#include <edo/checked.hpp>
+#include <edo/error.hpp>
+
+#include <edo/float16.hpp>
+
+#include <charconv>
+#include <cmath>
+
+namespace edo {
+
+void Codec::train(const float*, size_t, uint64_t) {}
+
+void Codec::load_state(const std::vector<NamedBlob>& blobs) {
+  if (!blobs.empty()) EDO_FAIL("{}: codec has no trained state, but got a blob named '{}'", spec(), blobs[0].name);
+}
+
+// ---- grammar ---------------------------------------------------------------------
+
+namespace {
+
+bool is_token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '+' || c == '-';
+}
+
+void check_token(std::string_view spec, std::string_view token, const char* what) {
+  if (token.empty()) EDO_USAGE_FAIL("codec spec '{}': empty {} (stray ',' or ':'?)", spec, what);
+  for (char c : token) {
+    if (!is_token_char(c)) EDO_USAGE_FAIL("codec spec '{}': character '{}' not allowed in {} '{}'", spec, c, what, token);
+  }
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  for (;;) {
+    const size_t next = text.find(sep, pos);
+    out.push_back(text.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos));
+    if (next == std::string_view::npos) return out;
+    pos = next + 1;
+  }
+}
+
+SpecParam parse_param(std::string_view spec, std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    check_token(spec, text, "parameter");
+    return {"", std::string(text)};
+  }
+  const std::string_view key = text.substr(0, eq), value = text.substr(eq + 1);
+  check_token(spec, key, "parameter name");
+  check_token(spec, value, "parameter value");
+  return {std::string(key), std::string(value)};
+}
+
+}  // namespace
+
+std::vector<SpecStage> parse_spec(std::string_view spec) {
+  if (spec.empty()) EDO_USAGE_FAIL("codec spec is empty (see --list)");
+  std::vector<SpecStage> stages;
+  for (const std::string_view piece : split(spec, ',')) {
+    const std::vector<std::string_view> parts = split(piece, ':');
+    size_t first_param = 0;
+    if (parts[0].find('=') != std::string_view::npos) {
+      // key=value after a comma: more params of the previous stage.
+      if (stages.empty()) EDO_USAGE_FAIL("codec spec '{}': starts with a parameter '{}', not a codec name", spec, piece);
+    } else {
+      check_token(spec, parts[0], "codec name");
+      stages.push_back({std::string(parts[0]), {}});
+      first_param = 1;
+    }
+    for (size_t i = first_param; i < parts.size(); ++i) stages.back().params.push_back(parse_param(spec, parts[i]));
+  }
+  return stages;
+}
+
+std::string format_spec(const std::vector<SpecStage>& stages) {
+  std::string out;
+  for (const SpecStage& s : stages) {
+    if (!out.empty()) out += ',';
+    out += s.name;
+    for (const SpecParam& p : s.params) {
+      out += ':';
+      if (!p.key.empty()) out += p.key + '=';
+      out += p.value;
+    }
+  }
+  return out;
+}
+
+// ---- parameter helpers ----------------------------------------------------------------
+
+namespace detail {
+
+StageParams::StageParams(const SpecStage& stage, const char* grammar, bool takes_positional,
+                         std::initializer_list<const char*> keys)
+    : stage_(stage), grammar_(grammar) {
+  for (size_t i = 0; i < stage.params.size(); ++i) {
+    const SpecParam& p = stage.params[i];
+    if (p.key.empty()) {
+      if (!takes_positional || positional_) {
+        EDO_USAGE_FAIL("codec '{}': unexpected parameter '{}' (expected {})", stage.name, p.value, grammar);
+      }
+      positional_ = &p.value;
+      continue;
+    }
+    bool known = false;
+    for (const char* k : keys) known = known || p.key == k;
+    if (!known) EDO_USAGE_FAIL("codec '{}': unknown parameter '{}' (expected {})", stage.name, p.key, grammar);
+    for (size_t j = 0; j < i; ++j) {
+      if (stage.params[j].key == p.key) EDO_USAGE_FAIL("codec '{}': parameter '{}' given twice", stage.name, p.key);
+    }
+  }
+}
+
+const std::string* StageParams::get(std::string_view key) const {
+  for (const SpecParam& p : stage_.params) {
+    if (p.key == key) return &p.value;
+  }
+  return nullptr;
+}
+
+size_t StageParams::get_size(const std::string& value, std::string_view what, size_t max) const {
+  size_t v = 0;
+  const char* end = value.data() + value.size();
+  const auto r = std::from_chars(value.data(), end, v);
+  if (r.ec != std::errc() || r.ptr != end || v == 0 || v > max) {
+    EDO_USAGE_FAIL("codec '{}': {} '{}' must be an integer from 1 to {} (expected {})", stage_.name, what, value, max,
+                   grammar_);
+  }
+  return v;
+}
+
+void check_dim(std::string_view spec, size_t dim) {
+  if (dim == 0 || dim > kMaxCodecDim) {
+    EDO_USAGE_FAIL("codec '{}': dimension {} is outside 1..{}", spec, dim, kMaxCodecDim);
+  }
+}
+
+void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, const std::string& spec,
+                  const EncodeOptions& opt, bool passthrough_allowed) {
+  if (opt.allow_nonfinite && passthrough_allowed) return;
+  // Rows are scanned in parallel; the first offender is the smallest row.
+  int64_t bad_row = -1;
+  const int64_t rows = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static) if (opt.impl == Impl::fast && n * dim > 65536)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + static_cast<size_t>(r) * dim;
+    uint32_t worst = 0;
+    for (size_t j = 0; j < dim; ++j) {
+      const uint32_t m = float_bits(row[j]) & 0x7fffffffu;
+      worst = m > worst ? m : worst;
+    }
+    if (worst >= limit_bits) {
+#pragma omp critical(edo_check_finite)
+      if (bad_row < 0 || r < bad_row) bad_row = r;
+    }
+  }
+  if (bad_row < 0) return;
+  const float* row = x + static_cast<size_t>(bad_row) * dim;
+  size_t col = 0;
+  while ((float_bits(row[col]) & 0x7fffffffu) < limit_bits) ++col;
+  const float v = row[col];
+  const std::string where =
+      fmt::format("{}{}row {}, column {}", opt.input, opt.input.empty() ? "" : ": ", opt.first_row + static_cast<uint64_t>(bad_row), col);
+  if (std::isnan(v) || std::isinf(v)) {
+    if (passthrough_allowed) {
+      EDO_FAIL("{}: value is {} (pass --allow-nonfinite to keep NaN/Inf with {})", where, v, spec);
+    }
+    EDO_FAIL("{}: value is {}; codec {} cannot represent NaN/Inf (only fp32, fp16 and bf16 can keep them)", where, v,
+             spec);
+  }
+  EDO_FAIL("{}: value {} overflows {} to Inf (use bf16 or a scaled codec such as fp8 or int8)", where, v, spec);
+}
+
+}  // namespace detail
+
+// ---- the traits table -----------------------------------------------------------------
+
+const std::vector<CodecTraits>& codec_list() {
+  using namespace detail;
+  static const std::vector<CodecTraits> table = {
+      {"fp32", "fp32", "float32, unchanged (a baseline; keeps NaN/Inf with --allow-nonfinite)", "32", false, false,
+       make_scalar, nullptr},
+      {"fp16", "fp16", "IEEE half precision, round to nearest even; keeps NaN/Inf with --allow-nonfinite", "16",
+       false, false, make_scalar, nullptr},
+      {"bf16", "bf16", "bfloat16 (fp32 range, 8-bit mantissa), round to nearest even", "16", false, false, make_scalar,
+       nullptr},
+      {"fp8", "fp8:e4m3|e5m2", "8-bit float (OCP e4m3: max 448, e5m2: max 57344), per-row fp32 scale, saturating",
+       "8 + 32/d", false, false, make_scalar, nullptr},
+      {"int8", "int8[:group=G]", "8-bit codes, fp32 scale+offset per row or per group of G (min/max range)",
+       "8 + 64/G", false, false, make_scalar, nullptr},
+      {"int4", "int4[:group=G]",
+       "4-bit codes, fp32 scale+offset per row or group, range chosen to minimise squared error", "4 + 64/G", false,
+       false, make_scalar, nullptr},
+      {"int2", "int2[:group=G]",
+       "2-bit codes, fp32 scale+offset per row or group, range chosen to minimise squared error", "2 + 64/G", false,
+       false, make_scalar, nullptr},
+      {"bin", "bin", "1 bit (sign) per value, per-row fp32 scale = mean |x|", "1 + 32/d", false, false, make_scalar,
+       nullptr},
+      {"pca", "pca:K,CODEC", "PCA to K dims (seeded sample fit), then CODEC on the projections (fp32 if omitted)",
+       "CODEC's bits * K/d", true, true, make_pca, pca_output_dim},
+  };
+  return table;
+}
+
+const CodecTraits* find_codec(std::string_view name) {
+  for (const CodecTraits& t : codec_list()) {
+    if (name == t.name) return &t;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Codec> make_codec(std::string_view spec, size_t dim) {
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  detail::check_dim(spec, dim);
+  std::vector<const CodecTraits*> traits;
+  for (const SpecStage& s : stages) {
+    const CodecTraits* t = find_codec(s.name);
+    if (!t) EDO_USAGE_FAIL("codec spec '{}': unknown codec '{}' (see --list)", spec, s.name);
+    traits.push_back(t);
+  }
+  // Shape: [transform] codec, or a transform alone (then fp32).
+  for (size_t i = 1; i < stages.size(); ++i) {
+    if (traits[i]->transform) EDO_USAGE_FAIL("codec spec '{}': '{}' must be the first stage", spec, stages[i].name);
+  }
+  for (size_t i = 0; i + 1 < stages.size(); ++i) {
+    if (!traits[i]->transform) {
+      EDO_USAGE_FAIL("codec spec '{}': '{}' must be the last stage (one codec per spec)", spec, stages[i].name);
+    }
+  }
+  if (!traits[0]->transform) return traits[0]->make(stages[0], dim, nullptr);
+  const size_t inner_dim = traits[0]->output_dim(stages[0], dim);
+  const SpecStage fp32{"fp32", {}};
+  const SpecStage& inner_stage = stages.size() > 1 ? stages[1] : fp32;
+  const CodecTraits* inner_traits = find_codec(inner_stage.name);
+  auto inner = inner_traits->make(inner_stage, inner_dim, nullptr);
+  return traits[0]->make(stages[0], dim, std::move(inner));
+}
+
+size_t code_size(std::string_view spec, size_t dim) { return make_codec(spec, dim)->code_size(); }
+
+double bits_per_value(std::string_view spec, size_t dim) {
+  return static_cast<double>(code_size(spec, dim)) * 8.0 / static_cast<double>(dim);
+}
+
+std::string canonical_spec(std::string_view spec, size_t dim) { return make_codec(spec, dim)->spec(); }
+
+}  // namespace edo

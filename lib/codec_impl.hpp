@@ -1,0 +1,44 @@
+// Internal to the codec sources: the per-codec factories the traits table
+// points at, and helpers for reading stage parameters and checking input.
+#pragma once
+
+#include <edo/codec.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace edo::detail {
+
+// Reads a stage's params against what a codec accepts: at most one
+// positional value and the named keys; anything else is a usage error that
+// names the stage and lists what it takes.
+class StageParams {
+ public:
+  StageParams(const SpecStage& stage, const char* grammar, bool takes_positional,
+              std::initializer_list<const char*> keys);
+  const std::string* positional() const { return positional_; }
+  const std::string* get(std::string_view key) const;
+  // A positive integer no larger than `max`; usage error otherwise.
+  size_t get_size(const std::string& value, std::string_view what, size_t max) const;
+
+ private:
+  const SpecStage& stage_;
+  const char* grammar_;
+  const std::string* positional_ = nullptr;
+};
+
+void check_dim(std::string_view spec, size_t dim);
+
+// Checks rows for NaN/Inf and, for narrow floats, for values that would
+// overflow to Inf (magnitude bits >= limit_bits). Throws naming the input,
+// row and column of the first offender.
+void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, const std::string& spec,
+                  const EncodeOptions& opt, bool passthrough_allowed);
+
+// Every scalar codec (fp32 fp16 bf16 fp8 int8 int4 int2 bin), by stage name.
+std::unique_ptr<Codec> make_scalar(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
+std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
+size_t pca_output_dim(const SpecStage&, size_t dim);
+
+}  // namespace edo::detail

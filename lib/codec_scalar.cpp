@@ -1,0 +1,474 @@
+// The scalar codecs (fp32, fp16, bf16, fp8, int8/4/2, bin): a plain reference
+// implementation built from the per-row functions in codec_math.hpp, a fast
+// CPU one (OpenMP across rows, SIMD within), and the CUDA one. The fast paths
+// must give the reference's bytes exactly; test_codecs.cpp checks they do.
+#include "codec_impl.hpp"
+
+#include <edo/codec_math.hpp>
+#include <edo/error.hpp>
+
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/scalar_codecs.cuh>
+#endif
+
+#if defined(__AVX2__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+namespace edo::detail {
+namespace {
+
+using math::ScalarKind;
+using math::ScalarLayout;
+
+ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group) {
+  ScalarLayout L{};
+  L.kind = kind;
+  L.dim = static_cast<uint32_t>(dim);
+  L.group = static_cast<uint32_t>(group == 0 || group > dim ? dim : group);
+  L.groups = (L.dim + L.group - 1) / L.group;
+  switch (kind) {
+    case ScalarKind::f32: L.bits = 32; break;
+    case ScalarKind::f16:
+    case ScalarKind::bf16: L.bits = 16; break;
+    case ScalarKind::fp8_e4m3:
+    case ScalarKind::fp8_e5m2:
+    case ScalarKind::int8: L.bits = 8; break;
+    case ScalarKind::int4: L.bits = 4; break;
+    case ScalarKind::int2: L.bits = 2; break;
+    case ScalarKind::sign: L.bits = 1; break;
+  }
+  if (math::is_affine(kind)) {
+    L.header_bytes = 8 * L.groups;
+  } else if (kind == ScalarKind::f32 || kind == ScalarKind::f16 || kind == ScalarKind::bf16) {
+    L.header_bytes = 0;
+  } else {
+    L.header_bytes = 4;
+  }
+  // dim <= 2^24 keeps all of this far from uint32 overflow.
+  L.code_size = L.header_bytes + (L.bits >= 8 ? L.dim * (L.bits / 8) : (L.dim * L.bits + 7) / 8);
+  return L;
+}
+
+// Magnitude bits from which a value cannot be stored: NaN/Inf for all, plus
+// finite values that round to Inf in fp16/bf16.
+uint32_t nonfinite_limit(ScalarKind kind) {
+  if (kind == ScalarKind::f16) return 0x477ff000u;   // 65520 rounds to Inf
+  if (kind == ScalarKind::bf16) return 0x7f7f8000u;  // FLT_MAX's upper half rounds to Inf
+  return 0x7f800000u;
+}
+
+bool keeps_nonfinite(ScalarKind kind) {
+  return kind == ScalarKind::f32 || kind == ScalarKind::f16 || kind == ScalarKind::bf16;
+}
+
+// ---- SIMD helpers (exact, so any evaluation order gives the same answer) ----------
+
+void min_max(const float* x, size_t n, float& lo, float& hi) {
+  size_t i = 0;
+  float l = x[0], h = x[0];
+#ifdef __AVX2__
+  if (n >= 8) {
+    __m256 vl = _mm256_loadu_ps(x), vh = vl;
+    for (i = 8; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_loadu_ps(x + i);
+      vl = _mm256_min_ps(vl, v);
+      vh = _mm256_max_ps(vh, v);
+    }
+    alignas(32) float bl[8], bh[8];
+    _mm256_store_ps(bl, vl);
+    _mm256_store_ps(bh, vh);
+    for (int k = 0; k < 8; ++k) {
+      l = std::min(l, bl[k]);
+      h = std::max(h, bh[k]);
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    l = std::min(l, x[i]);
+    h = std::max(h, x[i]);
+  }
+  lo = l;
+  hi = h;
+}
+
+float max_abs(const float* x, size_t n) {
+  size_t i = 0;
+  float m = 0.0f;
+#ifdef __AVX2__
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 vm = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask));
+  alignas(32) float b[8];
+  _mm256_store_ps(b, vm);
+  for (int k = 0; k < 8; ++k) m = std::max(m, b[k]);
+#endif
+  for (; i < n; ++i) m = std::max(m, std::fabs(x[i]));
+  return m;
+}
+
+void floats_to_half(const float* x, size_t n, uint8_t* out) {
+  size_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
+  }
+#endif
+  for (; i < n; ++i) {
+    const uint16_t h = float_to_half_bits(x[i]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
+
+void half_to_floats(const uint8_t* in, size_t n, float* x) {
+  size_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
+  }
+#endif
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    x[i] = half_bits_to_float(h);
+  }
+}
+
+void floats_to_bf16(const float* x, size_t n, uint8_t* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t b = float_to_bf16_bits(x[i]);
+    std::memcpy(out + 2 * i, &b, 2);
+  }
+}
+
+void bf16_to_floats(const uint8_t* in, size_t n, float* x) {
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t b;
+    std::memcpy(&b, in + 2 * i, 2);
+    x[i] = bf16_bits_to_float(b);
+  }
+}
+
+void pack_signs(const float* x, size_t n, uint8_t* out) {
+  size_t i = 0;
+#ifdef __AVX2__
+  const __m256 zero = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    out[i / 8] = static_cast<uint8_t>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), zero, _CMP_LT_OQ)));
+  }
+#endif
+  if (i < n) {
+    uint32_t byte = 0;
+    for (size_t k = 0; i + k < n; ++k) byte |= math::sign_bit(x[i + k]) << k;
+    out[i / 8] = static_cast<uint8_t>(byte);
+  }
+}
+
+// Packs codes q[0..n) of `bits` bits each into bytes, low bits first.
+void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
+  const size_t per_byte = 8 / bits;
+  const size_t bytes = (n + per_byte - 1) / per_byte;
+  for (size_t b = 0; b < bytes; ++b) {
+    uint32_t byte = 0;
+    for (size_t k = 0; k < per_byte && b * per_byte + k < n; ++k) byte |= static_cast<uint32_t>(q[b * per_byte + k]) << (k * bits);
+    out[b] = static_cast<uint8_t>(byte);
+  }
+}
+
+void unpack_bits(const uint8_t* in, size_t n, uint32_t bits, uint8_t* q) {
+  const uint32_t mask = (1u << bits) - 1u;
+  for (size_t j = 0; j < n; ++j) {
+    const size_t bit = j * bits;
+    q[j] = static_cast<uint8_t>((in[bit / 8] >> (bit % 8)) & mask);
+  }
+}
+
+std::array<float, 256> fp8_table(math::Fp8Format fmt) {
+  std::array<float, 256> t{};
+  for (uint32_t c = 0; c < 256; ++c) t[c] = math::fp8_to_float(static_cast<uint8_t>(c), fmt);
+  return t;
+}
+
+// Runs fn(begin, len) over [0, total) in chunks spread across threads.
+template <class Fn>
+void parallel_chunks(size_t total, Fn&& fn) {
+  const size_t chunk = size_t{1} << 16;
+  const int64_t chunks = static_cast<int64_t>((total + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t begin = static_cast<size_t>(c) * chunk;
+    fn(begin, std::min(chunk, total - begin));
+  }
+}
+
+// Runs fn(r) for every row r < n, rows spread across threads.
+template <class Fn>
+void parallel_rows(size_t n, Fn&& fn) {
+  const int64_t rows = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) fn(static_cast<size_t>(r));
+}
+
+// ---- the codec ---------------------------------------------------------------------------
+
+class ScalarCodec final : public Codec {
+ public:
+  ScalarCodec(ScalarLayout L, std::string spec) : L_(L), spec_(std::move(spec)) {}
+
+  std::string spec() const override { return spec_; }
+  size_t dim() const override { return L_.dim; }
+  size_t code_size() const override { return L_.code_size; }
+
+  void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
+    check_finite(x, n, L_.dim, nonfinite_limit(L_.kind), spec_, opt, keeps_nonfinite(L_.kind));
+    if (n == 0) return;
+    if (opt.device == Device::cuda) return encode_cuda(x, n, codes);
+    if (opt.impl == Impl::reference) return encode_reference(x, n, codes);
+    encode_fast(x, n, codes);
+  }
+
+  void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const override {
+    if (n == 0) return;
+    if (opt.device == Device::cuda) return decode_cuda(codes, n, x);
+    if (opt.impl == Impl::reference) return decode_reference(codes, n, x);
+    decode_fast(codes, n, x);
+  }
+
+ private:
+  void encode_reference(const float* x, size_t n, uint8_t* codes) const {
+    const uint32_t units = math::payload_units(L_);
+    for (size_t r = 0; r < n; ++r) {
+      const float* row = x + r * L_.dim;
+      uint8_t* code = codes + r * L_.code_size;
+      for (uint32_t g = 0; g < L_.groups; ++g) math::encode_group_params(L_, row, g, code);
+      for (uint32_t u = 0; u < units; ++u) math::encode_unit(L_, row, u, code);
+    }
+  }
+
+  void decode_reference(const uint8_t* codes, size_t n, float* x) const {
+    for (size_t r = 0; r < n; ++r) {
+      for (uint32_t j = 0; j < L_.dim; ++j) x[r * L_.dim + j] = math::decode_value(L_, codes + r * L_.code_size, j);
+    }
+  }
+
+  void encode_fast(const float* x, size_t n, uint8_t* codes) const {
+    const size_t d = L_.dim;
+    switch (L_.kind) {
+      case ScalarKind::f32: std::memcpy(codes, x, n * d * sizeof(float)); return;
+      case ScalarKind::f16:
+      case ScalarKind::bf16:
+        // No header: the whole block is one array of values.
+        parallel_chunks(n * d, [&](size_t begin, size_t len) {
+          if (L_.kind == ScalarKind::f16) {
+            floats_to_half(x + begin, len, codes + 2 * begin);
+          } else {
+            floats_to_bf16(x + begin, len, codes + 2 * begin);
+          }
+        });
+        return;
+      case ScalarKind::fp8_e4m3:
+      case ScalarKind::fp8_e5m2: {
+        const math::Fp8Format fmt = math::fp8_format(L_.kind);
+        parallel_rows(n, [&](size_t r) {
+          const float* row = x + r * d;
+          uint8_t* code = codes + r * L_.code_size;
+          const float scale = math::fp8_scale(max_abs(row, d), fmt);
+          math::store_f32(code, scale);
+          for (size_t j = 0; j < d; ++j) code[4 + j] = math::fp8_encode(row[j], scale, fmt);
+        });
+        return;
+      }
+      case ScalarKind::int8:
+      case ScalarKind::int4:
+      case ScalarKind::int2: encode_affine_fast(x, n, codes); return;
+      case ScalarKind::sign: {
+        parallel_rows(n, [&](size_t r) {
+          math::store_f32(codes + r * L_.code_size, math::sign_scale(x + r * d, d));
+          pack_signs(x + r * d, d, codes + r * L_.code_size + 4);
+        });
+        return;
+      }
+    }
+  }
+
+  void encode_affine_fast(const float* x, size_t n, uint8_t* codes) const {
+    const int64_t rows = static_cast<int64_t>(n);
+    const uint32_t qmax = math::affine_qmax(L_);
+    const float qmaxf = static_cast<float>(qmax);
+#pragma omp parallel
+    {
+      std::vector<uint8_t> q(L_.dim);
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = x + static_cast<size_t>(r) * L_.dim;
+        uint8_t* code = codes + static_cast<size_t>(r) * L_.code_size;
+        uint8_t* out = L_.bits == 8 ? code + L_.header_bytes : q.data();
+        for (uint32_t g = 0; g < L_.groups; ++g) {
+          const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
+          float lo, hi;
+          min_max(row + begin, len, lo, hi);
+          const math::AffineParams p = L_.kind == ScalarKind::int8
+                                           ? math::affine_from_range(lo, hi, qmax)
+                                           : math::affine_params_search(row + begin, len, lo, hi, qmax);
+          math::store_f32(code + 8 * g, p.scale);
+          math::store_f32(code + 8 * g + 4, p.offset);
+          const float inv = math::affine_inv_scale(p.scale);
+          for (uint32_t j = 0; j < len; ++j) {
+            out[begin + j] = static_cast<uint8_t>(math::affine_quantize(row[begin + j], p.offset, inv, qmaxf));
+          }
+        }
+        if (L_.bits != 8) pack_bits(q.data(), L_.dim, L_.bits, code + L_.header_bytes);
+      }
+    }
+  }
+
+  void decode_fast(const uint8_t* codes, size_t n, float* x) const {
+    const int64_t rows = static_cast<int64_t>(n);
+    const size_t d = L_.dim;
+    switch (L_.kind) {
+      case ScalarKind::f32: std::memcpy(x, codes, n * d * sizeof(float)); return;
+      case ScalarKind::f16:
+      case ScalarKind::bf16:
+        parallel_chunks(n * d, [&](size_t begin, size_t len) {
+          if (L_.kind == ScalarKind::f16) {
+            half_to_floats(codes + 2 * begin, len, x + begin);
+          } else {
+            bf16_to_floats(codes + 2 * begin, len, x + begin);
+          }
+        });
+        return;
+      case ScalarKind::fp8_e4m3:
+      case ScalarKind::fp8_e5m2: {
+        static const std::array<float, 256> e4m3 = fp8_table(math::Fp8Format::e4m3);
+        static const std::array<float, 256> e5m2 = fp8_table(math::Fp8Format::e5m2);
+        const float* table = L_.kind == ScalarKind::fp8_e4m3 ? e4m3.data() : e5m2.data();
+        parallel_rows(n, [&](size_t r) {
+          const uint8_t* code = codes + r * L_.code_size;
+          const float scale = math::load_f32(code);
+          for (size_t j = 0; j < d; ++j) x[r * d + j] = table[code[4 + j]] * scale;
+        });
+        return;
+      }
+      case ScalarKind::int8:
+      case ScalarKind::int4:
+      case ScalarKind::int2: {
+#pragma omp parallel
+        {
+          std::vector<uint8_t> q(d);
+#pragma omp for schedule(static)
+          for (int64_t r = 0; r < rows; ++r) {
+            const uint8_t* code = codes + static_cast<size_t>(r) * L_.code_size;
+            float* row = x + static_cast<size_t>(r) * d;
+            const uint8_t* qs = code + L_.header_bytes;
+            if (L_.bits != 8) {
+              unpack_bits(code + L_.header_bytes, d, L_.bits, q.data());
+              qs = q.data();
+            }
+            for (uint32_t g = 0; g < L_.groups; ++g) {
+              const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
+              const math::AffineParams p = math::load_affine(code, g);
+              for (uint32_t j = 0; j < len; ++j) row[begin + j] = math::affine_dequantize(qs[begin + j], p);
+            }
+          }
+        }
+        return;
+      }
+      case ScalarKind::sign: {
+        parallel_rows(n, [&](size_t r) {
+          const uint8_t* code = codes + r * L_.code_size;
+          const float scale = math::load_f32(code);
+          for (size_t j = 0; j < d; ++j) x[r * d + j] = math::sign_decode((code[4 + j / 8] >> (j % 8)) & 1u, scale);
+        });
+        return;
+      }
+    }
+  }
+
+  void encode_cuda(const float* x, size_t n, uint8_t* codes) const {
+#ifdef EDO_HAVE_CUDA
+    DeviceBuffer dx(n * L_.dim * sizeof(float)), dc(n * L_.code_size);
+    dx.upload(x, dx.bytes());
+    cuda::encode_scalar(L_, dx.as<float>(), n, dc.as<uint8_t>());
+    check_cuda_launch("encode_scalar");
+    dc.download(codes, dc.bytes());
+#else
+    (void)x, (void)n, (void)codes;
+    require_device(Device::cuda);
+#endif
+  }
+
+  void decode_cuda(const uint8_t* codes, size_t n, float* x) const {
+#ifdef EDO_HAVE_CUDA
+    DeviceBuffer dc(n * L_.code_size), dx(n * L_.dim * sizeof(float));
+    dc.upload(codes, dc.bytes());
+    cuda::decode_scalar(L_, dc.as<uint8_t>(), n, dx.as<float>());
+    check_cuda_launch("decode_scalar");
+    dx.download(x, dx.bytes());
+#else
+    (void)x, (void)n, (void)codes;
+    require_device(Device::cuda);
+#endif
+  }
+
+  ScalarLayout L_;
+  std::string spec_;
+};
+
+std::unique_ptr<Codec> make_plain(ScalarKind kind, const SpecStage& stage, size_t dim) {
+  StageParams params(stage, stage.name.c_str(), false, {});
+  check_dim(stage.name, dim);
+  return std::make_unique<ScalarCodec>(make_layout(kind, dim, 0), stage.name);
+}
+
+std::unique_ptr<Codec> make_affine(ScalarKind kind, const SpecStage& stage, size_t dim) {
+  const std::string grammar = stage.name + "[:group=G]";
+  StageParams params(stage, grammar.c_str(), false, {"group"});
+  check_dim(stage.name, dim);
+  size_t group = dim;
+  if (const std::string* g = params.get("group")) group = params.get_size(*g, "group", kMaxCodecDim);
+  // A group that does not divide dim leaves a shorter last group; one at
+  // least as large as dim means one group per row, printed without group=.
+  const bool row_wise = group >= dim;
+  std::string spec = row_wise ? stage.name : fmt::format("{}:group={}", stage.name, group);
+  return std::make_unique<ScalarCodec>(make_layout(kind, dim, row_wise ? dim : group), std::move(spec));
+}
+
+std::unique_ptr<Codec> make_fp8(const SpecStage& stage, size_t dim) {
+  const char* grammar = "fp8:e4m3|e5m2";
+  StageParams params(stage, grammar, true, {"format"});
+  check_dim(stage.name, dim);
+  const std::string* format = params.positional();
+  const std::string* keyed = params.get("format");
+  if (format && keyed) EDO_USAGE_FAIL("codec 'fp8': format given twice (expected {})", grammar);
+  if (!format) format = keyed;
+  ScalarKind kind = ScalarKind::fp8_e4m3;
+  if (format && *format == "e5m2") {
+    kind = ScalarKind::fp8_e5m2;
+  } else if (format && *format != "e4m3") {
+    EDO_USAGE_FAIL("codec 'fp8': unknown format '{}' (expected {})", *format, grammar);
+  }
+  return std::make_unique<ScalarCodec>(make_layout(kind, dim, 0),
+                                       kind == ScalarKind::fp8_e5m2 ? "fp8:e5m2" : "fp8:e4m3");
+}
+
+}  // namespace
+
+std::unique_ptr<Codec> make_scalar(const SpecStage& stage, size_t dim, std::unique_ptr<Codec>) {
+  const std::string& name = stage.name;
+  if (name == "fp8") return make_fp8(stage, dim);
+  if (name == "int8") return make_affine(ScalarKind::int8, stage, dim);
+  if (name == "int4") return make_affine(ScalarKind::int4, stage, dim);
+  if (name == "int2") return make_affine(ScalarKind::int2, stage, dim);
+  if (name == "fp32") return make_plain(ScalarKind::f32, stage, dim);
+  if (name == "fp16") return make_plain(ScalarKind::f16, stage, dim);
+  if (name == "bf16") return make_plain(ScalarKind::bf16, stage, dim);
+  if (name == "bin") return make_plain(ScalarKind::sign, stage, dim);
+  EDO_USAGE_FAIL("codec '{}' is not a scalar codec", name);
+}
+
+}  // namespace edo::detail

@@ -1,0 +1,126 @@
+// The codec registry: one grammar for codec specs, one traits table listing
+// every codec, and one interface (train / encode / decode / code_size) that
+// every codec implements, FAISS-quantizer style.
+//
+// Spec grammar (flags, tier specs and manifests all use it):
+//   spec   := stage (',' stage)*
+//   stage  := name (':' param)*
+//   param  := value | key '=' value
+// A ',' followed by key=value continues the previous stage's params, so
+// "pq:m=32,nbits=8" is one stage and "pca:128,int8" is two. Names, keys and
+// values use [A-Za-z0-9_.+-].
+//
+// A spec is at most one transform stage (pca:K) followed by one codec; "pca:K"
+// alone stores the projections as fp32. Every codec has a fixed code size per
+// row, with its scales stored inline in the row (see codec_math.hpp).
+#pragma once
+
+#include <edo/device.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edo {
+
+// Which CPU implementation runs: the plain scalar one the others are checked
+// against, or the OpenMP/SIMD one. Both give byte-identical results.
+enum class Impl { reference, fast };
+
+struct EncodeOptions {
+  Device device = Device::cpu;
+  Impl impl = Impl::fast;
+  // NaN/Inf (and fp16/bf16 overflow) are errors unless set; then fp32, fp16
+  // and bf16 store them as NaN/Inf, while other codecs still refuse.
+  bool allow_nonfinite = false;
+  std::string input;       // names the input in error messages
+  uint64_t first_row = 0;  // input row number of x[0], for error messages
+};
+
+struct DecodeOptions {
+  Device device = Device::cpu;
+  Impl impl = Impl::fast;
+};
+
+// Trained parameters as float32 arrays, for container sections.
+struct NamedBlob {
+  std::string name;             // e.g. "pca.mean"
+  std::vector<uint64_t> shape;  // row-major
+  std::vector<float> values;
+};
+
+// One instance is one codec configured for one input dimension.
+class Codec {
+ public:
+  virtual ~Codec() = default;
+  virtual std::string spec() const = 0;   // canonical: parses back to the same codec
+  virtual size_t dim() const = 0;         // input dimension
+  virtual size_t code_size() const = 0;   // bytes per row
+  virtual bool needs_training() const { return false; }
+  virtual bool is_trained() const { return true; }
+  // Fits the codec on n rows (a sample); `seed` drives any random choice.
+  virtual void train(const float* x, size_t n, uint64_t seed);
+  // n rows of dim() floats -> n * code_size() bytes. Throws edo::Error on
+  // non-finite input (see EncodeOptions) naming the input, row and column.
+  virtual void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt = {}) const = 0;
+  virtual void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt = {}) const = 0;
+  virtual std::vector<NamedBlob> state() const { return {}; }
+  // Restores what state() returned; throws edo::Error on missing, extra or
+  // mis-shaped blobs (they may come from a hostile file).
+  virtual void load_state(const std::vector<NamedBlob>& blobs);
+};
+
+// ---- spec grammar ----------------------------------------------------------------
+
+struct SpecParam {
+  std::string key;  // empty for a positional value
+  std::string value;
+  bool operator==(const SpecParam&) const = default;
+};
+
+struct SpecStage {
+  std::string name;
+  std::vector<SpecParam> params;
+  bool operator==(const SpecStage&) const = default;
+};
+
+// Splits a spec into stages; usage error on malformed text.
+std::vector<SpecStage> parse_spec(std::string_view spec);
+// Prints stages in the grammar ("name:value:key=value,name2").
+std::string format_spec(const std::vector<SpecStage>& stages);
+
+// ---- traits table ----------------------------------------------------------------
+
+struct CodecTraits {
+  const char* name;
+  const char* grammar;       // e.g. "int4[:group=G]"
+  const char* description;   // one line
+  const char* bits_formula;  // bits per value, d = dim, G = group
+  bool trainable;
+  bool transform;            // a prefix stage that feeds another codec (pca)
+  // Builds the codec for one stage at `dim`; `inner` is the next codec for a
+  // transform (null for a plain codec). Usage error on bad params or dim.
+  std::unique_ptr<Codec> (*make)(const SpecStage& stage, size_t dim, std::unique_ptr<Codec> inner);
+  // Output dimension of a transform stage (null for plain codecs).
+  size_t (*output_dim)(const SpecStage& stage, size_t dim);
+};
+
+// Every codec, in the order `--list` shows them.
+const std::vector<CodecTraits>& codec_list();
+const CodecTraits* find_codec(std::string_view name);  // null when unknown
+
+// Builds a codec (untrained if it needs training). Usage error on a bad spec
+// or a dimension the spec cannot take.
+std::unique_ptr<Codec> make_codec(std::string_view spec, size_t dim);
+// Sizes without training, for footprint reports.
+size_t code_size(std::string_view spec, size_t dim);
+double bits_per_value(std::string_view spec, size_t dim);  // code_size * 8 / dim
+std::string canonical_spec(std::string_view spec, size_t dim);
+
+// Largest input dimension any codec accepts.
+inline constexpr size_t kMaxCodecDim = size_t{1} << 24;
+
+}  // namespace edo

@@ -1,0 +1,405 @@
+// Per-element and per-group arithmetic of the scalar codecs, compiled by both
+// g++ (reference and fast CPU paths) and nvcc (kernels), so the CPU tests cover
+// what the GPU computes.
+//
+// Bit-exactness across the three implementations rests on three rules:
+//  - every multiply-add is written as an explicit fmaf/fma (one rounding on
+//    every target), and no other product feeds a sum: compilers contract a*b+c
+//    on their own (g++ does even in ISO mode, nvcc by default), so a plain
+//    a*b+c would round differently on different paths;
+//  - rounding to integers uses the 1.5*2^23 trick (plain adds), never the
+//    current rounding mode;
+//  - order-dependent reductions (sums) run sequentially over one group in the
+//    functions below; min/max reductions are exact and may run in any order.
+#pragma once
+
+#include <edo/float16.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace edo::math {
+
+// ---- helpers --------------------------------------------------------------
+
+EDO_HD inline bool is_finite_bits(float x) { return (float_bits(x) & 0x7f800000u) != 0x7f800000u; }
+
+// Round a float in [0, 2^22) to the nearest integer, ties to even.
+EDO_HD inline uint32_t round_small_uint(float t) {
+  const float magic = 12582912.0f;  // 1.5 * 2^23: its ulp is 1
+  return float_bits(t + magic) - float_bits(magic);
+}
+
+EDO_HD inline float clampf(float v, float lo, float hi) {
+  v = v > lo ? v : lo;
+  return v < hi ? v : hi;
+}
+
+// ---- fp8 (OCP 8-bit floating point) -------------------------------------------
+
+enum class Fp8Format : uint8_t { e4m3, e5m2 };
+
+struct Fp8Layout {
+  int mant_bits;
+  int bias;
+  uint8_t max_code;  // largest finite magnitude (sign bit clear)
+  uint8_t nan_code;  // canonical NaN (sign bit clear)
+  float max_value;
+};
+
+EDO_HD inline Fp8Layout fp8_layout(Fp8Format f) {
+  // e4m3 (E4M3FN): no infinities, S.1111.111 is NaN, max 1.75 * 2^8 = 448.
+  // e5m2: IEEE-like, S.11111.00 is Inf, max 1.75 * 2^15 = 57344.
+  return f == Fp8Format::e4m3 ? Fp8Layout{3, 7, 0x7e, 0x7f, 448.0f} : Fp8Layout{2, 15, 0x7b, 0x7e, 57344.0f};
+}
+
+// Float to fp8, round to nearest even, saturating: finite values (and Inf)
+// beyond the largest finite magnitude become it, so finite input never gives
+// NaN or Inf. NaN stays NaN.
+EDO_HD inline uint8_t float_to_fp8(float f, Fp8Format fmt) {
+  const Fp8Layout L = fp8_layout(fmt);
+  const uint32_t x = float_bits(f);
+  const uint8_t sign = static_cast<uint8_t>((x >> 24) & 0x80u);
+  const uint32_t ax = x & 0x7fffffffu;
+  if (ax > 0x7f800000u) return static_cast<uint8_t>(sign | L.nan_code);
+  if (ax >= float_bits(L.max_value)) return static_cast<uint8_t>(sign | L.max_code);
+  const int min_exp = 1 - L.bias;  // exponent of the smallest normal
+  const uint32_t min_normal_bits = static_cast<uint32_t>(min_exp + 127) << 23;
+  if (ax < min_normal_bits) {
+    // Subnormal or zero: adding 2^(min_exp + 23 - mant_bits) puts the fp8
+    // subnormal step at the float's last mantissa bit; the FPU rounds (RNE).
+    // A result of 2^mant_bits is the smallest normal, which is also the right code.
+    const float magic = bits_float(static_cast<uint32_t>(min_exp + 23 - L.mant_bits + 127) << 23);
+    const float shifted = bits_float(ax) + magic;
+    return static_cast<uint8_t>(sign | (float_bits(shifted) - float_bits(magic)));
+  }
+  const int shift = 23 - L.mant_bits;
+  const uint32_t odd = (ax >> shift) & 1u;
+  const uint32_t rounded = ax + ((1u << (shift - 1)) - 1u) + odd;  // a carry moves into the exponent, as it should
+  const uint32_t rebias = static_cast<uint32_t>(127 - L.bias) << L.mant_bits;
+  return static_cast<uint8_t>(sign | ((rounded >> shift) - rebias));
+}
+
+EDO_HD inline float fp8_to_float(uint8_t c, Fp8Format fmt) {
+  const Fp8Layout L = fp8_layout(fmt);
+  const uint32_t sign = static_cast<uint32_t>(c & 0x80u) << 24;
+  const uint32_t mag = c & 0x7fu;
+  const uint32_t exp_mask = (0x7fu >> L.mant_bits);
+  const uint32_t exp = mag >> L.mant_bits;
+  const uint32_t mant = mag & ((1u << L.mant_bits) - 1u);
+  if (fmt == Fp8Format::e4m3 && mag == 0x7fu) return bits_float(sign | 0x7fc00000u);
+  if (fmt == Fp8Format::e5m2 && exp == exp_mask) return bits_float(sign | 0x7f800000u | (mant ? 0x400000u : 0u));
+  if (exp == 0) {
+    // Subnormal: mant * 2^(1 - bias - mant_bits), exact in fp32.
+    const float step = bits_float(static_cast<uint32_t>(1 - L.bias - L.mant_bits + 127) << 23);
+    const float v = static_cast<float>(mant) * step;
+    return sign ? -v : v;
+  }
+  return bits_float(sign | ((exp + static_cast<uint32_t>(127 - L.bias)) << 23) | (mant << (23 - L.mant_bits)));
+}
+
+// Per-row scale so that the row's largest magnitude maps to the format's
+// largest finite value. Never zero, so x / scale is always finite for finite x.
+EDO_HD inline float fp8_scale(float amax, Fp8Format fmt) {
+  const float s = amax / fp8_layout(fmt).max_value;
+  const float tiny = bits_float(1u);  // smallest subnormal
+  return s > tiny ? s : tiny;
+}
+
+EDO_HD inline uint8_t fp8_encode(float x, float scale, Fp8Format fmt) { return float_to_fp8(x / scale, fmt); }
+EDO_HD inline float fp8_decode(uint8_t c, float scale, Fp8Format fmt) { return fp8_to_float(c, fmt) * scale; }
+
+// ---- affine integer codes (int8/int4/int2) ----------------------------------------
+
+// One group's parameters: x ~= q * scale + offset, q in [0, qmax].
+struct AffineParams {
+  float scale;
+  float offset;
+};
+
+EDO_HD inline float affine_inv_scale(float scale) { return scale > 0.0f ? 1.0f / scale : 0.0f; }
+
+EDO_HD inline uint32_t affine_quantize(float x, float offset, float inv_scale, float qmax) {
+  return round_small_uint(clampf((x - offset) * inv_scale, 0.0f, qmax));
+}
+
+EDO_HD inline float affine_dequantize(uint32_t q, AffineParams p) {
+  return fmaf(static_cast<float>(q), p.scale, p.offset);
+}
+
+// Turns a range [lo, hi] (lo <= hi, both finite) into stored parameters. The
+// scale is kept in [FLT_MIN, FLT_MAX / (qmax + 1)] so its inverse is finite and
+// q * scale + offset cannot overflow; a range wider than float can hold is
+// clipped (saturation) rather than decoded to Inf. -0 offsets become +0 so the
+// stored bytes do not depend on the order the minimum was found in.
+EDO_HD inline AffineParams affine_from_range(double lo, double hi, uint32_t qmax) {
+  const double q = static_cast<double>(qmax);
+  double s = (hi - lo) / q;
+  if (s <= 0.0) return AffineParams{0.0f, static_cast<float>(lo) + 0.0f};
+  const double max_scale = static_cast<double>(FLT_MAX) / (q + 1.0);
+  if (s > max_scale) {
+    s = max_scale;
+    const double mid = fma(0.5, lo, 0.5 * hi);
+    lo = fma(-0.5 * q, s, mid);
+  }
+  if (s < static_cast<double>(FLT_MIN)) s = static_cast<double>(FLT_MIN);
+  return AffineParams{static_cast<float>(s), static_cast<float>(lo) + 0.0f};
+}
+
+// Sum of squared reconstruction errors of one group under `p`. Eight
+// interleaved partial sums combined in a fixed tree: a fixed order (so every
+// implementation agrees) without one long dependency chain (so it is fast).
+EDO_HD inline double affine_group_sse(const float* x, size_t n, AffineParams p, uint32_t qmax) {
+  const float inv = affine_inv_scale(p.scale);
+  const float qm = static_cast<float>(qmax);
+  constexpr size_t kLanes = 8;
+  double lane[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) {
+      const float v = x[i + l];
+      const double d = static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
+      lane[l] = fma(d, d, lane[l]);
+    }
+  }
+  for (size_t l = 0; i + l < n; ++l) {
+    const float v = x[i + l];
+    const double d = static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
+    lane[l] = fma(d, d, lane[l]);
+  }
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// Clipping steps tried per end by affine_params_search, and the largest
+// fraction of the range one end may be clipped by.
+inline constexpr int kClipSteps = 8;
+inline constexpr double kMaxClip = 0.4;
+
+// The parameters that minimise the group's squared error among: plain
+// min/max; the low end clipped by 1..kClipSteps steps of kMaxClip/kClipSteps
+// of the range; then the high end likewise, with the best low end kept;
+// then two least-squares refits of (scale, offset) to the codes of the best
+// so far. Few levels (int4, int2) gain most from clipping outliers at the
+// ends, and the refit finds a scale no grid point hits. Ties keep the earlier
+// candidate, so the choice is deterministic.
+EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float lo, float hi, uint32_t qmax) {
+  AffineParams best = affine_from_range(lo, hi, qmax);
+  if (!(best.scale > 0.0f)) return best;
+  double best_sse = affine_group_sse(x, n, best, qmax);
+  const double range = static_cast<double>(hi) - static_cast<double>(lo);
+  double best_lo = lo;
+  for (int side = 0; side < 2; ++side) {
+    double chosen = side == 0 ? static_cast<double>(lo) : static_cast<double>(hi);
+    for (int step = 1; step <= kClipSteps; ++step) {
+      const double fraction = kMaxClip * step / kClipSteps;
+      const double end = side == 0 ? fma(range, fraction, static_cast<double>(lo))
+                                   : fma(-range, fraction, static_cast<double>(hi));
+      const AffineParams p = side == 0 ? affine_from_range(end, hi, qmax) : affine_from_range(best_lo, end, qmax);
+      const double sse = affine_group_sse(x, n, p, qmax);
+      if (sse < best_sse) {
+        best_sse = sse;
+        best = p;
+        chosen = end;
+      }
+    }
+    if (side == 0) best_lo = chosen;
+  }
+  for (int iter = 0; iter < 2; ++iter) {
+    // Least squares of x on the current codes q: x ~= s * q + m.
+    const float inv = affine_inv_scale(best.scale);
+    const float qm = static_cast<float>(qmax);
+    double sq = 0, sx = 0, sqq = 0, sqx = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double q = static_cast<double>(affine_quantize(x[i], best.offset, inv, qm));
+      const double v = static_cast<double>(x[i]);
+      sq += q;
+      sx += v;
+      sqq = fma(q, q, sqq);
+      sqx = fma(q, v, sqx);
+    }
+    const double nn = static_cast<double>(n);
+    const double den = fma(nn, sqq, -(sq * sq));
+    if (!(den > 0.0)) break;
+    const double s = fma(nn, sqx, -(sq * sx)) / den;
+    const double m = fma(-s, sq, sx) / nn;
+    if (!(s > 0.0) || !(fabs(m) <= static_cast<double>(FLT_MAX))) break;
+    const AffineParams p = affine_from_range(m, fma(s, static_cast<double>(qmax), m), qmax);
+    const double sse = affine_group_sse(x, n, p, qmax);
+    if (!(sse < best_sse)) break;
+    best_sse = sse;
+    best = p;
+  }
+  return best;
+}
+
+// ---- sign codes ---------------------------------------------------------------------
+
+// The MSE-optimal scale for sign codes: mean |x|, summed in double in order.
+EDO_HD inline float sign_scale(const float* x, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; ++i) s += fabs(static_cast<double>(x[i]));
+  return static_cast<float>(s / static_cast<double>(n));
+}
+
+EDO_HD inline uint32_t sign_bit(float x) { return x < 0.0f ? 1u : 0u; }
+EDO_HD inline float sign_decode(uint32_t bit, float scale) { return bit ? -scale : scale; }
+
+// ---- row layout of the scalar codecs ------------------------------------------------
+//
+// A row's code is [header][payload]. The header holds per-group fp32
+// parameters, little-endian: fp8 one scale; int8/int4/int2 (scale, offset)
+// per group; sign one scale. The payload packs value j at bit j * bits,
+// least significant bits first; the last byte's unused bits are zero.
+
+enum class ScalarKind : uint8_t { f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, int2, sign };
+
+struct ScalarLayout {
+  ScalarKind kind;
+  uint32_t dim;
+  uint32_t group;         // values per group (the last group may be shorter); dim when row-wise
+  uint32_t groups;        // ceil(dim / group)
+  uint32_t bits;          // bits per value in the payload
+  uint32_t header_bytes;  // bytes of per-group parameters before the payload
+  uint32_t code_size;     // header_bytes + payload bytes
+};
+
+EDO_HD inline bool is_affine(ScalarKind k) {
+  return k == ScalarKind::int8 || k == ScalarKind::int4 || k == ScalarKind::int2;
+}
+EDO_HD inline Fp8Format fp8_format(ScalarKind k) {
+  return k == ScalarKind::fp8_e5m2 ? Fp8Format::e5m2 : Fp8Format::e4m3;
+}
+EDO_HD inline uint32_t affine_qmax(const ScalarLayout& L) { return (1u << L.bits) - 1u; }
+
+EDO_HD inline float load_f32(const uint8_t* p) {
+  float v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+EDO_HD inline void store_f32(uint8_t* p, float v) { memcpy(p, &v, sizeof v); }
+
+// Computes group g's parameters from the row and writes them to the header.
+EDO_HD inline void encode_group_params(const ScalarLayout& L, const float* row, uint32_t g, uint8_t* code) {
+  const uint32_t begin = g * L.group;
+  const uint32_t len = (L.dim - begin) < L.group ? (L.dim - begin) : L.group;
+  const float* x = row + begin;
+  if (L.kind == ScalarKind::fp8_e4m3 || L.kind == ScalarKind::fp8_e5m2) {
+    float amax = 0.0f;
+    for (uint32_t i = 0; i < len; ++i) amax = fmaxf(amax, fabsf(x[i]));
+    store_f32(code, fp8_scale(amax, fp8_format(L.kind)));
+  } else if (is_affine(L.kind)) {
+    float lo = x[0], hi = x[0];
+    for (uint32_t i = 1; i < len; ++i) {
+      lo = fminf(lo, x[i]);
+      hi = fmaxf(hi, x[i]);
+    }
+    const AffineParams p = L.kind == ScalarKind::int8 ? affine_from_range(lo, hi, affine_qmax(L))
+                                                       : affine_params_search(x, len, lo, hi, affine_qmax(L));
+    store_f32(code + 8 * g, p.scale);
+    store_f32(code + 8 * g + 4, p.offset);
+  } else if (L.kind == ScalarKind::sign) {
+    store_f32(code, sign_scale(x, len));
+  }
+}
+
+EDO_HD inline AffineParams load_affine(const uint8_t* code, uint32_t g) {
+  return AffineParams{load_f32(code + 8 * g), load_f32(code + 8 * g + 4)};
+}
+
+// Encodes payload unit u of a row whose header is already written. A unit is
+// one value for 32/16/8-bit kinds, one byte (8 / bits values) otherwise.
+EDO_HD inline void encode_unit(const ScalarLayout& L, const float* row, uint32_t u, uint8_t* code) {
+  uint8_t* payload = code + L.header_bytes;
+  switch (L.kind) {
+    case ScalarKind::f32: store_f32(payload + 4 * u, row[u]); return;
+    case ScalarKind::f16: {
+      const uint16_t h = float_to_half_bits(row[u]);
+      memcpy(payload + 2 * u, &h, 2);
+      return;
+    }
+    case ScalarKind::bf16: {
+      const uint16_t h = float_to_bf16_bits(row[u]);
+      memcpy(payload + 2 * u, &h, 2);
+      return;
+    }
+    case ScalarKind::fp8_e4m3:
+    case ScalarKind::fp8_e5m2: payload[u] = fp8_encode(row[u], load_f32(code), fp8_format(L.kind)); return;
+    case ScalarKind::int8:
+    case ScalarKind::int4:
+    case ScalarKind::int2: {
+      const uint32_t per_byte = 8 / L.bits;
+      const float qmax = static_cast<float>(affine_qmax(L));
+      uint32_t byte = 0;
+      for (uint32_t k = 0; k < per_byte; ++k) {
+        const uint32_t j = u * per_byte + k;
+        if (j >= L.dim) break;
+        const AffineParams p = load_affine(code, j / L.group);
+        byte |= affine_quantize(row[j], p.offset, affine_inv_scale(p.scale), qmax) << (k * L.bits);
+      }
+      payload[u] = static_cast<uint8_t>(byte);
+      return;
+    }
+    case ScalarKind::sign: {
+      uint32_t byte = 0;
+      for (uint32_t k = 0; k < 8 && u * 8 + k < L.dim; ++k) byte |= sign_bit(row[u * 8 + k]) << k;
+      payload[u] = static_cast<uint8_t>(byte);
+      return;
+    }
+  }
+}
+
+EDO_HD inline uint32_t payload_units(const ScalarLayout& L) {
+  return L.bits >= 8 ? L.dim : (L.dim * L.bits + 7) / 8;
+}
+
+EDO_HD inline float decode_value(const ScalarLayout& L, const uint8_t* code, uint32_t j) {
+  const uint8_t* payload = code + L.header_bytes;
+  switch (L.kind) {
+    case ScalarKind::f32: return load_f32(payload + 4 * j);
+    case ScalarKind::f16: {
+      uint16_t h;
+      memcpy(&h, payload + 2 * j, 2);
+      return half_bits_to_float(h);
+    }
+    case ScalarKind::bf16: {
+      uint16_t h;
+      memcpy(&h, payload + 2 * j, 2);
+      return bf16_bits_to_float(h);
+    }
+    case ScalarKind::fp8_e4m3:
+    case ScalarKind::fp8_e5m2: return fp8_decode(payload[j], load_f32(code), fp8_format(L.kind));
+    case ScalarKind::int8:
+    case ScalarKind::int4:
+    case ScalarKind::int2: {
+      const uint32_t bit = j * L.bits;
+      const uint32_t q = (payload[bit / 8] >> (bit % 8)) & affine_qmax(L);
+      return affine_dequantize(q, load_affine(code, j / L.group));
+    }
+    case ScalarKind::sign: return sign_decode((payload[j / 8] >> (j % 8)) & 1u, load_f32(code));
+  }
+  return 0.0f;
+}
+
+// ---- PCA projection ---------------------------------------------------------------------
+// Both sums run in index order with one rounding per step (fmaf), so the
+// fast CPU loop (vectorised across outputs) and the GPU (one thread per
+// output) give the reference's result exactly.
+
+// y[k] = sum_j (x[j] - mean[j]) * components[k][j]
+EDO_HD inline float pca_project_one(const float* x, const float* mean, const float* component, size_t dim) {
+  float acc = 0.0f;
+  for (size_t j = 0; j < dim; ++j) acc = fmaf(x[j] - mean[j], component[j], acc);
+  return acc;
+}
+
+// x[j] = mean[j] + sum_k y[k] * components[k][j]; components is k x dim.
+EDO_HD inline float pca_reconstruct_one(const float* y, const float* components, size_t k, size_t dim, size_t j,
+                                        float mean_j) {
+  float acc = 0.0f;
+  for (size_t i = 0; i < k; ++i) acc = fmaf(y[i], components[i * dim + j], acc);
+  return acc + mean_j;
+}
+
+}  // namespace edo::math

@@ -1,0 +1,49 @@
+// Where compute runs. `auto` picks a GPU when the driver reports one; asking
+// for `cuda` without one is an error, never a silent fallback to the CPU.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace edo {
+
+enum class Device { cpu, cuda };
+
+const char* device_name(Device d);  // "cpu" / "cuda"
+
+// GPUs the CUDA driver reports; 0 when edo was built without CUDA or the
+// driver/runtime is missing or fails.
+int cuda_device_count();
+inline bool cuda_available() { return cuda_device_count() > 0; }
+
+// Parses "auto", "cpu" or "cuda" (usage error otherwise) and resolves auto.
+// "cuda" without a usable GPU throws edo::Error (exit 1) saying why.
+Device select_device(std::string_view request);
+
+// Throws unless `d` can run here (cuda: built with CUDA and a GPU present).
+void require_device(Device d);
+
+// GPU memory owned by the host (RAII); every call throws edo::Error on a CUDA
+// failure, and constructing one in a build without CUDA throws too.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* host, size_t bytes);          // host -> device, synchronous
+  void download(void* host, size_t bytes) const;        // device -> host, synchronous
+  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Throws edo::Error naming `what` when the last kernel launch failed.
+void check_cuda_launch(const char* what);
+
+}  // namespace edo

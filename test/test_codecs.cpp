@@ -1,0 +1,530 @@
+#include "test_codecs_util.hpp"
+
+#include <edo/codec_math.hpp>
+#include <edo/pca.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <functional>
+#include <limits>
+#include <random>
+#include <tuple>
+
+using namespace edo;
+using edo::test::error_of;
+using edo::test::Matrix;
+
+namespace {
+
+ExitCode code_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ExitCode::ok;
+}
+
+void check_usage_error(const std::string& spec, size_t dim, const std::string& needle) {
+  CAPTURE(spec);
+  std::string msg;
+  ExitCode code = ExitCode::ok;
+  try {
+    make_codec(spec, dim);
+  } catch (const Error& e) {
+    msg = e.what();
+    code = e.code();
+  }
+  CAPTURE(msg);
+  CHECK(code == ExitCode::usage);
+  CHECK(msg.find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+// ---- grammar ----------------------------------------------------------------------
+
+TEST_CASE("codecs: spec grammar splits stages and continues params after a comma") {
+  const auto pq = parse_spec("pq:m=32,nbits=8");
+  REQUIRE(pq.size() == 1);
+  CHECK(pq[0].name == "pq");
+  CHECK(pq[0].params == std::vector<SpecParam>{{"m", "32"}, {"nbits", "8"}});
+
+  const auto chain = parse_spec("pca:128,int8");
+  REQUIRE(chain.size() == 2);
+  CHECK(chain[0] == SpecStage{"pca", {{"", "128"}}});
+  CHECK(chain[1] == SpecStage{"int8", {}});
+
+  const auto csr = parse_spec("csr:density=0.2,values=int8,fp16");
+  REQUIRE(csr.size() == 2);
+  CHECK(csr[0].params.size() == 2);
+  CHECK(csr[1].name == "fp16");
+
+  for (const char* s : {"fp16", "int4:group=32", "pca:128,int8", "pq:m=32:nbits=8", "fp8:e4m3"}) {
+    CAPTURE(s);
+    CHECK(format_spec(parse_spec(s)) == s);
+  }
+  CHECK(format_spec(parse_spec("pq:m=32,nbits=8")) == "pq:m=32:nbits=8");
+  CHECK(parse_spec(format_spec(pq)) == pq);
+
+  for (const char* bad : {"", ",", "int8,", ",int8", "int4:", "int4::3", "=3", "group=3", "in t8", "int8;x",
+                          "int4:group=", "int4:=3"}) {
+    CAPTURE(bad);
+    CHECK(code_of([&] { parse_spec(bad); }) == ExitCode::usage);
+  }
+}
+
+TEST_CASE("codecs: specs print canonically and round-trip") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fp16", "fp16"},
+      {"bf16", "bf16"},
+      {"fp32", "fp32"},
+      {"fp8", "fp8:e4m3"},
+      {"fp8:e5m2", "fp8:e5m2"},
+      {"fp8:format=e5m2", "fp8:e5m2"},
+      {"int8", "int8"},
+      {"int4:group=32", "int4:group=32"},
+      {"int4:group=50", "int4"},
+      {"int4:group=64", "int4"},
+      {"int2:group=7", "int2:group=7"},
+      {"bin", "bin"},
+      {"pca:32,int8", "pca:32,int8"},
+      {"pca:16", "pca:16,fp32"},
+      {"pca:10,int4,group=5", "pca:10,int4:group=5"},
+  };
+  for (const auto& [spec, canonical] : cases) {
+    CAPTURE(spec);
+    const auto c = make_codec(spec, 50);
+    CHECK(c->spec() == canonical);
+    CHECK(make_codec(c->spec(), 50)->spec() == canonical);
+    CHECK(c->dim() == 50);
+  }
+}
+
+TEST_CASE("codecs: bad specs and dimensions are usage errors that say what is wrong") {
+  check_usage_error("int9", 50, "unknown codec 'int9'");
+  check_usage_error("int4:bogus=1", 50, "unknown parameter 'bogus'");
+  check_usage_error("int4:32", 50, "unexpected parameter '32'");
+  check_usage_error("int4:group=0", 50, "group '0' must be an integer from 1");
+  check_usage_error("int4:group=x", 50, "group 'x'");
+  check_usage_error("int4:group=-3", 50, "group '-3'");
+  check_usage_error("int4:group=99999999999999999999999", 50, "group");
+  check_usage_error("int4:group=4:group=8", 50, "given twice");
+  check_usage_error("fp8:e3m4", 50, "unknown format 'e3m4'");
+  check_usage_error("fp8:e4m3:format=e5m2", 50, "format given twice");
+  check_usage_error("fp16:x", 50, "unexpected parameter");
+  check_usage_error("pca", 50, "needs the output dimension");
+  check_usage_error("pca:0,int8", 50, "K '0'");
+  check_usage_error("pca:51,int8", 50, "larger than the input dimension 50");
+  check_usage_error("int8,pca:3", 50, "must be the first stage");
+  check_usage_error("int8,fp16", 50, "must be the last stage");
+  check_usage_error("pca:3,pca:2", 50, "must be the first stage");
+  check_usage_error("int8", 0, "dimension 0");
+  check_usage_error("int8", kMaxCodecDim + 1, "dimension");
+}
+
+TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
+  std::vector<std::string> names;
+  for (const CodecTraits& t : codec_list()) {
+    names.push_back(t.name);
+    CHECK(std::string(t.grammar).rfind(t.name, 0) == 0);
+    CHECK(std::string(t.description).size() > 10);
+    CHECK(find_codec(t.name) == &t);
+  }
+  CHECK(names == std::vector<std::string>{"fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2", "bin", "pca"});
+  CHECK(find_codec("pq") == nullptr);
+  CHECK(find_codec("pca")->trainable);
+  CHECK_FALSE(find_codec("int4")->trainable);
+
+  // dim 50: header (fp32 scale, or scale + offset per group) + packed payload.
+  const std::vector<std::pair<std::string, size_t>> sizes = {
+      {"fp32", 200},         {"fp16", 100}, {"bf16", 100}, {"fp8:e4m3", 54},      {"int8", 58},
+      {"int8:group=25", 66}, {"int4", 33},  {"int4:group=32", 41}, {"int2", 21}, {"int2:group=10", 53},
+      {"bin", 11},           {"pca:32,int8", 40}, {"pca:16", 64}};
+  for (const auto& [spec, bytes] : sizes) {
+    CAPTURE(spec);
+    CHECK(code_size(spec, 50) == bytes);
+    CHECK(make_codec(spec, 50)->code_size() == bytes);
+    CHECK(bits_per_value(spec, 50) == doctest::Approx(static_cast<double>(bytes) * 8 / 50));
+  }
+  CHECK(canonical_spec("int4:group=25", 50) == "int4:group=25");
+  CHECK_FALSE(make_codec("int8", 50)->needs_training());
+  CHECK(make_codec("pca:8,int8", 50)->needs_training());
+}
+
+// ---- per-element math ----------------------------------------------------------------
+
+namespace {
+
+// The fp8 value nearest to v by brute force over all codes, ties to the even
+// code (mantissa LSB 0), saturating at the largest finite value.
+uint8_t fp8_brute_force(float v, math::Fp8Format fmt) {
+  const float max = math::fp8_layout(fmt).max_value;
+  const double a = std::min(static_cast<double>(std::fabs(v)), static_cast<double>(max));
+  uint8_t best = 0;
+  double best_err = std::numeric_limits<double>::infinity();
+  for (uint32_t c = 0; c < 0x80; ++c) {
+    const float f = math::fp8_to_float(static_cast<uint8_t>(c), fmt);
+    if (!std::isfinite(f)) continue;
+    const double err = std::fabs(static_cast<double>(f) - a);
+    if (err < best_err || (err == best_err && (c & 1u) == 0)) {
+      best_err = err;
+      best = static_cast<uint8_t>(c);
+    }
+  }
+  return static_cast<uint8_t>(best | (std::signbit(v) ? 0x80 : 0));
+}
+
+}  // namespace
+
+TEST_CASE("codec_math: fp8 rounding, subnormals, saturation and NaN") {
+  using math::Fp8Format;
+  using math::float_to_fp8;
+  const auto e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
+  CHECK(float_to_fp8(1.0f, e4) == 0x38);
+  CHECK(float_to_fp8(448.0f, e4) == 0x7e);
+  CHECK(float_to_fp8(-448.0f, e4) == 0xfe);
+  CHECK(float_to_fp8(464.0f, e4) == 0x7e);   // tie between 448 and 480 (not finite): saturates
+  CHECK(float_to_fp8(1e30f, e4) == 0x7e);    // saturation, never NaN from finite input
+  CHECK(float_to_fp8(INFINITY, e4) == 0x7e);
+  CHECK(float_to_fp8(-INFINITY, e4) == 0xfe);
+  CHECK((float_to_fp8(NAN, e4) & 0x7f) == 0x7f);
+  CHECK(float_to_fp8(1.0625f, e4) == 0x38);  // tie: 1.0 (even) not 1.125
+  CHECK(float_to_fp8(1.1875f, e4) == 0x3a);  // tie: 1.25 (even) not 1.125
+  CHECK(float_to_fp8(0x1p-9f, e4) == 0x01);  // smallest subnormal
+  CHECK(float_to_fp8(0x1p-10f, e4) == 0x00); // tie with zero: even
+  CHECK(float_to_fp8(0x3p-10f, e4) == 0x02); // 1.5 steps: tie, even
+  CHECK(float_to_fp8(0x7.8p-9f, e4) == 0x08);  // 7.5 steps rounds up into the smallest normal
+  CHECK(float_to_fp8(0x1p-6f, e4) == 0x08);
+  CHECK(float_to_fp8(-0.0f, e4) == 0x80);
+  CHECK(float_to_fp8(57344.0f, e5) == 0x7b);
+  CHECK(float_to_fp8(60000.0f, e5) == 0x7b);
+  CHECK(float_to_fp8(INFINITY, e5) == 0x7b);
+  CHECK(float_to_fp8(1.0f, e5) == 0x3c);
+  CHECK(float_to_fp8(0x1p-16f, e5) == 0x01);
+  CHECK(std::isnan(math::fp8_to_float(0x7f, e4)));
+  CHECK(std::isinf(math::fp8_to_float(0x7c, e5)));
+  CHECK(std::isnan(math::fp8_to_float(0x7e, e5)));
+  CHECK(math::fp8_to_float(0x7e, e4) == 448.0f);
+  CHECK(math::fp8_to_float(0x01, e4) == 0x1p-9f);
+
+  for (Fp8Format fmt : {e4, e5}) {
+    // Every finite code decodes and re-encodes to itself.
+    for (uint32_t c = 0; c < 256; ++c) {
+      const float f = math::fp8_to_float(static_cast<uint8_t>(c), fmt);
+      if (std::isfinite(f)) CHECK(float_to_fp8(f, fmt) == c);
+    }
+    // Random magnitudes over the whole range, plus exact midpoints, against brute force.
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> exponent(-22.0f, 17.0f);
+    int mismatches = 0;
+    for (int i = 0; i < 100000; ++i) {
+      const float v = std::exp2(exponent(rng)) * (i % 2 ? -1.0f : 1.0f);
+      mismatches += float_to_fp8(v, fmt) != fp8_brute_force(v, fmt);
+    }
+    for (uint32_t c = 0; c + 1 < 0x7b; ++c) {
+      const float mid = 0.5f * (math::fp8_to_float(static_cast<uint8_t>(c), fmt) +
+                                math::fp8_to_float(static_cast<uint8_t>(c + 1), fmt));
+      mismatches += float_to_fp8(mid, fmt) != fp8_brute_force(mid, fmt);
+    }
+    CHECK(mismatches == 0);
+  }
+  // A zero row still gets a usable (non-zero) scale; tiny rows do not overflow.
+  CHECK(math::fp8_scale(0.0f, e4) > 0.0f);
+  const float s = math::fp8_scale(0x1p-149f, e4);
+  CHECK(std::isfinite(0x1p-149f / s));
+}
+
+TEST_CASE("codec_math: fp16 and bf16 ties, subnormals and non-finite values") {
+  CHECK(float_to_half_bits(1.0f + 0x1p-11f) == 0x3c00);       // tie: even
+  CHECK(float_to_half_bits(1.0f + 0x3p-11f) == 0x3c02);       // tie: even (up)
+  CHECK(float_to_half_bits(0x1p-24f) == 0x0001);              // smallest subnormal
+  CHECK(float_to_half_bits(0x1p-25f) == 0x0000);              // tie with zero
+  CHECK(float_to_half_bits(65504.0f) == 0x7bff);
+  CHECK(float_to_half_bits(65520.0f) == 0x7c00);              // rounds to Inf
+  CHECK(float_to_half_bits(-INFINITY) == 0xfc00);
+  CHECK(std::isnan(half_bits_to_float(float_to_half_bits(NAN))));
+  CHECK(float_to_bf16_bits(1.0f + 0x1p-8f) == 0x3f80);        // tie: even
+  CHECK(float_to_bf16_bits(1.0f + 0x3p-8f) == 0x3f82);
+  CHECK(std::isnan(bf16_bits_to_float(float_to_bf16_bits(NAN))));
+  CHECK(bf16_bits_to_float(float_to_bf16_bits(INFINITY)) == INFINITY);
+}
+
+TEST_CASE("codec_math: integer rounding, clamping and extreme ranges") {
+  CHECK(math::round_small_uint(2.5f) == 2);
+  CHECK(math::round_small_uint(3.5f) == 4);
+  CHECK(math::round_small_uint(0.5f) == 0);
+  CHECK(math::round_small_uint(254.6f) == 255);
+  CHECK(math::affine_quantize(-5.0f, 0.0f, 1.0f, 15.0f) == 0);
+  CHECK(math::affine_quantize(100.0f, 0.0f, 1.0f, 15.0f) == 15);
+  CHECK(math::affine_quantize(INFINITY, 0.0f, 1.0f, 15.0f) == 15);
+
+  // A constant group: zero scale, decodes exactly.
+  const math::AffineParams flat = math::affine_from_range(3.25, 3.25, 255);
+  CHECK(flat.scale == 0.0f);
+  CHECK(math::affine_dequantize(math::affine_quantize(3.25f, flat.offset, math::affine_inv_scale(flat.scale), 255.f),
+                                flat) == 3.25f);
+  // -0 minimum stores +0, so stored bytes do not depend on min/max order.
+  CHECK_FALSE(std::signbit(math::affine_from_range(-0.0, 1.0, 255).offset));
+  // A range wider than float: clipped, never Inf on decode.
+  const math::AffineParams wide = math::affine_from_range(-FLT_MAX, FLT_MAX, 15);
+  CHECK(std::isfinite(wide.scale));
+  CHECK(std::isfinite(math::affine_dequantize(15, wide)));
+  CHECK(std::isfinite(math::affine_dequantize(0, wide)));
+  // A tiny range: the inverse scale stays finite.
+  const math::AffineParams tiny = math::affine_from_range(0.0, 0x1p-140, 255);
+  CHECK(std::isfinite(math::affine_inv_scale(tiny.scale)));
+
+  const float xs[4] = {-1.0f, 2.0f, -3.0f, 4.0f};
+  CHECK(math::sign_scale(xs, 4) == 2.5f);
+  CHECK(math::sign_bit(-0.0f) == 0);
+  CHECK(math::sign_bit(-1e-30f) == 1);
+}
+
+// ---- implementations agree ------------------------------------------------------------------
+
+namespace {
+
+void check_fast_matches_reference(const Matrix& m, const std::string& spec) {
+  CAPTURE(spec);
+  CAPTURE(m.dim);
+  const auto codec = make_codec(spec, m.dim);
+  EncodeOptions ref_opt, fast_opt;
+  ref_opt.impl = Impl::reference;
+  const auto ref = test::encode_all(*codec, m, ref_opt);
+  const auto fast = test::encode_all(*codec, m, fast_opt);
+  CHECK(ref == fast);
+  DecodeOptions ref_dec;
+  ref_dec.impl = Impl::reference;
+  CHECK(test::same_bits(test::decode_all(*codec, ref, m.rows, ref_dec), test::decode_all(*codec, ref, m.rows)));
+}
+
+}  // namespace
+
+TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on GloVe") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  const Matrix odd = test::first_columns(glove, 37);
+  for (const std::string& spec : test::scalar_specs()) {
+    check_fast_matches_reference(glove, spec);
+    check_fast_matches_reference(odd, spec);
+  }
+  const Matrix tiny = test::first_columns(glove, 3);
+  for (const char* spec : {"fp16", "int4:group=2", "int2", "bin", "fp8:e5m2"}) check_fast_matches_reference(tiny, spec);
+}
+
+TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on BIGANN (uint8)") {
+  const Matrix bigann = test::load_shared("bigann10k_base.npy", 4000);
+  REQUIRE(bigann.dim == 128);
+  const Matrix odd = test::first_columns(bigann, 101);
+  for (const std::string& spec : test::scalar_specs()) {
+    check_fast_matches_reference(bigann, spec);
+    check_fast_matches_reference(odd, spec);
+  }
+}
+
+TEST_CASE("codecs: encodes do not depend on the thread count") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  const int saved = omp_get_max_threads();
+  for (const char* spec : {"fp16", "bf16", "fp8:e4m3", "int8", "int4:group=32", "int2", "bin", "pca:20,int8"}) {
+    CAPTURE(spec);
+    auto codec = make_codec(spec, glove.dim);
+    omp_set_num_threads(1);
+    codec->train(glove.values.data(), glove.rows, 42);
+    const auto one = test::encode_all(*codec, glove);
+    const auto dec_one = test::decode_all(*codec, one, glove.rows);
+    omp_set_num_threads(2);
+    auto codec2 = make_codec(spec, glove.dim);
+    codec2->train(glove.values.data(), glove.rows, 42);
+    const auto two = test::encode_all(*codec2, glove);
+    CHECK(one == two);
+    CHECK(test::same_bits(dec_one, test::decode_all(*codec2, two, glove.rows)));
+  }
+  omp_set_num_threads(saved);
+}
+
+// ---- accuracy ------------------------------------------------------------------------------------
+
+TEST_CASE("codecs: round-trip error on GloVe stays within each codec's bound") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  // Bounds are about 1.4x what the codecs measure (printed with -s).
+  const std::vector<std::pair<std::string, double>> bounds = {
+      {"fp32", 0.0},           {"fp16", 3e-4},        {"bf16", 2.5e-3},         {"fp8:e4m3", 0.033},
+      {"fp8:e5m2", 0.066},     {"int8", 0.0082},      {"int8:group=10", 0.0047}, {"int4", 0.128},
+      {"int4:group=10", 0.07}, {"int2", 0.5},         {"int2:group=10", 0.32},   {"bin", 0.75},
+      {"pca:50,fp32", 1e-5},   {"pca:25,int8", 0.55}, {"pca:40,fp16", 0.23}};
+  for (const auto& [spec, bound] : bounds) {
+    CAPTURE(spec);
+    auto codec = make_codec(spec, glove.dim);
+    codec->train(glove.values.data(), glove.rows, 1);
+    const auto codes = test::encode_all(*codec, glove);
+    const double err = test::relative_frobenius_error(glove.values, test::decode_all(*codec, codes, glove.rows));
+    MESSAGE(spec << ": code_size " << codec->code_size() << " bytes, relative Frobenius error " << err);
+    CHECK(err <= bound);
+  }
+}
+
+TEST_CASE("codecs: int4/int2 MSE-optimal ranges beat plain min/max") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  for (const auto& [spec, bits, group] :
+       {std::tuple{std::string("int4"), 4u, 50u}, std::tuple{std::string("int4:group=10"), 4u, 10u},
+        std::tuple{std::string("int2"), 2u, 50u}}) {
+    CAPTURE(spec);
+    auto codec = make_codec(spec, glove.dim);
+    const double err = test::relative_frobenius_error(
+        glove.values, test::decode_all(*codec, test::encode_all(*codec, glove), glove.rows));
+    // The plain min/max quantizer with the same layout, computed here.
+    const uint32_t qmax = (1u << bits) - 1;
+    std::vector<float> minmax(glove.values.size());
+    for (size_t r = 0; r < glove.rows; ++r) {
+      for (size_t g = 0; g < glove.dim; g += group) {
+        const float* x = glove.row(r) + g;
+        const auto [lo, hi] = std::minmax_element(x, x + group);
+        const math::AffineParams p = math::affine_from_range(*lo, *hi, qmax);
+        for (size_t j = 0; j < group; ++j) {
+          const uint32_t q = math::affine_quantize(x[j], p.offset, math::affine_inv_scale(p.scale), float(qmax));
+          minmax[r * glove.dim + g + j] = math::affine_dequantize(q, p);
+        }
+      }
+    }
+    const double err_minmax = test::relative_frobenius_error(glove.values, minmax);
+    MESSAGE(spec << ": relative error, MSE-optimal " << err << " vs min/max " << err_minmax);
+    CHECK(err * err < 0.9 * err_minmax * err_minmax);  // at least 10% lower MSE
+  }
+}
+
+// ---- non-finite input -------------------------------------------------------------------------------
+
+TEST_CASE("codecs: NaN/Inf input is refused with its row and column unless allowed") {
+  Matrix m;
+  m.rows = 6;
+  m.dim = 9;
+  m.values.assign(m.rows * m.dim, 0.5f);
+  m.values[3 * 9 + 7] = NAN;
+  m.values[5 * 9 + 1] = INFINITY;
+  EncodeOptions opt;
+  opt.input = "emb.npy";
+  opt.first_row = 1000;
+  for (Impl impl : {Impl::reference, Impl::fast}) {
+    opt.impl = impl;
+    for (const char* spec : {"fp16", "int8", "fp8:e4m3", "bin", "int4:group=3"}) {
+      CAPTURE(spec);
+      const std::string msg = error_of([&] { test::encode_all(*make_codec(spec, 9), m, opt); });
+      CAPTURE(msg);
+      CHECK(msg.find("emb.npy: row 1003, column 7") != std::string::npos);
+      CHECK(msg.find("nan") != std::string::npos);
+    }
+  }
+  opt.allow_nonfinite = true;
+  for (const char* spec : {"fp16", "bf16", "fp32"}) {
+    CAPTURE(spec);
+    auto c = make_codec(spec, 9);
+    const auto back = test::decode_all(*c, test::encode_all(*c, m, opt), m.rows);
+    CHECK(std::isnan(back[3 * 9 + 7]));
+    CHECK(back[5 * 9 + 1] == INFINITY);
+    CHECK(back[0] == 0.5f);
+  }
+  const std::string msg = error_of([&] { test::encode_all(*make_codec("int8", 9), m, opt); });
+  CHECK(msg.find("cannot represent NaN/Inf") != std::string::npos);
+
+  Matrix big = m;
+  big.values.assign(big.rows * big.dim, 1.0f);
+  big.values[2 * 9 + 4] = 1e6f;
+  const std::string overflow = error_of([&] { test::encode_all(*make_codec("fp16", 9), big); });
+  CHECK(overflow.find("row 2, column 4") != std::string::npos);
+  CHECK(overflow.find("overflows fp16") != std::string::npos);
+  CHECK_NOTHROW(test::encode_all(*make_codec("bf16", 9), big));
+}
+
+// ---- PCA ------------------------------------------------------------------------------------------------
+
+TEST_CASE("pca: K = dim reconstructs, fits are deterministic, signs are fixed") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  auto full = make_codec("pca:50,fp32", 50);
+  CHECK_FALSE(full->is_trained());
+  CHECK(error_of([&] { test::encode_all(*full, glove); }).find("not trained") != std::string::npos);
+  full->train(glove.values.data(), glove.rows, 3);
+  CHECK(full->is_trained());
+  const auto back = test::decode_all(*full, test::encode_all(*full, glove), glove.rows);
+  CHECK(test::relative_frobenius_error(glove.values, back) < 1e-5);
+
+  const PcaModel a = fit_pca(glove.values.data(), glove.rows, 50, 10, 9, 4000);
+  const PcaModel b = fit_pca(glove.values.data(), glove.rows, 50, 10, 9, 4000);
+  const PcaModel c = fit_pca(glove.values.data(), glove.rows, 50, 10, 10, 4000);
+  CHECK(a.components == b.components);
+  CHECK(a.mean == b.mean);
+  CHECK(a.mean != c.mean);  // another seed samples other rows
+  for (size_t i = 0; i < a.k; ++i) {
+    const float* v = a.components.data() + i * 50;
+    const float* big = std::max_element(v, v + 50, [](float p, float q) { return std::fabs(p) < std::fabs(q); });
+    CHECK(*big > 0.0f);
+    double norm = 0;
+    for (size_t j = 0; j < 50; ++j) norm += double(v[j]) * v[j];
+    CHECK(norm == doctest::Approx(1.0).epsilon(1e-5));
+  }
+  REQUIRE(a.variance.size() == 50);
+  CHECK(std::is_sorted(a.variance.rbegin(), a.variance.rend()));
+  const size_t d90 = pca_dims_for_variance(a.variance, 0.9);
+  CHECK(d90 > 1);
+  CHECK(d90 < 50);
+  CHECK(pca_dims_for_variance(a.variance, 1.0) <= 50);
+}
+
+TEST_CASE("pca: state round trip, hostile state, fast == reference") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
+  auto trained = make_codec("pca:12,int8", 50);
+  trained->train(glove.values.data(), glove.rows, 5);
+  const std::vector<NamedBlob> st = trained->state();
+  REQUIRE(st.size() == 2);
+  CHECK(st[0].name == "pca.mean");
+  CHECK(st[1].shape == std::vector<uint64_t>{12, 50});
+
+  auto loaded = make_codec(trained->spec(), 50);
+  loaded->load_state(st);
+  const auto codes = test::encode_all(*trained, glove);
+  CHECK(test::encode_all(*loaded, glove) == codes);
+
+  EncodeOptions ref;
+  ref.impl = Impl::reference;
+  CHECK(test::encode_all(*trained, glove, ref) == codes);
+  DecodeOptions ref_dec;
+  ref_dec.impl = Impl::reference;
+  CHECK(test::same_bits(test::decode_all(*trained, codes, glove.rows, ref_dec),
+                        test::decode_all(*trained, codes, glove.rows)));
+
+  auto fresh = make_codec("pca:12,int8", 50);
+  CHECK(error_of([&] { fresh->load_state({st[0]}); }).find("lacks 'pca.components'") != std::string::npos);
+  auto bad_shape = st;
+  bad_shape[1].shape = {50, 12};
+  CHECK(error_of([&] { fresh->load_state(bad_shape); }).find("has shape (50, 12)") != std::string::npos);
+  auto short_values = st;
+  short_values[0].values.pop_back();
+  CHECK(error_of([&] { fresh->load_state(short_values); }).find("holds 49 values") != std::string::npos);
+  auto nan_values = st;
+  nan_values[1].values[7] = NAN;
+  CHECK(error_of([&] { fresh->load_state(nan_values); }).find("value 7 is not finite") != std::string::npos);
+  auto extra = st;
+  extra.push_back({"pq.codebook", {1}, {0.0f}});
+  CHECK(error_of([&] { fresh->load_state(extra); }).find("pq.codebook") != std::string::npos);
+  CHECK_FALSE(fresh->is_trained());
+  CHECK(error_of([&] { make_codec("int8", 4)->load_state(st); }).find("no trained state") != std::string::npos);
+}
+
+// ---- devices ------------------------------------------------------------------------------------------
+
+TEST_CASE("device: selection parses and refuses cuda without a GPU") {
+  CHECK(select_device("cpu") == Device::cpu);
+  CHECK(code_of([] { select_device("gpu"); }) == ExitCode::usage);
+  if (cuda_available()) {
+    CHECK(select_device("auto") == Device::cuda);
+    CHECK(select_device("cuda") == Device::cuda);
+  } else {
+    CHECK(select_device("auto") == Device::cpu);
+    CHECK(code_of([] { select_device("cuda"); }) == ExitCode::runtime);
+    const Matrix m = test::first_columns(test::load_shared("glove.6B.50d.10k.npy", 4), 8);
+    EncodeOptions opt;
+    opt.device = Device::cuda;
+    CHECK(code_of([&] { test::encode_all(*make_codec("int8", 8), m, opt); }) == ExitCode::runtime);
+  }
+}
