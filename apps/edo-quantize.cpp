@@ -1,0 +1,149 @@
+// edo-quantize: scalar and vector quantization of a table into a .edo file.
+#include "cli_common.hpp"
+#include "eval_cli.hpp"
+
+#include <edo/codec.hpp>
+#include <edo/device.hpp>
+#include <edo/edo_file.hpp>
+#include <edo/io/files.hpp>
+
+#include <unistd.h>
+
+namespace {
+
+void print_codec_list() {
+  std::printf("%-8s %-22s %-20s %s\n", "codec", "spec", "bits/value", "description");
+  for (const auto& t : edo::codec_list())
+    std::printf("%-8s %-22s %-20s %s\n", t.name, t.grammar, t.bits_formula, t.description);
+  std::printf("\nbits/value: d = dimension, G = group size. Specs chain: pca:K,CODEC.\n");
+}
+
+// Removes a file when it goes out of scope (the unevaluated intermediate).
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
+      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
+      "Examples:\n"
+      "  edo-quantize --list\n"
+      "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
+      "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
+      "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json",
+      "edo-quantize"};
+  std::string input, output, spec, device = "auto";
+  bool list = false, json = false, quiet = false, allow_nonfinite = false, run_eval = false;
+  int threads = 0;
+  uint64_t seed = 0, train_rows = 65536;
+  edo::cli::EvalFlags eval_flags;
+  app.add_option("INPUT", input, "Table to quantize");
+  app.add_option("-o,--output", output, "Output .edo file");
+  app.add_option("--codec", spec, "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int4:group=32, bin, pca:128,int8");
+  app.add_flag("--list", list, "List every codec with its bits per value, then exit");
+  app.add_option("--device", device, "auto (GPU when present), cpu or cuda (an error without a GPU)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
+  app.add_option("--train-rows", train_rows, "Rows sampled to train trainable codecs (default 65536)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--allow-nonfinite", allow_nonfinite,
+               "Pass NaN/Inf through where the codec can store them (fp32, fp16, bf16) instead of refusing");
+  app.add_flag("--json", json, "Print the summary as JSON on stdout");
+  app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
+  eval_flags.add_to(app, false);
+  edo::cli::add_threads_option(app, threads);
+  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::add_version_flag(app, "edo-quantize");
+
+  return edo::cli::run_tool("edo-quantize", app, argc, argv, [&] {
+    if (list) {
+      print_codec_list();
+      return 0;
+    }
+    if (input.empty() || output.empty() || spec.empty())
+      EDO_USAGE_FAIL("INPUT, -o OUTPUT and --codec SPEC are required (see --help)");
+    if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    if (input != "-" && edo::io::same_file(input, output)) EDO_USAGE_FAIL("{}: output would overwrite the input", output);
+    const bool eval_wanted = run_eval || !eval_flags.gates.empty();
+    const auto gates = eval_flags.parsed_gates();  // usage errors before any work
+    edo::cli::apply_threads(threads);
+    auto table = edo::io::open_table(input);
+    edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
+
+    edo::QuantizeOptions opt;
+    opt.spec = spec;
+    opt.seed = seed;
+    opt.train_rows = train_rows;
+    opt.device = edo::select_device(device);
+    opt.allow_nonfinite = allow_nonfinite;
+    opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
+    edo::cli::Progress progress("edo-quantize", quiet);
+    opt.progress = progress.callback();
+
+    RemoveOnExit intermediate;
+    const std::string target = eval_wanted ? output + ".unevaluated-" + std::to_string(::getpid()) : output;
+    if (eval_wanted) intermediate.path = target;
+    const edo::QuantizeReport rep = edo::quantize_to_edo(*table, target, opt);
+
+    edo::EvalResult result;
+    std::vector<edo::GateOutcome> outcomes;
+    int code = 0;
+    if (eval_wanted) {
+      auto decoded = edo::EdoTable::open(target);
+      result = edo::evaluate(*table, *decoded, eval_flags.options(table->rows(), seed));
+      edo::add_memory_metrics(result, *table, *decoded);
+      outcomes = edo::check_gates(gates, result);
+      code = edo::cli::finish_gates("edo-quantize", eval_flags, result, outcomes);
+      if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
+    }
+
+    if (json) {
+      nlohmann::json j = {{"input", input},
+                          {"output", output},
+                          {"written", code == 0},
+                          {"codec", rep.spec},
+                          {"rows", rep.rows},
+                          {"dim", rep.dim},
+                          {"device", rep.device},
+                          {"fp32_bytes", rep.fp32_bytes},
+                          {"input_bytes", rep.input_bytes},
+                          {"file_bytes", rep.file_bytes},
+                          {"code_size", rep.code_size},
+                          {"ratio", rep.ratio},
+                          {"bits_per_value", rep.bits_per_value},
+                          {"rel_fro", rep.rel_frobenius},
+                          {"mse", rep.mse},
+                          {"cos_mean", rep.cos_mean},
+                          {"cos_min", rep.cos_min},
+                          {"train_seconds", rep.train_seconds},
+                          {"encode_seconds", rep.encode_seconds},
+                          {"encode_gb_per_s", rep.encode_gbps()}};
+      if (eval_wanted) j["eval"] = edo::to_json(result, outcomes);
+      std::puts(j.dump(2).c_str());
+    } else {
+      std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
+      std::printf("  codec          %s (%llu bytes a row, device %s)\n", rep.spec.c_str(),
+                  static_cast<unsigned long long>(rep.code_size), rep.device.c_str());
+      std::printf("  size           %llu x %llu: %llu bytes as fp32 -> %llu bytes (%.2fx, %.3g bits a value)\n",
+                  static_cast<unsigned long long>(rep.rows), static_cast<unsigned long long>(rep.dim),
+                  static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.file_bytes),
+                  rep.ratio, rep.bits_per_value);
+      std::printf("  error          relative Frobenius %.4g, MSE %.4g, cosine mean %.6f min %.6f\n",
+                  rep.rel_frobenius, rep.mse, rep.cos_mean, rep.cos_min);
+      if (rep.train_seconds > 0) std::printf("  training       %.3f s\n", rep.train_seconds);
+      std::printf("  encode         %.3f s (%.2f GB/s of fp32 input)\n", rep.encode_seconds, rep.encode_gbps());
+      if (eval_wanted) {
+        std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
+        edo::cli::print_metrics(result);
+        for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
+      }
+    }
+    return code;
+  });
+}

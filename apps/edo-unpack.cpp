@@ -1,0 +1,45 @@
+// edo-unpack: decode a .edo file back to fp32 rows.
+#include "cli_common.hpp"
+
+#include <edo/edo_file.hpp>
+#include <edo/io/files.hpp>
+#include <edo/io/table.hpp>
+
+#include <unistd.h>
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Decode a .edo file to float32, streaming: every checksum is verified first.\n\n"
+      "Examples:\n"
+      "  edo-unpack glove.int8.edo -o glove.int8.npy\n"
+      "  edo-unpack glove.int8.edo -o decoded.h5:/emb\n"
+      "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
+      "edo-unpack"};
+  std::string input, output;
+  bool quiet = false;
+  int threads = 0;
+  app.add_option("INPUT", input, "A .edo file")->required();
+  app.add_option("-o,--output", output, "x.npy, x.h5:/dataset, or - (npy on stdout)")->required();
+  edo::cli::add_threads_option(app, threads);
+  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::add_version_flag(app, "edo-unpack");
+
+  return edo::cli::run_tool("edo-unpack", app, argc, argv, [&] {
+    edo::cli::apply_threads(threads);
+    if (output == "-" && ::isatty(STDOUT_FILENO)) EDO_USAGE_FAIL("refusing to write binary .npy to a terminal");
+    const std::string out_file = output.substr(0, output.find(':'));
+    if (edo::io::same_file(input, out_file)) EDO_USAGE_FAIL("{}: output would overwrite the input", output);
+    auto table = edo::EdoTable::open(input, edo::io::Verify::all);
+    auto writer = edo::io::create_table(output, table->rows(), table->dim());
+    edo::cli::Progress progress("edo-unpack", quiet);
+    auto report = progress.callback();
+    const uint64_t block = table->block_rows();
+    for (uint64_t begin = 0; begin < table->rows(); begin += block) {
+      const uint64_t n = std::min(block, table->rows() - begin);
+      writer->write_f32(table->rows_f32(begin, n), n);
+      if (report) report(begin + n, table->rows());
+    }
+    writer->commit();
+    return 0;
+  });
+}

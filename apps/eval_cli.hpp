@@ -1,0 +1,138 @@
+// The evaluation flags shared by edo-eval and the tools' --eval: one set of
+// options, one way to run the engine, gates and reports.
+#pragma once
+
+#include "cli_common.hpp"
+
+#include <edo/eval.hpp>
+#include <edo/gates.hpp>
+#include <edo/io/freq.hpp>
+#include <edo/io/table.hpp>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace edo::cli {
+
+struct EvalFlags {
+  std::string metric = "cos";
+  std::vector<uint64_t> ks = {1, 10, 100};
+  uint64_t queries = 1000;
+  std::string query_file;  // text: one row id a line
+  std::string labels;      // text: one integer class a line, one line a row
+  std::string freq;
+  std::vector<std::string> gates;
+  std::string report_json, report_md;
+  uint64_t seed = 0;
+
+  // `with_seed`: edo-eval owns --seed; the tools share theirs.
+  void add_to(CLI::App& app, bool with_seed) {
+    app.add_option("--metric", metric, "k-NN metric: cos, ip or l2 (default cos)")
+        ->check(CLI::IsMember({"cos", "ip", "l2"}));
+    app.add_option("--k", ks, "Neighbour counts for recall@k, comma separated (default 1,10,100)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
+    app.add_option("--queries", queries, "Query rows sampled with the seed (default 1000)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--query-file", query_file, "Query row ids, one a line (replaces --queries)");
+    app.add_option("--labels", labels, "One integer class a line, one line a row: adds k-NN accuracy");
+    app.add_option("--eval-freq", freq, "Per-row lookup counts (npy or 'id count' text): adds access-weighted w.* metrics");
+    app.add_option("--gate", gates,
+                   "Quality gate, e.g. 'recall@10>=0.95', 'recall_drop@10<=0.01', 'cos.min>=0.98', 'ratio>=4';\n"
+                   "repeatable; any failure exits 3");
+    app.add_option("--report-json", report_json, "Write the metrics and gates as JSON to this file");
+    app.add_option("--report-md", report_md, "Write a Markdown report (for a CI job summary) to this file");
+    if (with_seed) app.add_option("--seed", seed, "Seed of the query sample (default 0)");
+  }
+
+  std::vector<Gate> parsed_gates() const {
+    std::vector<Gate> out;
+    for (const auto& g : gates) out.push_back(parse_gate(g));
+    return out;
+  }
+
+  EvalOptions options(uint64_t rows, uint64_t seed_value) const {
+    EvalOptions o;
+    o.metric = parse_metric(metric);
+    o.ks = ks;
+    o.queries = queries;
+    o.seed = seed_value;
+    if (!query_file.empty()) o.query_ids = read_id_lines(query_file, rows);
+    if (!labels.empty()) o.labels = read_labels(labels, rows);
+    if (!freq.empty()) o.freq = io::read_frequencies(freq, rows);
+    return o;
+  }
+
+  static std::vector<uint64_t> read_id_lines(const std::string& path, uint64_t rows) {
+    std::ifstream f(path);
+    if (!f) EDO_FAIL("{}: cannot open", path);
+    std::vector<uint64_t> ids;
+    std::string line;
+    uint64_t lineno = 0;
+    while (std::getline(f, line)) {
+      ++lineno;
+      if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+      size_t used = 0;
+      unsigned long long v = 0;
+      try {
+        v = std::stoull(line, &used);
+      } catch (const std::exception&) {
+        EDO_FAIL("{}:{}: not a row id: '{}'", path, lineno, line);
+      }
+      if (v >= rows) EDO_FAIL("{}:{}: row id {} is outside the table ({} rows)", path, lineno, v, rows);
+      ids.push_back(v);
+    }
+    if (ids.empty()) EDO_FAIL("{}: no query ids", path);
+    return ids;
+  }
+
+  static std::vector<int64_t> read_labels(const std::string& path, uint64_t rows) {
+    std::ifstream f(path);
+    if (!f) EDO_FAIL("{}: cannot open", path);
+    std::vector<int64_t> out;
+    out.reserve(rows);
+    std::string line;
+    while (std::getline(f, line)) {
+      if (out.size() == rows) EDO_FAIL("{}: more than {} labels (one a row)", path, rows);
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(line, &used);
+      } catch (const std::exception&) {
+        EDO_FAIL("{}:{}: not an integer label: '{}'", path, out.size() + 1, line);
+      }
+      out.push_back(v);
+    }
+    if (out.size() != rows) EDO_FAIL("{}: {} labels for {} rows", path, out.size(), rows);
+    return out;
+  }
+};
+
+inline void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f || !f.write(text.data(), static_cast<std::streamsize>(text.size())))
+    EDO_FAIL("{}: cannot write report", path);
+}
+
+// Prints the metrics one a line ("name  value") to stdout.
+inline void print_metrics(const EvalResult& r) {
+  for (const auto& [name, value] : r.metrics()) std::printf("  %-22s %.6g\n", name.c_str(), value);
+}
+
+// Writes the requested reports, prints failed gates on stderr, returns the exit code (0 or 3).
+inline int finish_gates(const char* tool, const EvalFlags& flags, const EvalResult& result,
+                        const std::vector<GateOutcome>& outcomes) {
+  if (!flags.report_json.empty()) write_text_file(flags.report_json, to_json(result, outcomes).dump(2) + "\n");
+  if (!flags.report_md.empty()) write_text_file(flags.report_md, to_markdown(result, outcomes));
+  int code = 0;
+  for (const auto& o : outcomes) {
+    if (!o.pass) {
+      std::fprintf(stderr, "%s: gate failed: %s\n", tool, o.message.c_str());
+      code = static_cast<int>(ExitCode::gate);
+    }
+  }
+  return code;
+}
+
+}  // namespace edo::cli

@@ -1,0 +1,104 @@
+// Compressed tables as .edo files: writing one from a table and a codec spec
+// (edo-quantize), and reading any .edo back as a table of fp32 rows
+// (edo-unpack, edo-eval, edo-profile).
+//
+// The manifest layout of a tier (docs/FORMAT.md, "Codec payloads"):
+//   {"name": "all", "codec": "<canonical spec>", "rows": R, "first_row": 0,
+//    "code_size": B, "sections": {"codes": "tier0/codes", "<state>": "tier0/<state>"},
+//    "state_shapes": {"<state>": [...]}}
+// codes holds R rows of B bytes; each state section a float32 array.
+#pragma once
+
+#include <edo/codec.hpp>
+#include <edo/device.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/table.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace edo {
+
+struct QuantizeOptions {
+  std::string spec;
+  uint64_t seed = 0;
+  uint64_t train_rows = 65536;  // seeded sample for trainable codecs
+  Device device = Device::cpu;
+  bool allow_nonfinite = false;
+  size_t block_bytes = io::kDefaultBlockBytes;
+  std::string tool = "edo-quantize";
+  nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
+  std::function<void(uint64_t, uint64_t)> progress;
+  // Extra manifest entries (e.g. "eval"), merged in before the file is written.
+  nlohmann::json extra_manifest = nlohmann::json::object();
+};
+
+struct QuantizeReport {
+  std::string spec;  // canonical
+  uint64_t rows = 0, dim = 0;
+  uint64_t fp32_bytes = 0;  // rows * dim * 4
+  uint64_t input_bytes = 0;  // the input's values as stored
+  uint64_t file_bytes = 0;   // the .edo file
+  uint64_t code_size = 0;    // bytes per row
+  double ratio = 0;          // fp32_bytes / file_bytes
+  double bits_per_value = 0;  // file_bytes * 8 / values
+  // Reconstruction, over every row (double accumulation).
+  double rel_frobenius = 0, mse = 0, cos_mean = 0, cos_min = 0;
+  double train_seconds = 0, encode_seconds = 0;
+  // Input fp32 bytes per second of encode alone (reading and error checks excluded).
+  double encode_gbps() const { return encode_seconds > 0 ? static_cast<double>(fp32_bytes) / encode_seconds / 1e9 : 0; }
+  std::string device;
+};
+
+// Streams `input` through the codec into a one-tier .edo at `out_path`
+// (temporary name, renamed on success). Memory: one block of rows, its codes
+// and the training sample.
+QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_path, const QuantizeOptions& opt);
+
+// A .edo file read as a table: rows_f32() decodes just the rows asked for.
+class EdoTable final : public io::TableReader {
+ public:
+  static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure);
+  const float* rows_f32(uint64_t begin, uint64_t count) override;
+  const io::Container& container() const { return container_; }
+  const Codec& codec() const { return *codec_; }
+  uint64_t file_bytes() const { return container_.file_size(); }
+
+ private:
+  EdoTable(const std::string& path, io::Container container);
+  io::Container container_;
+  std::unique_ptr<Codec> codec_;
+  const uint8_t* codes_ = nullptr;
+  std::vector<float> buffer_;
+};
+
+// open_table() plus .edo files (by extension or magic).
+std::unique_ptr<io::TableReader> open_any_table(const std::string& spec, io::Verify verify = io::Verify::structure);
+bool is_edo_file(const std::string& path);
+
+}  // namespace edo
+
+namespace edo {
+
+// Bytes of a compressed table's data (every section: codes, scales,
+// codebooks, maps), without the header and manifest: what ratio and
+// bits_per_value count, so they do not change when a manifest gains an
+// "eval" entry. For other tables, the stored values' bytes.
+uint64_t compressed_data_bytes(io::TableReader& table);
+
+// Copies the container at `src` to `dst` (temporary name, renamed on
+// success) with `extra` merged into its manifest; sections are unchanged.
+void republish_with_manifest(const std::string& src, const std::string& dst, const nlohmann::json& extra);
+
+}  // namespace edo
+
+namespace edo {
+class EvalResult;
+// Adds bytes_before (the original as fp32), bytes_after (compressed_data_bytes),
+// ratio and bits_per_value to an evaluation result.
+void add_memory_metrics(EvalResult& result, io::TableReader& original, io::TableReader& compressed);
+}  // namespace edo
