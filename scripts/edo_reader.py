@@ -7,6 +7,10 @@ reader and writer.
     edo_reader.py FILE --manifest      validate, print the manifest
     edo_reader.py FILE --section NAME --out PATH
                                        validate, write one section's payload to PATH
+    edo_reader.py FILE --decode OUT.npy
+                                       validate, decode a one-tier file of a scalar codec
+                                       (fp32, fp16, bf16, int8/int4/int2[:group=G], bin) to
+                                       float32 with numpy, following FORMAT.md section 7
 
 Exit status 0 when the file is valid, 1 (with "FILE: problem" on stderr) when not.
 """
@@ -194,12 +198,67 @@ def validate(data, verify_sections=True):
     return manifest, sections, (major, minor)
 
 
+def parse_codec(spec):
+    """(name, bits, group or None) of a scalar codec spec (FORMAT.md 7.2)."""
+    stages = spec.split(",")
+    require(len(stages) == 1, "codec %r: --decode handles plain scalar codecs only" % spec)
+    parts = stages[0].split(":")
+    name, params = parts[0], parts[1:]
+    bits = {"fp32": 32, "fp16": 16, "bf16": 16, "int8": 8, "int4": 4, "int2": 2, "bin": 1}.get(name)
+    require(bits is not None, "codec %r: --decode does not handle it" % spec)
+    group = None
+    for p in params:
+        key, _, value = p.partition("=")
+        require(key == "group" and value.isdigit() and int(value) > 0, "codec %r: unknown parameter %r" % (spec, p))
+        group = int(value)
+    return name, bits, group
+
+
+def decode_scalar(data, manifest, sections):
+    import numpy as np
+
+    rows, dim = manifest["rows"], manifest["dim"]
+    tiers = manifest["tiers"]
+    require(len(tiers) == 1 and tiers[0]["rows"] == rows, "--decode handles one-tier files only")
+    tier = tiers[0]
+    name, bits, group = parse_codec(tier["codec"])
+    group = group or dim
+    groups = -(-dim // group)
+    header = {"fp8": 4, "bin": 4}.get(name, 8 * groups if name.startswith("int") else 0)
+    code_size = header + (dim * bits + 7) // 8
+    require(tier.get("code_size") == code_size, "code_size %r, expected %d" % (tier.get("code_size"), code_size))
+    off, length, _ = sections[tier["sections"]["codes"]]
+    require(length == rows * code_size, "codes section has %d bytes, expected %d" % (length, rows * code_size))
+    codes = np.frombuffer(data, dtype=np.uint8, count=length, offset=off).reshape(rows, code_size)
+    payload = codes[:, header:]
+    if name == "fp32":
+        return payload.copy().view("<f4")
+    if name == "fp16":
+        return payload.copy().view("<f2").astype(np.float32)
+    if name == "bf16":
+        return (payload.copy().view("<u2").astype(np.uint32) << 16).view(np.float32)
+    if name == "bin":
+        scale = codes[:, :4].copy().view("<f4")
+        signs = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim]
+        return np.where(signs == 1, -scale, scale).astype(np.float32)
+    # int8 / int4 / int2: value j is the bits [j*bits, (j+1)*bits) of the payload.
+    bit_planes = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim * bits].reshape(rows, dim, bits)
+    q = (bit_planes.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(axis=2)
+    params = codes[:, :header].copy().view("<f4").reshape(rows, groups, 2)
+    g = np.arange(dim) // group
+    scale = params[:, g, 0].astype(np.float64)
+    offset = params[:, g, 1].astype(np.float64)
+    # q * scale is exact in float64; one rounding to float32 equals the decoder's fma.
+    return (q * scale + offset).astype(np.float32)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
     ap.add_argument("--section", help="section to extract (with --out)")
     ap.add_argument("--out", help="where to write the section payload")
+    ap.add_argument("--decode", metavar="OUT.npy", help="decode a one-tier scalar-codec file to float32 .npy")
     args = ap.parse_args()
     if bool(args.section) != bool(args.out):
         ap.error("--section and --out go together")
@@ -212,6 +271,12 @@ def main():
             off, length, _ = sections[args.section]
             with open(args.out, "wb") as f:
                 f.write(data[off:off + length])
+        if args.decode:
+            import numpy as np
+
+            decoded = decode_scalar(data, manifest, sections)
+            np.save(args.decode, decoded)
+            return 0
     except (Invalid, OSError) as e:
         print("%s: %s" % (args.file, e), file=sys.stderr)
         return 1

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# End-to-end checks of the command-line tools: exit codes, error lines,
+# nothing left behind, determinism, and agreement between tools.
+# usage: tools.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build="$1"; src="$2"
+data="$src/data-samples/glove.6B.50d.10k.npy"
+sift="$src/../shared/data/bigann10k_base.npy"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect CODE CMD...: runs CMD, checks its exit code; stderr goes to $work/err.
+expect() {
+  local want="$1"; shift
+  "$@" >"$work/out" 2>"$work/err"; local got=$?
+  [ "$got" = "$want" ] || fail "exit $got (want $want): $* :: $(head -c 300 "$work/err")"
+}
+# err_has TEXT: the last command's stderr is one line containing TEXT.
+err_has() {
+  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"
+  grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(cat "$work/err")"
+}
+
+P="$build/edo-profile"; Q="$build/edo-quantize"; U="$build/edo-unpack"; E="$build/edo-eval"
+
+# --- usage and version
+for t in "$P" "$Q" "$U" "$E"; do
+  expect 0 "$t" --help; grep -q "Examples" "$work/out" || fail "$t --help has no examples"
+  expect 0 "$t" --version; grep -q "CUDA" "$work/out" || fail "$t --version lacks build options"
+  expect 2 "$t" --no-such-flag
+done
+expect 2 "$P"
+expect 2 "$Q" "$data" -o "$work/x.edo"            # no --codec
+expect 2 "$Q" "$data" -o "$work/x.edo" --codec int9
+err_has "int9"
+expect 2 "$Q" "$data" -o "$data" --codec int8      # would overwrite the input
+expect 2 "$E" "$data" "$data" --gate 'recall@10 >> 3'
+
+# --- edo-profile: text, JSON, stdin, HDF5 copy, frequencies, bad files
+expect 0 "$P" "$data"
+grep -q "PCA" "$work/out" || fail "profile text lacks PCA"
+expect 0 "$P" "$data" --json; cp "$work/out" "$work/p_npy.json"
+expect 0 "$Q" "$data" -o "$work/f32.edo" --codec fp32 -q
+expect 0 "$U" "$work/f32.edo" -o "$work/copy.h5:/emb/glove"
+expect 0 "$P" "$work/copy.h5:/emb/glove" --json; cp "$work/out" "$work/p_h5.json"
+# Same statistics: everything but where the table came from.
+strip() { grep -vE '"(path|format)"' "$1"; }
+diff <(strip "$work/p_npy.json") <(strip "$work/p_h5.json") >/dev/null || fail "npy and HDF5 profiles differ"
+"$P" - --json <"$data" >"$work/p_stdin.json" 2>"$work/err" || fail "profile of stdin failed"
+diff <(strip "$work/p_npy.json") <(strip "$work/p_stdin.json") >/dev/null || fail "stdin profile differs"
+awk 'BEGIN { for (r = 0; r < 10000; r++) printf "%d %d\n", r, int(100000 / (r + 1)) }' >"$work/zipf.txt"
+expect 0 "$P" "$data" --freq "$work/zipf.txt" --json
+grep -q '"zipf_exponent"' "$work/out" || fail "no access skew in profile"
+expect 1 "$P" "$data" --freq "$work/missing.txt"
+err_has "missing.txt"
+head -c 1000 "$data" >"$work/trunc.npy"
+expect 1 "$P" "$work/trunc.npy"; err_has "trunc.npy"
+printf 'hello' >"$work/junk.npy"
+expect 1 "$P" "$work/junk.npy"; err_has "junk.npy"
+expect 1 "$P" "$work/nope.npy"; err_has "nope.npy"
+expect 1 "$P" "$work/copy.h5:/emb/missing"; err_has "missing"
+
+# --- edo-quantize and edo-unpack
+expect 0 "$Q" --list
+for c in fp16 bf16 fp8:e4m3 fp8:e5m2 int8 int4 int4:group=32 int2 bin pca:32,int8; do
+  grep -q "^${c%%[:,]*} " "$work/out" || fail "--list lacks ${c%%[:,]*}"
+done
+expect 0 "$Q" "$data" -o "$work/a.edo" --codec int4:group=16 --threads 1 -q
+expect 0 "$Q" "$data" -o "$work/b.edo" --codec int4:group=16 --threads 2 -q
+cmp -s "$work/a.edo" "$work/b.edo" || fail "int4 output depends on the thread count"
+expect 0 "$Q" "$data" -o "$work/p1.edo" --codec pca:24,int8 --seed 3 --threads 1 -q
+expect 0 "$Q" "$data" -o "$work/p2.edo" --codec pca:24,int8 --seed 3 --threads 2 -q
+cmp -s "$work/p1.edo" "$work/p2.edo" || fail "pca output depends on the thread count"
+expect 0 "$Q" "$data" -o "$work/i8.edo" --codec int8 --json
+grep -q '"ratio"' "$work/out" || fail "quantize --json lacks ratio"
+expect 0 "$U" "$work/i8.edo" -o "$work/i8.npy"
+"$U" "$work/i8.edo" -o - >"$work/i8_stdout.npy" 2>/dev/null || fail "unpack to stdout failed"
+cmp -s "$work/i8.npy" "$work/i8_stdout.npy" || fail "unpack to stdout differs from unpack to a file"
+expect 0 "$Q" "$sift" -o "$work/s.edo" --codec int8 -q   # uint8 input
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  for c in fp16 int8; do
+    "$Q" "$data" -o "$work/py.edo" --codec $c -q >/dev/null 2>&1
+    "$U" "$work/py.edo" -o "$work/py1.npy" 2>/dev/null
+    /usr/bin/python3 "$src/scripts/edo_reader.py" "$work/py.edo" --decode "$work/py2.npy" ||
+      fail "python reader failed on $c"
+    cmp -s "$work/py1.npy" "$work/py2.npy" || fail "python reader decodes $c differently from edo-unpack"
+  done
+fi
+# A corrupted byte is caught by edo-unpack (checksums), and nothing is written.
+cp "$work/i8.edo" "$work/bad.edo"
+printf '\x55' | dd of="$work/bad.edo" bs=1 seek=300 conv=notrunc status=none
+expect 1 "$U" "$work/bad.edo" -o "$work/bad.npy"; err_has "bad.edo"
+[ ! -e "$work/bad.npy" ] || fail "failed unpack left an output"
+# Non-finite input: refused naming row and column; nothing left behind.
+/usr/bin/python3 - "$work/nan.npy" <<'PY' 2>/dev/null
+import sys, numpy as np
+x = np.ones((4, 3), np.float32); x[2, 1] = np.nan; np.save(sys.argv[1], x)
+PY
+if [ -f "$work/nan.npy" ]; then
+  before=$(ls -a "$work" | wc -l)
+  expect 1 "$Q" "$work/nan.npy" -o "$work/nan.edo" --codec int8; err_has "row 2"
+  [ "$(ls -a "$work" | wc -l)" = "$before" ] || fail "failed quantize left files behind"
+  expect 0 "$Q" "$work/nan.npy" -o "$work/nan.edo" --codec fp16 --allow-nonfinite -q
+fi
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  expect 1 "$Q" "$data" -o "$work/gpu.edo" --codec int8 --device cuda; err_has "GPU"
+  [ ! -e "$work/gpu.edo" ] || fail "--device cuda left an output"
+fi
+
+# --- edo-eval and --eval: gates, reports, agreement
+expect 0 "$E" "$data" "$work/f32.edo" --json
+grep -q '"recall@10": 1.0' "$work/out" || fail "fp32 recall is not exactly 1"
+grep -q '"rel_fro": 0.0' "$work/out" || fail "fp32 error is not exactly 0"
+expect 3 "$E" "$data" "$work/a.edo" --gate 'recall@10>=0.999' --report-md "$work/r.md" --report-json "$work/r.json"
+grep -q "recall@10>=0.999" "$work/err" || fail "failed gate not reported"
+[ -s "$work/r.md" ] && [ -s "$work/r.json" ] || fail "reports not written on gate failure"
+expect 0 "$E" "$data" "$work/a.edo" --gate 'recall@10>=0.5' --gate 'ratio>=3'
+expect 2 "$E" "$data" "$work/a.edo" --gate 'no_such_metric>=1'
+expect 3 "$Q" "$data" -o "$work/gated.edo" --codec bin --gate 'recall@10>=0.9' -q
+[ ! -e "$work/gated.edo" ] || fail "an output that failed its gate was written"
+expect 0 "$Q" "$data" -o "$work/ev.edo" --codec int4 --eval --seed 5 --json -q
+/usr/bin/python3 - "$work/out" <<'PY' >"$work/inline.json" 2>/dev/null
+import json, sys; j = json.load(open(sys.argv[1]))["eval"]; j.pop("gates"); print(json.dumps(j, sort_keys=True))
+PY
+expect 0 "$E" "$data" "$work/ev.edo" --seed 5 --json
+/usr/bin/python3 - "$work/out" <<'PY' >"$work/standalone.json" 2>/dev/null
+import json, sys; j = json.load(open(sys.argv[1])); j.pop("gates"); print(json.dumps(j, sort_keys=True))
+PY
+if [ -s "$work/inline.json" ]; then
+  cmp -s "$work/inline.json" "$work/standalone.json" || fail "--eval and edo-eval disagree"
+fi
+
+if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
+echo "all tool checks passed"
