@@ -1,6 +1,7 @@
 // edo-profile: what is this matrix, and where do its bytes go?
 #include "cli_common.hpp"
 
+#include <edo/edo_file.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/table.hpp>
 #include <edo/profile.hpp>
@@ -9,7 +10,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Profile an embedding table: shape, dtype, non-finite values, zeros, value and row-norm statistics,\n"
       "duplicate rows, PCA spectrum, the footprint under every codec, and (with --freq) the access skew.\n\n"
-      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
+      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, x.fvecs|.bvecs|.ivecs, - (npy on stdin),\n"
+      "or a .edo file: its tiers, sections and provenance, then the statistics of its decoded rows.\n\n"
       "Examples:\n"
       "  edo-profile glove.npy\n"
       "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
@@ -35,7 +37,10 @@ int main(int argc, char** argv) {
 
   return edo::cli::run_tool("edo-profile", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
-    auto table = edo::io::open_table(input);
+    auto table = edo::open_any_table(input);
+    nlohmann::json container;
+    if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))
+      container = edo::container_summary(edo_table->container());
     edo::cli::Progress progress("edo-profile", quiet);
     opt.progress = progress.callback();
     edo::TableProfile p = edo::profile_table(*table, opt);
@@ -44,8 +49,11 @@ int main(int argc, char** argv) {
       p.has_skew = true;
     }
     if (json) {
-      std::puts(edo::to_json(p).dump(2).c_str());
+      nlohmann::json j = edo::to_json(p);
+      if (!container.is_null()) j["container"] = container;
+      std::puts(j.dump(2).c_str());
     } else {
+      if (!container.is_null()) std::fputs((edo::container_summary_text(container) + "\ndecoded rows: ").c_str(), stdout);
       std::fputs(edo::to_text(p).c_str(), stdout);
     }
     return 0;

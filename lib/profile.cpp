@@ -1,3 +1,4 @@
+#include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/profile.hpp>
 #include <edo/random.hpp>
@@ -167,13 +168,22 @@ std::vector<Footprint> codec_footprints(uint64_t rows, uint64_t dim) {
     out.push_back({std::move(name), std::move(spec), bytes, static_cast<double>(fp32) / static_cast<double>(bytes),
                    static_cast<double>(bytes) * 8.0 / values, std::move(note)});
   };
-  add("fp32", "fp32", fp32, "4 bytes a value");
-  add("fp16", "fp16", rows * dim * 2, "2 bytes a value");
-  add("bf16", "bf16", rows * dim * 2, "2 bytes a value");
-  add("fp8 e4m3", "fp8:e4m3", rows * (dim + 4), "1 byte a value + fp32 scale a row");
-  add("int8 row-wise", "int8", rows * (dim + 8), "1 byte a value + fp32 scale and offset a row");
-  add("int4 row-wise", "int4", rows * ((dim + 1) / 2 + 8), "4 bits a value + fp32 scale and offset a row");
-  add("1-bit sign", "bin", rows * ((dim + 7) / 8 + 4), "1 bit a value + fp32 scale a row");
+  // Scalar codecs: sizes from the codec registry, so the report and the files agree.
+  const struct {
+    const char* name;
+    const char* spec;
+    const char* note;
+  } scalar[] = {
+      {"fp32", "fp32", "4 bytes a value"},
+      {"fp16", "fp16", "2 bytes a value"},
+      {"bf16", "bf16", "2 bytes a value"},
+      {"fp8 e4m3", "fp8:e4m3", "1 byte a value + fp32 scale a row"},
+      {"int8 row-wise", "int8", "1 byte a value + fp32 scale and offset a row"},
+      {"int4 row-wise", "int4", "4 bits a value + fp32 scale and offset a row"},
+      {"int4 group 32", "int4:group=32", "4 bits a value + fp32 scale and offset a group of 32"},
+      {"1-bit sign", "bin", "1 bit a value + fp32 scale a row"},
+  };
+  for (const auto& c : scalar) add(c.name, c.spec, rows * code_size(c.spec, dim), c.note);
   for (uint64_t m : {8u, 16u, 32u, 64u}) {
     if (m > dim) continue;
     // m one-byte codes a row + the codebooks (256 centroids of dim/m floats per sub-space).
@@ -478,6 +488,73 @@ std::string to_text(const TableProfile& p) {
       cov += fmt::format("{:g}%: {} rows ({})  ", share, rows, percent(rows, p.rows));
     line("covered by", cov);
     line("Zipf fit", fmt::format("exponent {:.3f} (r^2 {:.3f})", p.skew.zipf_exponent, p.skew.zipf_r2));
+  }
+  return s;
+}
+
+nlohmann::json container_summary(const io::Container& c) {
+  using nlohmann::json;
+  const json& m = c.manifest();
+  json tiers = json::array();
+  for (size_t t = 0; t < c.tiers().size(); ++t) {
+    const io::TierInfo& tier = c.tiers()[t];
+    uint64_t bytes = 0;
+    json roles = json::object();
+    for (const auto& [role, name] : tier.sections) {
+      const uint64_t len = c.section(name).size;
+      bytes += len;
+      roles[role] = len;
+    }
+    tiers.push_back({{"name", tier.name},
+                     {"codec", tier.codec},
+                     {"rows", tier.rows},
+                     {"residency", tier.residency.empty() ? json(nullptr) : json(tier.residency)},
+                     {"bytes", bytes},
+                     {"section_bytes", roles}});
+  }
+  uint64_t data_bytes = 0;
+  for (const auto& s : c.sections()) data_bytes += s.length;
+  const uint64_t fp32 = c.rows() * c.dim() * 4;
+  json j = {{"path", c.path()},
+            {"format_version", fmt::format("1.{}", c.minor_version())},
+            {"rows", c.rows()},
+            {"dim", c.dim()},
+            {"file_bytes", c.file_size()},
+            {"data_bytes", data_bytes},
+            {"fp32_bytes", fp32},
+            {"ratio", data_bytes ? static_cast<double>(fp32) / static_cast<double>(data_bytes) : 0.0},
+            {"bits_per_value", static_cast<double>(data_bytes) * 8.0 / static_cast<double>(c.rows() * c.dim())},
+            {"sections", c.sections().size()},
+            {"tiers", tiers},
+            {"provenance", m.value("provenance", json::object())}};
+  if (m.contains("eval")) j["eval"] = m["eval"];
+  return j;
+}
+
+std::string container_summary_text(const nlohmann::json& j) {
+  std::string s = fmt::format("{}\n", j["path"].get<std::string>());
+  auto line = [&](const char* key, const std::string& value) { s += fmt::format("  {:<14}{}\n", key, value); };
+  line("container", fmt::format(".edo {}, {} bytes, {} sections", j["format_version"].get<std::string>(),
+                                j["file_bytes"].get<uint64_t>(), j["sections"].get<uint64_t>()));
+  line("table", fmt::format("{} x {}", j["rows"].get<uint64_t>(), j["dim"].get<uint64_t>()));
+  line("footprint", fmt::format("{} data bytes vs {} as fp32: {:.2f}x, {:.3g} bits a value",
+                                j["data_bytes"].get<uint64_t>(), j["fp32_bytes"].get<uint64_t>(),
+                                j["ratio"].get<double>(), j["bits_per_value"].get<double>()));
+  for (const auto& t : j["tiers"]) {
+    line("tier", fmt::format("{}: {} rows, codec {}, {} bytes{}", t["name"].get<std::string>(),
+                             t["rows"].get<uint64_t>(), t["codec"].get<std::string>(), t["bytes"].get<uint64_t>(),
+                             t["residency"].is_string() ? ", " + t["residency"].get<std::string>() : ""));
+  }
+  const auto& prov = j["provenance"];
+  if (prov.contains("tool"))
+    line("made by", fmt::format("{} {} from {} (seed {})", prov.value("tool", "?"), prov.value("version", "?"),
+                                prov.value("source", "?"), prov.contains("seed") ? prov["seed"].dump() : "?"));
+  if (j.contains("eval")) {
+    std::string ev;
+    for (const char* key : {"recall@10", "cos.mean", "cos.min", "ratio"})
+      if (j["eval"].contains(key) && j["eval"][key].is_number())
+        ev += fmt::format("{} {:.4g}  ", key, j["eval"][key].get<double>());
+    line("stored eval", ev);
   }
   return s;
 }

@@ -5,6 +5,7 @@
 // value percentiles and the PCA spectrum.
 #pragma once
 
+#include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 
 #include <nlohmann/json.hpp>
@@ -94,5 +95,10 @@ AccessSkew access_skew(const std::vector<double>& counts);
 
 nlohmann::json to_json(const TableProfile& p);
 std::string to_text(const TableProfile& p);
+
+// What a .edo file holds: version, size, tiers (codec, rows, bytes, residency),
+// sections, provenance and any stored evaluation.
+nlohmann::json container_summary(const io::Container& c);
+std::string container_summary_text(const nlohmann::json& summary);
 
 }  // namespace edo
