@@ -4,6 +4,70 @@
 #include "eval_cli.hpp"
 
 #include <edo/edo_file.hpp>
+#include <edo/io/vocab.hpp>
+#include <edo/knn.hpp>
+
+#include <algorithm>
+
+namespace {
+
+// Nearest neighbours of a few probe rows in the original and the compressed
+// table, side by side, by word when a vocabulary is given.
+void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric,
+                     uint64_t n, std::vector<std::string> probes, const std::string& vocab_path) {
+  std::vector<std::string> vocab;
+  if (!vocab_path.empty()) vocab = edo::io::read_vocab(vocab_path, original.rows());
+  if (probes.empty()) {
+    // A few well-known words when the vocabulary has them, else the first rows.
+    for (const char* w : {"king", "france", "computer", "water", "run"})
+      if (std::find(vocab.begin(), vocab.end(), w) != vocab.end()) probes.push_back(w);
+    for (uint64_t r = 0; probes.empty() && r < std::min<uint64_t>(5, original.rows()); ++r)
+      probes.push_back(vocab.empty() ? std::to_string(r) : vocab[r]);
+  }
+  std::vector<uint64_t> ids;
+  for (const auto& p : probes) {
+    if (!vocab.empty()) {
+      const auto it = std::find(vocab.begin(), vocab.end(), p);
+      if (it == vocab.end()) EDO_FAIL("{}: probe '{}' is not in the vocabulary", vocab_path, p);
+      ids.push_back(static_cast<uint64_t>(it - vocab.begin()));
+    } else {
+      uint64_t id = 0;
+      try {
+        id = std::stoull(p);
+      } catch (const std::exception&) {
+        EDO_USAGE_FAIL("--probe '{}': a row id (or a word, with --vocab)", p);
+      }
+      if (id >= original.rows()) EDO_USAGE_FAIL("--probe {}: outside the table ({} rows)", id, original.rows());
+      ids.push_back(id);
+    }
+  }
+  const uint64_t dim = original.dim();
+  std::vector<float> queries(ids.size() * dim);
+  for (size_t i = 0; i < ids.size(); ++i) original.read_f32(ids[i], 1, queries.data() + i * dim);
+  edo::KnnOptions opt;
+  opt.metric = metric;
+  opt.k = n;
+  opt.exclude.assign(ids.begin(), ids.end());
+  const edo::MatrixView q{queries.data(), ids.size(), dim};
+  const edo::KnnResult before = edo::knn(q, original, opt);
+  const edo::KnnResult after = edo::knn(q, compressed, opt);
+  auto name = [&](int64_t id) {
+    if (id < 0) return std::string("-");
+    return vocab.empty() ? std::to_string(id) : vocab[static_cast<size_t>(id)];
+  };
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::printf("\n  %s\n  %-24s %s\n", name(static_cast<int64_t>(ids[i])).c_str(), "original", "compressed");
+    for (uint64_t r = 0; r < n; ++r) {
+      const int64_t a = before.ids_of(i)[r], b = after.ids_of(i)[r];
+      const auto& truth = before.ids_of(i);
+      const bool kept = std::find(truth.begin(), truth.end(), b) != truth.end();
+      std::printf("  %-24s %s%s\n", name(a).c_str(), name(b).c_str(), kept ? "" : "  *");
+    }
+  }
+  std::printf("\n  * not among the original's %llu nearest\n", static_cast<unsigned long long>(n));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -12,7 +76,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  edo-eval glove.npy glove.int8.edo\n"
       "  edo-eval glove.npy glove.int4.edo --gate 'recall@10>=0.9' --gate 'cos.min>=0.95' --report-md summary.md\n"
-      "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json",
+      "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json\n"
+      "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris",
       "edo-eval"};
   std::string original_path, compressed_path;
   bool json = false;
@@ -22,11 +87,21 @@ int main(int argc, char** argv) {
   app.add_option("COMPRESSED", compressed_path, "The compressed table (.edo) or its decoded copy")->required();
   flags.add_to(app, true);
   app.add_flag("--json", json, "Print the report as JSON on stdout");
+  uint64_t show = 0;
+  std::string vocab;
+  std::vector<std::string> probes;
+  app.add_option("--show-neighbours", show, "Also print the N nearest neighbours of each probe, before and after")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--vocab", vocab, "Token of each row, one a line (names neighbours; lets probes be words)");
+  app.add_option("--probe", probes,
+                 "Row (or word, with --vocab) to show neighbours of; repeatable (default: rows 0-4, or\n"
+                 "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
   edo::cli::add_threads_option(app, threads);
   edo::cli::add_version_flag(app, "edo-eval");
 
   return edo::cli::run_tool("edo-eval", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
+    if (show > 0 && json) EDO_USAGE_FAIL("--show-neighbours prints a table; use it without --json");
     const auto gates = flags.parsed_gates();
     auto original = edo::open_any_table(original_path);
     auto compressed = edo::open_any_table(compressed_path);
@@ -42,6 +117,9 @@ int main(int argc, char** argv) {
       std::printf("%s vs %s (%s)\n", original_path.c_str(), compressed_path.c_str(), edo::metric_name(result.metric));
       edo::cli::print_metrics(result);
       for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
+    }
+    if (show > 0) {
+      show_neighbours(*original, *compressed, result.metric, show, probes, vocab);
     }
     return edo::cli::finish_gates("edo-eval", flags, result, outcomes);
   });

@@ -131,5 +131,14 @@ if [ -s "$work/inline.json" ]; then
   cmp -s "$work/inline.json" "$work/standalone.json" || fail "--eval and edo-eval disagree"
 fi
 
+# Word neighbours before and after compression.
+vocab="$src/data-samples/glove.6B.50d.10k.vocab.txt"
+expect 0 "$E" "$data" "$work/a.edo" --show-neighbours 5 --vocab "$vocab" --probe king --k 10
+grep -q "queen" "$work/out" || fail "king's neighbours lack queen"
+expect 1 "$E" "$data" "$work/a.edo" --show-neighbours 5 --vocab "$vocab" --probe notaword1234
+err_has "notaword1234"
+expect 1 "$E" "$data" "$work/a.edo" --show-neighbours 5 --vocab "$work/zipf.txt.missing"
+expect 2 "$E" "$data" "$work/a.edo" --show-neighbours 5 --json
+
 if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all tool checks passed"
