@@ -44,12 +44,15 @@ MappedFile::~MappedFile() {
 }
 
 void MappedFile::release(uint64_t offset, uint64_t length) const {
-  if (!data_ || offset >= size_) return;
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  // Only whole pages inside the range are released.
-  const uint64_t first = (offset + page - 1) / page * page;
-  const uint64_t end = std::min(size_, offset + length) / page * page;
-  if (end > first) ::madvise(const_cast<uint8_t*>(data_) + first, end - first, MADV_DONTNEED);
+  if (!data_ || offset >= size_ || length == 0) return;
+  // Widened outward to 64 KiB: on a fault the kernel maps a cluster of file
+  // pages around the address (fault-around), and a lone row read would
+  // otherwise leave its neighbours resident. Dropping a page of a mapping is
+  // always safe; the next touch maps it again from the page cache.
+  constexpr uint64_t kCluster = uint64_t{64} << 10;
+  const uint64_t first = offset / kCluster * kCluster;
+  const uint64_t end = std::min(size_, (offset + length + kCluster - 1) / kCluster * kCluster);
+  ::madvise(const_cast<uint8_t*>(data_) + first, end - first, MADV_DONTNEED);
 }
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {

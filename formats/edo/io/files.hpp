@@ -19,9 +19,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // Tells the kernel the pages of [offset, offset + length) are no longer
-  // needed by this process, so streaming a big file keeps resident memory
-  // bounded. The data stays valid (it is re-read on the next touch).
+  // Tells the kernel the pages around [offset, offset + length) are no
+  // longer needed by this process, so streaming a big file, or reading
+  // scattered rows, keeps resident memory bounded. The data stays valid (it
+  // is mapped again on the next touch).
   void release(uint64_t offset, uint64_t length) const;
 
  private:
