@@ -5,7 +5,7 @@
 set -uo pipefail
 build="$1"; src="$2"
 data="$src/data-samples/glove.6B.50d.10k.npy"
-sift="$src/../shared/data/bigann10k_base.npy"
+sift="$src/data-samples/bigann10k_base.npy"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
