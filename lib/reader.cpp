@@ -237,7 +237,6 @@ struct Reader::Impl {
 
   // Decodes the m rows of tier t at positions order[0..m) into `rows` (m * dim floats).
   void decode_group(uint32_t t, const uint64_t* order, size_t m, const uint64_t* index, float* rows_out) const {
-    const bool parallel = m * dim > kParallelValues;
     if (t == unknown_slot() || !tiers[t].codec) {
       const std::vector<float>& v = vector_of(t);
       for (size_t k = 0; k < m; ++k) std::memcpy(rows_out + k * dim, v.data(), dim * sizeof(float));
@@ -246,27 +245,33 @@ struct Reader::Impl {
     const Tier& tier = tiers[t];
     const uint64_t cs = tier.stats.code_size;
     std::vector<uint8_t> codes(m * cs);
-    const int64_t count = static_cast<int64_t>(m);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t k = 0; k < count; ++k) std::memcpy(codes.data() + k * cs, tier.codes + index[order[k]] * cs, cs);
+    for (size_t k = 0; k < m; ++k) std::memcpy(codes.data() + k * cs, tier.codes + index[order[k]] * cs, cs);
     tier.codec->decode(codes.data(), m, rows_out);
   }
 
-  // Decodes located rows into out (row i at out + i * dim).
+  // Decodes located rows into out (row i at out + i * dim). Work is cut into
+  // chunks of one tier's rows that threads take whole: each gathers its code
+  // rows, decodes them (a codec's own OpenMP loop runs as a team of one
+  // inside this region) and scatters them into place.
   void decode_located(const uint32_t* tier, const uint64_t* index, size_t n, float* out) const {
+    constexpr size_t kChunk = 256;
     std::vector<uint64_t> start, order;
     group_by_tier(tier, n, unknown_slot() + 1, start, order);
-    std::vector<float> rows_buf;
-    for (uint32_t t = 0; t <= unknown_slot(); ++t) {
-      const size_t m = start[t + 1] - start[t];
-      if (m == 0) continue;
-      const uint64_t* group = order.data() + start[t];
-      rows_buf.resize(m * dim);
-      decode_group(t, group, m, index, rows_buf.data());
-      const int64_t count = static_cast<int64_t>(m);
-#pragma omp parallel for schedule(static) if (m * dim > kParallelValues)
-      for (int64_t k = 0; k < count; ++k)
-        std::memcpy(out + group[k] * dim, rows_buf.data() + static_cast<uint64_t>(k) * dim, dim * sizeof(float));
+    std::vector<std::pair<uint32_t, uint64_t>> chunks;  // (tier, first position in order)
+    for (uint32_t t = 0; t <= unknown_slot(); ++t)
+      for (uint64_t k = start[t]; k < start[t + 1]; k += kChunk) chunks.emplace_back(t, k);
+    const int64_t nchunks = static_cast<int64_t>(chunks.size());
+#pragma omp parallel if (n * dim > kParallelValues)
+    {
+      std::vector<float> rows_buf(kChunk * dim);
+#pragma omp for schedule(dynamic)
+      for (int64_t c = 0; c < nchunks; ++c) {
+        const auto [t, k] = chunks[static_cast<size_t>(c)];
+        const size_t m = std::min<uint64_t>(kChunk, start[t + 1] - k);
+        const uint64_t* group = order.data() + k;
+        decode_group(t, group, m, index, rows_buf.data());
+        for (size_t i = 0; i < m; ++i) std::memcpy(out + group[i] * dim, rows_buf.data() + i * dim, dim * sizeof(float));
+      }
     }
   }
 

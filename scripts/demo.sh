@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The main job, end to end on the bundled sample (GloVe 50d, 10k most frequent
+# words, in frequency order): profile the table, plan tiers under an accuracy
+# budget, pack, evaluate, and look up a few words through the reader library.
+# Under a minute on a 2-core machine once built (scripts/build.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${EDO_BUILD_DIR:-build}"
+table=data-samples/glove.6B.50d.10k.npy
+vocab=data-samples/glove.6B.50d.10k.vocab.txt
+out="${EDO_DEMO_DIR:-$(mktemp -d)}"
+for tool in edo-profile edo-pack example_lookup; do
+  [ -x "$build/$tool" ] || { echo "demo: build first (scripts/build.sh): $build/$tool is missing" >&2; exit 1; }
+done
+step() { printf '\n== %s\n' "$*"; }
+
+# Lookup counts: rows are in frequency order, so Zipf's law (count ~ 1/(rank+1)) stands in for real logs.
+awk 'BEGIN { for (i = 0; i < 10000; i++) printf "%d %.9g\n", i, 1e6 / (i + 1) }' >"$out/counts.txt"
+
+step "1. profile: what is in the table, and how skewed are the lookups"
+"$build/edo-profile" "$table" --freq "$out/counts.txt" --quiet
+
+step "2. plan: the smallest tiering that keeps access-weighted recall@10 >= 0.98"
+"$build/edo-profile" "$table" --freq "$out/counts.txt" --quiet --plan --budget 'recall@10>=0.98' \
+  --plan-config "$out/plan.json" | sed -n '/^plan:/,/^  written/p'
+
+step "3. pack with that plan, and evaluate the file (overall, per tier, access-weighted, bytes per residency)"
+"$build/edo-pack" "$table" -o "$out/glove.edo" --freq "$out/counts.txt" --config "$out/plan.json" --quiet \
+  --eval --k 1,10 --gate 'w.recall@10>=0.98'
+
+step "4. look up a few words through the reader library (apps/example_lookup.cpp)"
+ids=()
+for word in the king queen paris music; do
+  ids+=("$(($(grep -nxm1 "$word" "$vocab" | cut -d: -f1) - 1))")
+done
+echo "ids of the king queen paris music: ${ids[*]}"
+"$build/example_lookup" "$out/glove.edo" "${ids[@]}" | cut -c1-110
+echo
+echo "demo: files in $out"
