@@ -2,9 +2,13 @@
 #include "cli_common.hpp"
 
 #include <edo/edo_file.hpp>
+#include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/table.hpp>
+#include <edo/pack.hpp>
 #include <edo/profile.hpp>
+
+#include <fstream>
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -14,6 +18,8 @@ int main(int argc, char** argv) {
       "or a .edo file: its tiers, sections and provenance, then the statistics of its decoded rows.\n\n"
       "Examples:\n"
       "  edo-profile glove.npy\n"
+      "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
+      "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.95' --gpu-bytes 100000000\n"
       "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
       "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
       "edo-profile"};
@@ -31,12 +37,33 @@ int main(int argc, char** argv) {
   app.add_option("--near-zero", opt.near_zero,
                  "Absolute near-zero threshold (default: 1% of the sample's RMS value)")
       ->check(CLI::PositiveNumber);
+  bool plan = false;
+  std::vector<std::string> budget;
+  std::string plan_config, plan_metric = "cos";
+  edo::PlanOptions plan_opt;
+  app.add_flag("--plan", plan,
+               "Choose tiers for edo-pack under --budget: candidate plans are evaluated on a seeded sample, cheapest\n"
+               "first, and the smallest that meets the budget wins (the most accurate under --max-bytes). With\n"
+               "--freq the budget's metrics are the access-weighted ones (recall@10 means w.recall@10)");
+  app.add_option("--budget", budget, "Accuracy the plan must keep, a gate such as 'recall@10>=0.98'; repeatable");
+  app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
+  app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
+  app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
+  app.add_option("--plan-codecs", plan_opt.codecs,
+                 "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2 and pq when available)");
+  app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")->check(CLI::PositiveNumber);
+  app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
+      ->check(CLI::IsMember({"cos", "ip", "l2"}));
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::add_version_flag(app, "edo-profile");
 
   return edo::cli::run_tool("edo-profile", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
+    if (!plan && (!budget.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !plan_config.empty()))
+      EDO_USAGE_FAIL("--budget, --max-bytes, --gpu-bytes and --plan-config go with --plan");
     auto table = edo::open_any_table(input);
     nlohmann::json container;
     if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))
@@ -48,13 +75,43 @@ int main(int argc, char** argv) {
       p.skew = edo::access_skew(edo::io::read_frequencies(freq, p.rows));
       p.has_skew = true;
     }
+    nlohmann::json profile_json = edo::to_json(p);
+    if (!container.is_null()) profile_json["container"] = container;
+    const std::string profile_text =
+        (container.is_null() ? "" : edo::container_summary_text(container) + "\ndecoded rows: ") + edo::to_text(p);
+    if (!plan) {
+      std::fputs(json ? (profile_json.dump(2) + "\n").c_str() : profile_text.c_str(), stdout);
+      return 0;
+    }
+    if (budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
+    for (const auto& b : budget) plan_opt.budget.push_back(edo::parse_gate(b));
+    if (!freq.empty()) plan_opt.freq = edo::io::read_frequencies(freq, p.rows);
+    plan_opt.seed = opt.seed;
+    plan_opt.metric = edo::parse_metric(plan_metric);
+    edo::cli::Progress plan_progress("edo-profile: plan candidates", quiet);
+    auto plan_report = plan_progress.callback();
+    if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };
+    const edo::PlanResult result = edo::plan_tiers(*table, plan_opt);
+    if (result.chosen >= 0 && !plan_config.empty()) {
+      const std::string text = edo::plan_config(result).dump(2) + "\n";
+      edo::io::AtomicFile f(plan_config);
+      f.write(text.data(), text.size());
+      f.commit();
+    }
     if (json) {
-      nlohmann::json j = edo::to_json(p);
-      if (!container.is_null()) j["container"] = container;
-      std::puts(j.dump(2).c_str());
+      profile_json["plan"] = edo::to_json(result);
+      std::puts(profile_json.dump(2).c_str());
     } else {
-      if (!container.is_null()) std::fputs((edo::container_summary_text(container) + "\ndecoded rows: ").c_str(), stdout);
-      std::fputs(edo::to_text(p).c_str(), stdout);
+      std::fputs(profile_text.c_str(), stdout);
+      std::fputs(("\n" + edo::to_text(result)).c_str(), stdout);
+      if (result.chosen >= 0) {
+        std::printf("\n  config (edo-pack --config):\n%s\n", edo::plan_config(result).dump(2).c_str());
+        if (!plan_config.empty()) std::printf("  written to %s\n", plan_config.c_str());
+      }
+    }
+    if (result.chosen < 0) {
+      std::fprintf(stderr, "edo-profile: no candidate plan met the budget\n");
+      return static_cast<int>(edo::ExitCode::gate);
     }
     return 0;
   });

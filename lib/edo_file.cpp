@@ -177,75 +177,22 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   return rep;
 }
 
-EdoTable::EdoTable(const std::string& path, io::Container container)
-    : TableReader(path, "edo"), container_(std::move(container)) {
-  rows_ = container_.rows();
-  dim_ = container_.dim();
+EdoTable::EdoTable(const std::string& path, Reader reader) : TableReader(path, "edo"), reader_(std::move(reader)) {
+  rows_ = reader_.rows();
+  dim_ = reader_.dim();
   dtype_ = io::DType::f32;
-  const auto& tiers = container_.tiers();
-  if (tiers.size() != 1)
-    EDO_FAIL("{}: {} tiers; this reader handles one-tier files", path, tiers.size());
-  const io::TierInfo& tier = tiers.front();
-  const nlohmann::json& jt = container_.manifest()["tiers"][0];
-  if (tier.rows != rows_) EDO_FAIL("{}: tier '{}' has {} rows, the table {}", path, tier.name, tier.rows, rows_);
-  try {
-    codec_ = make_codec(tier.codec, dim_);
-  } catch (const Error& e) {
-    EDO_FAIL("{}: tier '{}': {}", path, tier.name, e.what());
-  }
-  if (!jt.contains("code_size") || !jt["code_size"].is_number_unsigned() ||
-      jt["code_size"].get<uint64_t>() != codec_->code_size())
-    EDO_FAIL("{}: tier '{}': code_size does not match codec '{}' ({} bytes a row)", path, tier.name, tier.codec,
-             codec_->code_size());
-  const auto codes_it = tier.sections.find("codes");
-  if (codes_it == tier.sections.end()) EDO_FAIL("{}: tier '{}' has no codes section", path, tier.name);
-  const io::SectionView codes = container_.section(codes_it->second);
-  const auto need = checked_mul(rows_, codec_->code_size());
-  if (!need || *need != codes.size)
-    EDO_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path, codes_it->second, codes.size, rows_,
-             codec_->code_size(), need ? *need : 0);
-  codes_ = codes.data;
-
-  std::vector<NamedBlob> blobs;
-  const nlohmann::json shapes = jt.value("state_shapes", nlohmann::json::object());
-  if (!shapes.is_object()) EDO_FAIL("{}: tier '{}': state_shapes is not an object", path, tier.name);
-  for (const auto& [role, section] : tier.sections) {
-    if (role == "codes") continue;
-    NamedBlob blob;
-    blob.name = role;
-    if (!shapes.contains(role) || !shapes[role].is_array() || shapes[role].size() > 8)
-      EDO_FAIL("{}: tier '{}': state '{}' has no valid shape", path, tier.name, role);
-    uint64_t count = 1;
-    for (const auto& d : shapes[role]) {
-      if (!d.is_number_unsigned()) EDO_FAIL("{}: tier '{}': state '{}' has a bad shape", path, tier.name, role);
-      const auto m = checked_mul(count, d.get<uint64_t>());
-      if (!m) EDO_FAIL("{}: tier '{}': state '{}' shape overflows", path, tier.name, role);
-      count = *m;
-      blob.shape.push_back(d.get<uint64_t>());
-    }
-    const io::SectionView view = container_.section(section);
-    const auto bytes = checked_mul(count, sizeof(float));
-    if (!bytes || *bytes != view.size)
-      EDO_FAIL("{}: section '{}' holds {} bytes, its shape needs {}", path, section, view.size, bytes ? *bytes : 0);
-    blob.values.resize(count);
-    std::memcpy(blob.values.data(), view.data, view.size);
-    blobs.push_back(std::move(blob));
-  }
-  try {
-    codec_->load_state(blobs);
-  } catch (const Error& e) {
-    EDO_FAIL("{}: tier '{}': {}", path, tier.name, e.what());
-  }
 }
 
 std::unique_ptr<EdoTable> EdoTable::open(const std::string& path, io::Verify verify) {
-  return std::unique_ptr<EdoTable>(new EdoTable(path, io::Container::open(path, verify)));
+  ReaderOptions opt;
+  opt.verify = verify;
+  return std::unique_ptr<EdoTable>(new EdoTable(path, Reader::open(path, opt)));
 }
 
 const float* EdoTable::rows_f32(uint64_t begin, uint64_t count) {
   check_range(begin, count);
   buffer_.resize(count * dim_);
-  codec_->decode(codes_ + begin * codec_->code_size(), count, buffer_.data());
+  reader_.decode_rows(begin, count, buffer_.data());
   return buffer_.data();
 }
 

@@ -154,6 +154,44 @@ class ReconstructionStats {
   double w_cos_min_ = std::numeric_limits<double>::infinity();
 };
 
+// Reconstruction sums per row group (EvalOptions::groups), in row order.
+class GroupStats {
+ public:
+  explicit GroupStats(const EvalOptions& opts) : opts_(opts), sums_(opts.group_names.size()) {}
+
+  void add(uint64_t row, const RowError& e) {
+    if (opts_.groups.empty()) return;
+    Sums& s = sums_[opts_.groups[row]];
+    s.err2 += e.err2;
+    s.norm2 += e.norm2;
+    s.cos += e.cos;
+    if (cos_less(e.cos, s.cos_min)) s.cos_min = e.cos;
+    ++s.rows;
+  }
+
+  void report(EvalResult& r, uint64_t dim) const {
+    for (size_t g = 0; g < sums_.size(); ++g) {
+      const Sums& s = sums_[g];
+      const std::string& name = opts_.group_names[g];
+      r.set(name + ".rows", static_cast<double>(s.rows));
+      if (s.rows == 0) continue;
+      r.set(name + ".rel_fro", s.norm2 > 0 ? std::sqrt(s.err2 / s.norm2) : (s.err2 == 0 ? 0.0 : HUGE_VAL));
+      r.set(name + ".mse", s.err2 / (static_cast<double>(s.rows) * static_cast<double>(dim)));
+      r.set(name + ".cos.mean", s.cos / static_cast<double>(s.rows));
+      r.set(name + ".cos.min", s.cos_min);
+    }
+  }
+
+ private:
+  struct Sums {
+    double err2 = 0, norm2 = 0, cos = 0;
+    double cos_min = std::numeric_limits<double>::infinity();
+    uint64_t rows = 0;
+  };
+  const EvalOptions& opts_;
+  std::vector<Sums> sums_;
+};
+
 // The label most frequent among the first `votes` valid neighbours; ties go
 // to the smallest label. nullopt when the list is empty.
 std::optional<int64_t> majority_label(std::span<const int64_t> ids, const std::vector<int64_t>& labels,
@@ -233,6 +271,14 @@ void check_inputs(io::TableReader& original, io::TableReader& compressed, const 
   if (!opts.labels.empty() && opts.labels.size() != original.rows())
     EDO_USAGE_FAIL("evaluate: {} labels given for {} rows of {}", opts.labels.size(), original.rows(),
                    original.path());
+  if (!opts.groups.empty()) {
+    if (opts.groups.size() != original.rows())
+      EDO_USAGE_FAIL("evaluate: {} group ids given for {} rows of {}", opts.groups.size(), original.rows(),
+                     original.path());
+    for (uint64_t i = 0; i < opts.groups.size(); ++i)
+      if (opts.groups[i] >= opts.group_names.size())
+        EDO_USAGE_FAIL("evaluate: row {} is in group {}, only {} are named", i, opts.groups[i], opts.group_names.size());
+  }
   if (!opts.freq.empty()) {
     if (opts.freq.size() != original.rows())
       EDO_USAGE_FAIL("evaluate: {} frequencies given for {} rows of {}", opts.freq.size(), original.rows(),
@@ -316,6 +362,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   KnnSearch approx_search(queries, ko);
 
   ReconstructionStats stats(rows, opts.freq.empty() ? nullptr : &opts.freq);
+  GroupStats group_stats(opts);
   const uint64_t block =
       opts.block_rows ? opts.block_rows : std::min(original.block_rows(), compressed.block_rows());
   // The original block is copied: the two readers may be one object, and a
@@ -334,7 +381,10 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
       const uint64_t off = static_cast<uint64_t>(i) * dim;
       errors[static_cast<uint64_t>(i)] = row_error(x + off, y + off, dim);
     }
-    for (uint64_t i = 0; i < n; ++i) stats.add(begin + i, errors[i]);
+    for (uint64_t i = 0; i < n; ++i) {
+      stats.add(begin + i, errors[i]);
+      group_stats.add(begin + i, errors[i]);
+    }
   }
   const KnnResult truth = truth_search.finish();
   const KnnResult approx = approx_search.finish();
@@ -348,6 +398,14 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   for (uint64_t row : uniform) set.push_back({index_of(row), 1.0});
   report_queries(r, "", set, query_rows, truth, approx, opts);
   stats.report(r, dim);
+  for (uint32_t g = 0; g < opts.group_names.size() && !opts.groups.empty(); ++g) {
+    std::vector<QueryWeight> in_group;
+    for (const QueryWeight& qw : set)
+      if (opts.groups[query_rows[qw.index]] == g) in_group.push_back(qw);
+    r.set(opts.group_names[g] + ".queries", static_cast<double>(in_group.size()));
+    if (!in_group.empty()) report_queries(r, opts.group_names[g] + ".", in_group, query_rows, truth, approx, opts);
+  }
+  group_stats.report(r, dim);
   if (!opts.freq.empty()) {
     set.clear();
     for (uint64_t i = 0; i < weighted.size(); ++i) set.push_back({index_of(weighted[i]), weighted_w[i]});

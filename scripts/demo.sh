@@ -1,32 +1,47 @@
 #!/usr/bin/env bash
-# The main job on the bundled sample: install, build, then profile the GloVe
-# table, compress it, measure what that cost, and show word neighbours before
-# and after. Outputs go to ${EDO_DEMO_DIR:-/tmp/edo-demo}.
+# The main job, end to end on the bundled sample (GloVe 50d, the 10k most
+# frequent words, in frequency order): install and build, then profile the
+# table, plan tiers under an accuracy budget, pack, evaluate (with word
+# neighbours before and after), look up a few words through the reader
+# library, and decode the file. Under a minute on a 2-core machine once built.
+# Outputs go to $EDO_DEMO_DIR (default: a new temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 scripts/build.sh >/dev/null
-B="${EDO_BUILD_DIR:-build}"
-G=data-samples/glove.6B.50d.10k.npy
-V=data-samples/glove.6B.50d.10k.vocab.txt
-out="${EDO_DEMO_DIR:-/tmp/edo-demo}"
+build="${EDO_BUILD_DIR:-build}"
+table=data-samples/glove.6B.50d.10k.npy
+vocab=data-samples/glove.6B.50d.10k.vocab.txt
+out="${EDO_DEMO_DIR:-$(mktemp -d)}"
 mkdir -p "$out"
-# Zipf lookup counts by frequency rank: GloVe rows are in frequency order.
-awk 'BEGIN { for (r = 0; r < 10000; r++) printf "%d %d\n", r, int(1000000 / (r + 1)) }' >"$out/zipf.txt"
-
 step() { printf '\n== %s\n' "$*"; }
 
-step "1. Profile: what is in the table and where its bytes would go"
-"$B/edo-profile" "$G" --freq "$out/zipf.txt"
+# Lookup counts: rows are in frequency order, so Zipf's law (count ~ 1/(rank+1)) stands in for real logs.
+awk 'BEGIN { for (i = 0; i < 10000; i++) printf "%d %.9g\n", i, 1e6 / (i + 1) }' >"$out/counts.txt"
 
-step "2. Quantize to int4 (groups of 32), evaluate inline, gate on recall@10"
-"$B/edo-quantize" "$G" -o "$out/glove.int4g32.edo" --codec int4:group=32 --eval --k 1,10 \
-  --gate 'recall@10>=0.85' --report-md "$out/report.md"
+step "1. profile: what is in the table, where its bytes would go, how skewed the lookups are"
+"$build/edo-profile" "$table" --freq "$out/counts.txt" --quiet
 
-step "3. Evaluate again from the file, with word neighbours before and after"
-"$B/edo-eval" "$G" "$out/glove.int4g32.edo" --k 10 --show-neighbours 6 --vocab "$V" --probe king --probe france
+step "2. plan: the smallest tiering that keeps access-weighted recall@10 >= 0.98"
+"$build/edo-profile" "$table" --freq "$out/counts.txt" --quiet --plan --budget 'recall@10>=0.98' \
+  --plan-config "$out/plan.json" | sed -n '/^plan:/,/^  written/p'
 
-step "4. Inspect and decode the .edo file"
-"$B/edo-profile" "$out/glove.int4g32.edo"
-"$B/edo-unpack" "$out/glove.int4g32.edo" -o "$out/glove.decoded.npy"
-echo "decoded to $out/glove.decoded.npy; Markdown report in $out/report.md"
+step "3. pack with that plan, and evaluate the file (overall, per tier, access-weighted, bytes per residency)"
+"$build/edo-pack" "$table" -o "$out/glove.edo" --freq "$out/counts.txt" --config "$out/plan.json" --quiet \
+  --eval --k 1,10 --gate 'w.recall@10>=0.98' --report-md "$out/report.md"
+
+step "4. word neighbours before and after, from the packed file"
+"$build/edo-eval" "$table" "$out/glove.edo" --k 10 --show-neighbours 6 --vocab "$vocab" \
+  --probe king --probe paris --probe computer | sed -n '/^  king$/,$p'
+
+step "5. look up a few words through the reader library (apps/example_lookup.cpp)"
+ids=()
+for word in the king queen paris music; do
+  ids+=("$(($(grep -nxm1 "$word" "$vocab" | cut -d: -f1) - 1))")
+done
+echo "ids of the king queen paris music: ${ids[*]}"
+"$build/example_lookup" "$out/glove.edo" "${ids[@]}" | cut -c1-110
+
+step "6. decode the whole file back to float32"
+"$build/edo-unpack" "$out/glove.edo" -o "$out/glove.decoded.npy" --quiet
+echo "demo: files in $out (plan.json, glove.edo, report.md, glove.decoded.npy)"

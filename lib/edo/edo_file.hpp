@@ -13,6 +13,7 @@
 #include <edo/device.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
+#include <edo/reader.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -59,20 +60,19 @@ struct QuantizeReport {
 // and the training sample.
 QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_path, const QuantizeOptions& opt);
 
-// A .edo file read as a table: rows_f32() decodes just the rows asked for.
+// Any .edo file (one tier or many) read as a table: rows_f32() decodes just
+// the rows asked for, through the reader library (reader.hpp).
 class EdoTable final : public io::TableReader {
  public:
   static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure);
   const float* rows_f32(uint64_t begin, uint64_t count) override;
-  const io::Container& container() const { return container_; }
-  const Codec& codec() const { return *codec_; }
-  uint64_t file_bytes() const { return container_.file_size(); }
+  const io::Container& container() const { return reader_.container(); }
+  const Reader& reader() const { return reader_; }
+  uint64_t file_bytes() const { return reader_.file_bytes(); }
 
  private:
-  EdoTable(const std::string& path, io::Container container);
-  io::Container container_;
-  std::unique_ptr<Codec> codec_;
-  const uint8_t* codes_ = nullptr;
+  EdoTable(const std::string& path, Reader reader);
+  Reader reader_;
   std::vector<float> buffer_;
 };
 

@@ -37,6 +37,12 @@ struct EvalOptions {
   // Optional, one per row: access frequencies (finite, >= 0, not all 0).
   // Adds the access-weighted "w." metrics.
   std::vector<double> freq;
+  // Optional, one per row: a group index below group_names.size() (e.g. the
+  // tier that stores the row). Adds per-group metrics named
+  // "<group_names[g]>.<metric>": the query metrics over the uniform queries
+  // in the group, and rows, rel_fro, mse, cos.mean, cos.min over its rows.
+  std::vector<uint32_t> groups;
+  std::vector<std::string> group_names;
   // Rows per streamed block; 0 lets the readers choose.
   uint64_t block_rows = 0;
   KnnDevice device = KnnDevice::cpu;

@@ -1,0 +1,175 @@
+// edo-pack: a tiered .edo file, each slice of the rows (hottest first) in its
+// own codec and residency, with a row-to-tier map for O(1) lookups.
+#include "cli_common.hpp"
+#include "eval_cli.hpp"
+
+#include <edo/device.hpp>
+#include <edo/edo_file.hpp>
+#include <edo/io/files.hpp>
+#include <edo/io/freq.hpp>
+#include <edo/pack.hpp>
+
+#include <unistd.h>
+
+namespace {
+
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    if (!path.empty()) ::unlink(path.c_str());
+  }
+};
+
+void add_residency_metrics(edo::EvalResult& r, const edo::PackReport& rep) {
+  const double fp32 = static_cast<double>(rep.fp32_bytes);
+  r.set("bytes_gpu", static_cast<double>(rep.gpu_bytes));
+  r.set("bytes_host", static_cast<double>(rep.host_bytes));
+  r.set("bytes_disk", static_cast<double>(rep.disk_bytes));
+  r.set("gpu_fraction", static_cast<double>(rep.gpu_bytes) / fp32);
+}
+
+nlohmann::json report_json(const edo::PackReport& rep) {
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const auto& t : rep.tiers)
+    tiers.push_back({{"name", t.spec.name}, {"share", edo::share_text(t.spec)}, {"codec", t.codec},
+                     {"residency", t.spec.residency}, {"rows", t.rows}, {"code_size", t.code_size},
+                     {"bytes", t.bytes}, {"mass", t.mass}, {"train_seconds", t.train_seconds}});
+  return {{"rows", rep.rows},           {"dim", rep.dim},
+          {"row_order", rep.order},     {"fp32_bytes", rep.fp32_bytes},
+          {"data_bytes", rep.data_bytes}, {"file_bytes", rep.file_bytes},
+          {"rowmap_bytes", rep.rowmap_bytes}, {"ratio", rep.ratio},
+          {"bytes_gpu", rep.gpu_bytes}, {"bytes_host", rep.host_bytes},
+          {"bytes_disk", rep.disk_bytes}, {"encode_seconds", rep.encode_seconds},
+          {"tiers", tiers}};
+}
+
+void print_report(const edo::PackReport& rep) {
+  const double fp32 = static_cast<double>(rep.fp32_bytes);
+  std::printf("  rows ordered by %s%s\n", rep.order.c_str(),
+              rep.order == "norm" ? " (no --freq: row L2 norm is the proxy for access frequency)" : "");
+  std::printf("  %-10s %-10s %10s %8s  %-18s %-5s %12s\n", "tier", "share", "rows", "mass", "codec", "where", "bytes");
+  for (const auto& t : rep.tiers)
+    std::printf("  %-10s %-10s %10llu %7.2f%%  %-18s %-5s %12llu\n", t.spec.name.c_str(), edo::share_text(t.spec).c_str(),
+                static_cast<unsigned long long>(t.rows), 100.0 * t.mass, t.codec.c_str(), t.spec.residency.c_str(),
+                static_cast<unsigned long long>(t.bytes));
+  std::printf("  row map    %llu bytes\n", static_cast<unsigned long long>(rep.rowmap_bytes));
+  std::printf("  size       fp32 %llu bytes -> %llu bytes of data (%.2fx smaller), file %llu bytes\n",
+              static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.data_bytes), rep.ratio,
+              static_cast<unsigned long long>(rep.file_bytes));
+  std::printf("  residency  gpu %llu (%.1f%% of fp32), host %llu (%.1f%%), disk %llu (%.1f%%)\n",
+              static_cast<unsigned long long>(rep.gpu_bytes), 100.0 * static_cast<double>(rep.gpu_bytes) / fp32,
+              static_cast<unsigned long long>(rep.host_bytes), 100.0 * static_cast<double>(rep.host_bytes) / fp32,
+              static_cast<unsigned long long>(rep.disk_bytes), 100.0 * static_cast<double>(rep.disk_bytes) / fp32);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Pack an embedding table into a tiered .edo file: rows ordered hottest first (by --freq counts, else by\n"
+      "row L2 norm), each tier a slice of that order with its own codec and a residency hint. Guide: docs/PACK.md.\n\n"
+      "Tier spec: NAME:SHARE:CODEC[:gpu|host|disk], SHARE = rows=P% | rows=N | mass=P% | rest,\n"
+      "CODEC = any codec spec (edo-quantize --list) or 'default' (one shared vector: the frequency-weighted mean).\n\n"
+      "Examples:\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy \\\n"
+      "      --tier hot:rows=5%:fp16:gpu --tier warm:rows=25%:int8:host --tier cold:rest:int4:disk\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier hot:mass=80%:fp16:gpu --tier cold:rest:pq:m=16,nbits=8:disk\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
+      "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'",
+      "edo-pack"};
+  std::string input, output, freq_path, config, device = "auto";
+  std::vector<std::string> tier_texts;
+  bool json = false, quiet = false, allow_nonfinite = false, run_eval = false;
+  int threads = 0;
+  uint64_t seed = 0, train_rows = 65536;
+  edo::cli::EvalFlags eval_flags;
+  app.add_option("INPUT", input, "Table to pack (npy, npz, HDF5, vecs, or - for npy on stdin)");
+  app.add_option("-o,--output", output, "Output .edo file");
+  app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
+  app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
+  app.add_option("--freq", freq_path, "Per-row access counts (npy or 'id count' text): the hot order and mass shares");
+  app.add_option("--device", device, "auto (GPU when present), cpu or cuda, for encoding")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
+  app.add_option("--train-rows", train_rows, "Rows of a tier sampled to train its codec (default 65536)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--allow-nonfinite", allow_nonfinite, "Pass NaN/Inf through where the codec can store them");
+  app.add_flag("--json", json, "Print the summary as JSON on stdout");
+  app.add_flag("--eval", run_eval,
+               "Evaluate the file: metrics overall, per tier (<tier>.*) and access-weighted (w.*, from --freq),\n"
+               "bytes per residency; stored in the manifest");
+  eval_flags.add_to(app, false);
+  edo::cli::add_threads_option(app, threads);
+  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::add_version_flag(app, "edo-pack");
+
+  return edo::cli::run_tool("edo-pack", app, argc, argv, [&] {
+    if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
+    if (tier_texts.empty() == config.empty()) EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
+    if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    if (input != "-" && edo::io::same_file(input, output)) EDO_USAGE_FAIL("{}: output would overwrite the input", output);
+    const bool eval_wanted = run_eval || !eval_flags.gates.empty();
+    const auto gates = eval_flags.parsed_gates();
+    std::vector<edo::TierSpec> tiers;
+    for (const auto& t : tier_texts) tiers.push_back(edo::parse_tier_spec(t));
+    if (!config.empty()) tiers = edo::read_plan_file(config);
+    edo::cli::apply_threads(threads);
+    auto table = edo::io::open_table(input);
+    edo::check_tier_specs(tiers, table->rows(), table->dim());
+
+    edo::PackOptions opt;
+    opt.tiers = tiers;
+    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
+    opt.seed = seed;
+    opt.train_rows = train_rows;
+    opt.device = edo::select_device(device);
+    opt.allow_nonfinite = allow_nonfinite;
+    opt.parameters = {{"freq", freq_path.empty() ? "" : freq_path.substr(freq_path.find_last_of('/') + 1)}};
+    edo::cli::Progress progress("edo-pack", quiet);
+    opt.progress = progress.callback();
+    if (freq_path.empty() && !quiet)
+      std::fprintf(stderr, "edo-pack: no --freq: rows are ordered by row L2 norm as a proxy for access frequency\n");
+
+    RemoveOnExit intermediate;
+    const std::string target = eval_wanted ? output + ".unevaluated-" + std::to_string(::getpid()) : output;
+    if (eval_wanted) intermediate.path = target;
+    const edo::PackReport rep = edo::pack_to_edo(*table, target, opt);
+
+    edo::EvalResult result;
+    std::vector<edo::GateOutcome> outcomes;
+    int code = 0;
+    if (eval_wanted) {
+      auto packed = edo::EdoTable::open(target);
+      edo::EvalOptions eo = eval_flags.options(table->rows(), seed);
+      if (eo.freq.empty()) eo.freq = opt.freq;
+      for (const auto& t : packed->reader().tiers()) eo.group_names.push_back(t.name);
+      eo.groups.resize(table->rows());
+      for (uint64_t r = 0; r < table->rows(); ++r) eo.groups[r] = packed->reader().tier_of(r);
+      result = edo::evaluate(*table, *packed, eo);
+      edo::add_memory_metrics(result, *table, *packed);
+      add_residency_metrics(result, rep);
+      outcomes = edo::check_gates(gates, result);
+      code = edo::cli::finish_gates("edo-pack", eval_flags, result, outcomes);
+      if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
+    }
+
+    if (json) {
+      nlohmann::json j = report_json(rep);
+      j["input"] = input;
+      j["output"] = output;
+      j["written"] = code == 0;
+      if (eval_wanted) j["eval"] = edo::to_json(result, outcomes);
+      std::puts(j.dump(2).c_str());
+    } else {
+      std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
+      print_report(rep);
+      if (eval_wanted) {
+        std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
+        edo::cli::print_metrics(result);
+        for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
+      }
+    }
+    return code;
+  });
+}

@@ -1,0 +1,66 @@
+// The row-to-tier map of a tiered .edo file (docs/FORMAT.md, "Tiered
+// files"): which tier stores each table row, and where in that tier.
+//
+// Two sections:
+//   tier  R bytes: byte i is the tier index of row i.
+//   rank  ceil(R / 256) * T little-endian u64: entry [b * T + t] counts the
+//         rows of tier t among rows [0, 256 b).
+// A tier stores its rows in ascending row order, so the index of row i in its
+// tier t is rank[(i / 256) * T + t] plus the rows of tier t among the rows of
+// i's block before i: at most 255 byte compares, O(1) per id, 1 + T / 32
+// bytes per row.
+//
+// Opening checks only section sizes (cost independent of R); every lookup
+// checks the tier id and the index it computes, so a hostile map yields an
+// error, never an out-of-bounds read. validate() checks the whole map.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edo::io {
+
+inline constexpr uint64_t kRowMapBlock = 256;
+inline constexpr uint32_t kMaxTiers = 64;
+
+// The rank checkpoints of a tier-id array (the `rank` section's values).
+std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uint32_t tiers);
+
+class RowMap {
+ public:
+  struct Location {
+    uint32_t tier = 0;
+    uint64_t index = 0;
+  };
+
+  RowMap() = default;
+  // Views of the two sections (kept alive by the caller) for a table of
+  // `rows` rows whose tiers hold tier_rows[t] rows each. Throws naming
+  // `path` when a size does not match or the tier rows do not add up to rows.
+  RowMap(const uint8_t* tier, uint64_t tier_bytes, const uint8_t* rank, uint64_t rank_bytes, uint64_t rows,
+         std::vector<uint64_t> tier_rows, std::string path);
+
+  uint64_t rows() const { return rows_; }
+  uint32_t tiers() const { return static_cast<uint32_t>(tier_rows_.size()); }
+  // False (and `loc` unspecified) when the map is corrupt at this row; row < rows() is the caller's.
+  bool try_locate(uint64_t row, Location& loc) const;
+  // Throws naming the file and the row when the map is corrupt there.
+  Location locate(uint64_t row) const;
+  // Index within tier t of the first row >= `row` stored in t (row <= rows()).
+  bool try_index_at(uint64_t row, uint32_t t, uint64_t& index) const;
+  // Reads every byte: tier ids in range, checkpoints equal to the counts,
+  // per-tier totals equal to the tiers' rows. Throws naming the first fault.
+  void validate() const;
+
+ private:
+  uint64_t rank_at(uint64_t block, uint32_t t) const;
+
+  const uint8_t* tier_ = nullptr;
+  const uint8_t* rank_ = nullptr;
+  uint64_t rows_ = 0;
+  std::vector<uint64_t> tier_rows_;
+  std::string path_;
+};
+
+}  // namespace edo::io

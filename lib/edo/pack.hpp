@@ -1,0 +1,164 @@
+// Tiered .edo files (edo-pack) and the planner that chooses their tiers
+// under an accuracy budget (edo-profile --plan). docs/PACK.md is the guide.
+//
+// Tier spec grammar (flags and plan files):
+//   tier      := NAME ':' share ':' codec [':' residency]
+//   share     := 'rows=' NUMBER '%' | 'rows=' COUNT | 'mass=' NUMBER '%' | 'rest'
+//   codec     := a codec spec (codec.hpp) | 'default'
+//   residency := 'gpu' | 'host' | 'disk'          (default: host)
+// The codec runs from the third field to the end, minus a last field that is
+// exactly a residency word; codec specs use ':' inside a stage and ',' between
+// stages, and no codec parameter is a bare gpu/host/disk, so
+// "cold:rest:pq:m=16,nbits=8:disk" is tier cold, codec "pq:m=16,nbits=8".
+//
+// Rows are ordered hottest first (by access count with frequencies, by row
+// L2 norm without: a documented proxy), ties by row id. Tiers take
+// consecutive slices of that order in the order given; a `rest` tier takes
+// what the others leave, the tiers after it being laid out from the cold end.
+#pragma once
+
+#include <edo/device.hpp>
+#include <edo/gates.hpp>
+#include <edo/io/table.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edo {
+
+enum class ShareKind : uint8_t { rows_percent, rows_count, mass_percent, rest };
+
+struct TierSpec {
+  std::string name;
+  ShareKind share = ShareKind::rest;
+  double value = 0;      // percent (rows_percent, mass_percent) or row count
+  std::string codec;     // codec spec, or "default"
+  std::string residency = "host";
+  bool operator==(const TierSpec&) const = default;
+};
+
+inline constexpr const char* kDefaultTierCodec = "default";
+
+// Usage error naming the spec on malformed text.
+TierSpec parse_tier_spec(std::string_view text);
+std::string format_tier_spec(const TierSpec& tier);  // parses back to the same TierSpec
+std::string share_text(const TierSpec& tier);         // "rows=5%", "mass=80%", "rows=1000", "rest"
+// Whole-plan checks against a table of `rows` x `dim`: names unique and
+// valid, at most one rest, codecs buildable at dim (usage errors naming the tier).
+void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_t dim);
+
+// Plan files: {"tiers": [{"name", "share", "codec", "residency"}, ...], ...}
+// (extra keys are kept by edo-profile for the reader's information and ignored here).
+nlohmann::json plan_to_json(const std::vector<TierSpec>& tiers);
+std::vector<TierSpec> plan_from_json(const nlohmann::json& plan, const std::string& path);
+std::vector<TierSpec> read_plan_file(const std::string& path);
+
+// Row ids, hottest first: by `key` descending, ties by id ascending.
+std::vector<uint64_t> hot_order(const std::vector<double>& key);
+
+// Where each tier's slice of the hot order begins and ends: tier t takes
+// order[cuts[t] .. cuts[t+1]). `weights` are the access counts by row id (or
+// empty: then mass shares are an error). Throws a usage error when shares
+// overflow the table or, without a rest tier, do not cover it.
+std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::vector<uint64_t>& order,
+                                const std::vector<double>& weights);
+
+struct PackOptions {
+  std::vector<TierSpec> tiers;
+  std::vector<double> freq;  // one count per row, or empty (row-norm order)
+  uint64_t seed = 0;
+  uint64_t train_rows = 65536;  // seeded sample of a tier's own rows for trainable codecs
+  Device device = Device::cpu;
+  bool allow_nonfinite = false;
+  size_t block_bytes = io::kDefaultBlockBytes;
+  std::string tool = "edo-pack";
+  nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
+  nlohmann::json extra_manifest = nlohmann::json::object();
+  std::function<void(uint64_t, uint64_t)> progress;  // (rows encoded, rows)
+};
+
+struct PackTierReport {
+  TierSpec spec;
+  std::string codec;  // canonical
+  uint64_t rows = 0;
+  uint64_t code_size = 0;
+  uint64_t bytes = 0;   // codes + state, or the default vector
+  double mass = 0;      // share of accesses (0 without frequencies)
+  double train_seconds = 0;
+};
+
+struct PackReport {
+  uint64_t rows = 0, dim = 0;
+  std::string order;  // "frequency" or "norm"
+  uint64_t fp32_bytes = 0;
+  uint64_t data_bytes = 0;    // every section
+  uint64_t rowmap_bytes = 0;
+  uint64_t file_bytes = 0;
+  uint64_t gpu_bytes = 0, host_bytes = 0, disk_bytes = 0;  // the row map counts as host
+  double ratio = 0;  // fp32_bytes / data_bytes
+  double encode_seconds = 0;
+  std::vector<PackTierReport> tiers;
+};
+
+// Writes a tiered .edo (temporary name, renamed on success). One read pass
+// for the order and the source digest, then one pass per tier over the
+// blocks that hold its rows; memory is a block, the per-row order and tier
+// ids (9 bytes a row) and one training sample.
+PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
+
+// ---- planning under a budget ----------------------------------------------------
+
+struct PlanOptions {
+  // Every gate must pass. With frequencies, a metric without the "w." prefix
+  // is read as its access-weighted form (recall@10 -> w.recall@10).
+  std::vector<Gate> budget;
+  std::vector<double> freq;
+  uint64_t max_bytes = 0;  // 0: no cap. With a cap the most accurate plan under it wins
+  uint64_t gpu_bytes = 0;  // 0: no cap on the gpu-resident bytes
+  uint64_t sample_rows = 10000;  // seeded sample the candidates are evaluated on
+  uint64_t queries = 1000;
+  Metric metric = Metric::cos;
+  uint64_t seed = 0;
+  uint64_t train_rows = 65536;
+  // Codecs a tier may use, most precise first (by bytes a row); empty: fp16,
+  // int8, int4, int2 and pq/opq settings when the registry has them.
+  std::vector<std::string> codecs;
+  // Hot-order boundaries (percent of rows) tiers may start or end at.
+  std::vector<double> cuts = {1, 2, 5, 10, 20, 40};
+  std::function<void(uint64_t, uint64_t)> progress;  // (candidates evaluated, candidates)
+};
+
+struct PlanCandidate {
+  std::vector<TierSpec> tiers;
+  uint64_t bytes = 0;      // data bytes of the whole table (sections)
+  uint64_t gpu_bytes = 0;
+  bool evaluated = false;
+  bool passed = false;
+  std::string error;  // a codec that could not be trained on its tier, etc.
+  std::vector<std::pair<std::string, double>> metrics;  // the budget's metrics
+};
+
+struct PlanResult {
+  std::string order;  // "frequency" or "norm"
+  uint64_t rows = 0, dim = 0, fp32_bytes = 0, sample_rows = 0;
+  std::vector<Gate> budget;  // as applied (w. names with frequencies)
+  uint64_t candidates = 0;   // generated
+  uint64_t over_cap = 0;     // excluded by --max-bytes / --gpu-bytes
+  uint64_t dominated = 0;    // skipped: no more precise than a candidate that failed
+  std::vector<PlanCandidate> tried;  // evaluated, in evaluation order
+  int chosen = -1;                   // index into tried, -1 when none passed
+};
+
+PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt);
+// The chosen plan as an edo-pack --config file (plan_to_json plus the
+// budget, bytes and metrics it was chosen on). Throws when none was chosen.
+nlohmann::json plan_config(const PlanResult& plan);
+nlohmann::json to_json(const PlanResult& plan);
+std::string to_text(const PlanResult& plan);
+
+}  // namespace edo

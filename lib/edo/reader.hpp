@@ -1,0 +1,100 @@
+// Reading a .edo file for serving: open by mmap, look up batches of row ids
+// into fp32, decode everything, per-tier statistics. Works on every .edo:
+// one tier (edo-quantize) or many (edo-pack). docs/PACK.md is the guide.
+//
+//   edo::Reader r = edo::Reader::open("table.edo");
+//   std::vector<float> out(ids.size() * r.dim());
+//   r.lookup(ids.data(), ids.size(), out.data());
+//
+// open() costs time proportional to the header and manifest, never to the
+// payload: sections stay in the mapping and a lookup decodes only the rows it
+// is asked for. A Reader is immutable after open(); lookups may run from any
+// number of threads at once.
+#pragma once
+
+#include <edo/device.hpp>
+#include <edo/io/container.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace edo {
+
+// What a lookup does with an id outside [0, rows): throw edo::Error naming
+// the file and the id, or return the file's default vector (the vector of
+// its `default` tier when it has one, else all zeros).
+enum class UnknownIdPolicy : uint8_t { error, default_vector };
+
+struct ReaderOptions {
+  io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)
+  UnknownIdPolicy unknown_ids = UnknownIdPolicy::error;
+  // cuda: tiers whose residency is "gpu" are copied to device memory at open
+  // and lookup_device() gathers and decodes them there (an error without a GPU).
+  Device device = Device::cpu;
+};
+
+struct TierStats {
+  std::string name;
+  std::string codec;      // canonical spec, or "default" (one shared vector)
+  std::string residency;  // "gpu", "host", "disk", or "" (no hint)
+  uint64_t rows = 0;
+  uint64_t code_size = 0;  // bytes per row
+  uint64_t bytes = 0;      // codes + codec state (or the default vector)
+  bool on_device = false;  // resident in GPU memory (device = cuda and the codec has a GPU decoder)
+};
+
+// Bytes of the file's sections by residency; the row map counts as host.
+struct ResidencyBytes {
+  uint64_t gpu = 0, host = 0, disk = 0;
+  uint64_t total() const { return gpu + host + disk; }
+};
+
+class Reader {
+ public:
+  // Throws edo::Error naming the file on anything malformed (docs/FORMAT.md).
+  static Reader open(const std::string& path, const ReaderOptions& options = {});
+  // A container already open (e.g. a view over memory, for fuzzing).
+  static Reader from_container(io::Container container, const ReaderOptions& options = {});
+  ~Reader();
+  Reader(Reader&&) noexcept;
+  Reader& operator=(Reader&&) noexcept;
+
+  const std::string& path() const;
+  uint64_t rows() const;
+  uint64_t dim() const;
+  const std::vector<TierStats>& tiers() const;
+  ResidencyBytes residency_bytes() const;
+  uint64_t file_bytes() const;
+  const std::vector<float>& default_vector() const;  // dim floats
+  const io::Container& container() const;
+
+  // Rows `ids[0..n)` as fp32 into `out` (n * dim floats, row i at out + i*dim).
+  // Multithreaded (OpenMP) for large batches; decodes only those rows.
+  void lookup(const int64_t* ids, size_t n, float* out) const;
+  // Rows [begin, begin + count) into `out`.
+  void decode_rows(uint64_t begin, uint64_t count, float* out) const;
+  // Every row (rows * dim floats); checks the whole row map first.
+  void decode_all(float* out) const;
+  // Index of the tier that stores `row` (row < rows()).
+  uint32_t tier_of(uint64_t row) const;
+  // Reads the whole row map (O(rows)); decode_all does it too.
+  void validate_row_map() const;
+
+  // Like lookup(), with `ids` in host memory and `out_device` in device
+  // memory: GPU-resident tiers are gathered and decoded by kernels, the
+  // others decoded on the host and copied in. Needs ReaderOptions::device = cuda.
+  void lookup_device(const int64_t* ids, size_t n, float* out_device) const;
+
+  struct Impl;
+
+ private:
+  explicit Reader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace edo

@@ -1,0 +1,444 @@
+// The planner: candidate tier plans, cheapest first, evaluated on a seeded
+// sample of rows until one meets the budget (docs/PACK.md, "Planning").
+#include "pack_impl.hpp"
+
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/eval.hpp>
+#include <edo/io/rowmap.hpp>
+#include <edo/pack.hpp>
+#include <edo/random.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <tuple>
+
+namespace edo {
+
+namespace {
+
+// A sample held in memory, read as a table by the evaluation engine.
+class MatrixTable final : public io::TableReader {
+ public:
+  MatrixTable(std::string name, const float* data, uint64_t rows, uint64_t dim)
+      : TableReader(std::move(name), "memory"), data_(data) {
+    rows_ = rows;
+    dim_ = dim;
+  }
+  const float* rows_f32(uint64_t begin, uint64_t count) override {
+    check_range(begin, count);
+    return data_ + begin * dim_;
+  }
+
+ private:
+  const float* data_;
+};
+
+struct LadderCodec {
+  std::string spec;  // canonical, or "default"
+  uint64_t code_size = 0;
+  uint64_t state_bytes = 0;
+  bool trainable = false;
+};
+
+std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, const float* sample, uint64_t n) {
+  std::vector<std::string> specs = opt.codecs;
+  if (specs.empty()) {
+    specs = {"fp16", "int8", "int4", "int2"};
+    for (const char* family : {"pq"}) {
+      if (!find_codec(family)) continue;
+      for (uint64_t div : {2, 4, 8})
+        if (dim / div >= 1) specs.push_back(fmt::format("{}:m={}", family, dim / div));
+    }
+  }
+  std::vector<LadderCodec> ladder;
+  for (const std::string& s : specs) {
+    LadderCodec c;
+    if (s == kDefaultTierCodec) {
+      c.spec = s;
+      c.state_bytes = dim * sizeof(float);
+    } else {
+      std::unique_ptr<Codec> codec;
+      try {
+        codec = make_codec(s, dim);
+      } catch (const Error& e) {
+        if (!opt.codecs.empty()) throw;  // the user's list: report it
+        continue;                        // a default setting this table cannot take
+      }
+      c.spec = codec->spec();
+      c.code_size = codec->code_size();
+      c.trainable = codec->needs_training();
+      if (c.trainable) {
+        // State sizes do not depend on the data: train once on the sample to learn them.
+        try {
+          codec->train(sample, std::min<uint64_t>(n, opt.train_rows), opt.seed);
+        } catch (const Error&) {
+          if (!opt.codecs.empty()) throw;
+          continue;
+        }
+        for (const NamedBlob& b : codec->state()) c.state_bytes += b.values.size() * sizeof(float);
+      }
+    }
+    if (std::none_of(ladder.begin(), ladder.end(), [&](const LadderCodec& l) { return l.spec == c.spec; }))
+      ladder.push_back(c);
+  }
+  std::stable_sort(ladder.begin(), ladder.end(),
+                   [](const LadderCodec& a, const LadderCodec& b) { return a.code_size > b.code_size; });
+  if (ladder.empty()) EDO_USAGE_FAIL("plan: no codec to try");
+  return ladder;
+}
+
+struct Candidate {
+  std::vector<TierSpec> tiers;
+  std::vector<size_t> codec;     // ladder index per tier
+  std::vector<uint64_t> cuts;    // positions in the hot order, tiers + 1
+  uint64_t bytes = 0, gpu_bytes = 0;
+};
+
+// Candidate plans: one tier per codec, and two or three tiers with strictly
+// less precise codecs further down the hot order, cut at opt.cuts.
+std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const std::vector<double>& cut_percents) {
+  const std::vector<std::string> names = {"hot", "warm", "cold"};
+  std::vector<Candidate> out;
+  const size_t L = ladder.size();
+  auto tier = [&](size_t slot, size_t ntiers, double share, size_t c) {
+    TierSpec t;
+    t.name = ntiers == 1 ? "all" : names[ntiers == 2 && slot == 1 ? 2 : slot];
+    t.share = slot + 1 == ntiers ? ShareKind::rest : ShareKind::rows_percent;
+    t.value = slot + 1 == ntiers ? 0 : share;
+    t.codec = ladder[c].spec;
+    t.residency = ntiers == 1 ? "host" : slot == 0 ? "gpu" : slot + 1 == ntiers && ntiers == 3 ? "disk" : "host";
+    return t;
+  };
+  for (size_t i = 0; i < L; ++i) out.push_back({{tier(0, 1, 0, i)}, {i}, {}, 0, 0});
+  for (size_t i = 0; i < L; ++i)
+    for (size_t j = i + 1; j < L; ++j)
+      for (double a : cut_percents) out.push_back({{tier(0, 2, a, i), tier(1, 2, 0, j)}, {i, j}, {}, 0, 0});
+  for (size_t i = 0; i < L; ++i)
+    for (size_t j = i + 1; j < L; ++j)
+      for (size_t k = j + 1; k < L; ++k)
+        for (size_t a = 0; a < cut_percents.size(); ++a)
+          for (size_t b = a + 1; b < cut_percents.size(); ++b)
+            out.push_back({{tier(0, 3, cut_percents[a], i), tier(1, 3, cut_percents[b] - cut_percents[a], j),
+                            tier(2, 3, 0, k)},
+                           {i, j, k}, {}, 0, 0});
+  return out;
+}
+
+// True when `c` is nowhere more precise than `f` (ladder index >= at every position).
+bool no_more_precise(const Candidate& c, const Candidate& f) {
+  size_t ti = 0, fi = 0;
+  uint64_t pos = 0;
+  const uint64_t end = c.cuts.back();
+  while (pos < end) {
+    while (c.cuts[ti + 1] <= pos) ++ti;
+    while (f.cuts[fi + 1] <= pos) ++fi;
+    if (c.codec[ti] < f.codec[fi]) return false;
+    pos = std::min(c.cuts[ti + 1], f.cuts[fi + 1]);
+  }
+  return true;
+}
+
+std::vector<uint64_t> ks_of(const std::vector<Gate>& budget) {
+  std::vector<uint64_t> ks = {10};
+  for (const Gate& g : budget) {
+    const size_t at = g.metric.rfind('@');
+    if (at == std::string::npos) continue;
+    try {
+      ks.push_back(std::stoull(g.metric.substr(at + 1)));
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(ks.begin(), ks.end());
+  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  return ks;
+}
+
+// Decodes the sample as one candidate stores it. Non-trainable codecs are
+// row-local, so their decoded sample is computed once per codec; trainable
+// ones train on the sample rows of their tier, cached per (codec, slice).
+class SampleCodecs {
+ public:
+  SampleCodecs(const std::vector<LadderCodec>& ladder, const std::vector<float>& x, const std::vector<double>& freq,
+               uint64_t dim, const PlanOptions& opt)
+      : ladder_(ladder), x_(x), freq_(freq), dim_(dim), opt_(opt) {}
+
+  // `members`: sample rows of the tier, ascending; writes their rows into y.
+  void decode(size_t c, uint64_t lo, uint64_t hi, const std::vector<uint64_t>& members, float* y) {
+    const LadderCodec& lc = ladder_[c];
+    if (members.empty()) return;
+    if (lc.spec == kDefaultTierCodec) {
+      std::vector<double> sum(dim_, 0.0);
+      double w = 0;
+      double mass = 0;
+      for (uint64_t s : members) mass += freq_.empty() ? 0 : freq_[s];
+      for (uint64_t s : members) {
+        const double ws = mass > 0 ? freq_[s] : 1.0;
+        for (uint64_t j = 0; j < dim_; ++j) sum[j] += ws * x_[s * dim_ + j];
+        w += ws;
+      }
+      for (uint64_t s : members)
+        for (uint64_t j = 0; j < dim_; ++j) y[s * dim_ + j] = static_cast<float>(sum[j] / w);
+      return;
+    }
+    if (!lc.trainable) {
+      auto& full = row_local_[c];
+      if (full.empty()) full = round_trip(*make_codec(lc.spec, dim_), x_.data(), x_.size() / dim_);
+      for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
+      return;
+    }
+    auto& slice = trained_[{c, lo, hi}];
+    if (slice.empty()) {
+      std::vector<float> rows(members.size() * dim_);
+      for (size_t k = 0; k < members.size(); ++k) std::copy_n(x_.data() + members[k] * dim_, dim_, rows.data() + k * dim_);
+      auto codec = make_codec(lc.spec, dim_);
+      const std::vector<uint64_t> pick = sample_indices(members.size(), opt_.train_rows, opt_.seed);
+      std::vector<float> train(pick.size() * dim_);
+      for (size_t k = 0; k < pick.size(); ++k) std::copy_n(rows.data() + pick[k] * dim_, dim_, train.data() + k * dim_);
+      codec->train(train.data(), pick.size(), opt_.seed);
+      slice = round_trip(*codec, rows.data(), members.size());
+    }
+    for (size_t k = 0; k < members.size(); ++k) std::copy_n(slice.data() + k * dim_, dim_, y + members[k] * dim_);
+  }
+
+ private:
+  std::vector<float> round_trip(const Codec& codec, const float* x, uint64_t n) const {
+    std::vector<uint8_t> codes(n * codec.code_size());
+    std::vector<float> y(n * dim_);
+    EncodeOptions enc;
+    enc.input = "plan sample";
+    codec.encode(x, n, codes.data(), enc);
+    codec.decode(codes.data(), n, y.data());
+    return y;
+  }
+
+  const std::vector<LadderCodec>& ladder_;
+  const std::vector<float>& x_;
+  const std::vector<double>& freq_;
+  uint64_t dim_;
+  const PlanOptions& opt_;
+  std::map<size_t, std::vector<float>> row_local_;
+  std::map<std::tuple<size_t, uint64_t, uint64_t>, std::vector<float>> trained_;
+};
+
+}  // namespace
+
+PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
+  const uint64_t rows = table.rows(), dim = table.dim();
+  if (opt.budget.empty()) EDO_USAGE_FAIL("plan: no budget given (e.g. --budget 'recall@10>=0.98')");
+  if (!opt.freq.empty() && opt.freq.size() != rows)
+    EDO_USAGE_FAIL("plan: {} frequencies for {} rows of {}", opt.freq.size(), rows, table.path());
+  if (rows < 2) EDO_USAGE_FAIL("{}: planning needs at least 2 rows", table.path());
+  PlanResult res;
+  res.rows = rows;
+  res.dim = dim;
+  res.fp32_bytes = rows * dim * 4;
+  res.order = opt.freq.empty() ? "norm" : "frequency";
+  for (Gate g : opt.budget) {
+    if (!opt.freq.empty() && !g.metric.starts_with("w.")) {
+      g.metric = "w." + g.metric;
+      g.expression = fmt::format("{} {} {}", g.metric, gate_op_text(g.op), g.threshold);
+    }
+    res.budget.push_back(g);
+  }
+
+  // The hot order over the whole table; each sample row keeps its position.
+  std::vector<uint64_t> order;
+  if (opt.freq.empty()) {
+    order = hot_order(detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms);
+  } else {
+    order = hot_order(opt.freq);
+  }
+  std::vector<uint64_t> position(rows);
+  for (uint64_t k = 0; k < rows; ++k) position[order[k]] = k;
+  const std::vector<uint64_t> ids = sample_indices(rows, opt.sample_rows, opt.seed);
+  const uint64_t n = ids.size();
+  res.sample_rows = n;
+  std::vector<float> x(n * dim);
+  std::vector<double> sample_freq;
+  std::vector<uint64_t> sample_pos(n);
+  for (uint64_t s = 0; s < n; ++s) {
+    table.read_f32(ids[s], 1, x.data() + s * dim);
+    sample_pos[s] = position[ids[s]];
+    if (!opt.freq.empty()) sample_freq.push_back(opt.freq[ids[s]]);
+  }
+  if (!opt.freq.empty() && !(std::accumulate(sample_freq.begin(), sample_freq.end(), 0.0) > 0))
+    EDO_FAIL("plan: every sampled row has frequency 0; raise --sample-rows");
+
+  const std::vector<LadderCodec> ladder = build_ladder(opt, dim, x.data(), n);
+  std::vector<Candidate> cands = generate(ladder, opt.cuts);
+  const std::vector<double> no_weights;
+  for (Candidate& c : cands) {
+    c.cuts = tier_cuts(c.tiers, order, no_weights);
+    const uint64_t ntiers = c.tiers.size();
+    c.bytes = ntiers > 1 ? rows + (rows + io::kRowMapBlock - 1) / io::kRowMapBlock * ntiers * 8 : 0;
+    for (size_t t = 0; t < ntiers; ++t) {
+      const LadderCodec& lc = ladder[c.codec[t]];
+      const uint64_t b = (c.cuts[t + 1] - c.cuts[t]) * lc.code_size + lc.state_bytes;
+      c.bytes += b;
+      if (c.tiers[t].residency == "gpu") c.gpu_bytes += b;
+    }
+  }
+  res.candidates = cands.size();
+  std::vector<Candidate> eligible;
+  for (Candidate& c : cands) {
+    if ((opt.max_bytes && c.bytes > opt.max_bytes) || (opt.gpu_bytes && c.gpu_bytes > opt.gpu_bytes))
+      ++res.over_cap;
+    else
+      eligible.push_back(std::move(c));
+  }
+  // Cheapest first; with a byte cap, most bytes (most precise) first, since the best under the cap wins.
+  std::stable_sort(eligible.begin(), eligible.end(), [&](const Candidate& a, const Candidate& b) {
+    return opt.max_bytes ? a.bytes > b.bytes : a.bytes < b.bytes;
+  });
+
+  EvalOptions eo;
+  eo.metric = opt.metric;
+  eo.ks = ks_of(res.budget);
+  eo.queries = opt.queries;
+  eo.seed = opt.seed;
+  eo.freq = sample_freq;
+  MatrixTable original("plan sample", x.data(), n, dim);
+  std::vector<float> y(n * dim);
+  SampleCodecs codecs(ladder, x, sample_freq, dim, opt);
+  std::vector<const Candidate*> failed;
+  std::vector<bool> seen(eligible.size(), false);
+  double best_margin = -HUGE_VAL;
+  uint64_t best_bytes = UINT64_MAX;
+  uint64_t done = 0;
+  auto try_candidate = [&](size_t i) {
+    const Candidate& c = eligible[i];
+    seen[i] = true;
+    if (opt.progress) opt.progress(++done, eligible.size());
+    if (std::any_of(failed.begin(), failed.end(), [&](const Candidate* f) { return no_more_precise(c, *f); })) {
+      ++res.dominated;
+      return;
+    }
+    PlanCandidate pc;
+    pc.tiers = c.tiers;
+    pc.bytes = c.bytes;
+    pc.gpu_bytes = c.gpu_bytes;
+    try {
+      std::vector<std::vector<uint64_t>> members(c.tiers.size());
+      for (uint64_t s = 0; s < n; ++s)
+        members[static_cast<size_t>(std::upper_bound(c.cuts.begin(), c.cuts.end(), sample_pos[s]) - c.cuts.begin() - 1)]
+            .push_back(s);
+      for (size_t t = 0; t < c.tiers.size(); ++t) codecs.decode(c.codec[t], c.cuts[t], c.cuts[t + 1], members[t], y.data());
+      MatrixTable decoded("plan candidate", y.data(), n, dim);
+      const EvalResult r = evaluate(original, decoded, eo);
+      const std::vector<GateOutcome> outcomes = check_gates(res.budget, r);
+      pc.evaluated = true;
+      pc.passed = all_passed(outcomes);
+      double margin = HUGE_VAL;
+      for (const GateOutcome& o : outcomes) {
+        pc.metrics.emplace_back(o.gate.metric, o.value);
+        margin = std::min(margin, o.margin);
+      }
+      if (!pc.passed) failed.push_back(&c);
+      const bool better = opt.max_bytes ? margin > best_margin : c.bytes < best_bytes;
+      if (pc.passed && (res.chosen < 0 || better)) {
+        res.chosen = static_cast<int>(res.tried.size());
+        best_margin = margin;
+        best_bytes = c.bytes;
+      }
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::usage) throw;  // a budget naming an unknown metric
+      pc.error = e.what();
+    }
+    res.tried.push_back(std::move(pc));
+  };
+  // Probes: for each codec as the coldest, its most precise candidate. A
+  // probe that fails rules out every plan no more precise than it, which in
+  // practice is most of the plans that end in that codec.
+  if (!opt.max_bytes) {
+    for (size_t last = ladder.size(); last-- > 0;) {
+      std::optional<size_t> probe;
+      for (size_t i = 0; i < eligible.size(); ++i)
+        if (eligible[i].codec.back() == last && (!probe || eligible[i].bytes > eligible[*probe].bytes)) probe = i;
+      if (probe) try_candidate(*probe);
+    }
+  }
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    if (!opt.max_bytes && eligible[i].bytes >= best_bytes) break;  // cheapest first: nothing smaller remains
+    if (!seen[i]) try_candidate(i);
+  }
+  return res;
+}
+
+nlohmann::json plan_config(const PlanResult& plan) {
+  if (plan.chosen < 0) EDO_FAIL("plan: no candidate met the budget");
+  const PlanCandidate& c = plan.tried[static_cast<size_t>(plan.chosen)];
+  nlohmann::json j = plan_to_json(c.tiers);
+  nlohmann::json budget = nlohmann::json::array();
+  for (const Gate& g : plan.budget) budget.push_back(g.expression);
+  nlohmann::json metrics = nlohmann::json::object();
+  for (const auto& [name, value] : c.metrics) metrics[name] = value;
+  j["budget"] = budget;
+  j["estimate"] = {{"bytes", c.bytes},
+                   {"gpu_bytes", c.gpu_bytes},
+                   {"fp32_bytes", plan.fp32_bytes},
+                   {"ratio", static_cast<double>(plan.fp32_bytes) / static_cast<double>(c.bytes)},
+                   {"sample_rows", plan.sample_rows},
+                   {"row_order", plan.order},
+                   {"metrics", metrics}};
+  return j;
+}
+
+nlohmann::json to_json(const PlanResult& plan) {
+  nlohmann::json tried = nlohmann::json::array();
+  for (const PlanCandidate& c : plan.tried) {
+    nlohmann::json specs = nlohmann::json::array();
+    for (const TierSpec& t : c.tiers) specs.push_back(format_tier_spec(t));
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const auto& [name, value] : c.metrics) metrics[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+    nlohmann::json jc = {{"tiers", specs}, {"bytes", c.bytes}, {"gpu_bytes", c.gpu_bytes}, {"passed", c.passed}, {"metrics", metrics}};
+    if (!c.error.empty()) jc["error"] = c.error;
+    tried.push_back(jc);
+  }
+  nlohmann::json budget = nlohmann::json::array();
+  for (const Gate& g : plan.budget) budget.push_back(g.expression);
+  nlohmann::json j = {{"row_order", plan.order}, {"rows", plan.rows}, {"dim", plan.dim}, {"fp32_bytes", plan.fp32_bytes},
+                      {"sample_rows", plan.sample_rows}, {"budget", budget}, {"candidates", plan.candidates},
+                      {"over_cap", plan.over_cap}, {"dominated", plan.dominated}, {"tried", tried}};
+  j["chosen"] = plan.chosen >= 0 ? nlohmann::json(plan.chosen) : nlohmann::json();
+  if (plan.chosen >= 0) j["config"] = plan_config(plan);
+  return j;
+}
+
+std::string to_text(const PlanResult& plan) {
+  std::string budget;
+  for (const Gate& g : plan.budget) budget += (budget.empty() ? "" : ", ") + g.expression;
+  std::string out = fmt::format(
+      "plan: {} candidate plans, rows ordered by {}{}; evaluated on a {}-row seeded sample\n"
+      "  budget: {}\n",
+      plan.candidates, plan.order, plan.order == "norm" ? " (no --freq: row L2 norm is the proxy for access)" : "",
+      plan.sample_rows, budget);
+  out += fmt::format("  {:>3}  {:>12}  {:>6}  {:>6}  {:>10}  {:<4}  {}\n", "#", "bytes", "ratio", "gpu%", "value", "pass", "tiers");
+  const double fp32 = static_cast<double>(plan.fp32_bytes);
+  for (size_t i = 0; i < plan.tried.size(); ++i) {
+    const PlanCandidate& c = plan.tried[i];
+    std::string tiers;
+    for (const TierSpec& t : c.tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
+    const std::string value = c.metrics.empty() ? "-" : fmt::format("{:.4f}", c.metrics.front().second);
+    out += fmt::format("  {:>3}  {:>12}  {:>5.2f}x  {:>5.1f}%  {:>10}  {:<4}  {}{}\n", i + 1, c.bytes,
+                       fp32 / static_cast<double>(c.bytes), 100.0 * static_cast<double>(c.gpu_bytes) / fp32, value,
+                       !c.error.empty() ? "err" : c.passed ? "yes" : "no", tiers,
+                       c.error.empty() ? "" : "  (" + c.error + ")");
+  }
+  out += fmt::format("  skipped: {} no more precise than a plan that failed, {} over the byte caps\n", plan.dominated,
+                     plan.over_cap);
+  if (plan.chosen < 0) {
+    out += "  chosen: none met the budget\n";
+  } else {
+    const PlanCandidate& c = plan.tried[static_cast<size_t>(plan.chosen)];
+    out += fmt::format("  chosen: #{}: {} bytes ({:.2f}x smaller than fp32, GPU part {:.1f}% of fp32)\n", plan.chosen + 1,
+                       c.bytes, fp32 / static_cast<double>(c.bytes), 100.0 * static_cast<double>(c.gpu_bytes) / fp32);
+    for (const TierSpec& t : c.tiers) out += "    --tier " + format_tier_spec(t) + "\n";
+  }
+  return out;
+}
+
+}  // namespace edo

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, builds test/find_package (a
+# separate CMake project using find_package(edo)) against it, and checks that
+# its example_lookup returns the same rows as the in-tree build.
+#   pack_find_package.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
+test -f "$tmp/prefix/include/edo/reader.hpp"
+test -f "$tmp/prefix/lib/cmake/edo/edoConfig.cmake" || test -f "$tmp/prefix/lib64/cmake/edo/edoConfig.cmake"
+if ! cmake -S "$src/test/find_package" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+    -DCMAKE_BUILD_TYPE=Release >"$tmp/configure.log" 2>&1; then
+  cat "$tmp/configure.log"; exit 1
+fi
+if ! cmake --build "$tmp/consumer" -j2 >"$tmp/build.log" 2>&1; then
+  cat "$tmp/build.log"; exit 1
+fi
+
+"$build/edo-pack" "$src/data-samples/glove.6B.50d.10k.npy" -o "$tmp/g.edo" -q \
+  --tier hot:rows=5%:fp16:gpu --tier cold:rest:int8 >/dev/null
+"$tmp/consumer/example_lookup" "$tmp/g.edo" 0 42 9999 >"$tmp/installed.txt"
+"$build/example_lookup" "$tmp/g.edo" 0 42 9999 >"$tmp/in_tree.txt"
+cmp "$tmp/installed.txt" "$tmp/in_tree.txt"
+grep -q '^tier hot: 500 rows, fp16, gpu$' "$tmp/installed.txt"
+test "$(grep -c '^[0-9]*:' "$tmp/installed.txt")" -eq 3
+# An id outside the table is a one-line error, exit 1.
+if "$tmp/consumer/example_lookup" "$tmp/g.edo" 10000 2>"$tmp/err.txt"; then echo "id 10000 accepted"; exit 1; fi
+grep -q 'id 10000' "$tmp/err.txt"
+echo "find_package(edo): ok"

@@ -1,0 +1,179 @@
+// The reader library: one-tier and tiered files, the id policy, hostile
+// row maps, and the GPU lookup (skipped without a GPU).
+#include "test_util.hpp"
+
+#include <edo/device.hpp>
+#include <edo/edo_file.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/rowmap.hpp>
+#include <edo/io/table.hpp>
+#include <edo/pack.hpp>
+#include <edo/random.hpp>
+#include <edo/reader.hpp>
+
+#include <cstring>
+
+using edo::test::error_of;
+
+namespace {
+
+struct Packed {
+  edo::test::TempDir dir;
+  uint64_t rows = 600, dim = 12;
+  std::string path = dir.file("p.edo");
+
+  explicit Packed(std::initializer_list<const char*> tiers) {
+    edo::Rng rng(1);
+    std::vector<float> x(rows * dim);
+    for (auto& v : x) v = static_cast<float>(rng.uniform() - 0.5);
+    auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
+    w->write_f32(x.data(), rows);
+    w->commit();
+    auto table = edo::io::open_table(dir.file("t.npy"));
+    edo::PackOptions opt;
+    for (const char* t : tiers) opt.tiers.push_back(edo::parse_tier_spec(t));
+    opt.freq.resize(rows);
+    for (uint64_t r = 0; r < rows; ++r) opt.freq[r] = static_cast<double>((r * 7919) % rows + 1);
+    edo::pack_to_edo(*table, path, opt);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("reader: a one-tier edo-quantize file reads through the same API") {
+  edo::test::TempDir dir;
+  const uint64_t rows = 300, dim = 10;
+  std::vector<float> x(rows * dim);
+  for (uint64_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 17) - 8.0f;
+  auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
+  w->write_f32(x.data(), rows);
+  w->commit();
+  auto table = edo::io::open_table(dir.file("t.npy"));
+  edo::QuantizeOptions q;
+  q.spec = "fp16";
+  edo::quantize_to_edo(*table, dir.file("q.edo"), q);
+  const edo::Reader r = edo::Reader::open(dir.file("q.edo"));
+  REQUIRE(r.tiers().size() == 1);
+  CHECK(r.tiers()[0].codec == "fp16");
+  std::vector<float> all(rows * dim);
+  r.decode_all(all.data());
+  CHECK(all == x);  // small integers are exact in fp16
+  const int64_t ids[] = {299, 5};
+  std::vector<float> out(2 * dim);
+  r.lookup(ids, 2, out.data());
+  CHECK(std::equal(out.begin(), out.begin() + static_cast<long>(dim), x.begin() + 299 * static_cast<long>(dim)));
+  auto t = edo::EdoTable::open(dir.file("q.edo"));
+  CHECK(t->rows_f32(5, 1)[3] == x[5 * dim + 3]);
+}
+
+TEST_CASE("reader: ids outside the table are an error or the default vector, as asked") {
+  Packed p({"hot:rows=10%:fp32", "cold:rest:int8", "drop:rows=5%:default"});
+  const edo::Reader strict = edo::Reader::open(p.path);
+  std::vector<float> out(3 * p.dim);
+  const int64_t bad[] = {1, 600, 2};
+  const std::string msg = error_of([&] { strict.lookup(bad, 3, out.data()); });
+  CHECK(msg.find("p.edo") != std::string::npos);
+  CHECK(msg.find("id 600") != std::string::npos);
+  const int64_t negative[] = {-1};
+  CHECK(error_of([&] { strict.lookup(negative, 1, out.data()); }).find("id -1") != std::string::npos);
+
+  edo::ReaderOptions lenient;
+  lenient.unknown_ids = edo::UnknownIdPolicy::default_vector;
+  const edo::Reader r = edo::Reader::open(p.path, lenient);
+  r.lookup(bad, 3, out.data());
+  const std::vector<float>& def = r.default_vector();
+  REQUIRE(def.size() == p.dim);
+  CHECK(std::equal(def.begin(), def.end(), out.begin() + static_cast<long>(p.dim)));
+  CHECK(std::any_of(def.begin(), def.end(), [](float v) { return v != 0; }));
+  std::vector<float> one(p.dim);
+  const int64_t id1[] = {1};
+  r.lookup(id1, 1, one.data());
+  CHECK(std::equal(one.begin(), one.end(), out.begin()));
+}
+
+TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of bounds") {
+  Packed p({"a:rows=30%:fp32", "b:rest:int8"});
+  std::string bytes = edo::test::read_bytes(p.path);
+  const edo::io::Container c = edo::io::Container::open(p.path);
+  uint64_t tier_offset = 0, rank_offset = 0;
+  for (const auto& s : c.sections()) {
+    if (s.name == "rowmap/tier") tier_offset = s.offset;
+    if (s.name == "rowmap/rank") rank_offset = s.offset;
+  }
+  REQUIRE(tier_offset > 0);
+  // A tier id beyond the tiers (structure-only open does not read section bytes).
+  std::string hostile = bytes;
+  hostile[tier_offset + 42] = static_cast<char>(7);
+  edo::test::write_bytes(p.dir.file("h1.edo"), hostile);
+  const edo::Reader r1 = edo::Reader::open(p.dir.file("h1.edo"));
+  const int64_t id42[] = {42};
+  std::vector<float> out(p.dim);
+  CHECK(error_of([&] { r1.lookup(id42, 1, out.data()); }).find("corrupt at row 42") != std::string::npos);
+  CHECK(error_of([&] { r1.validate_row_map(); }).find("row 42") != std::string::npos);
+  std::vector<float> all(p.rows * p.dim);
+  CHECK_THROWS_AS(r1.decode_all(all.data()), edo::Error);
+  // Every row of block 1 moved to tier 1: the counts overrun tier b.
+  hostile = bytes;
+  const uint64_t huge = ~uint64_t{0};
+  std::memcpy(hostile.data() + rank_offset + 2 * 8, &huge, 8);
+  edo::test::write_bytes(p.dir.file("h2.edo"), hostile);
+  const edo::Reader r2 = edo::Reader::open(p.dir.file("h2.edo"));
+  const edo::Reader good = edo::Reader::open(p.path);
+  for (int64_t id = 256; id < 300; ++id) {
+    if (good.tier_of(static_cast<uint64_t>(id)) != 0) continue;
+    CHECK_THROWS_AS(r2.lookup(&id, 1, out.data()), edo::Error);
+  }
+  // The section checksums catch both when asked.
+  edo::ReaderOptions verify;
+  verify.verify = edo::io::Verify::all;
+  CHECK_THROWS_AS(edo::Reader::open(p.dir.file("h2.edo"), verify), edo::Error);
+  // Truncated.
+  edo::test::write_bytes(p.dir.file("t.edo"), bytes.substr(0, bytes.size() / 2));
+  CHECK(error_of([&] { edo::Reader::open(p.dir.file("t.edo")); }).find("t.edo") != std::string::npos);
+}
+
+TEST_CASE("reader: row map checkpoints count each tier per 256-row block") {
+  std::vector<uint8_t> tiers(600);
+  for (size_t i = 0; i < tiers.size(); ++i) tiers[i] = static_cast<uint8_t>(i % 3 == 0 ? 1 : 0);
+  const std::vector<uint64_t> rank = edo::io::rowmap_rank(tiers.data(), tiers.size(), 2);
+  REQUIRE(rank.size() == 3 * 2);
+  CHECK(rank[0] == 0);
+  CHECK(rank[1] == 0);
+  CHECK(rank[2] == 170);  // rows 0..255: 86 in tier 1
+  CHECK(rank[3] == 86);
+  const edo::io::RowMap map(tiers.data(), tiers.size(), reinterpret_cast<const uint8_t*>(rank.data()),
+                            rank.size() * 8, 600, {400, 200}, "m");
+  map.validate();
+  CHECK(map.locate(599).tier == 0);
+  CHECK(map.locate(599).index == 399);
+  CHECK(map.locate(597).tier == 1);
+  CHECK(map.locate(597).index == 199);
+  CHECK(error_of([&] { edo::io::RowMap(tiers.data(), 599, reinterpret_cast<const uint8_t*>(rank.data()), 48, 600, {400, 200}, "m"); })
+            .find("599 bytes") != std::string::npos);
+  CHECK(error_of([&] { edo::io::RowMap(tiers.data(), 600, reinterpret_cast<const uint8_t*>(rank.data()), 48, 600, {400, 100}, "m"); })
+            .find("500 rows") != std::string::npos);
+}
+
+TEST_CASE("reader: GPU lookup matches the CPU (skipped without a GPU)") {
+  if (!edo::cuda_available()) {
+    MESSAGE("skipped: no GPU");
+    return;
+  }
+  Packed p({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "cold:rest:pca:4,int8:host", "drop:rows=5%:default"});
+  edo::ReaderOptions opt;
+  opt.device = edo::Device::cuda;
+  opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
+  const edo::Reader r = edo::Reader::open(p.path, opt);
+  CHECK(r.tiers()[0].on_device);
+  CHECK(r.tiers()[1].on_device);
+  CHECK(!r.tiers()[2].on_device);
+  std::vector<int64_t> ids;
+  edo::Rng rng(4);
+  for (int i = 0; i < 5000; ++i) ids.push_back(static_cast<int64_t>(rng.below(p.rows + 10)));
+  std::vector<float> cpu(ids.size() * p.dim), gpu(ids.size() * p.dim);
+  r.lookup(ids.data(), ids.size(), cpu.data());
+  edo::DeviceBuffer out(gpu.size() * sizeof(float));
+  r.lookup_device(ids.data(), ids.size(), out.as<float>());
+  out.download(gpu.data(), out.bytes());
+  CHECK(cpu == gpu);
+}
