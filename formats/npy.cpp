@@ -245,6 +245,12 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
   return h;
 }
 
+void require_npy_table(const NpyHeader& h, const std::string& path) {
+  if (h.shape.size() != 2)
+    EDO_FAIL("{}: expected a 2-D array (rows, dim), got {} dimensions", path, h.shape.size());
+  if (h.shape[0] == 0 || h.shape[1] == 0) EDO_FAIL("{}: empty table ({} x {})", path, h.shape[0], h.shape[1]);
+}
+
 std::string make_npy_header(DType dtype, const std::vector<uint64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -279,12 +285,10 @@ class NpyReader final : public TableReader {
  public:
   NpyReader(const std::string& path, const std::string& display) : TableReader(display, "npy"), file_(path) {
     const NpyHeader h = parse_npy_header(file_.data(), file_.size(), file_.size(), display);
-    if (h.shape.size() != 2)
-      EDO_FAIL("{}: expected a 2-D array (rows, dim), got {} dimensions", display, h.shape.size());
+    require_npy_table(h, display);
     rows_ = h.shape[0];
     dim_ = h.shape[1];
     dtype_ = h.dtype;
-    if (rows_ == 0 || dim_ == 0) EDO_FAIL("{}: empty table ({} x {})", display, rows_, dim_);
     data_offset_ = h.data_offset;
     zero_copy_ = dtype_ == DType::f32 && data_offset_ % alignof(float) == 0;
   }

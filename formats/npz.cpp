@@ -81,12 +81,10 @@ class NpzReader final : public TableReader {
       }
     }
     const NpyHeader h = parse_npy_header(head.data(), head.size(), member_size_, display);
-    if (h.shape.size() != 2)
-      EDO_FAIL("{}: expected a 2-D array (rows, dim), got {} dimensions", display, h.shape.size());
+    require_npy_table(h, display);
     rows_ = h.shape[0];
     dim_ = h.shape[1];
     dtype_ = h.dtype;
-    if (rows_ == 0 || dim_ == 0) EDO_FAIL("{}: empty table ({} x {})", display, rows_, dim_);
     data_offset_ = h.data_offset;
     // The header was read to its end; when it was read short, seek_to() fixes up.
     position_ = head.size();

@@ -27,6 +27,10 @@ inline constexpr uint64_t kMaxNpyHeaderBytes = 1u << 20;
 // Throws edo::Error naming `path` on anything malformed or unsupported.
 NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_size, const std::string& path);
 
+// Checks that a parsed header describes a non-empty 2-D table (rows, dim);
+// throws naming `path` otherwise.
+void require_npy_table(const NpyHeader& h, const std::string& path);
+
 // The header bytes (magic through padding) for a C-order little-endian array.
 std::string make_npy_header(DType dtype, const std::vector<uint64_t>& shape);
 
