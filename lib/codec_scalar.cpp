@@ -223,6 +223,7 @@ class ScalarCodec final : public Codec {
   std::string spec() const override { return spec_; }
   size_t dim() const override { return L_.dim; }
   size_t code_size() const override { return L_.code_size; }
+  const ScalarLayout& layout() const { return L_; }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
     check_finite(x, n, L_.dim, nonfinite_limit(L_.kind), spec_, opt, keeps_nonfinite(L_.kind));
@@ -472,3 +473,12 @@ std::unique_ptr<Codec> make_scalar(const SpecStage& stage, size_t dim, std::uniq
 }
 
 }  // namespace edo::detail
+
+namespace edo {
+
+std::optional<math::ScalarLayout> scalar_layout(const Codec& codec) {
+  if (const auto* scalar = dynamic_cast<const detail::ScalarCodec*>(&codec)) return scalar->layout();
+  return std::nullopt;
+}
+
+}  // namespace edo

@@ -122,43 +122,6 @@ Tier load_tier(const io::Container& c, const io::TierInfo& info, const nlohmann:
   return tier;
 }
 
-#ifdef EDO_HAVE_CUDA
-// The kernel layout of a scalar codec, rebuilt from its canonical spec and
-// checked against the codec's code size; nullopt for every other codec (they
-// are served from host memory). Mirrors make_layout() in codec_scalar.cpp.
-std::optional<math::ScalarLayout> scalar_layout_of(const Codec& codec) {
-  using math::ScalarKind;
-  const std::vector<SpecStage> stages = parse_spec(codec.spec());
-  if (stages.size() != 1) return std::nullopt;
-  const SpecStage& s = stages[0];
-  struct Kind {
-    const char* name;
-    ScalarKind kind;
-    uint32_t bits;
-  };
-  static constexpr Kind kinds[] = {{"fp32", ScalarKind::f32, 32}, {"fp16", ScalarKind::f16, 16},
-                                   {"bf16", ScalarKind::bf16, 16}, {"int8", ScalarKind::int8, 8},
-                                   {"int4", ScalarKind::int4, 4},  {"int2", ScalarKind::int2, 2},
-                                   {"bin", ScalarKind::sign, 1},   {"fp8", ScalarKind::fp8_e4m3, 8}};
-  const Kind* k = nullptr;
-  for (const Kind& c : kinds)
-    if (s.name == c.name) k = &c;
-  if (!k) return std::nullopt;
-  math::ScalarLayout L{};
-  L.kind = k->kind;
-  if (s.name == "fp8" && !s.params.empty() && s.params[0].value == "e5m2") L.kind = ScalarKind::fp8_e5m2;
-  L.dim = static_cast<uint32_t>(codec.dim());
-  L.group = L.dim;
-  for (const SpecParam& p : s.params)
-    if (p.key == "group") L.group = std::min<uint32_t>(L.dim, static_cast<uint32_t>(std::stoul(p.value)));
-  L.groups = (L.dim + L.group - 1) / L.group;
-  L.bits = k->bits;
-  L.header_bytes = math::is_affine(L.kind) ? 8 * L.groups : (L.bits >= 16 ? 0 : 4);
-  L.code_size = L.header_bytes + (L.bits >= 8 ? L.dim * (L.bits / 8) : (L.dim * L.bits + 7) / 8);
-  if (L.code_size != codec.code_size()) return std::nullopt;
-  return L;
-}
-#endif
 
 }  // namespace
 
@@ -343,7 +306,7 @@ void Reader::Impl::upload_gpu_tiers() {
   for (size_t t = 0; t < tiers.size(); ++t) {
     Tier& tier = tiers[t];
     if (tier.stats.residency != "gpu" || !tier.codec) continue;
-    tier.layout = scalar_layout_of(*tier.codec);
+    tier.layout = scalar_layout(*tier.codec);
     if (!tier.layout) continue;
     tier.device_codes = std::make_unique<DeviceBuffer>(std::max<uint64_t>(1, tier.stats.rows * tier.stats.code_size));
     tier.device_codes->upload(tier.codes, tier.stats.rows * tier.stats.code_size);

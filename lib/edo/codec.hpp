@@ -15,11 +15,13 @@
 // row, with its scales stored inline in the row (see codec_math.hpp).
 #pragma once
 
+#include <edo/codec_math.hpp>
 #include <edo/device.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -119,6 +121,10 @@ std::unique_ptr<Codec> make_codec(std::string_view spec, size_t dim);
 size_t code_size(std::string_view spec, size_t dim);
 double bits_per_value(std::string_view spec, size_t dim);  // code_size * 8 / dim
 std::string canonical_spec(std::string_view spec, size_t dim);
+
+// The row layout of a plain scalar codec (fp32 ... bin), for kernels that
+// decode codes in place; nullopt for any other codec (pca chains, PQ, ...).
+std::optional<math::ScalarLayout> scalar_layout(const Codec& codec);
 
 // Largest input dimension any codec accepts.
 inline constexpr size_t kMaxCodecDim = size_t{1} << 24;
