@@ -12,7 +12,8 @@ bin="${EDO_BUILD_DIR:-build}/edo-profile"
 [ -x "$bin" ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
 [ -f "$file" ] || /usr/bin/python3 scripts/bench/make_synthetic.py "$file" "$rows" "$dim"
 bytes=$(stat -c %s "$file")
-echo "file: $file ($bytes bytes), machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+load() { cut -d' ' -f1 /proc/loadavg; }
+echo "file: $file ($bytes bytes), machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load average $(load)"
 cat "$file" > /dev/null  # warm the page cache for both contenders
 
 best() { sort -n | head -1; }
@@ -23,5 +24,6 @@ rss_kb=$(echo "$runs" | awk '{print $2}' | sort -n | tail -1)
 awk -v b="$bytes" -v c="$t_cat" -v e="$t_edo" -v r="$rss_kb" 'BEGIN {
   printf "cat > /dev/null : %6.2f s  %6.2f GB/s\n", c, b / c / 1e9;
   printf "edo-profile     : %6.2f s  %6.2f GB/s  (%.2fx the time of cat)\n", e, b / e / 1e9, e / c;
-  printf "peak RSS        : %6.0f MB\n", r / 1024;
+  printf "peak RSS        : %6.0f MB  (goal < 1000 MB)\n", r / 1024;
 }'
+echo "best of 3 runs each; load average at the end $(load)"
