@@ -111,18 +111,34 @@ float max_abs(const float* x, size_t n) {
   return m;
 }
 
-void floats_to_half(const float* x, size_t n, uint8_t* out) {
+// Magnitude bits of a float (sign cleared): compared with a limit, it tells
+// NaN/Inf (>= 0x7f800000) and values a narrower format overflows.
+inline uint32_t magnitude_bits(float v) { return float_bits(v) & 0x7fffffffu; }
+
+// Converts n floats; returns the largest magnitude bits seen, so the caller
+// checks for NaN/Inf/overflow without a second pass over memory.
+uint32_t floats_to_half(const float* x, size_t n, uint8_t* out) {
   size_t i = 0;
+  uint32_t worst = 0;
 #ifdef __F16C__
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  __m256i worst8 = _mm256_setzero_si256();
   for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 v = _mm256_loadu_ps(x + i);
+    worst8 = _mm256_max_epu32(worst8, _mm256_and_si256(_mm256_castps_si256(v), magnitude));
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
   }
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), worst8);
+  for (uint32_t lane : lanes) worst = std::max(worst, lane);
 #endif
   for (; i < n; ++i) {
+    worst = std::max(worst, magnitude_bits(x[i]));
     const uint16_t h = float_to_half_bits(x[i]);
     std::memcpy(out + 2 * i, &h, 2);
   }
+  return worst;
 }
 
 void half_to_floats(const uint8_t* in, size_t n, float* x) {
@@ -139,11 +155,15 @@ void half_to_floats(const uint8_t* in, size_t n, float* x) {
   }
 }
 
-void floats_to_bf16(const float* x, size_t n, uint8_t* out) {
+uint32_t floats_to_bf16(const float* x, size_t n, uint8_t* out) {
+  uint32_t worst = 0;
   for (size_t i = 0; i < n; ++i) {
+    const uint32_t m = magnitude_bits(x[i]);
+    worst = m > worst ? m : worst;
     const uint16_t b = float_to_bf16_bits(x[i]);
     std::memcpy(out + 2 * i, &b, 2);
   }
+  return worst;
 }
 
 void bf16_to_floats(const uint8_t* in, size_t n, float* x) {
@@ -206,6 +226,20 @@ void parallel_chunks(size_t total, Fn&& fn) {
   }
 }
 
+// True when every value's magnitude bits are below `limit` (0x7f800000:
+// finite). A branch-free max over the bits, so it vectorises.
+bool below_limit(const float* x, size_t n, uint32_t limit) {
+  uint32_t worst = 0;
+#pragma omp simd reduction(max : worst)
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    b &= 0x7fffffffu;
+    worst = b > worst ? b : worst;
+  }
+  return worst < limit;
+}
+
 // Runs fn(r) for every row r < n, rows spread across threads.
 template <class Fn>
 void parallel_rows(size_t n, Fn&& fn) {
@@ -226,11 +260,20 @@ class ScalarCodec final : public Codec {
   const ScalarLayout& layout() const { return L_; }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
+    if (opt.device == Device::cpu && opt.impl == Impl::fast) {
+      // The fast path checks each chunk for NaN/Inf (or overflow) while it is
+      // in cache, instead of a separate pass over memory; on a hit,
+      // check_finite() finds the first offender and throws naming it.
+      const bool passthrough = opt.allow_nonfinite && keeps_nonfinite(L_.kind);
+      const uint32_t limit = passthrough ? 0xffffffffu : nonfinite_limit(L_.kind);
+      if (n > 0 && !encode_fast(x, n, codes, limit))
+        check_finite(x, n, L_.dim, nonfinite_limit(L_.kind), spec_, opt, keeps_nonfinite(L_.kind));
+      return;
+    }
     check_finite(x, n, L_.dim, nonfinite_limit(L_.kind), spec_, opt, keeps_nonfinite(L_.kind));
     if (n == 0) return;
     if (opt.device == Device::cuda) return encode_cuda(x, n, codes);
-    if (opt.impl == Impl::reference) return encode_reference(x, n, codes);
-    encode_fast(x, n, codes);
+    encode_reference(x, n, codes);
   }
 
   void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const override {
@@ -257,56 +300,84 @@ class ScalarCodec final : public Codec {
     }
   }
 
-  void encode_fast(const float* x, size_t n, uint8_t* codes) const {
+  // Returns false (codes undefined) when some value's magnitude bits reach
+  // `limit`: NaN/Inf, or a value the format would overflow.
+  bool encode_fast(const float* x, size_t n, uint8_t* codes, uint32_t limit) const {
     const size_t d = L_.dim;
+    bool ok = true;
     switch (L_.kind) {
-      case ScalarKind::f32: std::memcpy(codes, x, n * d * sizeof(float)); return;
+      case ScalarKind::f32:
       case ScalarKind::f16:
       case ScalarKind::bf16:
         // No header: the whole block is one array of values.
         parallel_chunks(n * d, [&](size_t begin, size_t len) {
-          if (L_.kind == ScalarKind::f16) {
-            floats_to_half(x + begin, len, codes + 2 * begin);
+          uint32_t worst = 0;
+          if (L_.kind == ScalarKind::f32) {
+            worst = below_limit(x + begin, len, limit) ? 0 : limit;
+            std::memcpy(codes + 4 * begin, x + begin, len * sizeof(float));
+          } else if (L_.kind == ScalarKind::f16) {
+            worst = floats_to_half(x + begin, len, codes + 2 * begin);
           } else {
-            floats_to_bf16(x + begin, len, codes + 2 * begin);
+            worst = floats_to_bf16(x + begin, len, codes + 2 * begin);
+          }
+          if (worst >= limit) {
+#pragma omp atomic write
+            ok = false;
           }
         });
-        return;
+        return ok;
       case ScalarKind::fp8_e4m3:
       case ScalarKind::fp8_e5m2: {
         const math::Fp8Format fmt = math::fp8_format(L_.kind);
         parallel_rows(n, [&](size_t r) {
           const float* row = x + r * d;
+          if (!below_limit(row, d, limit)) {
+#pragma omp atomic write
+            ok = false;
+            return;
+          }
           uint8_t* code = codes + r * L_.code_size;
           const float scale = math::fp8_scale(max_abs(row, d), fmt);
           math::store_f32(code, scale);
           for (size_t j = 0; j < d; ++j) code[4 + j] = math::fp8_encode(row[j], scale, fmt);
         });
-        return;
+        return ok;
       }
       case ScalarKind::int8:
       case ScalarKind::int4:
-      case ScalarKind::int2: encode_affine_fast(x, n, codes); return;
+      case ScalarKind::int2: return encode_affine_fast(x, n, codes, limit);
       case ScalarKind::sign: {
         parallel_rows(n, [&](size_t r) {
+          if (!below_limit(x + r * d, d, limit)) {
+#pragma omp atomic write
+            ok = false;
+            return;
+          }
           math::store_f32(codes + r * L_.code_size, math::sign_scale(x + r * d, d));
           pack_signs(x + r * d, d, codes + r * L_.code_size + 4);
         });
-        return;
+        return ok;
       }
     }
+    return ok;
   }
 
-  void encode_affine_fast(const float* x, size_t n, uint8_t* codes) const {
+  bool encode_affine_fast(const float* x, size_t n, uint8_t* codes, uint32_t limit) const {
     const int64_t rows = static_cast<int64_t>(n);
     const uint32_t qmax = math::affine_qmax(L_);
     const float qmaxf = static_cast<float>(qmax);
+    bool ok = true;
 #pragma omp parallel
     {
       std::vector<uint8_t> q(L_.dim);
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
         const float* row = x + static_cast<size_t>(r) * L_.dim;
+        if (!below_limit(row, L_.dim, limit)) {
+#pragma omp atomic write
+          ok = false;
+          continue;
+        }
         uint8_t* code = codes + static_cast<size_t>(r) * L_.code_size;
         uint8_t* out = L_.bits == 8 ? code + L_.header_bytes : q.data();
         for (uint32_t g = 0; g < L_.groups; ++g) {
@@ -326,6 +397,7 @@ class ScalarCodec final : public Codec {
         if (L_.bits != 8) pack_bits(q.data(), L_.dim, L_.bits, code + L_.header_bytes);
       }
     }
+    return ok;
   }
 
   void decode_fast(const uint8_t* codes, size_t n, float* x) const {
