@@ -11,6 +11,7 @@
 
 #include <edo/codec.hpp>
 #include <edo/device.hpp>
+#include <edo/eval.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 
@@ -60,12 +61,16 @@ struct QuantizeReport {
 QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_path, const QuantizeOptions& opt);
 
 // A .edo file read as a table: rows_f32() decodes just the rows asked for.
-class EdoTable final : public io::TableReader {
+class EdoTable final : public io::TableReader, public CodedRows {
  public:
   static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure);
   const float* rows_f32(uint64_t begin, uint64_t count) override;
   const io::Container& container() const { return container_; }
-  const Codec& codec() const { return *codec_; }
+  const Codec& codec() const override { return *codec_; }
+  const uint8_t* codes_of(uint64_t begin, uint64_t count) override {
+    check_range(begin, count);
+    return codes_ + begin * codec_->code_size();
+  }
   uint64_t file_bytes() const { return container_.file_size(); }
 
  private:
