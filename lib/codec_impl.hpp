@@ -43,7 +43,7 @@ size_t pca_output_dim(const SpecStage&, size_t dim);
 // pq and opq (by stage name), rq: codec_pq.cpp.
 std::unique_ptr<Codec> make_pq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_rq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
-inline constexpr uint32_t kRqDefaultBeam = 8;
-inline constexpr uint32_t kRqDefaultRefine = 2;
+inline constexpr uint32_t kRqDefaultBeam = 4;
+inline constexpr uint32_t kRqDefaultRefine = 3;
 
 }  // namespace edo::detail

@@ -52,7 +52,7 @@ Matrix duplicates(size_t rows, size_t dim, size_t distinct) {
 TEST_CASE("pq: specs, sizes and usage errors before any work") {
   CHECK(canonical_spec("pq:m=10", 50) == "pq:m=10,nbits=8");
   CHECK(canonical_spec("opq:m=5,nbits=6", 50) == "opq:m=5,nbits=6");
-  CHECK(canonical_spec("rq:m=4,nbits=8", 50) == "rq:m=4,nbits=8,beam=8,refine=2");
+  CHECK(canonical_spec("rq:m=4,nbits=8", 50) == "rq:m=4,nbits=8,beam=4,refine=3");
   CHECK(canonical_spec("pca:20,pq:m=5,train=edo", 50) == "pca:20,pq:m=5,nbits=8,train=edo");
   CHECK(code_size("pq:m=10", 50) == 10);
   CHECK(code_size("pq:m=25,nbits=4", 50) == 13);  // 100 bits
