@@ -40,5 +40,10 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
 std::unique_ptr<Codec> make_scalar(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 size_t pca_output_dim(const SpecStage&, size_t dim);
+// pq and opq (by stage name), rq: codec_pq.cpp.
+std::unique_ptr<Codec> make_pq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
+std::unique_ptr<Codec> make_rq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
+inline constexpr uint32_t kRqDefaultBeam = 4;
+inline constexpr uint32_t kRqDefaultRefine = 3;
 
 }  // namespace edo::detail

@@ -196,6 +196,13 @@ const float* EdoTable::rows_f32(uint64_t begin, uint64_t count) {
   return buffer_.data();
 }
 
+const uint8_t* EdoTable::codes_of(uint64_t begin, uint64_t count) {
+  check_range(begin, count);
+  const Codec* codec = reader_.single_tier_codec();
+  if (!codec) EDO_FAIL("{}: a tiered file has no single code array", path());
+  return reader_.single_tier_codes() + begin * codec->code_size();
+}
+
 bool is_edo_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   uint8_t magic[8] = {};

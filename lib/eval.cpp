@@ -1,6 +1,7 @@
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/io/table.hpp>
+#include <edo/pq.hpp>
 #include <edo/random.hpp>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 
 namespace edo {
 
@@ -360,6 +362,11 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   const MatrixView queries{query_vectors.data(), query_rows.size(), dim};
   KnnSearch truth_search(queries, ko);
   KnnSearch approx_search(queries, ko);
+  // Asymmetric distance ranking, when the compressed rows are ADC codes.
+  auto* coded = dynamic_cast<CodedRows*>(&compressed);
+  std::unique_ptr<AdcSearch> adc_search;
+  if (coded && coded->codes_codec() && coded->codes_codec()->adc())
+    adc_search = std::make_unique<AdcSearch>(*coded->codes_codec(), queries, ko);
 
   ReconstructionStats stats(rows, opts.freq.empty() ? nullptr : &opts.freq);
   GroupStats group_stats(opts);
@@ -376,6 +383,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
     const float* y = compressed.rows_f32(begin, n);
     truth_search.add(x, n);
     approx_search.add(y, n);
+    if (adc_search) adc_search->add(coded->codes_of(begin, n), y, n);
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
       const uint64_t off = static_cast<uint64_t>(i) * dim;
@@ -397,6 +405,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   std::vector<QueryWeight> set;
   for (uint64_t row : uniform) set.push_back({index_of(row), 1.0});
   report_queries(r, "", set, query_rows, truth, approx, opts);
+  if (adc_search) report_queries(r, "adc.", set, query_rows, truth, adc_search->finish(), opts);
   stats.report(r, dim);
   for (uint32_t g = 0; g < opts.group_names.size() && !opts.groups.empty(); ++g) {
     std::vector<QueryWeight> in_group;

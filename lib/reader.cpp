@@ -347,6 +347,14 @@ ResidencyBytes Reader::residency_bytes() const {
   return b;
 }
 
+const Codec* Reader::single_tier_codec() const {
+  return impl_->identity ? impl_->tiers[0].codec.get() : nullptr;
+}
+
+const uint8_t* Reader::single_tier_codes() const {
+  return impl_->identity && impl_->tiers[0].codec ? impl_->tiers[0].codes : nullptr;
+}
+
 void Reader::lookup(const int64_t* ids, size_t n, float* out) const {
   std::vector<uint32_t> tier(n);
   std::vector<uint64_t> index(n);

@@ -133,8 +133,9 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
     CHECK(std::string(t.description).size() > 10);
     CHECK(find_codec(t.name) == &t);
   }
-  CHECK(names == std::vector<std::string>{"fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2", "bin", "pca"});
-  CHECK(find_codec("pq") == nullptr);
+  CHECK(names == std::vector<std::string>{"fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2", "bin", "pq", "opq",
+                                          "rq", "pca"});
+  CHECK(find_codec("lsq") == nullptr);
   CHECK(find_codec("pca")->trainable);
   CHECK_FALSE(find_codec("int4")->trainable);
 

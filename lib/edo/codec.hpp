@@ -54,6 +54,8 @@ struct NamedBlob {
   std::vector<float> values;
 };
 
+class AdcCodec;
+
 // One instance is one codec configured for one input dimension.
 class Codec {
  public:
@@ -73,6 +75,23 @@ class Codec {
   // Restores what state() returned; throws edo::Error on missing, extra or
   // mis-shaped blobs (they may come from a hostile file).
   virtual void load_state(const std::vector<NamedBlob>& blobs);
+  // Non-null when codes can be scored against a query without decoding
+  // (asymmetric distance computation: the pq family).
+  virtual const AdcCodec* adc() const { return nullptr; }
+};
+
+// Asymmetric distance computation: a query's inner product with a decoded
+// row is a sum of one table entry per sub-code, so a query is scored against
+// codes through a lookup table built once per query. Squared distances and
+// cosines add the decoded rows' norms (see AdcSearch in pq.hpp).
+class AdcCodec {
+ public:
+  virtual ~AdcCodec() = default;
+  virtual size_t adc_table_size() const = 0;  // floats per query
+  // nq queries (dim floats each) -> nq tables.
+  virtual void adc_tables(const float* queries, size_t nq, float* tables) const = 0;
+  // Inner products of one query (its table) with n code rows.
+  virtual void adc_inner_products(const float* table, const uint8_t* codes, size_t n, float* ip) const = 0;
 };
 
 // ---- spec grammar ----------------------------------------------------------------

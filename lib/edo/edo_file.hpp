@@ -11,6 +11,7 @@
 
 #include <edo/codec.hpp>
 #include <edo/device.hpp>
+#include <edo/eval.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 #include <edo/reader.hpp>
@@ -61,14 +62,17 @@ struct QuantizeReport {
 QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_path, const QuantizeOptions& opt);
 
 // Any .edo file (one tier or many) read as a table: rows_f32() decodes just
-// the rows asked for, through the reader library (reader.hpp).
-class EdoTable final : public io::TableReader {
+// the rows asked for, through the reader library (reader.hpp). A one-tier
+// file also hands out its codes (CodedRows), for ADC evaluation.
+class EdoTable final : public io::TableReader, public CodedRows {
  public:
   static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure);
   const float* rows_f32(uint64_t begin, uint64_t count) override;
   const io::Container& container() const { return reader_.container(); }
   const Reader& reader() const { return reader_; }
   uint64_t file_bytes() const { return reader_.file_bytes(); }
+  const Codec* codes_codec() const override { return reader_.single_tier_codec(); }
+  const uint8_t* codes_of(uint64_t begin, uint64_t count) override;
 
  private:
   EdoTable(const std::string& path, Reader reader);

@@ -21,6 +21,22 @@ namespace edo {
 namespace io {
 class TableReader;
 }
+class Codec;
+
+// Optional interface of a compressed table whose rows are one codec's codes
+// (a one-tier .edo). When its codec offers asymmetric distance tables
+// (Codec::adc(), the pq family), evaluate() also ranks the rows by ADC and
+// reports those recalls under "adc." names next to the decoded ones.
+class CodedRows {
+ public:
+  virtual ~CodedRows() = default;
+  // The codec of every row, or null when the rows are not one codec's codes
+  // (a tiered file).
+  virtual const Codec* codes_codec() const = 0;
+  // Code rows [begin, begin + count) (only when codes_codec() is not null);
+  // must not invalidate the pointer the table's last rows_f32() returned.
+  virtual const uint8_t* codes_of(uint64_t begin, uint64_t count) = 0;
+};
 
 struct EvalOptions {
   Metric metric = Metric::l2;
@@ -74,7 +90,9 @@ class EvalResult {
 // table (the asymmetric setting: what a lookup of a full-precision query
 // against compressed storage returns); the query's own row is excluded from
 // both. Same inputs and options give identical numbers whatever the thread
-// count. `original` and `compressed` may be the same reader.
+// count. `original` and `compressed` may be the same reader. A compressed
+// table that is also CodedRows with an ADC codec adds adc.recall@k,
+// adc.1-recall@k and adc.recall_drop@k (uniform queries).
 EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts);
 
 // The query rows evaluate() uses for the uniform sample: opts.query_ids when

@@ -25,6 +25,8 @@
 
 namespace edo {
 
+class Codec;
+
 // What a lookup does with an id outside [0, rows): throw edo::Error naming
 // the file and the id, or return the file's default vector (the vector of
 // its `default` tier when it has one, else all zeros).
@@ -72,6 +74,10 @@ class Reader {
   uint64_t file_bytes() const;
   const std::vector<float>& default_vector() const;  // dim floats
   const io::Container& container() const;
+  // For a file whose one tier holds every row in order: its codec and its
+  // code rows (row i at i * code_size). Null otherwise, or for a default tier.
+  const Codec* single_tier_codec() const;
+  const uint8_t* single_tier_codes() const;
 
   // Rows `ids[0..n)` as fp32 into `out` (n * dim floats, row i at out + i*dim).
   // Multithreaded (OpenMP) for large batches; decodes only those rows.

@@ -1,0 +1,288 @@
+// PQ encode, decode and k-means (pq.hpp): BLAS narrows, pq_sub_distance
+// decides, so the CPU, the GPU and any thread count give the same codes.
+#include <edo/error.hpp>
+#include <edo/pq.hpp>
+#include <edo/random.hpp>
+
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/pq.cuh>
+#endif
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace edo {
+namespace {
+
+constexpr size_t kAssignBlock = 4096;  // rows per distance-product block
+
+// assign[r * g.m + j] = nearest centroid of sub-space j for row r. x has
+// `stride` floats a row and sub-space j reads its columns in place.
+void assign_cpu(const math::PqGeometry& g, const float* codebooks, const float* x, size_t n, size_t stride,
+                uint32_t* assign) {
+  const size_t ksub = g.ksub, dsub = g.dsub;
+  std::vector<float> sub(kAssignBlock * dsub), dots(kAssignBlock * ksub);
+  std::vector<float> cnorm(ksub);
+  for (uint32_t j = 0; j < g.m; ++j) {
+    const uint32_t begin = math::pq_sub_begin(g, j), w = math::pq_sub_width(g, j);
+    const float* cb = codebooks + static_cast<size_t>(j) * ksub * dsub;
+    float cmax = 0;
+    for (size_t k = 0; k < ksub; ++k) {
+      double s = 0;
+      for (uint32_t t = 0; t < w; ++t) s += static_cast<double>(cb[k * dsub + t]) * cb[k * dsub + t];
+      cnorm[k] = static_cast<float>(s);
+      cmax = std::max(cmax, cnorm[k]);
+    }
+    for (size_t r0 = 0; r0 < n; r0 += kAssignBlock) {
+      const size_t bn = std::min(kAssignBlock, n - r0);
+      for (size_t r = 0; r < bn; ++r) {
+        std::memcpy(sub.data() + r * dsub, x + (r0 + r) * stride + begin, w * sizeof(float));
+        std::fill(sub.data() + r * dsub + w, sub.data() + (r + 1) * dsub, 0.0f);
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(bn), static_cast<int>(ksub),
+                  static_cast<int>(dsub), 1.0f, sub.data(), static_cast<int>(dsub), cb, static_cast<int>(dsub), 0.0f,
+                  dots.data(), static_cast<int>(ksub));
+#pragma omp parallel for schedule(static)
+      for (int64_t ri = 0; ri < static_cast<int64_t>(bn); ++ri) {
+        const size_t r = static_cast<size_t>(ri);
+        const float* xs = sub.data() + r * dsub;
+        const float* dr = dots.data() + r * ksub;
+        float xnorm = 0;
+        for (uint32_t t = 0; t < w; ++t) xnorm += xs[t] * xs[t];
+        float best = std::numeric_limits<float>::infinity();
+        for (size_t k = 0; k < ksub; ++k) best = std::min(best, cnorm[k] - 2.0f * dr[k]);
+        // Bound on the float error of |c|^2 - 2 x.c (a sum of dsub + 1
+        // products each side), with room to spare: every centroid within it
+        // of the best is rescored exactly.
+        const float margin = 8.0f * static_cast<float>(dsub + 4) * FLT_EPSILON * (xnorm + cmax) + FLT_MIN;
+        uint32_t best_k = 0;
+        double best_d = std::numeric_limits<double>::infinity();
+        for (size_t k = 0; k < ksub; ++k) {
+          if (cnorm[k] - 2.0f * dr[k] > best + margin) continue;
+          const double d = math::pq_sub_distance(xs, cb + k * dsub, w);
+          if (d < best_d) {
+            best_d = d;
+            best_k = static_cast<uint32_t>(k);
+          }
+        }
+        assign[(r0 + r) * g.m + j] = best_k;
+      }
+    }
+  }
+}
+
+void pack_codes(const math::PqGeometry& g, const uint32_t* assign, size_t n, uint8_t* codes) {
+  std::memset(codes, 0, n * g.code_size);
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+    const size_t r = static_cast<size_t>(ri);
+    for (uint32_t j = 0; j < g.m; ++j) math::pq_put_code(codes + r * g.code_size, j, g.nbits, assign[r * g.m + j]);
+  }
+}
+
+void check_gpu_build(Device device) {
+  require_device(device);
+#ifndef EDO_HAVE_CUDA
+  EDO_FAIL("edo was built without CUDA");
+#endif
+}
+
+}  // namespace
+
+void pq_encode(const math::PqGeometry& g, const float* codebooks, const float* x, size_t n, uint8_t* codes,
+               Device device) {
+  if (n == 0) return;
+  if (device == Device::cuda) {
+    check_gpu_build(device);
+#ifdef EDO_HAVE_CUDA
+    const size_t cb_bytes = static_cast<size_t>(g.m) * g.ksub * g.dsub * sizeof(float);
+    DeviceBuffer dx(n * g.dim * sizeof(float)), dcb(cb_bytes), da(n * g.m * sizeof(uint32_t)),
+        dc(n * g.code_size);
+    dx.upload(x, dx.bytes());
+    dcb.upload(codebooks, cb_bytes);
+    cuda::pq_assign(g, dcb.as<float>(), dx.as<float>(), n, da.as<uint32_t>());
+    cuda::pq_pack(g, da.as<uint32_t>(), n, dc.as<uint8_t>());
+    check_cuda_launch("pq_encode");
+    dc.download(codes, dc.bytes());
+#endif
+    return;
+  }
+  std::vector<uint32_t> assign(n * g.m);
+  assign_cpu(g, codebooks, x, n, g.dim, assign.data());
+  pack_codes(g, assign.data(), n, codes);
+}
+
+void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t* codes, size_t n, float* x,
+               Device device) {
+  if (n == 0) return;
+  if (device == Device::cuda) {
+    check_gpu_build(device);
+#ifdef EDO_HAVE_CUDA
+    const size_t cb_bytes = static_cast<size_t>(g.m) * g.ksub * g.dsub * sizeof(float);
+    DeviceBuffer dc(n * g.code_size), dcb(cb_bytes), dx(n * g.dim * sizeof(float));
+    dc.upload(codes, dc.bytes());
+    dcb.upload(codebooks, cb_bytes);
+    cuda::pq_decode(g, dcb.as<float>(), dc.as<uint8_t>(), n, dx.as<float>());
+    check_cuda_launch("pq_decode");
+    dx.download(x, dx.bytes());
+#endif
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+    const size_t r = static_cast<size_t>(ri);
+    const uint8_t* code = codes + r * g.code_size;
+    for (uint32_t j = 0; j < g.m; ++j) {
+      const uint32_t c = math::pq_get_code(code, j, g.nbits);
+      const float* cent = codebooks + (static_cast<size_t>(j) * g.ksub + c) * g.dsub;
+      std::memcpy(x + r * g.dim + math::pq_sub_begin(g, j), cent, math::pq_sub_width(g, j) * sizeof(float));
+    }
+  }
+}
+
+std::vector<float> pq_pad_rows(const math::PqGeometry& g, const float* x, size_t n) {
+  const size_t padded = static_cast<size_t>(g.m) * g.dsub;
+  std::vector<float> out(n * padded, 0.0f);
+  for (size_t r = 0; r < n; ++r) {
+    for (uint32_t j = 0; j < g.m; ++j) {
+      std::memcpy(out.data() + r * padded + static_cast<size_t>(j) * g.dsub, x + r * g.dim + math::pq_sub_begin(g, j),
+                  math::pq_sub_width(g, j) * sizeof(float));
+    }
+  }
+  return out;
+}
+
+void nearest_centroids(const float* x, size_t n, size_t d, const float* centroids, size_t k, uint32_t* assign,
+                       Device device) {
+  // One sub-space spanning all d columns, with k centroids.
+  const math::PqGeometry g{static_cast<uint32_t>(d), 1, 0, static_cast<uint32_t>(k), static_cast<uint32_t>(d), 0};
+  if (device == Device::cuda) {
+    check_gpu_build(device);
+#ifdef EDO_HAVE_CUDA
+    DeviceBuffer dx(n * d * sizeof(float)), dcb(k * d * sizeof(float)), da(n * sizeof(uint32_t));
+    dx.upload(x, dx.bytes());
+    dcb.upload(centroids, dcb.bytes());
+    cuda::pq_assign(g, dcb.as<float>(), dx.as<float>(), n, da.as<uint32_t>());
+    check_cuda_launch("nearest_centroids");
+    da.download(assign, da.bytes());
+#endif
+    return;
+  }
+  assign_cpu(g, centroids, x, n, d, assign);
+}
+
+// ---- k-means ----------------------------------------------------------------------
+
+namespace {
+
+double row_distance(const float* a, const float* b, size_t d) {
+  return math::pq_sub_distance(a, b, static_cast<uint32_t>(d));
+}
+
+// k-means++: each next centroid is a row drawn with probability proportional
+// to its squared distance to the nearest centroid so far.
+std::vector<float> kmeanspp_seed(const float* x, size_t n, size_t d, size_t k, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> c(k * d);
+  std::vector<double> nearest(n, std::numeric_limits<double>::infinity());
+  size_t pick = rng.below(n);
+  for (size_t i = 0; i < k; ++i) {
+    std::memcpy(c.data() + i * d, x + pick * d, d * sizeof(float));
+    if (i + 1 == k) break;
+    // Sequential: n * k * d is small next to the Lloyd iterations, and many
+    // short parallel regions cost more than they save on a busy machine.
+    double sum = 0;
+    for (size_t r = 0; r < n; ++r) {
+      nearest[r] = std::min(nearest[r], row_distance(x + r * d, c.data() + i * d, d));
+      sum += nearest[r];
+    }
+    if (!(sum > 0)) {
+      pick = rng.below(n);  // every row coincides with a centroid: duplicates only
+      continue;
+    }
+    const double goal = rng.uniform() * sum;
+    double run = 0;
+    pick = n - 1;
+    for (size_t r = 0; r < n; ++r) {
+      run += nearest[r];
+      if (run > goal && nearest[r] > 0) {
+        pick = r;
+        break;
+      }
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<float> kmeans(const float* x, size_t n, size_t d, size_t k, const KmeansOptions& opt) {
+  if (k == 0 || n < k) EDO_FAIL("k-means: {} rows cannot train {} centroids", n, k);
+  std::vector<float> c = kmeanspp_seed(x, n, d, k, opt.seed);
+  std::vector<uint32_t> assign(n), previous;
+  std::vector<double> sums(k * d), far(n);
+  std::vector<size_t> counts(k);
+  for (size_t it = 0; it < opt.iterations; ++it) {
+    nearest_centroids(x, n, d, c.data(), k, assign.data(), opt.device);
+    if (assign == previous) break;
+    std::fill(sums.begin(), sums.end(), 0.0);
+    std::fill(counts.begin(), counts.end(), 0);
+    for (size_t r = 0; r < n; ++r) {
+      const uint32_t a = assign[r];
+      ++counts[a];
+      for (size_t t = 0; t < d; ++t) sums[a * d + t] += x[r * d + t];
+    }
+    for (size_t r = 0; r < n; ++r) far[r] = row_distance(x + r * d, c.data() + assign[r] * d, d);
+    // An empty cluster restarts at the row worst served by a cluster that
+    // can spare it (lowest id on ties); rows equal to their centroid are
+    // never taken, so duplicates cannot empty another cluster.
+    for (size_t e = 0; e < k; ++e) {
+      if (counts[e] > 0) continue;
+      size_t take = n;
+      for (size_t r = 0; r < n; ++r) {
+        if (counts[assign[r]] > 1 && far[r] > 0 && (take == n || far[r] > far[take])) take = r;
+      }
+      if (take == n) continue;  // fewer distinct rows than centroids: keep the seed centroid
+      const uint32_t from = assign[take];
+      for (size_t t = 0; t < d; ++t) {
+        sums[from * d + t] -= x[take * d + t];
+        sums[e * d + t] = x[take * d + t];
+      }
+      --counts[from];
+      counts[e] = 1;
+      assign[take] = static_cast<uint32_t>(e);
+      far[take] = 0;
+    }
+    for (size_t a = 0; a < k; ++a) {
+      if (counts[a] == 0) continue;
+      for (size_t t = 0; t < d; ++t) c[a * d + t] = static_cast<float>(sums[a * d + t] / static_cast<double>(counts[a]));
+    }
+    previous = assign;
+  }
+  return c;
+}
+
+std::vector<float> train_pq_codebooks(const math::PqGeometry& g, const float* x, size_t n, const KmeansOptions& opt) {
+  std::vector<float> codebooks(static_cast<size_t>(g.m) * g.ksub * g.dsub, 0.0f);
+  std::vector<float> sub;
+  for (uint32_t j = 0; j < g.m; ++j) {
+    const uint32_t begin = math::pq_sub_begin(g, j), w = math::pq_sub_width(g, j);
+    sub.resize(n * w);
+    for (size_t r = 0; r < n; ++r) std::memcpy(sub.data() + r * w, x + r * g.dim + begin, w * sizeof(float));
+    KmeansOptions o = opt;
+    o.seed = opt.seed ^ (0x9e3779b97f4a7c15ull * (j + 1));
+    const std::vector<float> c = kmeans(sub.data(), n, w, g.ksub, o);
+    for (size_t k = 0; k < g.ksub; ++k) {
+      std::memcpy(codebooks.data() + (static_cast<size_t>(j) * g.ksub + k) * g.dsub, c.data() + k * w,
+                  w * sizeof(float));
+    }
+  }
+  return codebooks;
+}
+
+}  // namespace edo

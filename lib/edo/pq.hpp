@@ -1,0 +1,82 @@
+// Product quantization building blocks shared by the pq, opq and rq codecs
+// (docs/FORMAT.md, "Codec payloads: pq, opq, rq"): our own encoder, decoder
+// and k-means over FAISS-compatible codebooks, on the CPU or a GPU.
+//
+// Codebooks are (m, ksub, dsub) float32, row-major, in the geometry of
+// pq_math.hpp. Given the same codebooks, every path returns the same codes:
+// the CPU narrows candidates with BLAS distance products, then decides among
+// the near-best with math::pq_sub_distance (the function the GPU kernel runs
+// on every centroid), ties to the lower id.
+#pragma once
+
+#include <edo/codec.hpp>
+#include <edo/device.hpp>
+#include <edo/knn.hpp>
+#include <edo/pq_math.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace edo {
+
+// n rows of g.dim floats -> n * g.code_size bytes.
+void pq_encode(const math::PqGeometry& g, const float* codebooks, const float* x, size_t n, uint8_t* codes,
+               Device device = Device::cpu);
+// n code rows -> n rows of g.dim floats (a codebook gather; exact on every device).
+void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t* codes, size_t n, float* x,
+               Device device = Device::cpu);
+
+// Rows of g.dim columns rearranged into the padded layout (n x m*dsub), as
+// FAISS's ProductQuantizer sees them.
+std::vector<float> pq_pad_rows(const math::PqGeometry& g, const float* x, size_t n);
+
+// Nearest of k centroids (k x d) for each of n rows (n x d), by
+// math::pq_sub_distance, ties to the lower id: the k-means assignment step.
+void nearest_centroids(const float* x, size_t n, size_t d, const float* centroids, size_t k, uint32_t* assign,
+                       Device device = Device::cpu);
+
+struct KmeansOptions {
+  size_t iterations = 25;
+  uint64_t seed = 0;
+  Device device = Device::cpu;  // where the assignment step runs
+};
+
+// Lloyd's k-means of n rows (n x d) into k centroids (k x d): k-means++
+// seeding from `seed`, assignment by nearest_centroids, update by sums in
+// row order (double), so the result is the same bits on the CPU and a GPU
+// and for any thread count. An empty cluster takes the row farthest from
+// its centroid (lowest row id on ties), so duplicate-heavy data never leaves
+// a NaN or an unused centroid while distinct rows remain. Needs n >= k.
+std::vector<float> kmeans(const float* x, size_t n, size_t d, size_t k, const KmeansOptions& opt);
+
+// Per-sub-space k-means over the padded rows: an edo-trained codebook
+// (m, ksub, dsub) for the geometry. Needs n >= g.ksub.
+std::vector<float> train_pq_codebooks(const math::PqGeometry& g, const float* x, size_t n, const KmeansOptions& opt);
+
+// ---- asymmetric distance search ------------------------------------------------------
+
+// Exact k-NN of full-precision queries over PQ-family codes, scored through
+// per-query inner-product lookup tables (AdcCodec) and the decoded rows'
+// squared norms. Same ranking rules, score definitions and -1/NaN padding as
+// knn.hpp; rows are added in blocks, in order.
+class AdcSearch {
+ public:
+  // `codec` must offer adc() (usage error otherwise).
+  AdcSearch(const Codec& codec, MatrixView queries, const KnnOptions& opts);
+  // `codes`: count rows of the codec's code_size; `decoded`: the same rows
+  // decoded (count x dim), for their norms.
+  void add(const uint8_t* codes, const float* decoded, uint64_t count);
+  KnnResult finish();
+
+ private:
+  const AdcCodec& adc_;
+  KnnOptions opts_;
+  uint64_t nq_, dim_, next_row_ = 0;
+  std::vector<float> tables_, query_norms_;
+  std::vector<std::vector<std::pair<float, int64_t>>> heaps_;  // per query: (key, id), worst on top
+  std::vector<float> ip_;
+};
+
+}  // namespace edo

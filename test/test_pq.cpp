@@ -1,0 +1,399 @@
+// Product quantization: pq, opq, rq codecs, edo's encoder against FAISS,
+// bit packing, state, determinism, k-means and asymmetric distance search.
+#include "test_codecs_util.hpp"
+
+#include <edo/edo_file.hpp>
+#include <edo/eval.hpp>
+#include <edo/pq.hpp>
+#include <edo/random.hpp>
+
+#include <faiss/impl/ProductQuantizer.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+using namespace edo;
+using edo::test::Matrix;
+
+namespace {
+
+std::string usage_error_of(const std::string& spec, size_t dim) {
+  try {
+    make_codec(spec, dim);
+  } catch (const Error& e) {
+    CHECK(e.code() == ExitCode::usage);
+    return e.what();
+  }
+  FAIL("expected a usage error for " << spec);
+  return {};
+}
+
+std::unique_ptr<Codec> trained(const std::string& spec, const Matrix& m, uint64_t seed = 7) {
+  auto c = make_codec(spec, m.dim);
+  c->train(m.values.data(), m.rows, seed);
+  return c;
+}
+
+std::vector<NamedBlob> state_of(const Codec& c) { return c.state(); }
+
+Matrix duplicates(size_t rows, size_t dim, size_t distinct) {
+  Matrix m;
+  m.rows = rows;
+  m.dim = dim;
+  m.values.resize(rows * dim);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < dim; ++j) m.values[r * dim + j] = static_cast<float>((r % distinct) * 3 + j % 5) - 4.0f;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("pq: specs, sizes and usage errors before any work") {
+  CHECK(canonical_spec("pq:m=10", 50) == "pq:m=10,nbits=8");
+  CHECK(canonical_spec("opq:m=5,nbits=6", 50) == "opq:m=5,nbits=6");
+  CHECK(canonical_spec("rq:m=4,nbits=8", 50) == "rq:m=4,nbits=8,beam=4,refine=3");
+  CHECK(canonical_spec("pca:20,pq:m=5,train=edo", 50) == "pca:20,pq:m=5,nbits=8,train=edo");
+  CHECK(code_size("pq:m=10", 50) == 10);
+  CHECK(code_size("pq:m=25,nbits=4", 50) == 13);  // 100 bits
+  CHECK(code_size("pq:m=10,nbits=5", 50) == 7);   // 50 bits
+  CHECK(code_size("rq:m=10,nbits=6", 128) == 8);
+  CHECK(code_size("pca:32,pq:m=8", 128) == 8);
+  CHECK(make_codec("pq:m=7", 50)->needs_training());
+
+  CHECK(usage_error_of("pq", 50).find("needs m=M") != std::string::npos);
+  CHECK(usage_error_of("pq:m=51", 50).find("more sub-spaces than the 50 input dimensions") != std::string::npos);
+  CHECK(usage_error_of("pq:m=10,nbits=3", 50).find("nbits=3 is out of range") != std::string::npos);
+  CHECK(usage_error_of("pq:m=10,nbits=9", 50).find("nbits=9 is out of range") != std::string::npos);
+  CHECK(usage_error_of("opq:m=60", 50).find("m=60") != std::string::npos);
+  CHECK(usage_error_of("rq:nbits=8", 50).find("needs m=M") != std::string::npos);
+  CHECK(usage_error_of("rq:m=4,nbits=12", 50).find("out of range") != std::string::npos);
+  CHECK(usage_error_of("rq:m=4,beam=0", 50).find("beam '0'") != std::string::npos);
+  CHECK(usage_error_of("pq:m=4,train=magic", 50).find("train=magic") != std::string::npos);
+  CHECK(usage_error_of("pq:m=4,beam=2", 50).find("unknown parameter 'beam'") != std::string::npos);
+  CHECK(usage_error_of("pca:10,pq:m=11", 50).find("more sub-spaces than the 10") != std::string::npos);
+}
+
+TEST_CASE("pq: fewer training rows than centroids is a runtime error naming the sample") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 200);
+  for (const std::string spec : {"pq:m=10", "opq:m=5", "rq:m=2,nbits=8"}) {
+    CAPTURE(spec);
+    auto c = make_codec(spec, 50);
+    try {
+      c->train(glove.values.data(), glove.rows, 1);
+      FAIL("expected an error");
+    } catch (const Error& e) {
+      CHECK(e.code() == ExitCode::runtime);
+      CHECK(std::string(e.what()).find("training sample has 200 rows, fewer than the 256 centroids") !=
+            std::string::npos);
+    }
+  }
+  // nbits=7 needs 128 rows: 200 is enough.
+  CHECK_NOTHROW(trained("pq:m=10,nbits=7", glove));
+}
+
+TEST_CASE("pq: bit packing is LSB-first across bytes, as FAISS packs it") {
+  uint8_t row[3] = {0, 0, 0};
+  math::pq_put_code(row, 0, 4, 0x3);
+  math::pq_put_code(row, 1, 4, 0xA);
+  CHECK(row[0] == 0xA3);
+  uint8_t row5[2] = {0, 0};
+  math::pq_put_code(row5, 0, 5, 1);
+  math::pq_put_code(row5, 1, 5, 2);
+  math::pq_put_code(row5, 2, 5, 3);
+  CHECK(row5[0] == 0x41);  // 1 | 2 << 5 | 3 << 10 = 0x0c41
+  CHECK(row5[1] == 0x0c);
+  Rng rng(5);
+  for (uint32_t nbits = 4; nbits <= 8; ++nbits) {
+    const math::PqGeometry g = math::pq_geometry(50, 13, nbits);
+    std::vector<uint32_t> values(g.m);
+    std::vector<uint8_t> code(g.code_size, 0);
+    for (uint32_t j = 0; j < g.m; ++j) {
+      values[j] = static_cast<uint32_t>(rng.below(g.ksub));
+      math::pq_put_code(code.data(), j, nbits, values[j]);
+    }
+    for (uint32_t j = 0; j < g.m; ++j) CHECK(math::pq_get_code(code.data(), j, nbits) == values[j]);
+    // FAISS's encoder writes the same bytes.
+    std::vector<uint8_t> theirs(g.code_size, 0);
+    {
+      faiss::PQEncoderGeneric enc(theirs.data(), static_cast<int>(nbits));
+      for (uint32_t j = 0; j < g.m; ++j) enc.encode(values[j]);
+    }  // the destructor flushes the last partial byte
+    CHECK(code == theirs);
+  }
+  // Balanced sub-space widths: 50 over 12 = two of 5, ten of 4.
+  const math::PqGeometry g = math::pq_geometry(50, 12, 8);
+  CHECK(g.dsub == 5);
+  CHECK(math::pq_sub_width(g, 0) == 5);
+  CHECK(math::pq_sub_width(g, 2) == 4);
+  CHECK(math::pq_sub_begin(g, 2) == 10);
+  CHECK(math::pq_sub_begin(g, 11) + math::pq_sub_width(g, 11) == 50);
+  for (uint32_t col = 0; col < 50; ++col) {
+    const uint32_t j = math::pq_sub_of_column(g, col);
+    CHECK(col >= math::pq_sub_begin(g, j));
+    CHECK(col < math::pq_sub_begin(g, j) + math::pq_sub_width(g, j));
+  }
+}
+
+TEST_CASE("pq: edo's encoder equals FAISS compute_codes on the same codebooks") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 4000);
+  const Matrix bigann = test::load_shared("bigann10k_base.npy", 3000);
+  struct Case {
+    const Matrix* data;
+    uint32_t m, nbits;
+  };
+  for (const Case& c : {Case{&glove, 10, 8}, Case{&glove, 25, 4}, Case{&glove, 12, 6}, Case{&bigann, 16, 8},
+                        Case{&bigann, 8, 5}}) {
+    const math::PqGeometry g = math::pq_geometry(static_cast<uint32_t>(c.data->dim), c.m, c.nbits);
+    CAPTURE(c.data->dim);
+    CAPTURE(c.m);
+    CAPTURE(c.nbits);
+    const std::vector<float> padded = pq_pad_rows(g, c.data->values.data(), c.data->rows);
+    faiss::ProductQuantizer fpq(static_cast<size_t>(g.m) * g.dsub, g.m, g.nbits);
+    fpq.cp.niter = 8;
+    fpq.cp.min_points_per_centroid = 1;
+    fpq.verbose = false;
+    fpq.train(c.data->rows, padded.data());
+    std::vector<uint8_t> theirs(c.data->rows * g.code_size);
+    fpq.compute_codes(padded.data(), theirs.data(), c.data->rows);
+
+    auto codec = make_codec(fmt::format("pq:m={},nbits={}", c.m, c.nbits), c.data->dim);
+    codec->load_state({{"pq.codebooks", {g.m, g.ksub, g.dsub}, fpq.centroids}});
+    const std::vector<uint8_t> ours = test::encode_all(*codec, *c.data);
+    // FAISS sums distances in float: a difference is allowed only where the
+    // two centroids are equally near to float precision.
+    size_t differ = 0;
+    for (size_t r = 0; r < c.data->rows; ++r) {
+      for (uint32_t j = 0; j < g.m; ++j) {
+        const uint32_t a = math::pq_get_code(ours.data() + r * g.code_size, j, g.nbits);
+        const uint32_t b = math::pq_get_code(theirs.data() + r * g.code_size, j, g.nbits);
+        if (a == b) continue;
+        ++differ;
+        const float* xs = c.data->row(r) + math::pq_sub_begin(g, j);
+        const uint32_t w = math::pq_sub_width(g, j);
+        const double da = math::pq_sub_distance(xs, fpq.get_centroids(j, a), w);
+        const double db = math::pq_sub_distance(xs, fpq.get_centroids(j, b), w);
+        CHECK(da <= db);
+        CHECK(db - da <= 1e-5 * (db + 1e-6));
+      }
+    }
+    CHECK(differ * 1000 <= c.data->rows * g.m);  // near-ties are rare
+    // And FAISS decodes our codes to the same vectors we do.
+    std::vector<float> fdec(c.data->rows * g.m * g.dsub);
+    fpq.decode(ours.data(), fdec.data(), c.data->rows);
+    const std::vector<float> odec = test::decode_all(*codec, ours, c.data->rows);
+    CHECK(test::same_bits(pq_pad_rows(g, odec.data(), c.data->rows), fdec));
+  }
+}
+
+TEST_CASE("pq: round trips on GloVe and BIGANN within error bounds, state restores without training") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
+  const Matrix bigann = test::load_shared("bigann10k_base.npy", 2000);
+  struct Case {
+    const Matrix* data;
+    std::string spec;
+    double max_rel;  // relative Frobenius error bound
+  };
+  // Bounds sit above the measured errors (GloVe pq:m=25 ~0.22, m=10 ~0.42;
+  // BIGANN m=16 ~0.19) with a margin for seeds, below what would signal a bug.
+  for (const Case& c : {Case{&glove, "pq:m=25", 0.30}, Case{&glove, "pq:m=10", 0.50}, Case{&glove, "pq:m=12,nbits=6", 0.55},
+                        Case{&glove, "opq:m=10,nbits=6", 0.55}, Case{&glove, "rq:m=4,nbits=6,beam=2,refine=1", 0.70},
+                        Case{&glove, "pca:20,pq:m=10,nbits=6", 0.70}, Case{&glove, "pq:m=10,nbits=6,train=edo", 0.55},
+                        Case{&bigann, "pq:m=16", 0.30}, Case{&bigann, "opq:m=16,nbits=5", 0.45}}) {
+    CAPTURE(c.spec);
+    auto codec = trained(c.spec, *c.data);
+    const auto codes = test::encode_all(*codec, *c.data);
+    const auto dec = test::decode_all(*codec, codes, c.data->rows);
+    const double rel = test::relative_frobenius_error(c.data->values, dec);
+    MESSAGE(c.spec << " rel error " << rel);
+    CHECK(rel < c.max_rel);
+    CHECK(rel > 0.01);
+
+    auto restored = make_codec(c.spec, c.data->dim);
+    restored->load_state(codec->state());
+    CHECK(restored->spec() == codec->spec());
+    CHECK(test::same_bits(test::decode_all(*restored, codes, c.data->rows), dec));
+    CHECK(test::encode_all(*restored, *c.data) == codes);
+  }
+}
+
+TEST_CASE("pq: hostile or mismatched state is refused with the blob named") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 600);
+  auto pq = trained("opq:m=5", glove);
+  const std::vector<NamedBlob> good = state_of(*pq);
+  auto fresh = [] { return make_codec("opq:m=5", 50); };
+  {
+    auto s = good;
+    s[0].shape = {5, 256, 9};
+    CHECK(test::error_of([&] { fresh()->load_state(s); }).find("'pq.codebooks' has shape (5, 256, 9)") !=
+          std::string::npos);
+  }
+  {
+    auto s = good;
+    s[1].values[17] = std::nanf("");
+    CHECK(test::error_of([&] { fresh()->load_state(s); }).find("'opq.rotation' value 17 is not finite") !=
+          std::string::npos);
+  }
+  {
+    auto s = good;
+    s[0].values.pop_back();
+    CHECK(test::error_of([&] { fresh()->load_state(s); }).find("holds") != std::string::npos);
+  }
+  {
+    auto s = good;
+    s.pop_back();
+    CHECK(test::error_of([&] { fresh()->load_state(s); }).find("lacks 'opq.rotation'") != std::string::npos);
+  }
+  {
+    auto s = good;
+    s.push_back(s[0]);
+    CHECK(test::error_of([&] { fresh()->load_state(s); }).find("appears twice") != std::string::npos);
+  }
+  {
+    auto s = good;
+    s.push_back({"pq.extra", {1}, {0.0f}});
+    CHECK(test::error_of([&] { fresh()->load_state(s); }).find("unexpected state blob 'pq.extra'") !=
+          std::string::npos);
+  }
+  CHECK(test::error_of([] { make_codec("rq:m=2", 50)->load_state({}); }).find("lacks 'rq.codebooks'") !=
+        std::string::npos);
+  std::vector<uint8_t> codes(10);
+  float out[50];
+  CHECK(test::error_of([&] { fresh()->decode(codes.data(), 1, out); }).find("not trained") != std::string::npos);
+}
+
+TEST_CASE("pq: same seed gives the same bytes, whatever the thread count") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 1500);
+  const int saved = omp_get_max_threads();
+  for (const std::string spec : {"pq:m=10,nbits=6", "opq:m=5,nbits=6", "rq:m=3,nbits=6,beam=2,refine=1",
+                                 "pq:m=10,nbits=6,train=edo"}) {
+    CAPTURE(spec);
+    omp_set_num_threads(1);
+    auto one = trained(spec, glove, 42);
+    const auto codes_one = test::encode_all(*one, glove);
+    omp_set_num_threads(2);
+    auto two = trained(spec, glove, 42);
+    const auto codes_two = test::encode_all(*two, glove);
+    omp_set_num_threads(saved);
+    const auto s1 = one->state(), s2 = two->state();
+    REQUIRE(s1.size() == s2.size());
+    for (size_t i = 0; i < s1.size(); ++i) CHECK(test::same_bits(s1[i].values, s2[i].values));
+    CHECK(codes_one == codes_two);
+    // Another seed trains other codebooks.
+    auto other = trained(spec, glove, 43);
+    CHECK_FALSE(test::same_bits(other->state()[0].values, s1[0].values));
+  }
+}
+
+TEST_CASE("pq: duplicate-heavy data trains finite codebooks and reproduces its rows") {
+  const Matrix dup = duplicates(600, 20, 3);
+  for (const std::string spec : {"pq:m=5", "pq:m=5,train=edo", "opq:m=4", "rq:m=2,nbits=8,beam=2,refine=1"}) {
+    CAPTURE(spec);
+    auto codec = trained(spec, dup);
+    for (const NamedBlob& b : codec->state())
+      for (float v : b.values) REQUIRE(std::isfinite(v));
+    const auto dec = test::decode_all(*codec, test::encode_all(*codec, dup), dup.rows);
+    for (float v : dec) REQUIRE(std::isfinite(v));
+    CHECK(test::relative_frobenius_error(dup.values, dec) < 1e-3);
+  }
+  // All rows identical: every centroid coincides, nothing divides by zero.
+  const Matrix same = duplicates(300, 8, 1);
+  auto codec = trained("pq:m=4,train=edo", same);
+  CHECK(test::relative_frobenius_error(same.values, test::decode_all(*codec, test::encode_all(*codec, same), same.rows)) ==
+        0.0);
+}
+
+TEST_CASE("pq: k-means is deterministic, keeps no empty cluster, and lowers the error") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 2000);
+  const Matrix sub = test::first_columns(glove, 5);
+  KmeansOptions opt;
+  opt.seed = 3;
+  opt.iterations = 10;
+  const std::vector<float> c = kmeans(sub.values.data(), sub.rows, 5, 64, opt);
+  CHECK(test::same_bits(c, kmeans(sub.values.data(), sub.rows, 5, 64, opt)));
+  std::vector<uint32_t> assign(sub.rows);
+  nearest_centroids(sub.values.data(), sub.rows, 5, c.data(), 64, assign.data());
+  std::vector<size_t> counts(64);
+  double err = 0, total = 0;
+  for (size_t r = 0; r < sub.rows; ++r) {
+    ++counts[assign[r]];
+    err += math::pq_sub_distance(sub.row(r), c.data() + assign[r] * 5, 5);
+    for (size_t j = 0; j < 5; ++j) total += static_cast<double>(sub.row(r)[j]) * sub.row(r)[j];
+  }
+  CHECK(std::count(counts.begin(), counts.end(), size_t{0}) == 0);
+  CHECK(err < 0.35 * total);
+  // nearest_centroids agrees with a brute-force scan (ties to the lower id).
+  for (size_t r = 0; r < sub.rows; r += 7) CHECK(assign[r] == math::pq_nearest(sub.row(r), c.data(), 64, 5, 5));
+  CHECK(test::error_of([&] { kmeans(sub.values.data(), 10, 5, 64, opt); }).find("10 rows cannot train 64") !=
+        std::string::npos);
+}
+
+TEST_CASE("rq: codebook refits lower the training error at equal bytes") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
+  auto plain = trained("rq:m=4,nbits=6,beam=2,refine=0", glove);
+  auto refined = trained("rq:m=4,nbits=6,beam=2,refine=2", glove);
+  const double e0 = test::relative_frobenius_error(glove.values, test::decode_all(*plain, test::encode_all(*plain, glove), glove.rows));
+  const double e2 =
+      test::relative_frobenius_error(glove.values, test::decode_all(*refined, test::encode_all(*refined, glove), glove.rows));
+  MESSAGE("rq refine 0: " << e0 << ", refine 2: " << e2);
+  CHECK(e2 < e0 * 0.995);
+}
+
+TEST_CASE("pq: ADC scores equal brute-force distances to the decoded rows") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
+  Matrix queries;
+  queries.rows = 40;
+  queries.dim = glove.dim;
+  queries.values.assign(glove.values.begin(), glove.values.begin() + 40 * 50);
+  for (const std::string spec : {"pq:m=10,nbits=6", "pq:m=12,nbits=5", "opq:m=10,nbits=5", "rq:m=3,nbits=6,beam=2,refine=1"}) {
+    auto codec = trained(spec, glove);
+    const auto codes = test::encode_all(*codec, glove);
+    const auto dec = test::decode_all(*codec, codes, glove.rows);
+    for (Metric metric : {Metric::l2, Metric::ip, Metric::cos}) {
+      CAPTURE(spec);
+      CAPTURE(metric_name(metric));
+      KnnOptions ko;
+      ko.metric = metric;
+      ko.k = 10;
+      for (int64_t q = 0; q < 40; ++q) ko.exclude.push_back(q);
+      AdcSearch adc(*codec, {queries.values.data(), queries.rows, queries.dim}, ko);
+      // Blocks of uneven size: results must not depend on them.
+      adc.add(codes.data(), dec.data(), 1000);
+      adc.add(codes.data() + 1000 * codec->code_size(), dec.data() + 1000 * 50, 2000);
+      const KnnResult a = adc.finish();
+      const KnnResult b = knn_reference({queries.values.data(), queries.rows, 50}, {dec.data(), glove.rows, 50}, ko);
+      size_t same_ids = 0;
+      for (size_t i = 0; i < a.ids.size(); ++i) {
+        same_ids += a.ids[i] == b.ids[i];
+        CHECK(a.scores[i] == doctest::Approx(b.scores[i]).epsilon(1e-4).scale(1.0));
+        CHECK(a.ids[i] != static_cast<int64_t>(i / 10));  // the query's own row is excluded
+      }
+      CHECK(same_ids >= a.ids.size() * 97 / 100);  // only near-equal scores may swap
+    }
+  }
+}
+
+TEST_CASE("pq: evaluate() reports adc. recalls for a .edo of PQ codes") {
+  test::TempDir dir;
+  auto input = io::open_table(test::shared_data("glove.6B.50d.10k.npy"));
+  QuantizeOptions qo;
+  qo.spec = "pq:m=10,nbits=6";
+  qo.seed = 1;
+  qo.train_rows = 3000;
+  const std::string out = dir.file("g.edo");
+  quantize_to_edo(*input, out, qo);
+  auto edo = EdoTable::open(out);
+  EvalOptions eo;
+  eo.metric = Metric::cos;
+  eo.queries = 100;
+  eo.ks = {10};
+  const EvalResult r = evaluate(*input, *edo, eo);
+  REQUIRE(r.has("adc.recall@10"));
+  CHECK(r.at("adc.recall@10") == doctest::Approx(r.at("recall@10")).epsilon(0.02));
+  CHECK(r.at("recall@10") > 0.3);
+  // A scalar codec has no ADC: no adc. names.
+  qo.spec = "int8";
+  quantize_to_edo(*input, dir.file("s.edo"), qo);
+  auto scalar = EdoTable::open(dir.file("s.edo"));
+  CHECK_FALSE(evaluate(*input, *scalar, eo).has("adc.recall@10"));
+}

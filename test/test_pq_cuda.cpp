@@ -1,0 +1,58 @@
+// GPU PQ paths must give the CPU's codes, vectors and k-means bits. Skips
+// (passes with a message) when no GPU is present.
+#include "test_codecs_util.hpp"
+
+#include <edo/pq.hpp>
+
+using namespace edo;
+using edo::test::Matrix;
+
+namespace {
+
+bool skip_without_gpu() {
+  if (cuda_available()) return false;
+  MESSAGE("skipped: no CUDA GPU");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("pq cuda: GPU encode, decode and codec paths equal the CPU") {
+  if (skip_without_gpu()) return;
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  const Matrix bigann = test::load_shared("bigann10k_base.npy", 5000);
+  for (const auto& [data, spec] : std::vector<std::pair<const Matrix*, std::string>>{
+           {&glove, "pq:m=10"}, {&glove, "pq:m=12,nbits=5"}, {&glove, "pq:m=25,nbits=4"}, {&glove, "opq:m=10,nbits=6"},
+           {&glove, "pca:20,pq:m=7,nbits=7"}, {&bigann, "pq:m=16"}, {&bigann, "pq:m=32,nbits=6"}}) {
+    CAPTURE(spec);
+    auto codec = make_codec(spec, data->dim);
+    codec->train(data->values.data(), data->rows, 5);
+    EncodeOptions cpu, gpu;
+    gpu.device = Device::cuda;
+    const auto cpu_codes = test::encode_all(*codec, *data, cpu);
+    const auto gpu_codes = test::encode_all(*codec, *data, gpu);
+    CHECK(cpu_codes == gpu_codes);
+    DecodeOptions gpu_dec;
+    gpu_dec.device = Device::cuda;
+    CHECK(test::same_bits(test::decode_all(*codec, cpu_codes, data->rows),
+                          test::decode_all(*codec, cpu_codes, data->rows, gpu_dec)));
+  }
+}
+
+TEST_CASE("pq cuda: k-means with the GPU assignment step gives the CPU's centroids") {
+  if (skip_without_gpu()) return;
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  const math::PqGeometry g = math::pq_geometry(50, 10, 8);
+  KmeansOptions cpu, gpu;
+  cpu.seed = gpu.seed = 9;
+  cpu.iterations = gpu.iterations = 15;
+  gpu.device = Device::cuda;
+  CHECK(test::same_bits(train_pq_codebooks(g, glove.values.data(), glove.rows, cpu),
+                        train_pq_codebooks(g, glove.values.data(), glove.rows, gpu)));
+  const Matrix bigann = test::load_shared("bigann10k_base.npy");
+  std::vector<float> centroids(bigann.values.begin(), bigann.values.begin() + 1024 * 128);
+  std::vector<uint32_t> a(bigann.rows), b(bigann.rows);
+  nearest_centroids(bigann.values.data(), bigann.rows, 128, centroids.data(), 1024, a.data(), Device::cpu);
+  nearest_centroids(bigann.values.data(), bigann.rows, 128, centroids.data(), 1024, b.data(), Device::cuda);
+  CHECK(a == b);
+}
