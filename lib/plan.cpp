@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <tuple>
@@ -42,6 +43,7 @@ struct LadderCodec {
   uint64_t code_size = 0;
   uint64_t state_bytes = 0;
   bool trainable = false;
+  std::shared_ptr<Codec> trained;  // trainable codecs: trained on the sample, reused to decode it
 };
 
 std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, const float* sample, uint64_t n) {
@@ -80,6 +82,7 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, cons
           continue;
         }
         for (const NamedBlob& b : codec->state()) c.state_bytes += b.values.size() * sizeof(float);
+        c.trained = std::move(codec);
       }
     }
     if (std::none_of(ladder.begin(), ladder.end(), [&](const LadderCodec& l) { return l.spec == c.spec; }))
@@ -157,9 +160,12 @@ std::vector<uint64_t> ks_of(const std::vector<Gate>& budget) {
   return ks;
 }
 
-// Decodes the sample as one candidate stores it. Non-trainable codecs are
-// row-local, so their decoded sample is computed once per codec; trainable
-// ones train on the sample rows of their tier, cached per (codec, slice).
+// Decodes the sample as one candidate stores it. Each codec's decoded sample
+// is computed once: trainable codecs (pq, opq, pca...) train once on the
+// whole sample rather than on each candidate's tier, an approximation that
+// keeps planning to seconds (training per slice took minutes with PQ in the
+// ladder); edo-pack trains on the tier's own rows and --eval measures the
+// file it writes.
 class SampleCodecs {
  public:
   SampleCodecs(const std::vector<LadderCodec>& ladder, const std::vector<float>& x, const std::vector<double>& freq,
@@ -167,7 +173,7 @@ class SampleCodecs {
       : ladder_(ladder), x_(x), freq_(freq), dim_(dim), opt_(opt) {}
 
   // `members`: sample rows of the tier, ascending; writes their rows into y.
-  void decode(size_t c, uint64_t lo, uint64_t hi, const std::vector<uint64_t>& members, float* y) {
+  void decode(size_t c, const std::vector<uint64_t>& members, float* y) {
     const LadderCodec& lc = ladder_[c];
     if (members.empty()) return;
     if (lc.spec == kDefaultTierCodec) {
@@ -184,24 +190,24 @@ class SampleCodecs {
         for (uint64_t j = 0; j < dim_; ++j) y[s * dim_ + j] = static_cast<float>(sum[j] / w);
       return;
     }
-    if (!lc.trainable) {
-      auto& full = row_local_[c];
-      if (full.empty()) full = round_trip(*make_codec(lc.spec, dim_), x_.data(), x_.size() / dim_);
-      for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
-      return;
-    }
-    auto& slice = trained_[{c, lo, hi}];
-    if (slice.empty()) {
-      std::vector<float> rows(members.size() * dim_);
-      for (size_t k = 0; k < members.size(); ++k) std::copy_n(x_.data() + members[k] * dim_, dim_, rows.data() + k * dim_);
+    auto& full = row_local_[c];
+    if (full.empty()) {
+      const uint64_t n = x_.size() / dim_;
+      if (lc.trained) {
+        full = round_trip(*lc.trained, x_.data(), n);
+        for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
+        return;
+      }
       auto codec = make_codec(lc.spec, dim_);
-      const std::vector<uint64_t> pick = sample_indices(members.size(), opt_.train_rows, opt_.seed);
-      std::vector<float> train(pick.size() * dim_);
-      for (size_t k = 0; k < pick.size(); ++k) std::copy_n(rows.data() + pick[k] * dim_, dim_, train.data() + k * dim_);
-      codec->train(train.data(), pick.size(), opt_.seed);
-      slice = round_trip(*codec, rows.data(), members.size());
+      if (lc.trainable) {
+        const std::vector<uint64_t> pick = sample_indices(n, opt_.train_rows, opt_.seed);
+        std::vector<float> train(pick.size() * dim_);
+        for (size_t k = 0; k < pick.size(); ++k) std::copy_n(x_.data() + pick[k] * dim_, dim_, train.data() + k * dim_);
+        codec->train(train.data(), pick.size(), opt_.seed);
+      }
+      full = round_trip(*codec, x_.data(), n);
     }
-    for (size_t k = 0; k < members.size(); ++k) std::copy_n(slice.data() + k * dim_, dim_, y + members[k] * dim_);
+    for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
   }
 
  private:
@@ -221,7 +227,6 @@ class SampleCodecs {
   uint64_t dim_;
   const PlanOptions& opt_;
   std::map<size_t, std::vector<float>> row_local_;
-  std::map<std::tuple<size_t, uint64_t, uint64_t>, std::vector<float>> trained_;
 };
 
 }  // namespace
@@ -326,7 +331,7 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
       for (uint64_t s = 0; s < n; ++s)
         members[static_cast<size_t>(std::upper_bound(c.cuts.begin(), c.cuts.end(), sample_pos[s]) - c.cuts.begin() - 1)]
             .push_back(s);
-      for (size_t t = 0; t < c.tiers.size(); ++t) codecs.decode(c.codec[t], c.cuts[t], c.cuts[t + 1], members[t], y.data());
+      for (size_t t = 0; t < c.tiers.size(); ++t) codecs.decode(c.codec[t], members[t], y.data());
       MatrixTable decoded("plan candidate", y.data(), n, dim);
       const EvalResult r = evaluate(original, decoded, eo);
       const std::vector<GateOutcome> outcomes = check_gates(res.budget, r);

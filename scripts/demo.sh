@@ -23,7 +23,10 @@ step "1. profile: what is in the table, where its bytes would go, how skewed the
 "$build/edo-profile" "$table" --freq "$out/counts.txt" --quiet
 
 step "2. plan: the smallest tiering that keeps access-weighted recall@10 >= 0.98"
+# The scalar codecs only, to stay under a minute: without --plan-codecs the
+# planner also tries PQ at three code sizes, which costs ~30 s of training here.
 "$build/edo-profile" "$table" --freq "$out/counts.txt" --quiet --plan --budget 'recall@10>=0.98' \
+  --plan-codecs fp16 --plan-codecs int8 --plan-codecs int4 --plan-codecs int2 \
   --plan-config "$out/plan.json" | sed -n '/^plan:/,/^  written/p'
 
 step "3. pack with that plan, and evaluate the file (overall, per tier, access-weighted, bytes per residency)"

@@ -45,7 +45,7 @@ assert np.allclose(a[-1000:], a[-1], atol=0)  # the dropped rows share one vecto
 
 # Plan, then pack from the plan file: same bytes as the same tiers given as flags.
 expect 0 "$build/edo-profile" "$glove" --freq "$tmp/zipf.npy" -q --plan --budget 'recall@10>=0.95' \
-  --plan-queries 200 --plan-config "$tmp/plan.json"
+  --plan-queries 200 --plan-codecs fp16 --plan-codecs int8 --plan-codecs int4 --plan-config "$tmp/plan.json"
 grep -q 'chosen: #' "$tmp/out" || fail "no chosen plan"
 expect 0 "$build/edo-pack" "$glove" -o "$tmp/p1.edo" --freq "$tmp/zipf.npy" -q --config "$tmp/plan.json"
 tiers=$("$py" -c "import json; print(' '.join('--tier ' + t['spec'] for t in json.load(open('$tmp/plan.json'))['tiers']))")
@@ -53,7 +53,7 @@ tiers=$("$py" -c "import json; print(' '.join('--tier ' + t['spec'] for t in jso
 expect 0 "$build/edo-pack" "$glove" -o "$tmp/p2.edo" --freq "$tmp/zipf.npy" -q $tiers
 cmp "$tmp/p1.edo" "$tmp/p2.edo" || fail "--config and --tier files differ"
 # A budget nothing can meet under a tiny byte cap: exit 3, no plan file.
-expect 3 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.95' --max-bytes 1000 --plan-config "$tmp/none.json"
+expect 3 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.95' --max-bytes 1000 --plan-codecs int2 --plan-config "$tmp/none.json"
 [[ ! -e "$tmp/none.json" ]] || fail "plan written without a plan"
 
 # Without --freq: the norm proxy, said on stderr.
