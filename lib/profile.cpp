@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -131,6 +132,52 @@ std::vector<Percentile> percentiles(std::vector<float>& v, std::initializer_list
     const double frac = pos - static_cast<double>(lo);
     out.push_back({q, low * (1 - frac) + high * frac});
     first = nth;
+  }
+  return out;
+}
+
+// Percentiles as above for non-negative values (row norms), without
+// reordering: the bits of a non-negative float sort like its value, so one
+// histogram pass over the top 16 bits finds the bucket of every wanted rank,
+// and a selection inside those few small buckets finishes the job.
+std::vector<Percentile> nonneg_percentiles(const std::vector<float>& v, std::initializer_list<double> qs) {
+  std::vector<Percentile> out;
+  if (v.empty()) return out;
+  constexpr size_t kBuckets = size_t{1} << 16;
+  std::vector<uint64_t> count(kBuckets, 0);
+  for (float x : v) ++count[std::bit_cast<uint32_t>(x) >> 16];
+  std::vector<uint64_t> below(kBuckets + 1, 0);  // values in buckets before b
+  for (size_t b = 0; b < kBuckets; ++b) below[b + 1] = below[b] + count[b];
+  auto bucket_of = [&](uint64_t rank) {
+    return static_cast<size_t>(std::upper_bound(below.begin(), below.end(), rank) - below.begin() - 1);
+  };
+  std::vector<uint64_t> ranks;
+  for (double q : qs) {
+    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<uint64_t>(std::floor(pos));
+    ranks.push_back(lo);
+    ranks.push_back(std::min<uint64_t>(lo + 1, v.size() - 1));
+  }
+  std::map<size_t, std::vector<float>> members;
+  for (uint64_t r : ranks) members[bucket_of(r)];
+  for (float x : v) {
+    const auto it = members.find(std::bit_cast<uint32_t>(x) >> 16);
+    if (it != members.end()) it->second.push_back(x);
+  }
+  auto value_at = [&](uint64_t rank) {
+    const size_t b = bucket_of(rank);
+    std::vector<float>& m = members[b];
+    const auto nth = m.begin() + static_cast<std::ptrdiff_t>(rank - below[b]);
+    std::nth_element(m.begin(), nth, m.end());
+    return static_cast<double>(*nth);
+  };
+  size_t i = 0;
+  for (double q : qs) {
+    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+    const double frac = pos - std::floor(pos);
+    const double low = value_at(ranks[i]), high = value_at(ranks[i + 1]);
+    out.push_back({q, low * (1 - frac) + high * frac});
+    i += 2;
   }
   return out;
 }
@@ -400,7 +447,7 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
         const auto [lo, hi] = std::minmax_element(norms.begin(), norms.end());
         p.norm_min = *lo;
         p.norm_max = *hi;
-        p.norm_percentiles = percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
+        p.norm_percentiles = nonneg_percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
       }
       norms = {};
     }
