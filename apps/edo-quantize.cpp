@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
       "  edo-quantize --list\n"
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
       "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
-      "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json",
+      "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json\n"
+      "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval",
       "edo-quantize"};
   std::string input, output, spec, device = "auto";
   bool list = false, json = false, quiet = false, allow_nonfinite = false, run_eval = false;
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
   edo::cli::EvalFlags eval_flags;
   app.add_option("INPUT", input, "Table to quantize");
   app.add_option("-o,--output", output, "Output .edo file");
-  app.add_option("--codec", spec, "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int4:group=32, bin, pca:128,int8");
+  app.add_option("--codec", spec,
+                 "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int4:group=32, bin, pca:128,int8,\n"
+                 "pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=4 (see --list)");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
   app.add_option("--device", device, "auto (GPU when present), cpu or cuda (an error without a GPU)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
