@@ -9,14 +9,13 @@
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
 
+#include "reseal.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace {
-
-using edo::io::ContainerHeader;
-using edo::io::kContainerHeaderSize;
 
 void open_and_read(const uint8_t* data, size_t size) {
   try {
@@ -34,23 +33,12 @@ void open_and_read(const uint8_t* data, size_t size) {
   }
 }
 
-// Recomputes the manifest and header checksums when the manifest lies
-// inside the input; returns false when there is nothing to reseal.
-bool reseal(std::vector<uint8_t>& bytes) {
-  if (bytes.size() < kContainerHeaderSize) return false;
-  ContainerHeader h = ContainerHeader::decode(bytes.data());
-  if (h.manifest_offset <= bytes.size() && h.manifest_length <= bytes.size() - h.manifest_offset)
-    h.manifest_xxh64 = edo::io::checksum64(bytes.data() + h.manifest_offset, h.manifest_length);
-  h.header_xxh64 = h.compute_checksum();
-  h.encode(bytes.data());
-  return true;
-}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   open_and_read(data, size);
   std::vector<uint8_t> sealed(data, data + size);
-  if (reseal(sealed)) open_and_read(sealed.data(), sealed.size());
+  if (edo::fuzz::reseal(sealed)) open_and_read(sealed.data(), sealed.size());
   return 0;
 }

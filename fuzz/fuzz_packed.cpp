@@ -8,6 +8,8 @@
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
+
+#include "reseal.hpp"
 #include <edo/io/rowmap.hpp>
 
 #include <cstddef>
@@ -15,8 +17,6 @@
 #include <vector>
 
 namespace {
-
-using edo::io::ContainerHeader;
 
 void open_and_look_up(const uint8_t* data, size_t size) {
   try {
@@ -57,21 +57,12 @@ void open_and_look_up(const uint8_t* data, size_t size) {
   }
 }
 
-bool reseal(std::vector<uint8_t>& bytes) {
-  if (bytes.size() < edo::io::kContainerHeaderSize) return false;
-  ContainerHeader h = ContainerHeader::decode(bytes.data());
-  if (h.manifest_offset <= bytes.size() && h.manifest_length <= bytes.size() - h.manifest_offset)
-    h.manifest_xxh64 = edo::io::checksum64(bytes.data() + h.manifest_offset, h.manifest_length);
-  h.header_xxh64 = h.compute_checksum();
-  h.encode(bytes.data());
-  return true;
-}
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   open_and_look_up(data, size);
   std::vector<uint8_t> sealed(data, data + size);
-  if (reseal(sealed)) open_and_look_up(sealed.data(), sealed.size());
+  if (edo::fuzz::reseal(sealed)) open_and_look_up(sealed.data(), sealed.size());
   return 0;
 }
