@@ -36,11 +36,25 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     data_ = static_cast<const uint8_t*>(p);
     ::madvise(p, size_, MADV_SEQUENTIAL);
   }
-  ::close(fd);
+  fd_ = fd;
 }
 
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MappedFile::read_at(uint64_t offset, void* out, size_t size) const {
+  if (offset > size_ || size > size_ - offset) EDO_FAIL("{}: read past the end of the file", path_);
+  auto* p = static_cast<uint8_t*>(out);
+  while (size > 0) {
+    const ssize_t n = ::pread(fd_, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) EDO_FAIL("{}: read failed: {}", path_, n < 0 ? std::strerror(errno) : "unexpected end of file");
+    p += n;
+    size -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
 }
 
 void MappedFile::release(uint64_t offset, uint64_t length) const {

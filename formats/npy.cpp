@@ -300,6 +300,21 @@ class NpyReader final : public TableReader {
     if (last_length_ > 0) file_.release(last_offset_, last_length_);
     last_offset_ = data_offset_ + begin * row_bytes;
     last_length_ = count * row_bytes;
+    if (last_length_ <= kSmallRead) {
+      // A few scattered rows (a sample): pread them instead of faulting a
+      // cluster of mapped pages for each.
+      const uint64_t offset = last_offset_;
+      last_length_ = 0;
+      buffer_.resize(count * dim_);
+      if (dtype_ == DType::f32) {
+        file_.read_at(offset, buffer_.data(), count * row_bytes);
+      } else {
+        small_.resize(count * row_bytes);
+        file_.read_at(offset, small_.data(), small_.size());
+        widen_to_f32(dtype_, small_.data(), count * dim_, buffer_.data());
+      }
+      return buffer_.data();
+    }
     const uint8_t* src = file_.data() + last_offset_;
     if (zero_copy_) return reinterpret_cast<const float*>(src);
     buffer_.resize(count * dim_);
@@ -314,6 +329,8 @@ class NpyReader final : public TableReader {
   uint64_t last_offset_ = 0;
   uint64_t last_length_ = 0;
   std::vector<float> buffer_;
+  std::vector<uint8_t> small_;
+  static constexpr uint64_t kSmallRead = 16 << 10;
 };
 
 template <class T>

@@ -5,6 +5,9 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+// Inlined from the header so the row hash is compiled for the build's CPU
+// target (AVX2 where available) rather than the shared library's baseline.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
@@ -431,29 +434,22 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
     p.stddev = std::sqrt(std::max(0.0, total.sumsq / static_cast<double>(finite) - p.mean * p.mean));
   }
 
-  // 3. Row norms and duplicates: independent, so one thread each.
-#pragma omp parallel sections
-  {
-#pragma omp section
-    {
-      norms.erase(std::remove_if(norms.begin(), norms.end(), [](float v) { return std::isnan(v); }), norms.end());
-      if (!norms.empty()) {
-        double nsum = 0;
-        for (float v : norms) {
-          nsum += v;
-          p.zero_rows += v == 0.0f;
-        }
-        p.norm_mean = nsum / static_cast<double>(norms.size());
-        const auto [lo, hi] = std::minmax_element(norms.begin(), norms.end());
-        p.norm_min = *lo;
-        p.norm_max = *hi;
-        p.norm_percentiles = nonneg_percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
-      }
-      norms = {};
+  // 3. Row norms (one histogram pass), then duplicates (buckets sorted in parallel).
+  norms.erase(std::remove_if(norms.begin(), norms.end(), [](float v) { return std::isnan(v); }), norms.end());
+  if (!norms.empty()) {
+    double nsum = 0;
+    for (float v : norms) {
+      nsum += v;
+      p.zero_rows += v == 0.0f;
     }
-#pragma omp section
-    std::tie(p.duplicate_rows, p.duplicate_groups) = count_duplicates(hashes);
+    p.norm_mean = nsum / static_cast<double>(norms.size());
+    const auto [lo, hi] = std::minmax_element(norms.begin(), norms.end());
+    p.norm_min = *lo;
+    p.norm_max = *hi;
+    p.norm_percentiles = nonneg_percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
   }
+  norms = {};
+  std::tie(p.duplicate_rows, p.duplicate_groups) = count_duplicates(hashes);
   p.footprints = codec_footprints(p.rows, p.dim);
   return p;
 }
