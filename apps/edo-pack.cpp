@@ -13,13 +13,6 @@
 
 namespace {
 
-struct RemoveOnExit {
-  std::string path;
-  ~RemoveOnExit() {
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-};
-
 void add_residency_metrics(edo::EvalResult& r, const edo::PackReport& rep) {
   const double fp32 = static_cast<double>(rep.fp32_bytes);
   r.set("bytes_gpu", static_cast<double>(rep.gpu_bytes));
@@ -131,9 +124,8 @@ int main(int argc, char** argv) {
     if (freq_path.empty() && !quiet)
       std::fprintf(stderr, "edo-pack: no --freq: rows are ordered by row L2 norm as a proxy for access frequency\n");
 
-    RemoveOnExit intermediate;
-    const std::string target = eval_wanted ? output + ".unevaluated-" + std::to_string(::getpid()) : output;
-    if (eval_wanted) intermediate.path = target;
+    const edo::cli::EvalTarget eval_target(output, eval_wanted);
+    const std::string& target = eval_target.path();
     const edo::PackReport rep = edo::pack_to_edo(*table, target, opt);
 
     edo::EvalResult result;

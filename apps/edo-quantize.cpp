@@ -18,14 +18,6 @@ void print_codec_list() {
   std::printf("\nbits/value: d = dimension, G = group size. Specs chain: pca:K,CODEC.\n");
 }
 
-// Removes a file when it goes out of scope (the unevaluated intermediate).
-struct RemoveOnExit {
-  std::string path;
-  ~RemoveOnExit() {
-    if (!path.empty()) ::unlink(path.c_str());
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,9 +81,8 @@ int main(int argc, char** argv) {
     edo::cli::Progress progress("edo-quantize", quiet);
     opt.progress = progress.callback();
 
-    RemoveOnExit intermediate;
-    const std::string target = eval_wanted ? output + ".unevaluated-" + std::to_string(::getpid()) : output;
-    if (eval_wanted) intermediate.path = target;
+    const edo::cli::EvalTarget eval_target(output, eval_wanted);
+    const std::string& target = eval_target.path();
     const edo::QuantizeReport rep = edo::quantize_to_edo(*table, target, opt);
 
     edo::EvalResult result;

@@ -9,6 +9,8 @@
 #include <edo/io/freq.hpp>
 #include <edo/io/table.hpp>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <string>
 #include <vector>
@@ -107,6 +109,25 @@ struct EvalFlags {
     if (out.size() != rows) EDO_FAIL("{}: {} labels for {} rows", path, out.size(), rows);
     return out;
   }
+};
+
+// Where a tool writes its output before --eval has passed: the output itself
+// without evaluation, else an intermediate beside it that is removed when
+// this goes out of scope (the evaluated file is republished from it).
+class EvalTarget {
+ public:
+  EvalTarget(const std::string& output, bool evaluate)
+      : path_(evaluate ? output + ".unevaluated-" + std::to_string(::getpid()) : output), owned_(evaluate) {}
+  ~EvalTarget() {
+    if (owned_) ::unlink(path_.c_str());
+  }
+  EvalTarget(const EvalTarget&) = delete;
+  EvalTarget& operator=(const EvalTarget&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool owned_;
 };
 
 inline void write_text_file(const std::string& path, const std::string& text) {
