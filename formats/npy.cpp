@@ -322,6 +322,22 @@ class NpyReader final : public TableReader {
     return buffer_.data();
   }
 
+  bool concurrent_reads() const override { return true; }
+
+  void read_f32_concurrent(uint64_t begin, uint64_t count, float* out) const override {
+    check_range(begin, count);
+    const uint64_t row_bytes = dim_ * dtype_size(dtype_);
+    const uint64_t offset = data_offset_ + begin * row_bytes;
+    if (dtype_ == DType::f32) {
+      file_.read_at(offset, out, count * row_bytes);
+      return;
+    }
+    thread_local std::vector<uint8_t> raw;
+    raw.resize(count * row_bytes);
+    file_.read_at(offset, raw.data(), raw.size());
+    widen_to_f32(dtype_, raw.data(), count * dim_, out);
+  }
+
  private:
   MappedFile file_;
   uint64_t data_offset_ = 0;

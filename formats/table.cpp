@@ -63,6 +63,10 @@ void TableReader::read_f32(uint64_t begin, uint64_t count, float* out) {
   std::memcpy(out, p, count * dim_ * sizeof(float));
 }
 
+void TableReader::read_f32_concurrent(uint64_t, uint64_t, float*) const {
+  EDO_FAIL("{}: {} tables do not support concurrent reads", path_, format_);
+}
+
 uint64_t TableReader::block_rows(size_t block_bytes) const {
   const uint64_t row_bytes = std::max<uint64_t>(1, dim_ * sizeof(float));
   return std::clamp<uint64_t>(block_bytes / row_bytes, 1, std::max<uint64_t>(rows_, 1));

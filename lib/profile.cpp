@@ -4,6 +4,7 @@
 #include <edo/random.hpp>
 
 #include <cblas.h>
+#include <omp.h>
 #include <fmt/format.h>
 // Inlined from the header so the row hash is compiled for the build's CPU
 // target (AVX2 where available) rather than the shared library's baseline.
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -42,7 +44,18 @@ struct ChunkTotals {
   double min = std::numeric_limits<double>::infinity(), max = -std::numeric_limits<double>::infinity();
   uint64_t nan = 0, inf = 0, zeros = 0, near_zero = 0;
   int64_t first_nonfinite = -1;
+  // Row norms of the finite rows.
+  uint64_t finite_rows = 0, zero_rows = 0;
+  double norm_sum = 0;
+  float norm_min = std::numeric_limits<float>::infinity(), norm_max = 0;
 
+  void add_norm(float norm) {
+    ++finite_rows;
+    zero_rows += norm == 0.0f;
+    norm_sum += norm;
+    norm_min = std::min(norm_min, norm);
+    norm_max = std::max(norm_max, norm);
+  }
   void add(const RowStats& r, uint64_t row) {
     if ((r.nan || r.inf) && first_nonfinite < 0) first_nonfinite = static_cast<int64_t>(row);
     nan += r.nan;
@@ -66,6 +79,11 @@ struct ChunkTotals {
     sumsq += o.sumsq;
     min = std::min(min, o.min);
     max = std::max(max, o.max);
+    finite_rows += o.finite_rows;
+    zero_rows += o.zero_rows;
+    norm_sum += o.norm_sum;
+    norm_min = std::min(norm_min, o.norm_min);
+    norm_max = std::max(norm_max, o.norm_max);
   }
 };
 
@@ -139,44 +157,67 @@ std::vector<Percentile> percentiles(std::vector<float>& v, std::initializer_list
   return out;
 }
 
-// Percentiles as above for non-negative values (row norms), without
+// Percentiles as above for the non-negative values of `v` (row norms; NaN
+// entries, the rows with non-finite values, are left out), without
 // reordering: the bits of a non-negative float sort like its value, so one
 // histogram pass over the top 16 bits finds the bucket of every wanted rank,
 // and a selection inside those few small buckets finishes the job.
 std::vector<Percentile> nonneg_percentiles(const std::vector<float>& v, std::initializer_list<double> qs) {
-  std::vector<Percentile> out;
-  if (v.empty()) return out;
   constexpr size_t kBuckets = size_t{1} << 16;
+  // Buckets from here up hold only NaN (the marker is 0x7fc00000); +Inf, a
+  // norm that overflowed, sits in bucket 0x7f80 and is counted like before.
+  constexpr uint32_t kNaNBuckets = 0x7f81;
+  const auto n = static_cast<int64_t>(v.size());
   std::vector<uint64_t> count(kBuckets, 0);
-  for (float x : v) ++count[std::bit_cast<uint32_t>(x) >> 16];
-  std::vector<uint64_t> below(kBuckets + 1, 0);  // values in buckets before b
-  for (size_t b = 0; b < kBuckets; ++b) below[b + 1] = below[b] + count[b];
+  uint64_t* counts = count.data();
+#pragma omp parallel for reduction(+ : counts[:kBuckets])
+  for (int64_t i = 0; i < n; ++i) ++counts[std::bit_cast<uint32_t>(v[i]) >> 16];
+  std::vector<uint64_t> below(kNaNBuckets + 1, 0);  // values in buckets before b
+  for (size_t b = 0; b < kNaNBuckets; ++b) below[b + 1] = below[b] + count[b];
+  const uint64_t total = below[kNaNBuckets];
+  std::vector<Percentile> out;
+  if (total == 0) return out;
   auto bucket_of = [&](uint64_t rank) {
     return static_cast<size_t>(std::upper_bound(below.begin(), below.end(), rank) - below.begin() - 1);
   };
   std::vector<uint64_t> ranks;
   for (double q : qs) {
-    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+    const double pos = q / 100.0 * static_cast<double>(total - 1);
     const auto lo = static_cast<uint64_t>(std::floor(pos));
     ranks.push_back(lo);
-    ranks.push_back(std::min<uint64_t>(lo + 1, v.size() - 1));
+    ranks.push_back(std::min<uint64_t>(lo + 1, total - 1));
   }
-  std::map<size_t, std::vector<float>> members;
-  for (uint64_t r : ranks) members[bucket_of(r)];
-  for (float x : v) {
-    const auto it = members.find(std::bit_cast<uint32_t>(x) >> 16);
-    if (it != members.end()) it->second.push_back(x);
+  std::vector<int32_t> slot(kBuckets, -1);  // bucket -> index into members
+  std::vector<size_t> wanted;
+  for (uint64_t r : ranks) {
+    const size_t b = bucket_of(r);
+    if (slot[b] < 0) {
+      slot[b] = static_cast<int32_t>(wanted.size());
+      wanted.push_back(b);
+    }
+  }
+  std::vector<std::vector<float>> members(wanted.size());
+#pragma omp parallel
+  {
+    std::vector<std::vector<float>> mine(wanted.size());
+#pragma omp for nowait
+    for (int64_t i = 0; i < n; ++i) {
+      const int32_t k = slot[std::bit_cast<uint32_t>(v[i]) >> 16];
+      if (k >= 0) mine[static_cast<size_t>(k)].push_back(v[i]);
+    }
+#pragma omp critical(edo_norm_members)
+    for (size_t k = 0; k < wanted.size(); ++k) members[k].insert(members[k].end(), mine[k].begin(), mine[k].end());
   }
   auto value_at = [&](uint64_t rank) {
     const size_t b = bucket_of(rank);
-    std::vector<float>& m = members[b];
+    std::vector<float>& m = members[static_cast<size_t>(slot[b])];
     const auto nth = m.begin() + static_cast<std::ptrdiff_t>(rank - below[b]);
     std::nth_element(m.begin(), nth, m.end());
     return static_cast<double>(*nth);
   };
   size_t i = 0;
   for (double q : qs) {
-    const double pos = q / 100.0 * static_cast<double>(v.size() - 1);
+    const double pos = q / 100.0 * static_cast<double>(total - 1);
     const double frac = pos - std::floor(pos);
     const double low = value_at(ranks[i]), high = value_at(ranks[i + 1]);
     out.push_back({q, low * (1 - frac) + high * frac});
@@ -191,12 +232,39 @@ std::vector<Percentile> nonneg_percentiles(const std::vector<float>& v, std::ini
 std::pair<uint64_t, uint64_t> count_duplicates(std::vector<uint64_t>& hashes) {
   const int bits = hashes.size() > (1u << 20) ? 16 : 8;
   const size_t buckets = size_t{1} << bits;
+  const auto n = static_cast<int64_t>(hashes.size());
   std::vector<uint64_t> start(buckets + 1, 0);
-  for (uint64_t h : hashes) ++start[(h >> (64 - bits)) + 1];
-  for (size_t b = 0; b < buckets; ++b) start[b + 1] += start[b];
   std::vector<uint64_t> sorted(hashes.size());
-  std::vector<uint64_t> fill(start.begin(), start.end() - 1);
-  for (uint64_t h : hashes) sorted[fill[h >> (64 - bits)]++] = h;
+  // A radix scatter, each thread over its own range of hashes: per-thread
+  // histograms, then each thread writes its part of every bucket. Which slot
+  // a hash lands in depends on the thread count; each bucket's contents do not.
+  std::vector<uint64_t> fill;  // thread t's next slot in bucket b: fill[t * buckets + b]
+#pragma omp parallel
+  {
+    const auto threads = static_cast<size_t>(omp_get_num_threads());
+    const auto t = static_cast<size_t>(omp_get_thread_num());
+#pragma omp single
+    fill.assign(threads * buckets, 0);
+    const int64_t lo = n * static_cast<int64_t>(t) / static_cast<int64_t>(threads);
+    const int64_t hi = n * static_cast<int64_t>(t + 1) / static_cast<int64_t>(threads);
+    uint64_t* mine = fill.data() + t * buckets;
+    for (int64_t i = lo; i < hi; ++i) ++mine[hashes[i] >> (64 - bits)];
+#pragma omp barrier
+#pragma omp single
+    {
+      uint64_t at = 0;
+      for (size_t b = 0; b < buckets; ++b) {
+        start[b] = at;
+        for (size_t u = 0; u < threads; ++u) {
+          const uint64_t c = fill[u * buckets + b];
+          fill[u * buckets + b] = at;
+          at += c;
+        }
+      }
+      start[buckets] = at;
+    }
+    for (int64_t i = lo; i < hi; ++i) sorted[mine[hashes[i] >> (64 - bits)]++] = hashes[i];
+  }
   hashes = {};
   uint64_t rows = 0, groups = 0;
 #pragma omp parallel for schedule(dynamic, 64) reduction(+ : rows, groups)
@@ -385,36 +453,62 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
   // 2. The streaming pass over every row. Rows are folded into totals in
   // fixed chunks of kChunkRows global rows, each summed in row order and the
   // chunks in chunk order: the same arithmetic whatever the thread count and
-  // block size, with no serial per-row loop.
+  // block size, with no serial per-row loop. Where the reader allows it
+  // (npy), each thread preads its rows in cache-sized pieces: cheaper than
+  // faulting in the mapped block and dropping it again, and the file's pages
+  // never count against this process.
   std::vector<float> norms(p.rows);
   std::vector<uint64_t> hashes(p.rows);
   const uint64_t block = table.block_rows(options.block_bytes);
   const auto near = static_cast<float>(p.near_zero_threshold);
   constexpr uint64_t kChunkRows = 2048;
+  const bool concurrent = table.concurrent_reads();
+  const uint64_t piece_rows = std::clamp<uint64_t>((uint64_t{128} << 10) / (dim * sizeof(float)), 1, kChunkRows);
   std::vector<ChunkTotals> chunks;
   ChunkTotals total, carry;  // carry: the chunk that continues into the next block
   for (uint64_t begin = 0; begin < p.rows; begin += block) {
     const uint64_t n = std::min(block, p.rows - begin);
     const uint64_t end = begin + n;
-    const float* x = table.rows_f32(begin, n);
+    const float* x = concurrent ? nullptr : table.rows_f32(begin, n);
     const uint64_t first_chunk = begin / kChunkRows;
     const uint64_t chunk_count = (end - 1) / kChunkRows - first_chunk + 1;
     chunks.assign(chunk_count, ChunkTotals{});
     chunks[0] = carry;
-#pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t c = 0; c < static_cast<int64_t>(chunk_count); ++c) {
-      const uint64_t chunk_begin = std::max(begin, (first_chunk + static_cast<uint64_t>(c)) * kChunkRows);
-      const uint64_t chunk_end = std::min(end, (first_chunk + static_cast<uint64_t>(c) + 1) * kChunkRows);
-      ChunkTotals& t = chunks[c];
-      for (uint64_t r = chunk_begin; r < chunk_end; ++r) {
-        const float* row = x + (r - begin) * dim;
-        const RowStats st = row_stats(row, dim, near);
-        hashes[r] = XXH3_64bits(row, dim * sizeof(float));
-        const bool bad = st.nan + st.inf > 0;
-        norms[r] = bad ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(std::sqrt(st.sumsq));
-        t.add(st, r);
+    std::exception_ptr failure;
+#pragma omp parallel
+    {
+      std::vector<float> piece(concurrent ? piece_rows * dim : 0);
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t c = 0; c < static_cast<int64_t>(chunk_count); ++c) {
+        const uint64_t chunk_begin = std::max(begin, (first_chunk + static_cast<uint64_t>(c)) * kChunkRows);
+        const uint64_t chunk_end = std::min(end, (first_chunk + static_cast<uint64_t>(c) + 1) * kChunkRows);
+        ChunkTotals& t = chunks[c];
+        for (uint64_t p0 = chunk_begin; p0 < chunk_end; p0 += piece_rows) {
+          const uint64_t p1 = std::min(chunk_end, p0 + piece_rows);
+          const float* rows = x ? x + (p0 - begin) * dim : piece.data();
+          if (concurrent) {
+            try {
+              table.read_f32_concurrent(p0, p1 - p0, piece.data());
+            } catch (...) {
+#pragma omp critical(edo_profile_failure)
+              if (!failure) failure = std::current_exception();
+              break;
+            }
+          }
+          for (uint64_t r = p0; r < p1; ++r) {
+            const float* row = rows + (r - p0) * dim;
+            const RowStats st = row_stats(row, dim, near);
+            hashes[r] = XXH3_64bits(row, dim * sizeof(float));
+            const bool bad = st.nan + st.inf > 0;
+            const float norm = static_cast<float>(std::sqrt(st.sumsq));
+            norms[r] = bad ? std::numeric_limits<float>::quiet_NaN() : norm;
+            if (!bad) t.add_norm(norm);
+            t.add(st, r);
+          }
+        }
       }
     }
+    if (failure) std::rethrow_exception(failure);
     const bool last_open = end % kChunkRows != 0 && end < p.rows;
     for (uint64_t c = 0; c + (last_open ? 1 : 0) < chunk_count; ++c) total.merge(chunks[c]);
     carry = last_open ? chunks[chunk_count - 1] : ChunkTotals{};
@@ -435,17 +529,11 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
   }
 
   // 3. Row norms (one histogram pass), then duplicates (buckets sorted in parallel).
-  norms.erase(std::remove_if(norms.begin(), norms.end(), [](float v) { return std::isnan(v); }), norms.end());
-  if (!norms.empty()) {
-    double nsum = 0;
-    for (float v : norms) {
-      nsum += v;
-      p.zero_rows += v == 0.0f;
-    }
-    p.norm_mean = nsum / static_cast<double>(norms.size());
-    const auto [lo, hi] = std::minmax_element(norms.begin(), norms.end());
-    p.norm_min = *lo;
-    p.norm_max = *hi;
+  if (total.finite_rows > 0) {
+    p.zero_rows = total.zero_rows;
+    p.norm_mean = total.norm_sum / static_cast<double>(total.finite_rows);
+    p.norm_min = total.norm_min;
+    p.norm_max = total.norm_max;
     p.norm_percentiles = nonneg_percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
   }
   norms = {};

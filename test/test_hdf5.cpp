@@ -79,6 +79,10 @@ TEST_CASE("hdf5: GloVe npy -> h5 -> read back bit-equal") {
   CHECK(named->dim() == 50);
   CHECK(named->dtype() == DType::f32);
   CHECK(read_all(*named, 777) == values);
+  // HDF5 reads go through the library's one handle: no concurrent reads.
+  CHECK_FALSE(named->concurrent_reads());
+  std::vector<float> one(50);
+  CHECK_THROWS_AS(named->read_f32_concurrent(0, 1, one.data()), edo::Error);
   // The only dataset is found without a name, and ".hdf5" is the same format.
   std::filesystem::copy_file(dir.file("glove.h5"), dir.file("glove.hdf5"));
   auto unnamed = open_table(dir.file("glove.hdf5"));

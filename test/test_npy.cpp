@@ -133,3 +133,29 @@ TEST_CASE("table: range checks and block sizes") {
   CHECK(t->block_rows(1) == 1);
   CHECK_THROWS_AS(open_table("/nonexistent/x.npy"), edo::Error);
 }
+
+TEST_CASE("npy: concurrent reads equal block reads, from many threads at once") {
+  TempDir dir;
+  const uint64_t rows = 3000, dim = 7;
+  std::vector<float> values(rows * dim);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i % 241) - 120);  // exact in every dtype below
+  for (DType t : {DType::f32, DType::f16, DType::i8}) {
+    const std::string name = dtype_name(t);
+    CAPTURE(name);
+    const std::string path = dir.file(std::string("c_") + dtype_name(t) + ".npy");
+    auto w = create_table(path, rows, dim, t);
+    w->write_f32(values.data(), rows);
+    w->commit();
+    auto r = open_table(path);
+    REQUIRE(r->concurrent_reads());
+    std::vector<float> back(rows * dim, -1.f);
+    const int64_t pieces = 61;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(4)
+    for (int64_t k = 0; k < pieces; ++k) {
+      const uint64_t b = rows * static_cast<uint64_t>(k) / pieces, e = rows * static_cast<uint64_t>(k + 1) / pieces;
+      r->read_f32_concurrent(b, e - b, back.data() + b * dim);
+    }
+    CHECK(back == values);
+    CHECK_THROWS_AS(r->read_f32_concurrent(rows - 1, 2, back.data()), edo::Error);
+  }
+}

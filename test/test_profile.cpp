@@ -97,6 +97,9 @@ TEST_CASE("profile: hand-made table with NaN, Inf, zeros and duplicates") {
   CHECK(p.norm_min == 0);
   CHECK(p.norm_max == 5);
   CHECK(p.zero_rows == 1);
+  REQUIRE(p.norm_percentiles.size() == 7);  // 1 5 25 50 75 95 99 of {0, 5, 5}
+  CHECK(p.norm_percentiles[0].value == Approx(0.1));
+  CHECK(p.norm_percentiles[3].value == 5);
   CHECK(p.duplicate_rows == 1);
   CHECK(p.duplicate_groups == 1);
 }

@@ -48,6 +48,14 @@ class TableReader {
   // Copies rows [begin, begin + count) as fp32 into `out` (count * dim floats).
   void read_f32(uint64_t begin, uint64_t count, float* out);
 
+  // True when read_f32_concurrent() is available: npy files, read by pread.
+  virtual bool concurrent_reads() const { return false; }
+  // As read_f32(), but callable from many threads at once and leaving the
+  // block of rows_f32() alone. Copying small pieces into a cache-sized buffer
+  // per thread costs less than faulting in and dropping mapped pages.
+  // Throws edo::Error where concurrent_reads() is false.
+  virtual void read_f32_concurrent(uint64_t begin, uint64_t count, float* out) const;
+
   // Rows per block so that one fp32 block is about `block_bytes` (at least 1).
   uint64_t block_rows(size_t block_bytes = kDefaultBlockBytes) const;
 
