@@ -207,8 +207,9 @@ const std::vector<CodecTraits>& codec_list() {
       {"opq", "opq:m=M[,nbits=B][,train=faiss|edo]",
        "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space", "M*B/d", true, false, make_pq,
        nullptr},
-      {"rq", "rq:m=M[,nbits=B][,beam=W][,refine=R]",
-       "residual quantizer: sum of M codewords, beam-W search (default 4), R codebook refit rounds (default 3)",
+      {"rq", "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R]",
+       "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T (default "
+       "min(W, 2)), then R codebook refit rounds (default 2)",
        "M*B/d", true, false, make_rq, nullptr},
       {"pca", "pca:K,CODEC", "PCA to K dims (seeded sample fit), then CODEC on the projections (fp32 if omitted)",
        "CODEC's bits * K/d", true, true, make_pca, pca_output_dim},

@@ -43,7 +43,11 @@ size_t pca_output_dim(const SpecStage&, size_t dim);
 // pq and opq (by stage name), rq: codec_pq.cpp.
 std::unique_ptr<Codec> make_pq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_rq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
-inline constexpr uint32_t kRqDefaultBeam = 4;
-inline constexpr uint32_t kRqDefaultRefine = 3;
+// rq defaults (docs/BENCHMARKS.md, "Product quantization"): a cheap greedy
+// FAISS training at beam 2, then refit rounds and encoding at beam 8, beat
+// FAISS trained and encoded at beam 8 in less training time.
+inline constexpr uint32_t kRqDefaultBeam = 8;
+inline constexpr uint32_t kRqDefaultTrainBeam = 2;
+inline constexpr uint32_t kRqDefaultRefine = 2;
 
 }  // namespace edo::detail

@@ -258,22 +258,24 @@ class PqCodec final : public Codec, public AdcCodec {
 
 // Residual quantizer: m codebooks of ksub full-dimension vectors; a row
 // decodes to the sum of one vector from each. FAISS trains the codebooks
-// and beam-searches the codes; edo then refines the codebooks (`refine`
-// rounds of: encode the sample, then re-fit every codebook to the residual
-// it sees with the others fixed, two sweeps), and decodes by itself.
+// greedily, level by level, with a beam of `train_beam`; edo then refines
+// them (`refine` rounds of: encode the sample, then re-fit every codebook to
+// the residual it sees with the others fixed, two sweeps). Encoding is
+// edo's own beam search of width `beam` (rq_encode, CPU or GPU), and so is
+// decoding: files decode without FAISS.
 class RqCodec final : public Codec, public AdcCodec {
  public:
-  RqCodec(size_t dim, uint32_t m, uint32_t nbits, uint32_t beam, uint32_t refine)
-      : dim_(dim), m_(m), nbits_(nbits), ksub_(1u << nbits), beam_(beam), refine_(refine),
+  RqCodec(size_t dim, uint32_t m, uint32_t nbits, uint32_t beam, uint32_t train_beam, uint32_t refine)
+      : dim_(dim), m_(m), nbits_(nbits), ksub_(1u << nbits), beam_(beam), train_beam_(train_beam), refine_(refine),
         code_size_((m * nbits + 7) / 8) {}
 
   std::string spec() const override {
-    return fmt::format("rq:m={},nbits={},beam={},refine={}", m_, nbits_, beam_, refine_);
+    return fmt::format("rq:m={},nbits={},beam={},train_beam={},refine={}", m_, nbits_, beam_, train_beam_, refine_);
   }
   size_t dim() const override { return dim_; }
   size_t code_size() const override { return code_size_; }
   bool needs_training() const override { return true; }
-  bool is_trained() const override { return faiss_ != nullptr; }
+  bool is_trained() const override { return !codebooks_.empty(); }
   const AdcCodec* adc() const override { return this; }
 
   void train(const float* x, size_t n, uint64_t seed) override {
@@ -281,27 +283,24 @@ class RqCodec final : public Codec, public AdcCodec {
     EncodeOptions opt;
     opt.input = "training sample";
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
-    auto rq = std::make_unique<faiss::ResidualQuantizer>(dim_, m_, nbits_);
-    rq->max_beam_size = static_cast<int>(beam_);
-    rq->verbose = false;
-    configure_clustering(rq->cp, seed);
-    rq->train(n, x);
-    faiss_ = std::move(rq);
-    codebooks_ = faiss_->codebooks;
+    faiss::ResidualQuantizer rq(dim_, m_, nbits_);
+    rq.max_beam_size = static_cast<int>(train_beam_);
+    rq.verbose = false;
+    configure_clustering(rq.cp, seed);
+    rq.train(n, x);
+    codebooks_ = rq.codebooks;
     std::vector<uint8_t> codes(n * code_size_);
     for (uint32_t round = 0; round < refine_; ++round) {
-      faiss_->compute_codes(x, codes.data(), n);
+      rq_encode(shape(), codebooks_.data(), x, n, codes.data());
       refit_codebooks(x, n, codes.data(), 2);
-      faiss_->codebooks = codebooks_;
-      faiss_->compute_codebook_tables();
     }
   }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
     require_trained();
-    require_device(opt.device);  // the beam search runs on the CPU (FAISS) on every device
+    require_device(opt.device);
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
-    if (n > 0) faiss_->compute_codes(x, codes, n);
+    rq_encode(shape(), codebooks_.data(), x, n, codes, opt.device);
   }
 
   void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const override {
@@ -323,12 +322,6 @@ class RqCodec final : public Codec, public AdcCodec {
     const std::vector<const NamedBlob*> b = take_blobs(spec(), blobs, {"rq.codebooks"});
     check_blob(spec(), *b[0], {m_, ksub_, dim_});
     codebooks_ = b[0]->values;
-    auto rq = std::make_unique<faiss::ResidualQuantizer>(dim_, m_, nbits_);
-    rq->max_beam_size = static_cast<int>(beam_);
-    rq->codebooks = codebooks_;
-    rq->is_trained = true;
-    rq->compute_codebook_tables();
-    faiss_ = std::move(rq);
   }
 
   size_t adc_table_size() const override { return static_cast<size_t>(m_) * ksub_; }
@@ -359,8 +352,10 @@ class RqCodec final : public Codec, public AdcCodec {
 
  private:
   void require_trained() const {
-    if (!faiss_) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
+    if (codebooks_.empty()) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
   }
+
+  RqShape shape() const { return {static_cast<uint32_t>(dim_), m_, nbits_, beam_}; }
 
   const float* codeword(uint32_t j, uint32_t c) const {
     return codebooks_.data() + (static_cast<size_t>(j) * ksub_ + c) * dim_;
@@ -416,10 +411,9 @@ class RqCodec final : public Codec, public AdcCodec {
   }
 
   size_t dim_;
-  uint32_t m_, nbits_, ksub_, beam_, refine_;
+  uint32_t m_, nbits_, ksub_, beam_, train_beam_, refine_;
   size_t code_size_;
   std::vector<float> codebooks_;  // (m, ksub, dim)
-  std::unique_ptr<faiss::ResidualQuantizer> faiss_;  // the beam-search encoder
 };
 
 // ---- factories -----------------------------------------------------------------------------
@@ -468,15 +462,18 @@ std::unique_ptr<Codec> make_pq(const SpecStage& stage, size_t dim, std::unique_p
 }
 
 std::unique_ptr<Codec> make_rq(const SpecStage& stage, size_t dim, std::unique_ptr<Codec>) {
-  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,refine=R]";
-  StageParams p(stage, grammar, false, {"m", "nbits", "beam", "refine"});
+  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R]";
+  StageParams p(stage, grammar, false, {"m", "nbits", "beam", "train_beam", "refine"});
   const uint32_t m = static_cast<uint32_t>(p.get("m") ? p.get_size(*p.get("m"), "m", 64) : 0);
   if (m == 0) EDO_USAGE_FAIL("codec 'rq': needs m=M, the number of codebooks (expected {})", grammar);
   const uint32_t nbits = read_nbits(p, stage);
   const uint32_t beam = static_cast<uint32_t>(p.get("beam") ? p.get_size(*p.get("beam"), "beam", 256) : kRqDefaultBeam);
+  const uint32_t train_beam = p.get("train_beam")
+                                  ? static_cast<uint32_t>(p.get_size(*p.get("train_beam"), "train_beam", 256))
+                                  : std::min(beam, kRqDefaultTrainBeam);
   uint32_t refine = kRqDefaultRefine;
   if (const std::string* r = p.get("refine")) refine = *r == "0" ? 0 : static_cast<uint32_t>(p.get_size(*r, "refine", 50));
-  return std::make_unique<RqCodec>(dim, m, nbits, beam, refine);
+  return std::make_unique<RqCodec>(dim, m, nbits, beam, train_beam, refine);
 }
 
 }  // namespace edo::detail

@@ -6,6 +6,7 @@
 
 #ifdef EDO_HAVE_CUDA
 #include <edo/cuda/pq.cuh>
+#include <edo/cuda/rq.cuh>
 #endif
 
 #include <cblas.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace edo {
 namespace {
@@ -92,7 +94,177 @@ void check_gpu_build(Device device) {
 #endif
 }
 
+// ---- rq beam search ----
+
+struct RqCandidate {
+  double score;
+  uint32_t id;  // beam * ksub + codeword
+};
+bool rq_before(const RqCandidate& a, const RqCandidate& b) { return math::rq_ranks_before(a.score, a.id, b.score, b.id); }
+
+void check_rq_shape(const RqShape& s) {
+  if (s.dim == 0 || s.m == 0 || s.nbits < 1 || s.nbits > 8 || s.beam < 1 || s.beam > math::kRqMaxBeam)
+    EDO_FAIL("rq encode: unsupported shape (dim {}, m {}, nbits {}, beam {})", s.dim, s.m, s.nbits, s.beam);
+}
+
+// One row's next beam from its chosen candidates (in rank order): residual
+// minus the codeword, and the parent's path with this level's id.
+void rq_extend(const RqShape& s, uint32_t level, const float* codebook, const RqCandidate* chosen, uint32_t next,
+               const float* residual, const uint8_t* path, float* residual_next, uint8_t* path_next) {
+  const uint32_t ksub = 1u << s.nbits;
+  for (uint32_t t = 0; t < next; ++t) {
+    const uint32_t b = chosen[t].id / ksub, k = chosen[t].id % ksub;
+    const float* r = residual + size_t{b} * s.dim;
+    const float* c = codebook + size_t{k} * s.dim;
+    float* out = residual_next + size_t{t} * s.dim;
+    for (uint32_t i = 0; i < s.dim; ++i) out[i] = r[i] - c[i];
+    std::memcpy(path_next + size_t{t} * s.m, path + size_t{b} * s.m, s.m);
+    path_next[size_t{t} * s.m + level] = static_cast<uint8_t>(k);
+  }
+}
+
+void rq_pack(const RqShape& s, const uint8_t* path, uint8_t* code) {
+  std::memset(code, 0, math::rq_code_size(s));
+  for (uint32_t j = 0; j < s.m; ++j) math::pq_put_code(code, j, s.nbits, path[j]);
+}
+
+constexpr size_t kRqBlockRows = 256;  // rows per distance-product block
+
+// The fast CPU path: per level, one SGEMM scores every (beam, codeword) of
+// a block of rows approximately; each row's candidates within a bound of its
+// next-th best approximate score are scored exactly and ranked as the
+// reference ranks them. The bound (as in assign_cpu) is at least twice the
+// float error of |r|^2 + |c|^2 - 2 r.c, so every candidate of the exact
+// next beam is among those scored exactly.
+void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes) {
+  const uint32_t ksub = 1u << s.nbits, dim = s.dim, beam = s.beam;
+  std::vector<float> cnorm(size_t{s.m} * ksub), cmax(s.m, 0.0f);
+  for (uint32_t j = 0; j < s.m; ++j) {
+    for (uint32_t k = 0; k < ksub; ++k) {
+      const float* c = codebooks + (size_t{j} * ksub + k) * dim;
+      double acc = 0;
+      for (uint32_t i = 0; i < dim; ++i) acc += static_cast<double>(c[i]) * c[i];
+      cnorm[size_t{j} * ksub + k] = static_cast<float>(acc);
+      cmax[j] = std::max(cmax[j], cnorm[size_t{j} * ksub + k]);
+    }
+  }
+  const size_t rows_max = std::min(kRqBlockRows, n);
+  std::vector<float> res(rows_max * beam * dim), res_next(res.size()), dots(rows_max * beam * ksub);
+  std::vector<uint8_t> path(rows_max * beam * s.m, 0), path_next(path.size(), 0);
+  for (size_t r0 = 0; r0 < n; r0 += kRqBlockRows) {
+    const size_t bn = std::min(kRqBlockRows, n - r0);
+    std::memcpy(res.data(), x + r0 * dim, bn * dim * sizeof(float));
+    std::fill(path.begin(), path.end(), uint8_t{0});
+    uint32_t cur = 1;
+    for (uint32_t level = 0; level < s.m; ++level) {
+      const uint32_t next = math::rq_beams_after(level, ksub, beam);
+      const float* cw = codebooks + size_t{level} * ksub * dim;
+      const float* cn = cnorm.data() + size_t{level} * ksub;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(bn * cur), static_cast<int>(ksub),
+                  static_cast<int>(dim), 1.0f, res.data(), static_cast<int>(dim), cw, static_cast<int>(dim), 0.0f,
+                  dots.data(), static_cast<int>(ksub));
+#pragma omp parallel
+      {
+        std::vector<float> approx(size_t{cur} * ksub), worst;
+        std::vector<RqCandidate> keep;
+#pragma omp for schedule(static)
+        for (int64_t ri = 0; ri < static_cast<int64_t>(bn); ++ri) {
+          const size_t r = static_cast<size_t>(ri);
+          const float* rr = res.data() + r * cur * dim;
+          const float* dr = dots.data() + r * cur * ksub;
+          float rmax = 0;
+          worst.clear();  // max-heap of the `next` smallest approximate scores
+          for (uint32_t b = 0; b < cur; ++b) {
+            float rn = 0;
+            for (uint32_t i = 0; i < dim; ++i) rn += rr[size_t{b} * dim + i] * rr[size_t{b} * dim + i];
+            rmax = std::max(rmax, rn);
+            for (uint32_t k = 0; k < ksub; ++k) {
+              const float a = rn + cn[k] - 2.0f * dr[size_t{b} * ksub + k];
+              approx[size_t{b} * ksub + k] = a;
+              if (worst.size() < next) {
+                worst.push_back(a);
+                std::push_heap(worst.begin(), worst.end());
+              } else if (a < worst.front()) {
+                std::pop_heap(worst.begin(), worst.end());
+                worst.back() = a;
+                std::push_heap(worst.begin(), worst.end());
+              }
+            }
+          }
+          const float limit =
+              worst.front() + 8.0f * static_cast<float>(dim + 4) * FLT_EPSILON * (rmax + cmax[level]) + FLT_MIN;
+          keep.clear();
+          for (uint32_t i = 0; i < cur * ksub; ++i) {
+            if (approx[i] > limit) continue;
+            keep.push_back({math::pq_sub_distance(rr + size_t{i / ksub} * dim, cw + size_t{i % ksub} * dim, dim), i});
+          }
+          std::partial_sort(keep.begin(), keep.begin() + next, keep.end(), rq_before);
+          rq_extend(s, level, cw, keep.data(), next, rr, path.data() + r * cur * s.m, res_next.data() + r * next * dim,
+                    path_next.data() + r * next * s.m);
+        }
+      }
+      std::swap(res, res_next);
+      std::swap(path, path_next);
+      cur = next;
+    }
+    for (size_t r = 0; r < bn; ++r)
+      rq_pack(s, path.data() + r * cur * s.m, codes + (r0 + r) * math::rq_code_size(s));
+  }
+}
+
 }  // namespace
+
+void rq_encode_reference(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes) {
+  check_rq_shape(s);
+  const uint32_t ksub = 1u << s.nbits;
+  std::vector<float> res(size_t{s.beam} * s.dim), res_next(res.size());
+  std::vector<uint8_t> path(size_t{s.beam} * s.m, 0), path_next(path.size(), 0);
+  std::vector<RqCandidate> all;
+  for (size_t r = 0; r < n; ++r) {
+    std::memcpy(res.data(), x + r * s.dim, s.dim * sizeof(float));
+    uint32_t cur = 1;
+    for (uint32_t level = 0; level < s.m; ++level) {
+      const uint32_t next = math::rq_beams_after(level, ksub, s.beam);
+      const float* cw = codebooks + size_t{level} * ksub * s.dim;
+      all.clear();
+      for (uint32_t i = 0; i < cur * ksub; ++i)
+        all.push_back({math::pq_sub_distance(res.data() + size_t{i / ksub} * s.dim, cw + size_t{i % ksub} * s.dim, s.dim), i});
+      std::sort(all.begin(), all.end(), rq_before);
+      rq_extend(s, level, cw, all.data(), next, res.data(), path.data(), res_next.data(), path_next.data());
+      std::swap(res, res_next);
+      std::swap(path, path_next);
+      cur = next;
+    }
+    rq_pack(s, path.data(), codes + r * math::rq_code_size(s));
+  }
+}
+
+void rq_encode(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes, Device device) {
+  check_rq_shape(s);
+  if (n == 0) return;
+  if (device == Device::cuda) {
+    check_gpu_build(device);
+#ifdef EDO_HAVE_CUDA
+    const size_t ksub = size_t{1} << s.nbits, code_size = math::rq_code_size(s);
+    const size_t chunk = std::min<size_t>(n, 1 << 16);
+    // Enough blocks to fill the GPU, within 256 MiB of scratch.
+    const size_t per_block = cuda::rq_scratch_bytes(s, 1);
+    const auto blocks = static_cast<uint32_t>(std::clamp<size_t>((size_t{256} << 20) / per_block, 1, std::min<size_t>(chunk, 8192)));
+    DeviceBuffer dcb(size_t{s.m} * ksub * s.dim * sizeof(float)), dx(chunk * s.dim * sizeof(float)),
+        dc(chunk * code_size), scratch(cuda::rq_scratch_bytes(s, blocks));
+    dcb.upload(codebooks, dcb.bytes());
+    for (size_t r0 = 0; r0 < n; r0 += chunk) {
+      const size_t cn = std::min(chunk, n - r0);
+      dx.upload(x + r0 * s.dim, cn * s.dim * sizeof(float));
+      cuda::rq_encode(s, dcb.as<float>(), dx.as<float>(), cn, dc.as<uint8_t>(), scratch.get(), blocks);
+      check_cuda_launch("rq_encode");
+      dc.download(codes + r0 * code_size, cn * code_size);
+    }
+#endif
+    return;
+  }
+  rq_encode_cpu(s, codebooks, x, n, codes);
+}
 
 void pq_encode(const math::PqGeometry& g, const float* codebooks, const float* x, size_t n, uint8_t* codes,
                Device device) {

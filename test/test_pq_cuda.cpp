@@ -1,4 +1,4 @@
-// GPU PQ paths must give the CPU's codes, vectors and k-means bits. Skips
+// GPU PQ and RQ paths must give the CPU's codes, vectors and k-means bits. Skips
 // (passes with a message) when no GPU is present.
 #include "test_codecs_util.hpp"
 
@@ -23,7 +23,8 @@ TEST_CASE("pq cuda: GPU encode, decode and codec paths equal the CPU") {
   const Matrix bigann = test::load_shared("bigann10k_base.npy", 5000);
   for (const auto& [data, spec] : std::vector<std::pair<const Matrix*, std::string>>{
            {&glove, "pq:m=10"}, {&glove, "pq:m=12,nbits=5"}, {&glove, "pq:m=25,nbits=4"}, {&glove, "opq:m=10,nbits=6"},
-           {&glove, "pca:20,pq:m=7,nbits=7"}, {&bigann, "pq:m=16"}, {&bigann, "pq:m=32,nbits=6"}}) {
+           {&glove, "pca:20,pq:m=7,nbits=7"}, {&bigann, "pq:m=16"}, {&bigann, "pq:m=32,nbits=6"},
+           {&glove, "rq:m=6,nbits=6"}, {&bigann, "rq:m=8,nbits=8,beam=4,refine=1"}}) {
     CAPTURE(spec);
     auto codec = make_codec(spec, data->dim);
     codec->train(data->values.data(), data->rows, 5);
@@ -55,4 +56,27 @@ TEST_CASE("pq cuda: k-means with the GPU assignment step gives the CPU's centroi
   nearest_centroids(bigann.values.data(), bigann.rows, 128, centroids.data(), 1024, a.data(), Device::cpu);
   nearest_centroids(bigann.values.data(), bigann.rows, 128, centroids.data(), 1024, b.data(), Device::cuda);
   CHECK(a == b);
+}
+
+TEST_CASE("rq cuda: GPU beam search keeps the reference's beams, ties included") {
+  if (skip_without_gpu()) return;
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
+  auto codec = make_codec("rq:m=5,nbits=4,beam=2,refine=0", glove.dim);
+  codec->train(glove.values.data(), glove.rows, 3);
+  const std::vector<float> codebooks = codec->state()[0].values;
+  for (uint32_t beam : {1u, 7u, 40u, 256u}) {
+    CAPTURE(beam);
+    const RqShape s{static_cast<uint32_t>(glove.dim), 5, 4, beam};
+    std::vector<uint8_t> ref(glove.rows * math::rq_code_size(s)), gpu(ref.size());
+    rq_encode_reference(s, codebooks.data(), glove.values.data(), glove.rows, ref.data());
+    rq_encode(s, codebooks.data(), glove.values.data(), glove.rows, gpu.data(), Device::cuda);
+    CHECK(gpu == ref);
+  }
+  const std::vector<float> cb = {1, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};  // equal codewords: ties
+  const std::vector<float> rows = {1, 0, 0, 1};
+  const RqShape s{2, 2, 2, 3};
+  std::vector<uint8_t> ref(2), gpu(2);
+  rq_encode_reference(s, cb.data(), rows.data(), 2, ref.data());
+  rq_encode(s, cb.data(), rows.data(), 2, gpu.data(), Device::cuda);
+  CHECK(gpu == ref);
 }

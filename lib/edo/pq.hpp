@@ -55,6 +55,22 @@ std::vector<float> kmeans(const float* x, size_t n, size_t d, size_t k, const Km
 // (m, ksub, dsub) for the geometry. Needs n >= g.ksub.
 std::vector<float> train_pq_codebooks(const math::PqGeometry& g, const float* x, size_t n, const KmeansOptions& opt);
 
+// ---- residual quantizer encoding ----------------------------------------------------
+
+using math::RqShape;
+
+// Beam-search encode (math::rq_ranks_before and the comment above it in
+// pq_math.hpp): n rows of s.dim floats -> n rows of ceil(m * nbits / 8)
+// bytes, given codebooks (m, ksub, dim). The CPU narrows each level's
+// candidates with BLAS distance products and scores the near-best exactly;
+// the GPU scores every candidate exactly; both keep the same beams, so the
+// codes are the same bytes on either device and for any thread count.
+void rq_encode(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes,
+               Device device = Device::cpu);
+// The plain reference the fast paths are tested against: every candidate
+// scored exactly, each level's beam by a full sort.
+void rq_encode_reference(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes);
+
 // ---- asymmetric distance search ------------------------------------------------------
 
 // Exact k-NN of full-precision queries over PQ-family codes, scored through

@@ -95,4 +95,37 @@ EDO_HD inline uint32_t pq_nearest(const float* x, const float* centroids, uint32
   return best;
 }
 
+// ---- residual quantizer beam search ----------------------------------------------------
+//
+// rq codes: level j's codeword id is sub-code j, packed as above. The encoder
+// keeps a beam of partial encodings per row, best first. At each level every
+// (beam b, codeword k) pair is a candidate, scored by the squared norm of its
+// residual, pq_sub_distance(residual_b, codeword_k, dim), and identified by
+// b * ksub + k; the best rq_beams_after(level) candidates by (score, id)
+// become the next beam, in that order, and the code of the first beam after
+// the last level is the row's code. Every encoder (CPU reference, CPU fast
+// path, GPU) keeps exactly these beams.
+
+struct RqShape {
+  uint32_t dim;    // input columns (every codeword is full width)
+  uint32_t m;      // levels (codebooks)
+  uint32_t nbits;  // bits per level; ksub = 1 << nbits codewords
+  uint32_t beam;   // partial encodings kept per row, 1 to kRqMaxBeam
+};
+inline constexpr uint32_t kRqMaxBeam = 256;
+
+EDO_HD inline uint32_t rq_code_size(const RqShape& s) { return (s.m * s.nbits + 7) / 8; }
+
+// True when candidate (da, ia) ranks before (db, ib).
+EDO_HD inline bool rq_ranks_before(double da, uint32_t ia, double db, uint32_t ib) {
+  return da < db || (da == db && ia < ib);
+}
+
+// Beams kept after level `level` (0-based): min(beam, ksub^(level + 1)).
+EDO_HD inline uint32_t rq_beams_after(uint32_t level, uint32_t ksub, uint32_t beam) {
+  uint64_t b = 1;
+  for (uint32_t l = 0; l <= level && b < beam; ++l) b *= ksub;
+  return b < beam ? static_cast<uint32_t>(b) : beam;
+}
+
 }  // namespace edo::math

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${EDO_BUILD_DIR:-build}/scripts/bench/pq/pq_bench"
 [ -x "$bin" ] || { echo "build first: cmake --build build" >&2; exit 1; }
-beam="${1:-8}"; rq="${2:-beam=4,refine=3}"
+beam="${1:-8}"; rq="${2:-}"
 data=../shared/data
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1 /proc/loadavg)"
 export OMP_WAIT_POLICY=passive

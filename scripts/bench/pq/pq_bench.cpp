@@ -111,7 +111,7 @@ Result run_faiss_rq(const std::vector<float>& x, size_t n, size_t d, Shape s, in
 
 int main(int argc, char** argv) {
   CLI::App app{"edo pq/opq/rq next to FAISS at equal bytes per vector"};
-  std::string data, metric_name = "l2", shapes_text = "16x8", rq_params = "beam=4,refine=3", only;
+  std::string data, metric_name = "l2", shapes_text = "16x8", rq_params = "", only;
   uint64_t queries = 1000, seed = 0;
   int faiss_beam = 16;
   app.add_option("--data", data, "table (npy, fvecs, ...)")->required();
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
           {"pq", [&] { return run_edo("pq:" + pq, x, n, d, seed); }},
           {"pq-edo", [&] { return run_edo("pq:" + pq + ",train=edo", x, n, d, seed); }},
           {"opq", [&] { return run_edo("opq:" + pq, x, n, d, seed); }},
-          {"rq", [&] { return run_edo("rq:" + pq + "," + rq_params, x, n, d, seed); }},
+          {"rq", [&] { return run_edo("rq:" + pq + (rq_params.empty() ? "" : "," + rq_params), x, n, d, seed); }},
       };
       if (faiss_beam > 0) methods.insert(methods.begin() + 2, {"faiss-rq", [&] { return run_faiss_rq(x, n, d, s, faiss_beam); }});
       for (auto& [name, fn] : methods) {
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
         const edo::KnnResult approx = edo::knn(qv, edo::MatrixView{r.decoded.data(), n, d}, ko);
         std::string label = name;
         if (name == "faiss-rq") label += fmt::format(" (beam {})", faiss_beam);
-        if (name == "rq") label += " (" + rq_params + ")";
+        if (name == "rq") label += " (" + (rq_params.empty() ? std::string("defaults") : rq_params) + ")";
         std::printf("| %zu | %.1fx | %s %s | %.4f | %.2f | %.3f |\n", bytes, ratio, label.c_str(), pq.c_str(),
                     recall_at(truth, approx, 10), r.train_s, r.encode_s);
         std::fflush(stdout);
