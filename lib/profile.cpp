@@ -56,6 +56,10 @@ struct ChunkTotals {
     norm_min = std::min(norm_min, norm);
     norm_max = std::max(norm_max, norm);
   }
+  void add_finite(float row_sum, float row_sumsq) {
+    sum += row_sum;
+    sumsq += row_sumsq;
+  }
   void add(const RowStats& r, uint64_t row) {
     if ((r.nan || r.inf) && first_nonfinite < 0) first_nonfinite = static_cast<int64_t>(row);
     nan += r.nan;
@@ -67,6 +71,17 @@ struct ChunkTotals {
     if (r.min <= r.max) {
       min = std::min(min, static_cast<double>(r.min));
       max = std::max(max, static_cast<double>(r.max));
+    }
+  }
+  template <class Lanes>
+  void fold(const Lanes& lanes) {
+    for (int l = 0; l < static_cast<int>(std::size(lanes.min)); ++l) {
+      zeros += lanes.zeros[l];
+      near_zero += lanes.near_zero[l];
+      if (lanes.min[l] <= lanes.max[l]) {
+        min = std::min(min, static_cast<double>(lanes.min[l]));
+        max = std::max(max, static_cast<double>(lanes.max[l]));
+      }
     }
   }
   void merge(const ChunkTotals& o) {
@@ -89,35 +104,60 @@ struct ChunkTotals {
 
 bool is_nonfinite(float v) { return (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u; }
 
-// The hot loop: written so the compiler vectorises it. Float accumulators are
-// exact enough within one row; rows are summed in double, in row order, so the
-// totals do not depend on the thread count.
-RowStats row_stats(const float* x, uint64_t dim, float near_zero) {
-  float s = 0, ss = 0, mn = std::numeric_limits<float>::infinity(), mx = -mn;
-  uint32_t nonfinite = 0, zeros = 0, near = 0;
-#pragma omp simd reduction(+ : s, ss, nonfinite, zeros, near) reduction(min : mn) reduction(max : mx)
-  for (uint64_t j = 0; j < dim; ++j) {
-    const float v = x[j];
-    nonfinite += (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
-    s += v;
-    ss += v * v;
-    mn = std::min(mn, v);
-    mx = std::max(mx, v);
-    zeros += v == 0.0f;
-    near += std::fabs(v) < near_zero;
+// The hot loop, in kLanes independent lanes the compiler keeps in one
+// vector register each. A row costs two horizontal reductions (its sum and
+// sum of squares, which need row order for the totals and the norm); its
+// min, max and counts stay lane-wise in `lanes` until the chunk is done.
+constexpr int kLanes = 8;
+
+struct LaneTotals {
+  float min[kLanes], max[kLanes];
+  uint32_t zeros[kLanes] = {}, near_zero[kLanes] = {};
+  LaneTotals() {
+    std::fill(std::begin(min), std::end(min), std::numeric_limits<float>::infinity());
+    std::fill(std::begin(max), std::end(max), -std::numeric_limits<float>::infinity());
   }
+};
+
+// Adds a row to `lanes` and returns true, with its sum and sum of squares
+// (float: exact enough within one row); returns false, adding nothing, when
+// the row holds a NaN or an Inf.
+bool finite_row_stats(const float* x, uint64_t dim, float near_zero, LaneTotals& lanes, float& sum, float& sumsq) {
+  float s[kLanes] = {}, ss[kLanes] = {}, mn[kLanes], mx[kLanes];
+  uint32_t zeros[kLanes] = {}, near[kLanes] = {}, bad[kLanes] = {};
+  std::fill(std::begin(mn), std::end(mn), std::numeric_limits<float>::infinity());
+  std::fill(std::begin(mx), std::end(mx), -std::numeric_limits<float>::infinity());
+  auto step = [&](int l, float v) {
+    bad[l] |= (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
+    s[l] += v;
+    ss[l] += v * v;
+    mn[l] = std::min(mn[l], v);
+    mx[l] = std::max(mx[l], v);
+    zeros[l] += v == 0.0f;
+    near[l] += std::fabs(v) < near_zero;
+  };
+  uint64_t j = 0;
+  for (; j + kLanes <= dim; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) step(l, x[j + l]);
+  for (int l = 0; j < dim; ++j, ++l) step(l, x[j]);
+  uint32_t any_bad = 0;
+  for (int l = 0; l < kLanes; ++l) any_bad |= bad[l];
+  if (any_bad) return false;
+  sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  sumsq = ((ss[0] + ss[1]) + (ss[2] + ss[3])) + ((ss[4] + ss[5]) + (ss[6] + ss[7]));
+  for (int l = 0; l < kLanes; ++l) {
+    lanes.min[l] = std::min(lanes.min[l], mn[l]);
+    lanes.max[l] = std::max(lanes.max[l], mx[l]);
+    lanes.zeros[l] += zeros[l];
+    lanes.near_zero[l] += near[l];
+  }
+  return true;
+}
+
+// A row with NaN or Inf: counted value by value, those values left out.
+RowStats nonfinite_row_stats(const float* x, uint64_t dim, float near_zero) {
   RowStats r;
-  if (nonfinite == 0) {
-    r.sum = s;
-    r.sumsq = ss;
-    r.min = mn;
-    r.max = mx;
-    r.zeros = zeros;
-    r.near_zero = near;
-    return r;
-  }
-  // Rare: a row with NaN/Inf. Recount it, leaving those values out.
-  float s2 = 0, ss2 = 0;
+  float s = 0, ss = 0;
   for (uint64_t j = 0; j < dim; ++j) {
     const float v = x[j];
     if (is_nonfinite(v)) {
@@ -125,15 +165,15 @@ RowStats row_stats(const float* x, uint64_t dim, float near_zero) {
       else ++r.inf;
       continue;
     }
-    s2 += v;
-    ss2 += v * v;
+    s += v;
+    ss += v * v;
     r.min = std::min(r.min, v);
     r.max = std::max(r.max, v);
     r.zeros += v == 0.0f;
     r.near_zero += std::fabs(v) < near_zero;
   }
-  r.sum = s2;
-  r.sumsq = ss2;
+  r.sum = s;
+  r.sumsq = ss;
   return r;
 }
 
@@ -483,6 +523,7 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
         const uint64_t chunk_begin = std::max(begin, (first_chunk + static_cast<uint64_t>(c)) * kChunkRows);
         const uint64_t chunk_end = std::min(end, (first_chunk + static_cast<uint64_t>(c) + 1) * kChunkRows);
         ChunkTotals& t = chunks[c];
+        LaneTotals lanes;
         for (uint64_t p0 = chunk_begin; p0 < chunk_end; p0 += piece_rows) {
           const uint64_t p1 = std::min(chunk_end, p0 + piece_rows);
           const float* rows = x ? x + (p0 - begin) * dim : piece.data();
@@ -497,15 +538,19 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
           }
           for (uint64_t r = p0; r < p1; ++r) {
             const float* row = rows + (r - p0) * dim;
-            const RowStats st = row_stats(row, dim, near);
             hashes[r] = XXH3_64bits(row, dim * sizeof(float));
-            const bool bad = st.nan + st.inf > 0;
-            const float norm = static_cast<float>(std::sqrt(st.sumsq));
-            norms[r] = bad ? std::numeric_limits<float>::quiet_NaN() : norm;
-            if (!bad) t.add_norm(norm);
-            t.add(st, r);
+            float sum, sumsq;
+            if (finite_row_stats(row, dim, near, lanes, sum, sumsq)) {
+              t.add_finite(sum, sumsq);
+              norms[r] = std::sqrt(sumsq);
+              t.add_norm(norms[r]);
+            } else {
+              t.add(nonfinite_row_stats(row, dim, near), r);
+              norms[r] = std::numeric_limits<float>::quiet_NaN();
+            }
           }
         }
+        t.fold(lanes);
       }
     }
     if (failure) std::rethrow_exception(failure);
