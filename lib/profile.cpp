@@ -3,6 +3,8 @@
 #include <edo/profile.hpp>
 #include <edo/random.hpp>
 
+#include "big_array.hpp"
+
 #include <cblas.h>
 #include <omp.h>
 #include <fmt/format.h>
@@ -202,7 +204,7 @@ std::vector<Percentile> percentiles(std::vector<float>& v, std::initializer_list
 // reordering: the bits of a non-negative float sort like its value, so one
 // histogram pass over the top 16 bits finds the bucket of every wanted rank,
 // and a selection inside those few small buckets finishes the job.
-std::vector<Percentile> nonneg_percentiles(const std::vector<float>& v, std::initializer_list<double> qs) {
+std::vector<Percentile> nonneg_percentiles(const detail::BigArray<float>& v, std::initializer_list<double> qs) {
   constexpr size_t kBuckets = size_t{1} << 16;
   // Buckets from here up hold only NaN (the marker is 0x7fc00000); +Inf, a
   // norm that overflowed, sits in bucket 0x7f80 and is counted like before.
@@ -269,12 +271,12 @@ std::vector<Percentile> nonneg_percentiles(const std::vector<float>& v, std::ini
 // Rows equal to an earlier row, and distinct rows that repeat, from row
 // hashes (reordered). Buckets by the top bits, then sorts each small bucket:
 // linear time and parallel, where one big sort would dominate the profile.
-std::pair<uint64_t, uint64_t> count_duplicates(std::vector<uint64_t>& hashes) {
+std::pair<uint64_t, uint64_t> count_duplicates(detail::BigArray<uint64_t>& hashes) {
   const int bits = hashes.size() > (1u << 20) ? 16 : 8;
   const size_t buckets = size_t{1} << bits;
   const auto n = static_cast<int64_t>(hashes.size());
   std::vector<uint64_t> start(buckets + 1, 0);
-  std::vector<uint64_t> sorted(hashes.size());
+  detail::BigArray<uint64_t> sorted(hashes.size());
   // A radix scatter, each thread over its own range of hashes: per-thread
   // histograms, then each thread writes its part of every bucket. Which slot
   // a hash lands in depends on the thread count; each bucket's contents do not.
@@ -497,8 +499,8 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
   // (npy), each thread preads its rows in cache-sized pieces: cheaper than
   // faulting in the mapped block and dropping it again, and the file's pages
   // never count against this process.
-  std::vector<float> norms(p.rows);
-  std::vector<uint64_t> hashes(p.rows);
+  detail::BigArray<float> norms(p.rows);
+  detail::BigArray<uint64_t> hashes(p.rows);
   const uint64_t block = table.block_rows(options.block_bytes);
   const auto near = static_cast<float>(p.near_zero_threshold);
   constexpr uint64_t kChunkRows = 2048;
