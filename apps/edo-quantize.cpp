@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--codec", spec,
                  "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int4:group=32, bin, pca:128,int8,\n"
-                 "pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=4 (see --list)");
+                 "pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
   app.add_option("--device", device, "auto (GPU when present), cpu or cuda (an error without a GPU)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));

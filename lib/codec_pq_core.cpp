@@ -198,6 +198,11 @@ void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, siz
             if (approx[i] > limit) continue;
             keep.push_back({math::pq_sub_distance(rr + size_t{i / ksub} * dim, cw + size_t{i % ksub} * dim, dim), i});
           }
+          if (keep.size() < next) {  // only where an approximate score overflowed: score them all
+            keep.clear();
+            for (uint32_t i = 0; i < cur * ksub; ++i)
+              keep.push_back({math::pq_sub_distance(rr + size_t{i / ksub} * dim, cw + size_t{i % ksub} * dim, dim), i});
+          }
           std::partial_sort(keep.begin(), keep.begin() + next, keep.end(), rq_before);
           rq_extend(s, level, cw, keep.data(), next, rr, path.data() + r * cur * s.m, res_next.data() + r * next * dim,
                     path_next.data() + r * next * s.m);

@@ -61,7 +61,8 @@ using math::RqShape;
 
 // Beam-search encode (math::rq_ranks_before and the comment above it in
 // pq_math.hpp): n rows of s.dim floats -> n rows of ceil(m * nbits / 8)
-// bytes, given codebooks (m, ksub, dim). The CPU narrows each level's
+// bytes, given codebooks (m, ksub, dim); x must be finite (the codec checks
+// it). The CPU narrows each level's
 // candidates with BLAS distance products and scores the near-best exactly;
 // the GPU scores every candidate exactly; both keep the same beams, so the
 // codes are the same bytes on either device and for any thread count.
