@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 
@@ -107,6 +109,59 @@ Result run_faiss_rq(const std::vector<float>& x, size_t n, size_t d, Shape s, in
   return r;
 }
 
+// edo's rq encoder and FAISS's on the same (edo-trained) codebooks, both at
+// the codec's beam: time (best of 3), identical codes, and the fit of each.
+int rq_encode_bench(const std::vector<float>& x, size_t n, size_t d, Shape s, const std::string& rq_params,
+                    uint64_t seed) {
+  const std::string spec =
+      fmt::format("rq:m={},nbits={}", s.m, s.nbits) + (rq_params.empty() ? "" : "," + rq_params);
+  auto codec = edo::make_codec(spec, d);
+  auto t0 = Clock::now();
+  codec->train(x.data(), n, seed);
+  const double train_s = since(t0);
+  const auto canonical = codec->spec();
+  const std::vector<float> codebooks = codec->state()[0].values;
+  const auto beam_at = canonical.find("beam=");
+  const int beam = std::atoi(canonical.c_str() + beam_at + 5);
+  faiss::ResidualQuantizer frq(d, s.m, s.nbits);
+  frq.max_beam_size = beam;
+  frq.codebooks = codebooks;
+  frq.is_trained = true;
+  frq.compute_codebook_tables();
+  const size_t bytes = codec->code_size();
+  std::vector<uint8_t> ours(n * bytes), theirs(n * bytes);
+  double t_edo = 1e30, t_faiss = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    t0 = Clock::now();
+    codec->encode(x.data(), n, ours.data());
+    t_edo = std::min(t_edo, since(t0));
+    t0 = Clock::now();
+    frq.compute_codes(x.data(), theirs.data(), n);
+    t_faiss = std::min(t_faiss, since(t0));
+  }
+  size_t same = 0;
+  for (size_t r = 0; r < n; ++r)
+    same += std::equal(ours.begin() + r * bytes, ours.begin() + (r + 1) * bytes, theirs.begin() + r * bytes);
+  auto error = [&](const std::vector<uint8_t>& codes) {
+    std::vector<float> dec(n * d);
+    codec->decode(codes.data(), n, dec.data());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n * d; ++i) {
+      num += (static_cast<double>(x[i]) - dec[i]) * (static_cast<double>(x[i]) - dec[i]);
+      den += static_cast<double>(x[i]) * x[i];
+    }
+    return std::sqrt(num / den);
+  };
+  std::printf("rq encode %s (trained in %.2f s), %zu rows, same codebooks, %d threads:\n"
+              "  edo rq_encode        %.3f s  %.1f krows/s  relative error %.5f\n"
+              "  FAISS compute_codes  %.3f s  %.1f krows/s  relative error %.5f\n"
+              "  edo/FAISS time %.2f; rows with identical codes %.2f%%\n",
+              canonical.c_str(), train_s, n, omp_get_max_threads(), t_edo, static_cast<double>(n) / t_edo / 1e3,
+              error(ours), t_faiss, static_cast<double>(n) / t_faiss / 1e3, error(theirs), t_edo / t_faiss,
+              100.0 * static_cast<double>(same) / static_cast<double>(n));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,6 +176,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed for queries and edo training");
   app.add_option("--faiss-rq-beam", faiss_beam, "FAISS ResidualQuantizer beam size (0 skips it)");
   app.add_option("--edo-rq", rq_params, "params appended to edo's rq spec");
+  std::string rq_encode_shape;
+  app.add_option("--rq-encode", rq_encode_shape,
+                 "MxB: instead of the table, time edo's rq beam search against FAISS ResidualQuantizer "
+                 "compute_codes on the same codebooks (beam from --edo-rq, default 8)");
   app.add_option("--only", only, "run one method only (faiss-pq, faiss-opq, faiss-rq, pq, opq, pq-edo, rq)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -149,6 +208,12 @@ int main(int argc, char** argv) {
     const edo::MatrixView qv{q.data(), qids.size(), d};
     const edo::KnnResult truth = edo::knn(qv, edo::MatrixView{x.data(), n, d}, ko);
 
+    if (!rq_encode_shape.empty()) {
+      unsigned m = 0, b = 0;
+      if (std::sscanf(rq_encode_shape.c_str(), "%ux%u", &m, &b) != 2)
+        EDO_USAGE_FAIL("--rq-encode: '{}' is not MxB", rq_encode_shape);
+      return rq_encode_bench(x, n, d, Shape{m, b}, rq_params, seed);
+    }
     std::printf("data %s: %zu x %zu, metric %s, %zu queries, %d threads\n\n", data.c_str(), n, d,
                 edo::metric_name(metric), qids.size(), omp_get_max_threads());
     std::printf("| bytes/vec | ratio | method | recall@10 | train s | encode s |\n|---|---|---|---|---|---|\n");
