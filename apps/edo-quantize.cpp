@@ -131,7 +131,9 @@ int main(int argc, char** argv) {
       std::printf("  error          relative Frobenius %.4g, MSE %.4g, cosine mean %.6f min %.6f\n",
                   rep.rel_frobenius, rep.mse, rep.cos_mean, rep.cos_min);
       if (rep.train_seconds > 0) std::printf("  training       %.3f s\n", rep.train_seconds);
-      std::printf("  encode         %.3f s (%.2f GB/s of fp32 input)\n", rep.encode_seconds, rep.encode_gbps());
+      const double rows_per_s = rep.encode_seconds > 0 ? static_cast<double>(rep.rows) / rep.encode_seconds : 0;
+      std::printf("  encode         %.3f s (%.3g rows/s, %.3g GB/s of fp32 input)\n", rep.encode_seconds, rows_per_s,
+                  rep.encode_gbps());
       if (eval_wanted) {
         std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
         edo::cli::print_metrics(result);
