@@ -188,11 +188,28 @@ struct KnnSearch::Impl {
     const int64_t skip = opts.exclude.empty() ? -1 : opts.exclude[q];
     std::vector<Candidate>& heap = heaps[q];
     const float qa = q_aux[q];
-    for (uint64_t j = 0; j < row_count; ++j) {
+    thread_local std::vector<float> keys;
+    keys.resize(row_count);
+    for (uint64_t j = 0; j < row_count; ++j) keys[j] = rank_key(metric, s[j], qa, x_aux[j]);
+    auto consider = [&](uint64_t j) {
       const int64_t id = static_cast<int64_t>(next_id + j);
-      if (id == skip) continue;
-      offer(heap, k, Candidate{rank_key(metric, s[j], qa, x_aux[j]), id});
+      if (id != skip) offer(heap, k, Candidate{keys[j], id});
+    };
+    uint64_t j = 0;
+    for (; j < row_count && heap.size() < k; ++j) consider(j);
+    // Once the heap is full, a row with a key below the worst kept one can
+    // never enter it (equal keys still compete on id): test whole blocks of
+    // keys against that bound at vector speed, and offer rows one by one
+    // only in blocks that hold a contender. Same heap as offering every row.
+    constexpr uint64_t kBlock = 32;
+    for (; j + kBlock <= row_count; j += kBlock) {
+      const float worst = heap.front().key;
+      bool contender = false;
+      for (uint64_t t = 0; t < kBlock; ++t) contender |= keys[j + t] >= worst;
+      if (!contender) continue;
+      for (uint64_t t = 0; t < kBlock; ++t) consider(j + t);
     }
+    for (; j < row_count; ++j) consider(j);
   }
 
   void select(uint64_t q, const float* s, uint64_t row_count) {
