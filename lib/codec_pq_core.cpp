@@ -128,7 +128,12 @@ void rq_pack(const RqShape& s, const uint8_t* path, uint8_t* code) {
   for (uint32_t j = 0; j < s.m; ++j) math::pq_put_code(code, j, s.nbits, path[j]);
 }
 
-constexpr size_t kRqBlockRows = 256;  // rows per distance-product block
+// Rows per distance-product block: up to 256, fewer for wide beams so the
+// beams' residuals and scores stay near 16 MiB.
+size_t rq_block_rows(const RqShape& s) {
+  const size_t per_row = size_t{s.beam} * ((size_t{1} << s.nbits) + s.dim) * sizeof(float);
+  return std::clamp<size_t>((size_t{16} << 20) / per_row, 1, 256);
+}
 
 // The fast CPU path: per level, one SGEMM scores every (beam, codeword) of
 // a block of rows approximately; each row's candidates within a bound of its
@@ -148,11 +153,11 @@ void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, siz
       cmax[j] = std::max(cmax[j], cnorm[size_t{j} * ksub + k]);
     }
   }
-  const size_t rows_max = std::min(kRqBlockRows, n);
+  const size_t block_rows = rq_block_rows(s), rows_max = std::min(block_rows, n);
   std::vector<float> res(rows_max * beam * dim), res_next(res.size()), dots(rows_max * beam * ksub);
   std::vector<uint8_t> path(rows_max * beam * s.m, 0), path_next(path.size(), 0);
-  for (size_t r0 = 0; r0 < n; r0 += kRqBlockRows) {
-    const size_t bn = std::min(kRqBlockRows, n - r0);
+  for (size_t r0 = 0; r0 < n; r0 += block_rows) {
+    const size_t bn = std::min(block_rows, n - r0);
     std::memcpy(res.data(), x + r0 * dim, bn * dim * sizeof(float));
     std::fill(path.begin(), path.end(), uint8_t{0});
     uint32_t cur = 1;
