@@ -270,7 +270,7 @@ TEST_CASE("pq: hostile or mismatched state is refused with the blob named") {
 TEST_CASE("pq: same seed gives the same bytes, whatever the thread count") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 1500);
   const int saved = omp_get_max_threads();
-  for (const std::string spec : {"pq:m=10,nbits=6", "opq:m=5,nbits=6", "rq:m=3,nbits=6,beam=2,refine=1",
+  for (const std::string spec : {"pq:m=10,nbits=6", "opq:m=5,nbits=6", "rq:m=3,nbits=6,beam=2,refine=1", "rq:m=3,nbits=5,refine=1",
                                  "pq:m=10,nbits=6,train=edo"}) {
     CAPTURE(spec);
     omp_set_num_threads(1);
