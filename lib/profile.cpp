@@ -114,10 +114,30 @@ constexpr int kLanes = 8;
 
 struct LaneTotals {
   float min[kLanes], max[kLanes];
-  uint32_t zeros[kLanes] = {}, near_zero[kLanes] = {};
+  uint64_t zeros[kLanes] = {}, near_zero[kLanes] = {};
   LaneTotals() {
     std::fill(std::begin(min), std::end(min), std::numeric_limits<float>::infinity());
     std::fill(std::begin(max), std::end(max), -std::numeric_limits<float>::infinity());
+  }
+};
+
+// One row's lane accumulators.
+struct RowLanes {
+  float s[kLanes] = {}, ss[kLanes] = {}, mn[kLanes], mx[kLanes];
+  uint32_t zeros[kLanes] = {}, near[kLanes] = {}, bad[kLanes] = {};
+  RowLanes() {
+    std::fill(std::begin(mn), std::end(mn), std::numeric_limits<float>::infinity());
+    std::fill(std::begin(mx), std::end(mx), -std::numeric_limits<float>::infinity());
+  }
+  // Branch-free, so the loop over lanes becomes vector instructions.
+  void add(int l, float v, float near_zero) {
+    bad[l] |= (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+    s[l] += v;
+    ss[l] += v * v;
+    mn[l] = v < mn[l] ? v : mn[l];
+    mx[l] = v > mx[l] ? v : mx[l];
+    zeros[l] += v == 0.0f ? 1u : 0u;
+    near[l] += std::fabs(v) < near_zero ? 1u : 0u;
   }
 };
 
@@ -125,33 +145,23 @@ struct LaneTotals {
 // (float: exact enough within one row); returns false, adding nothing, when
 // the row holds a NaN or an Inf.
 bool finite_row_stats(const float* x, uint64_t dim, float near_zero, LaneTotals& lanes, float& sum, float& sumsq) {
-  float s[kLanes] = {}, ss[kLanes] = {}, mn[kLanes], mx[kLanes];
-  uint32_t zeros[kLanes] = {}, near[kLanes] = {}, bad[kLanes] = {};
-  std::fill(std::begin(mn), std::end(mn), std::numeric_limits<float>::infinity());
-  std::fill(std::begin(mx), std::end(mx), -std::numeric_limits<float>::infinity());
-  auto step = [&](int l, float v) {
-    bad[l] |= (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
-    s[l] += v;
-    ss[l] += v * v;
-    mn[l] = std::min(mn[l], v);
-    mx[l] = std::max(mx[l], v);
-    zeros[l] += v == 0.0f;
-    near[l] += std::fabs(v) < near_zero;
-  };
+  RowLanes r;
   uint64_t j = 0;
-  for (; j + kLanes <= dim; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) step(l, x[j + l]);
-  for (int l = 0; j < dim; ++j, ++l) step(l, x[j]);
+  for (; j + kLanes <= dim; j += kLanes) {
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) r.add(l, x[j + static_cast<uint64_t>(l)], near_zero);
+  }
+  for (int l = 0; j < dim; ++j, ++l) r.add(l, x[j], near_zero);
   uint32_t any_bad = 0;
-  for (int l = 0; l < kLanes; ++l) any_bad |= bad[l];
+  for (int l = 0; l < kLanes; ++l) any_bad |= r.bad[l];
   if (any_bad) return false;
-  sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  sumsq = ((ss[0] + ss[1]) + (ss[2] + ss[3])) + ((ss[4] + ss[5]) + (ss[6] + ss[7]));
+  sum = ((r.s[0] + r.s[1]) + (r.s[2] + r.s[3])) + ((r.s[4] + r.s[5]) + (r.s[6] + r.s[7]));
+  sumsq = ((r.ss[0] + r.ss[1]) + (r.ss[2] + r.ss[3])) + ((r.ss[4] + r.ss[5]) + (r.ss[6] + r.ss[7]));
   for (int l = 0; l < kLanes; ++l) {
-    lanes.min[l] = std::min(lanes.min[l], mn[l]);
-    lanes.max[l] = std::max(lanes.max[l], mx[l]);
-    lanes.zeros[l] += zeros[l];
-    lanes.near_zero[l] += near[l];
+    lanes.min[l] = std::min(lanes.min[l], r.mn[l]);
+    lanes.max[l] = std::max(lanes.max[l], r.mx[l]);
+    lanes.zeros[l] += r.zeros[l];
+    lanes.near_zero[l] += r.near[l];
   }
   return true;
 }
