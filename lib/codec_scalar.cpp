@@ -68,6 +68,40 @@ bool keeps_nonfinite(ScalarKind kind) {
 
 // ---- SIMD helpers (exact, so any evaluation order gives the same answer) ----------
 
+// out[j] = math::affine_quantize(x[j], offset, inv, qmax), 8 at a time: the
+// same IEEE operations in the same order (sub, mul, max with 0, min with
+// qmax, the round-by-magic add), so the bytes equal the reference's.
+void affine_quantize_row(const float* x, size_t n, float offset, float inv, float qmax, uint8_t* out) {
+  size_t j = 0;
+#ifdef __AVX2__
+  const __m256 vo = _mm256_set1_ps(offset), vi = _mm256_set1_ps(inv), vq = _mm256_set1_ps(qmax);
+  const __m256 zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f);
+  const __m256i magic_bits = _mm256_set1_epi32(0x4b400000);
+  for (; j + 8 <= n; j += 8) {
+    __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vo), vi);
+    t = _mm256_min_ps(_mm256_max_ps(t, zero), vq);  // max(a, b) = a > b ? a : b, as clampf
+    const __m256i q = _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(t, magic)), magic_bits);
+    const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), _mm_packus_epi16(words, words));
+  }
+#endif
+  for (; j < n; ++j) out[j] = static_cast<uint8_t>(math::affine_quantize(x[j], offset, inv, qmax));
+}
+
+// x[j] = math::affine_dequantize(q[j], p), 8 at a time (one fused multiply-add each, as fmaf).
+void affine_dequantize_row(const uint8_t* q, size_t n, math::AffineParams p, float* x) {
+  size_t j = 0;
+#ifdef __AVX2__
+  const __m256 vs = _mm256_set1_ps(p.scale), vo = _mm256_set1_ps(p.offset);
+  for (; j + 8 <= n; j += 8) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + j));
+    const __m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+    _mm256_storeu_ps(x + j, _mm256_fmadd_ps(v, vs, vo));
+  }
+#endif
+  for (; j < n; ++j) x[j] = math::affine_dequantize(q[j], p);
+}
+
 void min_max(const float* x, size_t n, float& lo, float& hi) {
   size_t i = 0;
   float l = x[0], h = x[0];
@@ -389,10 +423,7 @@ class ScalarCodec final : public Codec {
                                            : math::affine_params_search(row + begin, len, lo, hi, qmax);
           math::store_f32(code + 8 * g, p.scale);
           math::store_f32(code + 8 * g + 4, p.offset);
-          const float inv = math::affine_inv_scale(p.scale);
-          for (uint32_t j = 0; j < len; ++j) {
-            out[begin + j] = static_cast<uint8_t>(math::affine_quantize(row[begin + j], p.offset, inv, qmaxf));
-          }
+          affine_quantize_row(row + begin, len, p.offset, math::affine_inv_scale(p.scale), qmaxf, out + begin);
         }
         if (L_.bits != 8) pack_bits(q.data(), L_.dim, L_.bits, code + L_.header_bytes);
       }
@@ -445,7 +476,7 @@ class ScalarCodec final : public Codec {
             for (uint32_t g = 0; g < L_.groups; ++g) {
               const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
               const math::AffineParams p = math::load_affine(code, g);
-              for (uint32_t j = 0; j < len; ++j) row[begin + j] = math::affine_dequantize(qs[begin + j], p);
+              affine_dequantize_row(qs + begin, len, p, row + begin);
             }
           }
         }
