@@ -217,16 +217,16 @@ std::vector<Percentile> percentiles(std::vector<float>& v, std::initializer_list
 std::vector<Percentile> nonneg_percentiles(const detail::BigArray<float>& v, std::initializer_list<double> qs) {
   constexpr size_t kBuckets = size_t{1} << 16;
   // Buckets from here up hold only NaN (the marker is 0x7fc00000); +Inf, a
-  // norm that overflowed, sits in bucket 0x7f80 and is counted like before.
-  constexpr uint32_t kNaNBuckets = 0x7f81;
+  // norm that overflowed, sits in bucket 0x7f80 and is counted.
+  constexpr uint32_t kFirstNaNBucket = 0x7f81;
   const auto n = static_cast<int64_t>(v.size());
   std::vector<uint64_t> count(kBuckets, 0);
   uint64_t* counts = count.data();
 #pragma omp parallel for reduction(+ : counts[:kBuckets])
   for (int64_t i = 0; i < n; ++i) ++counts[std::bit_cast<uint32_t>(v[i]) >> 16];
-  std::vector<uint64_t> below(kNaNBuckets + 1, 0);  // values in buckets before b
-  for (size_t b = 0; b < kNaNBuckets; ++b) below[b + 1] = below[b] + count[b];
-  const uint64_t total = below[kNaNBuckets];
+  std::vector<uint64_t> below(kFirstNaNBucket + 1, 0);  // values in buckets before b
+  for (size_t b = 0; b < kFirstNaNBucket; ++b) below[b + 1] = below[b] + count[b];
+  const uint64_t total = below[kFirstNaNBucket];
   std::vector<Percentile> out;
   if (total == 0) return out;
   auto bucket_of = [&](uint64_t rank) {
