@@ -102,6 +102,13 @@ struct RqCandidate {
 };
 bool rq_before(const RqCandidate& a, const RqCandidate& b) { return math::rq_ranks_before(a.score, a.id, b.score, b.id); }
 
+// Candidate `id` of a level scored exactly: the residual of beam id / ksub
+// minus codeword id % ksub, as every encoder decides on.
+RqCandidate rq_score(const RqShape& s, const float* residuals, const float* codebook, uint32_t id) {
+  const uint32_t ksub = 1u << s.nbits;
+  return {math::pq_sub_distance(residuals + size_t{id / ksub} * s.dim, codebook + size_t{id % ksub} * s.dim, s.dim), id};
+}
+
 void check_rq_shape(const RqShape& s) {
   if (s.dim == 0 || s.m == 0 || s.nbits < 1 || s.nbits > 8 || s.beam < 1 || s.beam > math::kRqMaxBeam)
     EDO_FAIL("rq encode: unsupported shape (dim {}, m {}, nbits {}, beam {})", s.dim, s.m, s.nbits, s.beam);
@@ -199,14 +206,11 @@ void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, siz
           const float limit =
               worst.front() + 8.0f * static_cast<float>(dim + 4) * FLT_EPSILON * (rmax + cmax[level]) + FLT_MIN;
           keep.clear();
-          for (uint32_t i = 0; i < cur * ksub; ++i) {
-            if (approx[i] > limit) continue;
-            keep.push_back({math::pq_sub_distance(rr + size_t{i / ksub} * dim, cw + size_t{i % ksub} * dim, dim), i});
-          }
+          for (uint32_t i = 0; i < cur * ksub; ++i)
+            if (approx[i] <= limit) keep.push_back(rq_score(s, rr, cw, i));
           if (keep.size() < next) {  // only where an approximate score overflowed: score them all
             keep.clear();
-            for (uint32_t i = 0; i < cur * ksub; ++i)
-              keep.push_back({math::pq_sub_distance(rr + size_t{i / ksub} * dim, cw + size_t{i % ksub} * dim, dim), i});
+            for (uint32_t i = 0; i < cur * ksub; ++i) keep.push_back(rq_score(s, rr, cw, i));
           }
           std::partial_sort(keep.begin(), keep.begin() + next, keep.end(), rq_before);
           rq_extend(s, level, cw, keep.data(), next, rr, path.data() + r * cur * s.m, res_next.data() + r * next * dim,
@@ -238,7 +242,7 @@ void rq_encode_reference(const RqShape& s, const float* codebooks, const float* 
       const float* cw = codebooks + size_t{level} * ksub * s.dim;
       all.clear();
       for (uint32_t i = 0; i < cur * ksub; ++i)
-        all.push_back({math::pq_sub_distance(res.data() + size_t{i / ksub} * s.dim, cw + size_t{i % ksub} * s.dim, s.dim), i});
+        all.push_back(rq_score(s, res.data(), cw, i));
       std::sort(all.begin(), all.end(), rq_before);
       rq_extend(s, level, cw, all.data(), next, res.data(), path.data(), res_next.data(), path_next.data());
       std::swap(res, res_next);

@@ -62,29 +62,27 @@ struct ChunkTotals {
     sum += row_sum;
     sumsq += row_sumsq;
   }
+  // Counts and range of some finite values (an empty set has lo > hi).
+  void add_values(uint64_t zero_count, uint64_t near_count, float lo, float hi) {
+    zeros += zero_count;
+    near_zero += near_count;
+    if (lo <= hi) {
+      min = std::min(min, static_cast<double>(lo));
+      max = std::max(max, static_cast<double>(hi));
+    }
+  }
   void add(const RowStats& r, uint64_t row) {
     if ((r.nan || r.inf) && first_nonfinite < 0) first_nonfinite = static_cast<int64_t>(row);
     nan += r.nan;
     inf += r.inf;
-    zeros += r.zeros;
-    near_zero += r.near_zero;
     sum += r.sum;
     sumsq += r.sumsq;
-    if (r.min <= r.max) {
-      min = std::min(min, static_cast<double>(r.min));
-      max = std::max(max, static_cast<double>(r.max));
-    }
+    add_values(r.zeros, r.near_zero, r.min, r.max);
   }
   template <class Lanes>
   void fold(const Lanes& lanes) {
-    for (int l = 0; l < static_cast<int>(std::size(lanes.min)); ++l) {
-      zeros += lanes.zeros[l];
-      near_zero += lanes.near_zero[l];
-      if (lanes.min[l] <= lanes.max[l]) {
-        min = std::min(min, static_cast<double>(lanes.min[l]));
-        max = std::max(max, static_cast<double>(lanes.max[l]));
-      }
-    }
+    for (size_t l = 0; l < std::size(lanes.min); ++l)
+      add_values(lanes.zeros[l], lanes.near_zero[l], lanes.min[l], lanes.max[l]);
   }
   void merge(const ChunkTotals& o) {
     if (first_nonfinite < 0) first_nonfinite = o.first_nonfinite;
