@@ -28,12 +28,15 @@ struct BigArrayAllocator {
     return (n * sizeof(T) + kHuge - 1) / kHuge * kHuge;
   }
   T* allocate(size_t n) {
+    if (n == 0) return nullptr;
     void* p = ::mmap(nullptr, mapped_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     ::madvise(p, mapped_bytes(n), MADV_HUGEPAGE);  // a hint: fine if refused
     return static_cast<T*>(p);
   }
-  void deallocate(T* p, size_t n) { ::munmap(p, mapped_bytes(n)); }
+  void deallocate(T* p, size_t n) {
+    if (p) ::munmap(p, mapped_bytes(n));
+  }
 
   template <class U, class... Args>
   void construct(U* p, Args&&... args) {
