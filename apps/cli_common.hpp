@@ -5,14 +5,93 @@
 #include <CLI/CLI.hpp>
 #include <edo/build_info.hpp>
 #include <edo/error.hpp>
+#include <edo/io/files.hpp>
+#include <edo/io/table.hpp>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <string>
+#include <vector>
 
 namespace edo::cli {
+
+namespace detail {
+// libgomp reads OMP_WAIT_POLICY once, in its own constructor, before main
+// runs. The executable's .preinit_array runs before any shared library's
+// constructor, so this default reaches it: idle OpenMP threads sleep instead
+// of spinning, which on a machine with a busy core turned a 0.15 s job into
+// 79 s (docs/BENCHMARKS.md, "OpenMP waiting"). A user's own setting wins.
+inline void default_passive_wait(int, char**, char**) { ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0); }
+// What an out-of-memory error names: the tool's main input.
+inline std::string& error_subject() {
+  static std::string subject;
+  return subject;
+}
+}  // namespace detail
+[[gnu::section(".preinit_array"), gnu::used]] static void (*edo_preinit_wait_policy)(int, char**, char**) =
+    &detail::default_passive_wait;
+
+// Every path a tool writes passes this one check before any work: an output
+// may not be a file the tool reads, through a symbolic or a hard link
+// either, and no two outputs may be one file (docs/CLI.md, "Outputs").
+class PathGuard {
+ public:
+  // A table spec (x.h5:/dataset, x.npz:member) or a plain file; "-" and "" are skipped.
+  PathGuard& input(const std::string& spec) {
+    if (spec.empty() || spec == "-") return *this;
+    const std::string file = io::split_table_spec(spec).file;
+    if (detail::error_subject().empty()) detail::error_subject() = spec;
+    inputs_.push_back(file);
+    return *this;
+  }
+  // `file` is the file part of the output (no ":dataset"); "-" and "" are skipped.
+  PathGuard& output(const std::string& flag, const std::string& file) {
+    if (!file.empty() && file != "-") outputs_.push_back({flag, file});
+    return *this;
+  }
+  void check() const {
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const auto& [flag, file] = outputs_[i];
+      for (const std::string& in : inputs_)
+        if (io::same_file(in, file))
+          EDO_USAGE_FAIL("{} {}: would overwrite the input {}", flag, file, in);
+      for (size_t j = 0; j < i; ++j)
+        if (identity(outputs_[j].second) == identity(file))
+          EDO_USAGE_FAIL("{} {}: the same file as {} {}", flag, file, outputs_[j].first, outputs_[j].second);
+    }
+  }
+
+ private:
+  // Existing files by device and inode (hard links meet), others by their
+  // path with the existing part resolved (symbolic links meet).
+  static std::string identity(const std::string& file) {
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0) return fmt::format("inode {}:{}", st.st_dev, st.st_ino);
+    std::error_code ec;
+    const auto canonical = std::filesystem::weakly_canonical(file, ec);
+    return "path " + (ec ? file : canonical.string());
+  }
+  std::vector<std::string> inputs_;
+  std::vector<std::pair<std::string, std::string>> outputs_;
+};
+
+// Flushes stdout and turns a failed write (a full disk, a closed pipe) into
+// exit 1: results that never arrived are not a success.
+inline int finish_stdout(const char* tool, int code) {
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed) return code;
+  const int err = errno;
+  std::fprintf(stderr, "%s: error: <stdout>: write failed: %s\n", tool, err ? std::strerror(err) : "I/O error");
+  return code == 0 ? static_cast<int>(ExitCode::runtime) : code;
+}
 
 inline std::string version_text(const char* tool) {
   return fmt::format("{} {} (CUDA {}, CPU target '{}')", tool, EDO_VERSION_STRING,
@@ -23,30 +102,34 @@ inline std::string version_text(const char* tool) {
 // documented exit code: 1 runtime, 2 usage, 3 gate.
 template <class Body>
 int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body) {
+  io::install_signal_cleanup();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish_stdout(tool, app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_stdout(tool, app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_stdout(tool, app.exit(e));
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "%s: error: %s (see %s --help)\n", tool, e.what(), tool);
     return static_cast<int>(ExitCode::usage);
   }
+  int code = 0;
   try {
-    return body();
+    code = body();
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
-    return static_cast<int>(e.code());
+    code = static_cast<int>(e.code());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of memory\n", tool);
-    return static_cast<int>(ExitCode::runtime);
+    const std::string& subject = detail::error_subject();
+    std::fprintf(stderr, "%s: error: %s%sout of memory\n", tool, subject.c_str(), subject.empty() ? "" : ": ");
+    code = static_cast<int>(ExitCode::runtime);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
-    return static_cast<int>(ExitCode::runtime);
+    code = static_cast<int>(ExitCode::runtime);
   }
+  return finish_stdout(tool, code);
 }
 
 inline void add_version_flag(CLI::App& app, const char* tool) {
@@ -58,6 +141,7 @@ inline void add_version_flag(CLI::App& app, const char* tool) {
 #include <omp.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <functional>
 
@@ -90,8 +174,21 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// More threads than this is a typing error, not a machine (docs/CLI.md).
+inline constexpr int kMaxThreads = 1024;
+
 inline void add_threads_option(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, "Worker threads (default: all cores)")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, fmt::format("Worker threads, 1 to {} (default: all cores)", kMaxThreads))
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            int v = 0;
+            const char* end = text.data() + text.size();
+            const auto r = std::from_chars(text.data(), end, v);
+            if (r.ec != std::errc() || r.ptr != end || v < 1 || v > kMaxThreads)
+              return fmt::format("'{}' is not a thread count from 1 to {}", text, kMaxThreads);
+            return std::string();
+          },
+          "INT in [1 - 1024]"));
 }
 
 inline void apply_threads(int threads) {

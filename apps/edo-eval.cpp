@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
   return edo::cli::run_tool("edo-eval", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
     if (show > 0 && json) EDO_USAGE_FAIL("--show-neighbours prints a table; use it without --json");
+    edo::cli::PathGuard paths;
+    paths.input(original_path).input(compressed_path).input(vocab);
+    flags.add_paths(paths);
+    paths.check();
     const auto gates = flags.parsed_gates();
     auto original = edo::open_any_table(original_path);
     auto compressed = edo::open_any_table(compressed_path);

@@ -101,7 +101,10 @@ int main(int argc, char** argv) {
     if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
     if (tier_texts.empty() == config.empty()) EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
-    if (input != "-" && edo::io::same_file(input, output)) EDO_USAGE_FAIL("{}: output would overwrite the input", output);
+    edo::cli::PathGuard paths;
+    paths.input(input).input(freq_path).input(config).output("-o", output);
+    eval_flags.add_paths(paths);
+    paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();
     std::vector<edo::TierSpec> tiers;

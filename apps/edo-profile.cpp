@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
     edo::cli::apply_threads(threads);
     if (!plan && (!budget.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !plan_config.empty()))
       EDO_USAGE_FAIL("--budget, --max-bytes, --gpu-bytes and --plan-config go with --plan");
+    edo::cli::PathGuard().input(input).input(freq).output("--plan-config", plan_config).check();
     auto table = edo::open_any_table(input);
     nlohmann::json container;
     if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))

@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
     if (input.empty() || output.empty() || spec.empty())
       EDO_USAGE_FAIL("INPUT, -o OUTPUT and --codec SPEC are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
-    if (input != "-" && edo::io::same_file(input, output)) EDO_USAGE_FAIL("{}: output would overwrite the input", output);
+    edo::cli::PathGuard paths;
+    paths.input(input).output("-o", output);
+    eval_flags.add_paths(paths);
+    paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();  // usage errors before any work
     edo::cli::apply_threads(threads);

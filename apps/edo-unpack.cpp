@@ -27,8 +27,7 @@ int main(int argc, char** argv) {
   return edo::cli::run_tool("edo-unpack", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
     if (output == "-" && ::isatty(STDOUT_FILENO)) EDO_USAGE_FAIL("refusing to write binary .npy to a terminal");
-    const std::string out_file = output.substr(0, output.find(':'));
-    if (edo::io::same_file(input, out_file)) EDO_USAGE_FAIL("{}: output would overwrite the input", output);
+    edo::cli::PathGuard().input(input).output("-o", output.substr(0, output.find(':'))).check();
     auto table = edo::EdoTable::open(input, edo::io::Verify::all);
     auto writer = edo::io::create_table(output, table->rows(), table->dim());
     edo::cli::Progress progress("edo-unpack", quiet);

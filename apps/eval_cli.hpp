@@ -48,6 +48,12 @@ struct EvalFlags {
     if (with_seed) app.add_option("--seed", seed, "Seed of the query sample (default 0)");
   }
 
+  // The files these flags read and the reports they write.
+  void add_paths(PathGuard& paths) const {
+    paths.input(query_file).input(labels).input(freq);
+    paths.output("--report-json", report_json).output("--report-md", report_md);
+  }
+
   std::vector<Gate> parsed_gates() const {
     std::vector<Gate> out;
     for (const auto& g : gates) out.push_back(parse_gate(g));
@@ -117,7 +123,9 @@ struct EvalFlags {
 class EvalTarget {
  public:
   EvalTarget(const std::string& output, bool evaluate)
-      : path_(evaluate ? output + ".unevaluated-" + std::to_string(::getpid()) : output), owned_(evaluate) {}
+      : path_(evaluate ? output + ".unevaluated-" + std::to_string(::getpid()) : output), owned_(evaluate) {
+    if (owned_) cleanup_.arm(path_);
+  }
   ~EvalTarget() {
     if (owned_) ::unlink(path_.c_str());
   }
@@ -128,12 +136,14 @@ class EvalTarget {
  private:
   std::string path_;
   bool owned_;
+  io::CleanupOnSignal cleanup_;
 };
 
+// Reports appear whole or not at all, like every other output.
 inline void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f || !f.write(text.data(), static_cast<std::streamsize>(text.size())))
-    EDO_FAIL("{}: cannot write report", path);
+  io::AtomicFile f(path);
+  f.write(text.data(), text.size());
+  f.commit();
 }
 
 // Prints the metrics one a line ("name  value") to stdout.

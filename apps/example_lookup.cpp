@@ -2,8 +2,10 @@
 //   example_lookup FILE.edo ID [ID ...]
 #include <edo/reader.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -25,4 +27,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return std::fprintf(stderr, "error: %s\n", e.what()), 1;
   }
+  // Rows that never reached stdout (a full disk, a closed pipe) are a failure.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    return std::fprintf(stderr, "error: <stdout>: write failed: %s\n", std::strerror(errno)), 1;
 }

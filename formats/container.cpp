@@ -1,6 +1,7 @@
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
+#include <edo/io/table.hpp>
 
 #include <xxhash.h>
 
@@ -299,6 +300,8 @@ std::vector<TierInfo> validate_manifest_schema(const json& manifest, const std::
   if (!format || *format != kManifestFormat) EDO_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
   for (const char* key : {manifest_key::rows, manifest_key::dim})
     if (unsigned_member(manifest, key, "", path) == 0) EDO_FAIL("{}: manifest: \"{}\" must be positive", path, key);
+  if (const uint64_t dim = unsigned_member(manifest, manifest_key::dim, "", path); dim > kMaxDim)
+    EDO_FAIL("{}: manifest: \"dim\" {} is more than the {} columns a table may have", path, dim, kMaxDim);
   const json* provenance = member(manifest, manifest_key::provenance);
   if (!provenance || !provenance->is_object()) EDO_FAIL("{}: manifest: \"provenance\" must be an object", path);
   return parse_tiers(manifest, path);

@@ -2,15 +2,72 @@
 #include <edo/io/files.hpp>
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <vector>
 
 namespace edo::io {
+
+namespace {
+
+// The registry a signal handler reads: fixed slots with their own path
+// buffers, so the handler touches no heap memory and calls only unlink,
+// which is async-signal-safe. A slot is free (0), being written (1) or armed
+// (2); the handler removes armed slots' files only.
+constexpr int kCleanupSlots = 64;
+struct CleanupSlot {
+  std::atomic<int> state{0};
+  char path[PATH_MAX];
+};
+CleanupSlot g_cleanup[kCleanupSlots];
+
+extern "C" void edo_cleanup_and_reraise(int sig) {
+  for (CleanupSlot& s : g_cleanup)
+    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  // SA_RESETHAND restored the default action; the signal is blocked until
+  // this handler returns, then ends the process as it would have.
+  ::raise(sig);
+}
+
+}  // namespace
+
+void CleanupOnSignal::arm(const std::string& path) {
+  disarm();
+  if (path.empty() || path.size() >= PATH_MAX) return;
+  for (int i = 0; i < kCleanupSlots; ++i) {
+    int expected = 0;
+    if (!g_cleanup[i].state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+    std::memcpy(g_cleanup[i].path, path.c_str(), path.size() + 1);
+    g_cleanup[i].state.store(2, std::memory_order_release);
+    slot_ = i;
+    return;
+  }
+}
+
+void CleanupOnSignal::disarm() {
+  if (slot_ < 0) return;
+  g_cleanup[slot_].state.store(0, std::memory_order_release);
+  slot_ = -1;
+}
+
+void install_signal_cleanup() {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = edo_cleanup_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -79,6 +136,7 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   fd_ = ::mkstemp(buf.data());
   if (fd_ < 0) EDO_FAIL("{}: cannot create output: {}", path, std::strerror(errno));
   temp_path_.assign(buf.data());
+  cleanup_.arm(temp_path_);
   ::fchmod(fd_, 0644);
 }
 
@@ -113,6 +171,9 @@ void AtomicFile::commit() {
     EDO_FAIL("{}: close failed: {}", path_, std::strerror(errno));
   }
   fd_ = -1;
+  // Disarmed first: a signal between the two leaves the temporary behind,
+  // never removes the finished output.
+  cleanup_.disarm();
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
     EDO_FAIL("{}: cannot rename temporary into place: {}", path_, std::strerror(errno));
   committed_ = true;

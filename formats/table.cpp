@@ -126,13 +126,16 @@ class StdinSpool {
     const int fd = ::mkstemp(buf.data());
     if (fd < 0) EDO_FAIL("<stdin>: cannot create a temporary file: {}", std::strerror(errno));
     path_.assign(buf.data());
+    cleanup_.arm(path_);
     std::vector<char> chunk(size_t{1} << 20);
     for (;;) {
       const ssize_t n = ::read(STDIN_FILENO, chunk.data(), chunk.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
+        const int err = errno;
         ::close(fd);
-        EDO_FAIL("<stdin>: read failed: {}", std::strerror(errno));
+        ::unlink(path_.c_str());
+        EDO_FAIL("<stdin>: read failed: {}", std::strerror(err));
       }
       if (n == 0) break;
       const char* p = chunk.data();
@@ -141,8 +144,10 @@ class StdinSpool {
         const ssize_t w = ::write(fd, p, static_cast<size_t>(left));
         if (w < 0 && errno == EINTR) continue;
         if (w < 0) {
+          const int err = errno;
           ::close(fd);
-          EDO_FAIL("<stdin>: cannot spool to {}: {}", path_, std::strerror(errno));
+          ::unlink(path_.c_str());
+          EDO_FAIL("<stdin>: cannot spool to {}: {}", path_, std::strerror(err));
         }
         p += w;
         left -= w;
@@ -155,6 +160,7 @@ class StdinSpool {
 
  private:
   std::string path_;
+  CleanupOnSignal cleanup_;
 };
 
 }  // namespace
@@ -169,8 +175,9 @@ TableSpec split_table_spec(const std::string& spec) {
   return {spec, {}};
 }
 
-std::unique_ptr<TableReader> open_table(const std::string& spec) {
-  if (spec.empty()) EDO_USAGE_FAIL("empty input path");
+namespace {
+
+std::unique_ptr<TableReader> open_table_of_format(const std::string& spec) {
   if (spec == "-") {
     // stdin cannot seek; a spooled copy gives every tool random access to row
     // blocks at the cost of disk, never memory. The spool is unlinked as soon
@@ -197,6 +204,16 @@ std::unique_ptr<TableReader> open_table(const std::string& spec) {
     return open_vecs(s.file, element, spec);
   }
   EDO_FAIL("{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .fvecs, .bvecs or .ivecs)", spec);
+}
+
+}  // namespace
+
+std::unique_ptr<TableReader> open_table(const std::string& spec) {
+  if (spec.empty()) EDO_USAGE_FAIL("empty input path");
+  auto table = open_table_of_format(spec);
+  if (table->dim() > kMaxDim)
+    EDO_FAIL("{}: {} columns, more than the {} a table may have", spec, table->dim(), kMaxDim);
+  return table;
 }
 
 std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim, DType dtype) {

@@ -217,7 +217,9 @@ struct Reader::Impl {
   // rows, decodes them (a codec's own OpenMP loop runs as a team of one
   // inside this region) and scatters them into place.
   void decode_located(const uint32_t* tier, const uint64_t* index, size_t n, float* out) const {
-    constexpr size_t kChunk = 256;
+    // Up to 256 rows a chunk, fewer for wide rows: a thread's buffer stays
+    // near 1 MiB, whatever dim a file declares.
+    const size_t kChunk = std::clamp<size_t>((size_t{1} << 18) / dim, 1, 256);
     std::vector<uint64_t> start, order;
     group_by_tier(tier, n, unknown_slot() + 1, start, order);
     std::vector<std::pair<uint32_t, uint64_t>> chunks;  // (tier, first position in order)
@@ -273,11 +275,12 @@ void Reader::Impl::load() {
   const nlohmann::json& manifest = container.manifest();
   const auto& infos = container.tiers();
   if (infos.size() > io::kMaxTiers) EDO_FAIL("{}: {} tiers (at most {})", path, infos.size(), io::kMaxTiers);
-  default_vector.assign(dim, 0.0f);
   for (size_t t = 0; t < infos.size(); ++t) {
     tiers.push_back(load_tier(container, infos[t], manifest["tiers"][t]));
     if (!tiers.back().codec) default_vector = tiers.back().vector;
   }
+  // Sized only now that a tier's sections have vouched for dim.
+  if (default_vector.empty()) default_vector.assign(dim, 0.0f);
   std::vector<uint64_t> tier_rows;
   for (const Tier& t : tiers) tier_rows.push_back(t.stats.rows);
   if (!manifest.contains("rowmap")) {

@@ -17,6 +17,7 @@
 
 #include <edo/codec_math.hpp>
 #include <edo/device.hpp>
+#include <edo/io/table.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -145,7 +146,7 @@ std::string canonical_spec(std::string_view spec, size_t dim);
 // decode codes in place; nullopt for any other codec (pca chains, PQ, ...).
 std::optional<math::ScalarLayout> scalar_layout(const Codec& codec);
 
-// Largest input dimension any codec accepts.
-inline constexpr size_t kMaxCodecDim = size_t{1} << 24;
+// Largest input dimension any codec accepts: the widest table.
+inline constexpr size_t kMaxCodecDim = io::kMaxDim;
 
 }  // namespace edo

@@ -35,6 +35,32 @@ class MappedFile {
   uint64_t size_ = 0;
 };
 
+// Files removed if the process is ended by SIGINT, SIGTERM, SIGHUP or SIGPIPE
+// once install_signal_cleanup() has run: the temporaries of AtomicFile, the
+// stdin spool, intermediates. kill -9 cannot be caught; everything else
+// leaves no file behind. A registration holds its path until it is dropped.
+class CleanupOnSignal {
+ public:
+  CleanupOnSignal() = default;
+  explicit CleanupOnSignal(const std::string& path) { arm(path); }
+  ~CleanupOnSignal() { disarm(); }
+  CleanupOnSignal(const CleanupOnSignal&) = delete;
+  CleanupOnSignal& operator=(const CleanupOnSignal&) = delete;
+  // Registers `path` (replacing any earlier one). Paths longer than PATH_MAX
+  // or beyond the registry's slots are not registered.
+  void arm(const std::string& path);
+  // Forgets the path without removing it (the file was renamed or is kept).
+  void disarm();
+
+ private:
+  int slot_ = -1;
+};
+
+// Installs the handlers (signals the parent set to be ignored stay ignored).
+// Each handler removes every registered file, then ends the process by the
+// same signal, so the exit status still says how it ended.
+void install_signal_cleanup();
+
 // Writes to "<dir>/.<name>.tmp-XXXXXX" and renames onto `path` in commit().
 // The destructor removes the temporary when commit() was not reached.
 class AtomicFile {
@@ -58,9 +84,11 @@ class AtomicFile {
   int fd_ = -1;
   uint64_t position_ = 0;
   bool committed_ = false;
+  CleanupOnSignal cleanup_;
 };
 
 // True when the two paths name the same existing file (same device and inode).
 bool same_file(const std::string& a, const std::string& b);
+
 
 }  // namespace edo::io

@@ -23,6 +23,10 @@ enum class DType : uint8_t { f16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64
 const char* dtype_name(DType t);  // numpy-style: "float32", "uint8", ...
 size_t dtype_size(DType t);
 
+// Widest table any tool reads or writes (columns). A wider declared shape is
+// a hostile or broken file, refused before anything is sized by it.
+inline constexpr uint64_t kMaxDim = uint64_t{1} << 24;
+
 // Default block: 32 MiB of fp32 values.
 inline constexpr size_t kDefaultBlockBytes = size_t{32} << 20;
 
