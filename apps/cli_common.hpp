@@ -6,6 +6,7 @@
 #include <edo/build_info.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
+#include <edo/passive_wait.hpp>
 #include <edo/io/table.hpp>
 #include <fmt/format.h>
 
@@ -24,20 +25,12 @@
 namespace edo::cli {
 
 namespace detail {
-// libgomp reads OMP_WAIT_POLICY once, in its own constructor, before main
-// runs. The executable's .preinit_array runs before any shared library's
-// constructor, so this default reaches it: idle OpenMP threads sleep instead
-// of spinning, which on a machine with a busy core turned a 0.15 s job into
-// 79 s (docs/BENCHMARKS.md, "OpenMP waiting"). A user's own setting wins.
-inline void default_passive_wait(int, char**, char**) { ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0); }
 // What an out-of-memory error names: the tool's main input.
 inline std::string& error_subject() {
   static std::string subject;
   return subject;
 }
 }  // namespace detail
-[[gnu::section(".preinit_array"), gnu::used]] static void (*edo_preinit_wait_policy)(int, char**, char**) =
-    &detail::default_passive_wait;
 
 // Every path a tool writes passes this one check before any work: an output
 // may not be a file the tool reads, through a symbolic or a hard link

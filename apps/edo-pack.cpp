@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       "edo-pack"};
   std::string input, output, freq_path, config, device = "auto";
   std::vector<std::string> tier_texts;
-  bool json = false, quiet = false, allow_nonfinite = false, run_eval = false;
+  bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
@@ -88,6 +88,8 @@ int main(int argc, char** argv) {
   app.add_option("--train-rows", train_rows, "Rows of a tier sampled to train its codec (default 65536)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--allow-nonfinite", allow_nonfinite, "Pass NaN/Inf through where the codec can store them");
+  app.add_flag("--allow-underflow", allow_underflow,
+               "Store rows whose values are too small for their tier's codec instead of refusing (docs/CLI.md)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval,
                "Evaluate the file: metrics overall, per tier (<tier>.*) and access-weighted (w.*, from --freq),\n"
@@ -121,6 +123,7 @@ int main(int argc, char** argv) {
     opt.train_rows = train_rows;
     opt.device = edo::select_device(device);
     opt.allow_nonfinite = allow_nonfinite;
+    opt.allow_underflow = allow_underflow;
     opt.parameters = {{"freq", freq_path.empty() ? "" : freq_path.substr(freq_path.find_last_of('/') + 1)}};
     edo::cli::Progress progress("edo-pack", quiet);
     opt.progress = progress.callback();

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval",
       "edo-quantize"};
   std::string input, output, spec, device = "auto";
-  bool list = false, json = false, quiet = false, allow_nonfinite = false, run_eval = false;
+  bool list = false, json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--allow-nonfinite", allow_nonfinite,
                "Pass NaN/Inf through where the codec can store them (fp32, fp16, bf16) instead of refusing");
+  app.add_flag("--allow-underflow", allow_underflow,
+               "Store rows whose values are too small for the codec (decoded to zeros or beyond its error bound,\n"
+               "docs/CLI.md) instead of refusing");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
   eval_flags.add_to(app, false);
@@ -80,7 +83,9 @@ int main(int argc, char** argv) {
     opt.train_rows = train_rows;
     opt.device = edo::select_device(device);
     opt.allow_nonfinite = allow_nonfinite;
+    opt.allow_underflow = allow_underflow;
     opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
+    if (allow_underflow) opt.parameters["allow_underflow"] = true;
     edo::cli::Progress progress("edo-quantize", quiet);
     opt.progress = progress.callback();
 

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -68,7 +69,11 @@ struct EvalFlags {
     o.seed = seed_value;
     if (!query_file.empty()) o.query_ids = read_id_lines(query_file, rows);
     if (!labels.empty()) o.labels = read_labels(labels, rows);
-    if (!freq.empty()) o.freq = io::read_frequencies(freq, rows);
+    if (!freq.empty()) {
+      o.freq = io::read_frequencies(freq, rows);
+      if (std::none_of(o.freq.begin(), o.freq.end(), [](double f) { return f > 0; }))
+        EDO_FAIL("{}: every count is 0; access-weighted metrics need at least one lookup", freq);
+    }
     return o;
   }
 

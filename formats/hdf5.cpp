@@ -69,7 +69,19 @@ std::string hdf5_error() {
       },
       &msg);
   H5Eclear2(H5E_DEFAULT);
-  return msg.empty() ? std::string("HDF5 error") : msg;
+  if (msg.empty()) return "HDF5 error";
+  // The file driver's messages span lines and dump its state ("time = ...,
+  // filename = ..., errno = 28, error message = 'No space left on device',
+  // buf = ..."): keep the operation and the system's reason, on one line.
+  const std::string quoted = "error message = '";
+  if (const size_t at = msg.find(quoted); at != std::string::npos) {
+    const size_t begin = at + quoted.size(), end = msg.find('\'', begin);
+    const std::string operation = msg.substr(0, std::min(msg.find(','), msg.find(':')));
+    if (end != std::string::npos) msg = operation + ": " + msg.substr(begin, end - begin);
+  }
+  for (char& c : msg)
+    if (c == '\n' || c == '\r') c = ' ';
+  return msg;
 }
 
 struct DatasetEntry {

@@ -10,6 +10,7 @@
 #include <edo/io/readers.hpp>
 
 #include <zip.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -63,6 +64,8 @@ class NpzReader final : public TableReader {
     member_size_ = st.size;
     seekable_ = (st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE &&
                 (!(st.valid & ZIP_STAT_ENCRYPTION_METHOD) || st.encryption_method == ZIP_EM_NONE);
+    if (!(st.valid & ZIP_STAT_CRC)) EDO_FAIL("{}: the member has no CRC-32 to check", display);
+    verify_crc(st.crc);
     reopen();
 
     // The .npy header: 10 or 12 fixed bytes that give the length of the rest.
@@ -133,6 +136,25 @@ class NpzReader final : public TableReader {
                names.empty() ? "the archive has no members" : "the archive has several members", display,
                describe_members(names));
     return indices[0];
+  }
+
+  // Reads the member once, start to end, and compares its CRC-32 with the
+  // archive's, as numpy does: seeks and partial reads (all that row blocks
+  // need) never reach the check libzip makes at the end of a member.
+  void verify_crc(uint32_t expected) {
+    reopen();
+    std::vector<uint8_t> piece(std::min<uint64_t>(member_size_, uint64_t{1} << 20));
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    uint64_t left = member_size_;
+    while (left > 0) {
+      const uint64_t n = std::min<uint64_t>(left, piece.size());
+      read_exact(piece.data(), n);
+      crc = ::crc32_z(crc, piece.data(), static_cast<z_size_t>(n));
+      left -= n;
+    }
+    if (static_cast<uint32_t>(crc) != expected)
+      EDO_FAIL("{}: CRC-32 mismatch in the member (archive {:08x}, data {:08x}): corrupt", path_, expected,
+               static_cast<uint32_t>(crc));
   }
 
   void reopen() {

@@ -6,12 +6,118 @@
 
 #include <edo/float16.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace edo {
 
 void Codec::train(const float*, size_t, uint64_t) {}
+
+double Codec::row_error_bound() const { return std::numeric_limits<double>::infinity(); }
+
+// ---- magnitudes -----------------------------------------------------------------------
+
+namespace {
+
+double squared_norm(const float* x, size_t dim) {
+  double s = 0;
+  for (size_t j = 0; j < dim; ++j) s += static_cast<double>(x[j]) * x[j];
+  return s;
+}
+
+// The smallest i in [0, n) for which bad(i) holds, or -1; rows are scanned in
+// parallel, so the answer does not depend on the thread count.
+template <class Bad>
+int64_t first_bad_row(size_t n, size_t dim, Bad&& bad) {
+  int64_t first = std::numeric_limits<int64_t>::max();
+  const int64_t rows = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static) reduction(min : first) if (n * dim > 65536)
+  for (int64_t i = 0; i < rows; ++i)
+    if (bad(static_cast<size_t>(i))) first = std::min(first, i);
+  return first == std::numeric_limits<int64_t>::max() ? -1 : first;
+}
+
+std::string row_name(const EncodeOptions& opt, size_t i, const uint64_t* row_ids) {
+  const uint64_t row = row_ids ? row_ids[i] : opt.first_row + i;
+  return fmt::format("{}{}row {}", opt.input, opt.input.empty() ? "" : ": ", row);
+}
+
+bool norm_out_of_range(double s, bool allow_underflow) {
+  return s > kMaxTrainableNorm2 || (!allow_underflow && s > 0 && s < kMinTrainableNorm2);
+}
+
+[[noreturn]] void fail_norm(const std::string& where, double s, const std::string& spec) {
+  if (s > kMaxTrainableNorm2)
+    EDO_FAIL("{}: norm {:.3g} is too large for the float arithmetic of {} (at most {:.3g}); scale the table down",
+             where, std::sqrt(s), spec, std::sqrt(kMaxTrainableNorm2));
+  EDO_FAIL("{}: norm {:.3g} is too small for the float arithmetic of {} (at least {:.3g}); scale the table up, or "
+           "pass --allow-underflow to store it anyway",
+           where, std::sqrt(s), spec, std::sqrt(kMinTrainableNorm2));
+}
+
+}  // namespace
+
+void check_trainable_norms(const float* x, size_t n, size_t dim, const std::string& spec, const EncodeOptions& opt,
+                           const uint64_t* row_ids) {
+  const int64_t bad = first_bad_row(n, dim, [&](size_t i) {
+    return norm_out_of_range(squared_norm(x + i * dim, dim), opt.allow_underflow);
+  });
+  if (bad >= 0) {
+    const size_t i = static_cast<size_t>(bad);
+    fail_norm(row_name(opt, i, row_ids), squared_norm(x + i * dim, dim), spec);
+  }
+}
+
+void check_magnitudes(const Codec& codec, const float* x, const float* y, size_t n, const EncodeOptions& opt,
+                      const uint64_t* row_ids) {
+  const size_t dim = codec.dim();
+  if (codec.needs_training()) check_trainable_norms(x, n, dim, codec.spec(), opt, row_ids);
+  if (opt.allow_underflow) return;
+  const double bound = codec.row_error_bound();
+  // Slack for rounding in the error sum itself; the bounds are worst cases.
+  const double limit = bound * 1.01 + 1e-9;
+  struct RowError {
+    double xx = 0, ee = 0;
+    bool decoded_zero = true;
+  };
+  auto row_error = [&](size_t i) {
+    RowError r;
+    const float* a = x + i * dim;
+    const float* b = y + i * dim;
+    for (size_t j = 0; j < dim; ++j) {
+      const double d = static_cast<double>(a[j]) - b[j];
+      r.xx += static_cast<double>(a[j]) * a[j];
+      r.ee += d * d;
+      r.decoded_zero = r.decoded_zero && b[j] == 0.0f;
+    }
+    return r;
+  };
+  // A nonzero row whose squares underflow double too is judged by its values alone.
+  auto nonzero = [&](size_t i) {
+    const float* a = x + i * dim;
+    return std::any_of(a, a + dim, [](float v) { return v != 0.0f; });
+  };
+  auto bad = [&](size_t i) {
+    const RowError r = row_error(i);
+    if (!(r.xx > 0) && !nonzero(i)) return false;
+    if (r.decoded_zero) return true;
+    return std::isfinite(bound) && r.xx > 0 && std::sqrt(r.ee / r.xx) > limit;
+  };
+  const int64_t first = first_bad_row(n, dim, bad);
+  if (first < 0) return;
+  const size_t i = static_cast<size_t>(first);
+  const RowError r = row_error(i);
+  const std::string where = row_name(opt, i, row_ids);
+  if (r.decoded_zero)
+    EDO_FAIL("{}: nonzero, but {} stores it as all zeros (its values are below the codec's smallest step); pass "
+             "--allow-underflow to store it anyway",
+             where, codec.spec());
+  EDO_FAIL("{}: its values are too small for {}: relative error {:.3g}, beyond the codec's bound {:.3g}; pass "
+           "--allow-underflow to store it anyway",
+           where, codec.spec(), std::sqrt(r.ee / r.xx), bound);
+}
 
 void Codec::load_state(const std::vector<NamedBlob>& blobs) {
   if (!blobs.empty()) EDO_FAIL("{}: codec has no trained state, but got a blob named '{}'", spec(), blobs[0].name);

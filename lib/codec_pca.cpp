@@ -24,6 +24,8 @@ class PcaCodec final : public Codec {
     EncodeOptions opt;
     opt.input = "pca training sample";
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
+    opt.allow_underflow = true;  // only sums that overflow are refused here
+    check_trainable_norms(x, n, dim_, spec(), opt);
     model_ = fit_pca(x, n, dim_, k_, seed);
     if (inner_->needs_training()) {
       std::vector<float> y(n * k_);

@@ -107,6 +107,10 @@ class PqCodec final : public Codec, public AdcCodec {
     EncodeOptions opt;
     opt.input = "training sample";
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
+    // Callers name the input's rows first; this keeps FAISS from ever
+    // asserting on sums that overflow, whoever calls.
+    opt.allow_underflow = true;
+    check_trainable_norms(x, n, dim_, spec(), opt);
     std::vector<float> rotated;
     if (rotate_) {
       faiss::OPQMatrix opq(static_cast<int>(dim_), static_cast<int>(g_.m), static_cast<int>(g_.dim));
@@ -283,6 +287,10 @@ class RqCodec final : public Codec, public AdcCodec {
     EncodeOptions opt;
     opt.input = "training sample";
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
+    // Callers name the input's rows first; this keeps FAISS from ever
+    // asserting on sums that overflow, whoever calls.
+    opt.allow_underflow = true;
+    check_trainable_norms(x, n, dim_, spec(), opt);
     faiss::ResidualQuantizer rq(dim_, m_, nbits_);
     rq.max_beam_size = static_cast<int>(train_beam_);
     rq.verbose = false;

@@ -16,6 +16,8 @@
 #endif
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -71,13 +73,14 @@ bool keeps_nonfinite(ScalarKind kind) {
 // out[j] = math::affine_quantize(x[j], offset, inv, qmax), 8 at a time: the
 // same IEEE operations in the same order (sub, mul, max with 0, min with
 // qmax, the round-by-magic add), so the bytes equal the reference's.
-void affine_quantize_row(const float* x, size_t n, float offset, float inv, float qmax, uint8_t* out) {
+void affine_quantize_row(const float* x, size_t n, float offset, math::AffineInverse inv, float qmax, uint8_t* out) {
   size_t j = 0;
 #ifdef __AVX2__
-  const __m256 vo = _mm256_set1_ps(offset), vi = _mm256_set1_ps(inv), vq = _mm256_set1_ps(qmax);
+  // A lifted (subnormal-scale) group is rare: the scalar loop below serves it.
+  const __m256 vo = _mm256_set1_ps(offset), vi = _mm256_set1_ps(inv.inv), vq = _mm256_set1_ps(qmax);
   const __m256 zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f);
   const __m256i magic_bits = _mm256_set1_epi32(0x4b400000);
-  for (; j + 8 <= n; j += 8) {
+  for (; inv.lift == 1.0f && j + 8 <= n; j += 8) {
     __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vo), vi);
     t = _mm256_min_ps(_mm256_max_ps(t, zero), vq);  // max(a, b) = a > b ? a : b, as clampf
     const __m256i q = _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(t, magic)), magic_bits);
@@ -293,6 +296,29 @@ class ScalarCodec final : public Codec {
   size_t code_size() const override { return L_.code_size; }
   const ScalarLayout& layout() const { return L_; }
 
+  // Worst cases for a row in the codec's normal range (docs/CLI.md):
+  // rounding to nearest with p mantissa bits errs by at most 2^-(p+1) of
+  // each value; fp8 adds its subnormal step at the row's scale; an affine
+  // group of G values errs by at most half a step, (hi - lo) / (2 qmax),
+  // per value while its squared norm is at least (hi - lo)^2 / 2; sign codes
+  // at their MSE-optimal scale never err more than the zero vector would.
+  double row_error_bound() const override {
+    const double root_dim = std::sqrt(static_cast<double>(L_.dim));
+    switch (L_.kind) {
+      case ScalarKind::f32: return 0.0;
+      case ScalarKind::f16: return 0x1p-11;
+      case ScalarKind::bf16: return 0x1p-8;
+      case ScalarKind::fp8_e4m3: return 0x1p-4 + root_dim * 0x1p-10 / 448.0;
+      case ScalarKind::fp8_e5m2: return 0x1p-3 + root_dim * 0x1p-17 / 57344.0;
+      case ScalarKind::int8:
+      case ScalarKind::int4:
+      case ScalarKind::int2:
+        return std::sqrt(static_cast<double>(L_.group) / 2.0) / static_cast<double>(math::affine_qmax(L_));
+      case ScalarKind::sign: return 1.0;
+    }
+    return std::numeric_limits<double>::infinity();
+  }
+
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
     if (opt.device == Device::cpu && opt.impl == Impl::fast) {
       // The fast path checks each chunk for NaN/Inf (or overflow) while it is
@@ -423,7 +449,7 @@ class ScalarCodec final : public Codec {
                                            : math::affine_params_search(row + begin, len, lo, hi, qmax);
           math::store_f32(code + 8 * g, p.scale);
           math::store_f32(code + 8 * g + 4, p.offset);
-          affine_quantize_row(row + begin, len, p.offset, math::affine_inv_scale(p.scale), qmaxf, out + begin);
+          affine_quantize_row(row + begin, len, p.offset, math::affine_inverse(p.scale), qmaxf, out + begin);
         }
         if (L_.bits != 8) pack_bits(q.data(), L_.dim, L_.bits, code + L_.header_bytes);
       }

@@ -92,6 +92,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   EncodeOptions enc;
   enc.device = opt.device;
   enc.allow_nonfinite = opt.allow_nonfinite;
+  enc.allow_underflow = opt.allow_underflow;
   enc.input = input.path();
   DecodeOptions dec;
   dec.device = Device::cpu;
@@ -101,6 +102,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
     const std::vector<uint64_t> ids = sample_indices(rows, opt.train_rows, opt.seed);
     std::vector<float> sample(ids.size() * dim);
     for (size_t i = 0; i < ids.size(); ++i) input.read_f32(ids[i], 1, sample.data() + i * dim);
+    check_trainable_norms(sample.data(), ids.size(), dim, rep.spec, enc, ids.data());
     codec->train(sample.data(), ids.size(), opt.seed);
     rep.train_seconds = seconds_since(t0);
   }
@@ -127,6 +129,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
       writer.append(codes.data(), codes.size());
       decoded.resize(n * dim);
       codec->decode(codes.data(), n, decoded.data(), dec);
+      check_magnitudes(*codec, x, decoded.data(), n, enc);
       recon.add_block(x, decoded.data(), n, dim, scratch);
       if (opt.progress) opt.progress(begin + n, rows);
     }

@@ -321,12 +321,13 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
   EncodeOptions enc;
   enc.device = opt.device;
   enc.allow_nonfinite = opt.allow_nonfinite;
+  enc.allow_underflow = opt.allow_underflow;
   enc.input = input.path();
   const uint64_t block = input.block_rows(opt.block_bytes);
   io::ContainerWriter writer(out_path);
   nlohmann::json tiers_json = nlohmann::json::array();
   uint64_t encoded = 0;
-  std::vector<float> gathered;
+  std::vector<float> gathered, decoded;
   std::vector<uint8_t> codes;
   std::vector<uint64_t> row_ids;
 
@@ -377,12 +378,17 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
       // Ranks within the tier, mapped to row ids by one walk of the tier ids.
       const std::vector<uint64_t> ranks = sample_indices(tr.rows, opt.train_rows, opt.seed);
       std::vector<float> sample(ranks.size() * dim);
+      std::vector<uint64_t> sample_rows(ranks.size());
       uint64_t rank = 0;
       size_t next = 0;
       for (uint64_t r = 0; r < rows && next < ranks.size(); ++r) {
         if (tier_of_row[r] != t) continue;
-        if (rank++ == ranks[next]) input.read_f32(r, 1, sample.data() + dim * next++);
+        if (rank++ == ranks[next]) {
+          sample_rows[next] = r;
+          input.read_f32(r, 1, sample.data() + dim * next++);
+        }
       }
+      check_trainable_norms(sample.data(), ranks.size(), dim, tr.codec, enc, sample_rows.data());
       try {
         codec->train(sample.data(), ranks.size(), opt.seed);
       } catch (const Error& e) {
@@ -400,13 +406,16 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
         src = gathered.data();
       }
       codes.resize(mine.size() * tr.code_size);
+      decoded.resize(mine.size() * dim);
+      row_ids.clear();
+      for (uint64_t i : mine) row_ids.push_back(begin + i);
       try {
         codec->encode(src, mine.size(), codes.data(), enc);
       } catch (const Error& e) {
-        row_ids.clear();
-        for (uint64_t i : mine) row_ids.push_back(begin + i);
         rethrow_with_row(e, input, src, row_ids, dim, spec.name);
       }
+      codec->decode(codes.data(), mine.size(), decoded.data());
+      check_magnitudes(*codec, src, decoded.data(), mine.size(), enc, row_ids.data());
       writer.append(codes.data(), codes.size());
       encoded += mine.size();
       if (opt.progress) opt.progress(encoded, rows);

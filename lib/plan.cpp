@@ -46,7 +46,9 @@ struct LadderCodec {
   std::shared_ptr<Codec> trained;  // trainable codecs: trained on the sample, reused to decode it
 };
 
-std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, const float* sample, uint64_t n) {
+// `rows`: the table row of each sample row, `table`: its name, for errors.
+std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, const float* sample, uint64_t n,
+                                      const uint64_t* rows, const std::string& table) {
   std::vector<std::string> specs = opt.codecs;
   if (specs.empty()) {
     specs = {"fp16", "int8", "int4", "int2"};
@@ -76,7 +78,15 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, cons
       if (c.trainable) {
         // State sizes do not depend on the data: train once on the sample to learn them.
         try {
-          codec->train(sample, std::min<uint64_t>(n, opt.train_rows), opt.seed);
+          const uint64_t train_n = std::min<uint64_t>(n, opt.train_rows);
+          // Rows whose sums overflow float are named by their table row (a
+          // default codec that cannot train is left out instead). Tiny rows
+          // only cost recall, which the plan measures.
+          EncodeOptions named;
+          named.input = table;
+          named.allow_underflow = true;
+          check_trainable_norms(sample, train_n, dim, c.spec, named, rows);
+          codec->train(sample, train_n, opt.seed);
         } catch (const Error&) {
           if (!opt.codecs.empty()) throw;
           continue;
@@ -273,7 +283,8 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
   if (!opt.freq.empty() && !(std::accumulate(sample_freq.begin(), sample_freq.end(), 0.0) > 0))
     EDO_FAIL("plan: every sampled row has frequency 0; raise --sample-rows");
 
-  const std::vector<LadderCodec> ladder = build_ladder(opt, dim, x.data(), n);
+
+  const std::vector<LadderCodec> ladder = build_ladder(opt, dim, x.data(), n, ids.data(), table.path());
   std::vector<Candidate> cands = generate(ladder, opt.cuts);
   const std::vector<double> no_weights;
   for (Candidate& c : cands) {

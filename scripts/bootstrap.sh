@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libfaiss-dev libopenblas-dev liblapack-dev
   libcli11-dev libhdf5-dev nlohmann-json3-dev libfmt-dev doctest-dev
-  libxxhash-dev libzip-dev
+  libxxhash-dev libzip-dev zlib1g-dev
   clang libclang-rt-dev          # libFuzzer targets
   python3-numpy                  # independent cross-checks in tests and benchmarks
 )

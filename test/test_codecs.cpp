@@ -258,14 +258,15 @@ TEST_CASE("codec_math: integer rounding, clamping and extreme ranges") {
   CHECK(math::round_small_uint(3.5f) == 4);
   CHECK(math::round_small_uint(0.5f) == 0);
   CHECK(math::round_small_uint(254.6f) == 255);
-  CHECK(math::affine_quantize(-5.0f, 0.0f, 1.0f, 15.0f) == 0);
-  CHECK(math::affine_quantize(100.0f, 0.0f, 1.0f, 15.0f) == 15);
-  CHECK(math::affine_quantize(INFINITY, 0.0f, 1.0f, 15.0f) == 15);
+  const math::AffineInverse unit{1.0f, 1.0f};
+  CHECK(math::affine_quantize(-5.0f, 0.0f, unit, 15.0f) == 0);
+  CHECK(math::affine_quantize(100.0f, 0.0f, unit, 15.0f) == 15);
+  CHECK(math::affine_quantize(INFINITY, 0.0f, unit, 15.0f) == 15);
 
   // A constant group: zero scale, decodes exactly.
   const math::AffineParams flat = math::affine_from_range(3.25, 3.25, 255);
   CHECK(flat.scale == 0.0f);
-  CHECK(math::affine_dequantize(math::affine_quantize(3.25f, flat.offset, math::affine_inv_scale(flat.scale), 255.f),
+  CHECK(math::affine_dequantize(math::affine_quantize(3.25f, flat.offset, math::affine_inverse(flat.scale), 255.f),
                                 flat) == 3.25f);
   // -0 minimum stores +0, so stored bytes do not depend on min/max order.
   CHECK_FALSE(std::signbit(math::affine_from_range(-0.0, 1.0, 255).offset));
@@ -274,9 +275,16 @@ TEST_CASE("codec_math: integer rounding, clamping and extreme ranges") {
   CHECK(std::isfinite(wide.scale));
   CHECK(std::isfinite(math::affine_dequantize(15, wide)));
   CHECK(std::isfinite(math::affine_dequantize(0, wide)));
-  // A tiny range: the inverse scale stays finite.
-  const math::AffineParams tiny = math::affine_from_range(0.0, 0x1p-140, 255);
-  CHECK(std::isfinite(math::affine_inv_scale(tiny.scale)));
+  // A tiny range: the scale goes subnormal rather than to FLT_MIN, its
+  // inverse stays finite, and the values keep int8's precision.
+  const math::AffineParams tiny = math::affine_from_range(0.0, 0x1p-130, 255);
+  CHECK(tiny.scale < FLT_MIN);
+  const math::AffineInverse tiny_inv = math::affine_inverse(tiny.scale);
+  CHECK(std::isfinite(tiny_inv.inv));
+  for (const float v : {0x1p-131f, 0x1p-132f * 3.0f, 0x1p-130f}) {
+    const float back = math::affine_dequantize(math::affine_quantize(v, tiny.offset, tiny_inv, 255.f), tiny);
+    CHECK(std::fabs(back - v) <= 0.5f * tiny.scale * 1.01f);
+  }
 
   const float xs[4] = {-1.0f, 2.0f, -3.0f, 4.0f};
   CHECK(math::sign_scale(xs, 4) == 2.5f);
@@ -345,6 +353,87 @@ TEST_CASE("codecs: encodes do not depend on the thread count") {
   omp_set_num_threads(saved);
 }
 
+// ---- tiny and huge values (docs/CLI.md) ----------------------------------------------------------
+
+namespace {
+
+// m with every value multiplied by `factor` (in double, rounded once to fp32).
+Matrix scaled(const Matrix& m, double factor) {
+  Matrix out = m;
+  for (float& v : out.values) v = static_cast<float>(static_cast<double>(v) * factor);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("codecs: subnormal tables keep the integer and fp8 codecs' precision, fast == reference") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 2000);
+  const Matrix tiny = scaled(glove, 1e-39);  // every value subnormal in fp32
+  for (const std::string spec : {"int8", "int4", "int4:group=32", "int2", "int2:group=10", "fp8:e4m3", "fp8:e5m2"}) {
+    CAPTURE(spec);
+    check_fast_matches_reference(tiny, spec);
+    const auto codec = make_codec(spec, glove.dim);
+    const auto y = test::decode_all(*codec, test::encode_all(*codec, tiny), tiny.rows);
+    const auto y_normal = test::decode_all(*codec, test::encode_all(*codec, glove), glove.rows);
+    const double err = test::relative_frobenius_error(tiny.values, y);
+    const double err_normal = test::relative_frobenius_error(glove.values, y_normal);
+    MESSAGE(spec << ": relative error " << err << " on subnormal values, " << err_normal << " on the originals");
+    // The inputs themselves lose bits as subnormals (about 2^-17 of a value here).
+    CHECK(err <= err_normal * 1.02 + 1e-4);
+    EncodeOptions named;
+    named.input = "tiny";
+    CHECK_NOTHROW(check_magnitudes(*codec, tiny.values.data(), y.data(), tiny.rows, named));
+  }
+}
+
+TEST_CASE("codecs: rows a codec cannot store for their magnitude are refused by row, unless allowed") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 500);
+  EncodeOptions named;
+  named.input = "t.npy";
+  named.first_row = 1000;
+  // Every codec stores the originals within its bound.
+  for (const std::string& spec : test::scalar_specs()) {
+    CAPTURE(spec);
+    const auto codec = make_codec(spec, glove.dim);
+    const auto y = test::decode_all(*codec, test::encode_all(*codec, glove), glove.rows);
+    CHECK_NOTHROW(check_magnitudes(*codec, glove.values.data(), y.data(), glove.rows, named));
+  }
+  // Row 7 made tiny: fp16 flushes it to zeros, bf16 keeps too few bits.
+  Matrix one_tiny = glove;
+  for (size_t j = 0; j < glove.dim; ++j) one_tiny.values[7 * glove.dim + j] *= 1e-39f;
+  for (const auto& [spec, needle] : {std::pair<const char*, const char*>{"fp16", "all zeros"}, {"bf16", "bound"}}) {
+    CAPTURE(spec);
+    const auto codec = make_codec(spec, glove.dim);
+    const auto y = test::decode_all(*codec, test::encode_all(*codec, one_tiny), glove.rows);
+    const std::string message =
+        error_of([&] { check_magnitudes(*codec, one_tiny.values.data(), y.data(), glove.rows, named); });
+    CHECK(message.find("t.npy: row 1007") != std::string::npos);
+    CHECK(message.find(needle) != std::string::npos);
+    CHECK(message.find("--allow-underflow") != std::string::npos);
+    EncodeOptions allowed = named;
+    allowed.allow_underflow = true;
+    CHECK_NOTHROW(check_magnitudes(*codec, one_tiny.values.data(), y.data(), glove.rows, allowed));
+  }
+  // Trained codecs: norms outside float's reach. Huge ones are refused even when underflow is allowed.
+  const Matrix huge = scaled(glove, 1e20);
+  EncodeOptions allowed = named;
+  allowed.allow_underflow = true;
+  std::string message = error_of([&] { check_trainable_norms(huge.values.data(), huge.rows, huge.dim, "pq", allowed); });
+  CHECK(message.find("t.npy: row 1000: norm") != std::string::npos);
+  CHECK(message.find("too large") != std::string::npos);
+  const uint64_t ids[3] = {5, 9, 12};
+  message = error_of([&] { check_trainable_norms(one_tiny.values.data() + 6 * glove.dim, 3, glove.dim, "pq", named, ids); });
+  CHECK(message.find("t.npy: row 9: norm") != std::string::npos);
+  CHECK_NOTHROW(check_trainable_norms(one_tiny.values.data(), glove.rows, glove.dim, "pq", allowed));
+  CHECK_NOTHROW(check_trainable_norms(glove.values.data(), glove.rows, glove.dim, "pq", named));
+  // The codecs' own training refuses overflow before FAISS sees it, whoever calls.
+  for (const char* spec : {"pq:m=10", "opq:m=10", "rq:m=4", "pca:16,pq:m=4"}) {
+    CAPTURE(spec);
+    auto codec = make_codec(spec, glove.dim);
+    CHECK(error_of([&] { codec->train(huge.values.data(), huge.rows, 1); }).find("too large") != std::string::npos);
+  }
+}
+
 // ---- accuracy ------------------------------------------------------------------------------------
 
 TEST_CASE("codecs: round-trip error on GloVe stays within each codec's bound") {
@@ -384,7 +473,7 @@ TEST_CASE("codecs: int4/int2 MSE-optimal ranges beat plain min/max") {
         const auto [lo, hi] = std::minmax_element(x, x + group);
         const math::AffineParams p = math::affine_from_range(*lo, *hi, qmax);
         for (size_t j = 0; j < group; ++j) {
-          const uint32_t q = math::affine_quantize(x[j], p.offset, math::affine_inv_scale(p.scale), float(qmax));
+          const uint32_t q = math::affine_quantize(x[j], p.offset, math::affine_inverse(p.scale), float(qmax));
           minmax[r * glove.dim + g + j] = math::affine_dequantize(q, p);
         }
       }

@@ -1,6 +1,7 @@
 #include "test_util.hpp"
 
 #include <edo/io/container.hpp>
+#include <edo/io/table.hpp>
 
 #include <sys/wait.h>
 
@@ -366,6 +367,9 @@ TEST_CASE("container: generic manifest schema") {
   CHECK(contains(edit([](json& m) { m.erase("format"); }), "\"format\" must be \"edo\""));
   CHECK(contains(edit([](json& m) { m["rows"] = 0; }), "\"rows\" must be positive"));
   CHECK(contains(edit([](json& m) { m["dim"] = -3; }), "\"dim\" must be a non-negative integer"));
+  // A resealed manifest declaring a huge dim fails here, before a reader can size anything by it.
+  for (const uint64_t dim : {uint64_t{2000000000}, uint64_t{1} << 40, edo::io::kMaxDim + 1})
+    CHECK(contains(edit([&](json& m) { m["dim"] = dim; }), "columns a table may have"));
   CHECK(contains(edit([](json& m) { m.erase("provenance"); }), "\"provenance\" must be an object"));
   CHECK(contains(edit([](json& m) { m["tiers"] = json::array(); }), "non-empty array"));
   CHECK(contains(edit([](json& m) { m["tiers"][0].erase("codec"); }), "tiers[0].\"codec\" must be a string"));

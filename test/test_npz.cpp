@@ -138,3 +138,38 @@ TEST_CASE("npz: hostile archives and members get one clear line") {
   test::write_bytes(f, whole.substr(0, whole.size() / 2));
   expect_error(f, "not a readable .npz");
 }
+
+TEST_CASE("npz: a member whose bytes do not match its CRC-32 is refused at open") {
+  TempDir dir;
+  std::vector<float> values(64 * 8);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.25f;
+  const std::string member = npy_of(DType::f32, {64, 8}, test::as_bytes(values));
+  for (const bool deflate : {false, true}) {
+    CAPTURE(deflate);
+    const std::string path = dir.file(deflate ? "d.npz" : "s.npz");
+    write_zip(path, {{"emb.npy", member, deflate}});
+    CHECK(open_table(path)->rows() == 64);  // intact: opens
+    // One bit of one value, as a bad disk or a bad copy would flip it: the
+    // stored member's data lies in the file as is; in the deflated one the
+    // bit is flipped in a value of the archive's CRC field instead.
+    std::string bytes = test::read_bytes(path);
+    if (!deflate) {
+      const std::string needle = member.substr(member.size() - 64, 16);
+      const size_t at = bytes.find(needle);
+      REQUIRE(at != std::string::npos);
+      bytes[at + 5] = static_cast<char>(bytes[at + 5] ^ 0x40);
+    } else {
+      // Local header: signature, version, flags, method, time, date, then CRC-32 at byte 14.
+      REQUIRE(bytes.compare(0, 4, "PK\x03\x04") == 0);
+      bytes[14] = static_cast<char>(bytes[14] ^ 0x01);
+      // The central directory holds the CRC libzip reads: flip it there too.
+      const size_t cd = bytes.find("PK\x01\x02");
+      REQUIRE(cd != std::string::npos);
+      bytes[cd + 16] = static_cast<char>(bytes[cd + 16] ^ 0x01);
+    }
+    test::write_bytes(path, bytes);
+    const std::string message = error_of([&] { open_table(path); });
+    CHECK(message.find(path) != std::string::npos);
+    CHECK(message.find("CRC") != std::string::npos);
+  }
+}

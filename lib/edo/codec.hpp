@@ -39,6 +39,10 @@ struct EncodeOptions {
   // NaN/Inf (and fp16/bf16 overflow) are errors unless set; then fp32, fp16
   // and bf16 store them as NaN/Inf, while other codecs still refuse.
   bool allow_nonfinite = false;
+  // Rows the codec cannot store faithfully for their magnitude (values too
+  // small for its steps or its arithmetic) are errors unless set; see
+  // check_magnitudes(). Values too large for training arithmetic are errors always.
+  bool allow_underflow = false;
   std::string input;       // names the input in error messages
   uint64_t first_row = 0;  // input row number of x[0], for error messages
 };
@@ -65,6 +69,10 @@ class Codec {
   virtual size_t dim() const = 0;         // input dimension
   virtual size_t code_size() const = 0;   // bytes per row
   virtual bool needs_training() const { return false; }
+  // The largest relative error ||x - decoded|| / ||x|| the codec makes on a
+  // row whose values lie in its normal range (docs/CLI.md, "Tiny and huge
+  // values"); infinity where no bound holds a priori (trained codecs).
+  virtual double row_error_bound() const;
   virtual bool is_trained() const { return true; }
   // Fits the codec on n rows (a sample); `seed` drives any random choice.
   virtual void train(const float* x, size_t n, uint64_t seed);
@@ -94,6 +102,27 @@ class AdcCodec {
   // Inner products of one query (its table) with n code rows.
   virtual void adc_inner_products(const float* table, const uint8_t* codes, size_t n, float* ip) const = 0;
 };
+
+// ---- magnitudes: one rule for every codec (docs/CLI.md, "Tiny and huge values") ----
+
+// Row norms that float arithmetic in training and encoding (squared
+// distances, inner products) handles: sqrt(2^-120) to sqrt(2^120).
+inline constexpr double kMinTrainableNorm2 = 0x1p-120;
+inline constexpr double kMaxTrainableNorm2 = 0x1p120;
+
+// Refuses rows of x whose nonzero squared norm is outside the trainable
+// range: above it always, below it unless opt.allow_underflow. Rows are
+// named opt.input's row_ids[i] (or opt.first_row + i when row_ids is null).
+void check_trainable_norms(const float* x, size_t n, size_t dim, const std::string& spec, const EncodeOptions& opt,
+                           const uint64_t* row_ids = nullptr);
+
+// Compares n rows with their decoded form y and throws naming opt.input and
+// the first row that the codec damaged for its magnitude, unless
+// opt.allow_underflow: a nonzero row decoded to all zeros, or one whose
+// relative error exceeds the codec's row_error_bound(). For trained codecs
+// the norms are checked as check_trainable_norms() does.
+void check_magnitudes(const Codec& codec, const float* x, const float* y, size_t n, const EncodeOptions& opt,
+                      const uint64_t* row_ids = nullptr);
 
 // ---- spec grammar ----------------------------------------------------------------
 

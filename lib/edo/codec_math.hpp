@@ -119,10 +119,25 @@ struct AffineParams {
   float offset;
 };
 
-EDO_HD inline float affine_inv_scale(float scale) { return scale > 0.0f ? 1.0f / scale : 0.0f; }
+// The inverse of a scale, as two factors: q = ((x - offset) * lift) * inv.
+// lift is 1 for a normal scale (multiplying by 1 is exact, so this is the
+// plain (x - offset) * (1 / scale)); a subnormal scale, whose reciprocal
+// would overflow, is lifted by 2^64 first (exact on both sides), so tables
+// of tiny values keep int8's precision instead of decoding to constants.
+struct AffineInverse {
+  float lift;
+  float inv;
+};
 
-EDO_HD inline uint32_t affine_quantize(float x, float offset, float inv_scale, float qmax) {
-  return round_small_uint(clampf((x - offset) * inv_scale, 0.0f, qmax));
+EDO_HD inline AffineInverse affine_inverse(float scale) {
+  if (!(scale > 0.0f)) return AffineInverse{1.0f, 0.0f};
+  if (scale >= FLT_MIN) return AffineInverse{1.0f, 1.0f / scale};
+  constexpr float kLift = 18446744073709551616.0f;  // 2^64
+  return AffineInverse{kLift, 1.0f / (scale * kLift)};
+}
+
+EDO_HD inline uint32_t affine_quantize(float x, float offset, AffineInverse inv, float qmax) {
+  return round_small_uint(clampf(((x - offset) * inv.lift) * inv.inv, 0.0f, qmax));
 }
 
 EDO_HD inline float affine_dequantize(uint32_t q, AffineParams p) {
@@ -130,10 +145,11 @@ EDO_HD inline float affine_dequantize(uint32_t q, AffineParams p) {
 }
 
 // Turns a range [lo, hi] (lo <= hi, both finite) into stored parameters. The
-// scale is kept in [FLT_MIN, FLT_MAX / (qmax + 1)] so its inverse is finite and
-// q * scale + offset cannot overflow; a range wider than float can hold is
-// clipped (saturation) rather than decoded to Inf. -0 offsets become +0 so the
-// stored bytes do not depend on the order the minimum was found in.
+// scale is kept in [2^-149, FLT_MAX / (qmax + 1)]: nonzero (a subnormal scale
+// serves a range of subnormal values, see affine_inverse) and small enough
+// that q * scale + offset cannot overflow; a range wider than float can hold
+// is clipped (saturation) rather than decoded to Inf. -0 offsets become +0 so
+// the stored bytes do not depend on the order the minimum was found in.
 EDO_HD inline AffineParams affine_from_range(double lo, double hi, uint32_t qmax) {
   const double q = static_cast<double>(qmax);
   double s = (hi - lo) / q;
@@ -144,7 +160,8 @@ EDO_HD inline AffineParams affine_from_range(double lo, double hi, uint32_t qmax
     const double mid = fma(0.5, lo, 0.5 * hi);
     lo = fma(-0.5 * q, s, mid);
   }
-  if (s < static_cast<double>(FLT_MIN)) s = static_cast<double>(FLT_MIN);
+  constexpr double kMinScale = 1.401298464324817e-45;  // 2^-149, the smallest subnormal
+  if (s < kMinScale) s = kMinScale;
   return AffineParams{static_cast<float>(s), static_cast<float>(lo) + 0.0f};
 }
 
@@ -152,7 +169,7 @@ EDO_HD inline AffineParams affine_from_range(double lo, double hi, uint32_t qmax
 // interleaved partial sums combined in a fixed tree: a fixed order (so every
 // implementation agrees) without one long dependency chain (so it is fast).
 EDO_HD inline double affine_group_sse(const float* x, size_t n, AffineParams p, uint32_t qmax) {
-  const float inv = affine_inv_scale(p.scale);
+  const AffineInverse inv = affine_inverse(p.scale);
   const float qm = static_cast<float>(qmax);
   constexpr size_t kLanes = 8;
   double lane[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -208,7 +225,7 @@ EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float 
   }
   for (int iter = 0; iter < 2; ++iter) {
     // Least squares of x on the current codes q: x ~= s * q + m.
-    const float inv = affine_inv_scale(best.scale);
+    const AffineInverse inv = affine_inverse(best.scale);
     const float qm = static_cast<float>(qmax);
     double sq = 0, sx = 0, sqq = 0, sqx = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -336,7 +353,7 @@ EDO_HD inline void encode_unit(const ScalarLayout& L, const float* row, uint32_t
         const uint32_t j = u * per_byte + k;
         if (j >= L.dim) break;
         const AffineParams p = load_affine(code, j / L.group);
-        byte |= affine_quantize(row[j], p.offset, affine_inv_scale(p.scale), qmax) << (k * L.bits);
+        byte |= affine_quantize(row[j], p.offset, affine_inverse(p.scale), qmax) << (k * L.bits);
       }
       payload[u] = static_cast<uint8_t>(byte);
       return;

@@ -31,6 +31,7 @@ struct QuantizeOptions {
   uint64_t train_rows = 65536;  // seeded sample for trainable codecs
   Device device = Device::cpu;
   bool allow_nonfinite = false;
+  bool allow_underflow = false;  // see EncodeOptions
   size_t block_bytes = io::kDefaultBlockBytes;
   std::string tool = "edo-quantize";
   nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance

@@ -75,6 +75,7 @@ struct PackOptions {
   uint64_t train_rows = 65536;  // seeded sample of a tier's own rows for trainable codecs
   Device device = Device::cpu;
   bool allow_nonfinite = false;
+  bool allow_underflow = false;  // see EncodeOptions
   size_t block_bytes = io::kDefaultBlockBytes;
   std::string tool = "edo-pack";
   nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance

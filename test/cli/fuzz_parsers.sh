@@ -35,7 +35,7 @@ fi
 cxxflags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
   -I"$src_dir/lib" -I"$src_dir/formats" -I"$src_dir/kernels" -I"$build_dir/generated"
   $(pkg-config --cflags hdf5 libzip))
-libs=(-lfmt -lxxhash -lzip $(pkg-config --libs hdf5))
+libs=(-lfmt -lxxhash -lzip -lz $(pkg-config --libs hdf5))
 
 # Sources are rebuilt when their text, any header or the flags change: every
 # object carries a stamp (a hash of all three) beside it.
