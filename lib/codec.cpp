@@ -3,6 +3,7 @@
 
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 
 #include <edo/float16.hpp>
 
@@ -33,7 +34,7 @@ template <class Bad>
 int64_t first_bad_row(size_t n, size_t dim, Bad&& bad) {
   int64_t first = std::numeric_limits<int64_t>::max();
   const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) reduction(min : first) if (n * dim > 65536)
+#pragma omp parallel for schedule(static) reduction(min : first) if (parallel_worth(n * dim))
   for (int64_t i = 0; i < rows; ++i)
     if (bad(static_cast<size_t>(i))) first = std::min(first, i);
   return first == std::numeric_limits<int64_t>::max() ? -1 : first;
@@ -252,7 +253,7 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
   // Rows are scanned in parallel; the first offender is the smallest row.
   int64_t bad_row = -1;
   const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (opt.impl == Impl::fast && n * dim > 65536)
+#pragma omp parallel for schedule(static) if (opt.impl == Impl::fast && parallel_worth(n * dim))
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + static_cast<size_t>(r) * dim;
     uint32_t worst = 0;

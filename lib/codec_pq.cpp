@@ -3,6 +3,7 @@
 // FAISS. docs/FORMAT.md ("Codec payloads: pq, opq, rq") has the layouts.
 #include "codec_impl.hpp"
 
+#include <edo/parallel.hpp>
 #include <edo/error.hpp>
 #include <edo/pq.hpp>
 
@@ -189,7 +190,7 @@ class PqCodec final : public Codec, public AdcCodec {
       rotate(queries, nq, rotated.data());
       queries = rotated.data();
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(nq * adc_table_size()))
     for (int64_t qi = 0; qi < static_cast<int64_t>(nq); ++qi) {
       const float* q = queries + static_cast<size_t>(qi) * g_.dim;
       float* t = tables + static_cast<size_t>(qi) * adc_table_size();
@@ -336,7 +337,7 @@ class RqCodec final : public Codec, public AdcCodec {
 
   void adc_tables(const float* queries, size_t nq, float* tables) const override {
     require_trained();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(nq * adc_table_size()))
     for (int64_t qi = 0; qi < static_cast<int64_t>(nq); ++qi) {
       const float* q = queries + static_cast<size_t>(qi) * dim_;
       float* t = tables + static_cast<size_t>(qi) * adc_table_size();

@@ -1,5 +1,6 @@
 // Asymmetric distance search (pq.hpp): queries in full precision, rows as
 // codes, scored through per-query lookup tables.
+#include <edo/parallel.hpp>
 #include <edo/error.hpp>
 #include <edo/pq.hpp>
 
@@ -53,7 +54,7 @@ void AdcSearch::add(const uint8_t* codes, const float* decoded, uint64_t count) 
     norms[r] = static_cast<float>(s);
   }
   const uint64_t first = next_row_;
-#pragma omp parallel
+#pragma omp parallel if (parallel_worth(count * nq_))
   {
     std::vector<float> ip(count);
 #pragma omp for schedule(static)

@@ -1,5 +1,6 @@
 // PQ encode, decode and k-means (pq.hpp): BLAS narrows, pq_sub_distance
 // decides, so the CPU, the GPU and any thread count give the same codes.
+#include <edo/parallel.hpp>
 #include <edo/error.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
@@ -49,7 +50,7 @@ void assign_cpu(const math::PqGeometry& g, const float* codebooks, const float* 
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(bn), static_cast<int>(ksub),
                   static_cast<int>(dsub), 1.0f, sub.data(), static_cast<int>(dsub), cb, static_cast<int>(dsub), 0.0f,
                   dots.data(), static_cast<int>(ksub));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(bn * ksub))
       for (int64_t ri = 0; ri < static_cast<int64_t>(bn); ++ri) {
         const size_t r = static_cast<size_t>(ri);
         const float* xs = sub.data() + r * dsub;
@@ -175,7 +176,7 @@ void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, siz
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(bn * cur), static_cast<int>(ksub),
                   static_cast<int>(dim), 1.0f, res.data(), static_cast<int>(dim), cw, static_cast<int>(dim), 0.0f,
                   dots.data(), static_cast<int>(ksub));
-#pragma omp parallel
+#pragma omp parallel if (parallel_worth(bn * cur * ksub))
       {
         std::vector<float> approx(size_t{cur} * ksub), worst;
         std::vector<RqCandidate> keep;

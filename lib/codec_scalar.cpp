@@ -4,6 +4,7 @@
 // must give the reference's bytes exactly; test_codecs.cpp checks they do.
 #include "codec_impl.hpp"
 
+#include <edo/parallel.hpp>
 #include <edo/codec_math.hpp>
 #include <edo/error.hpp>
 
@@ -256,7 +257,7 @@ template <class Fn>
 void parallel_chunks(size_t total, Fn&& fn) {
   const size_t chunk = size_t{1} << 16;
   const int64_t chunks = static_cast<int64_t>((total + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const size_t begin = static_cast<size_t>(c) * chunk;
     fn(begin, std::min(chunk, total - begin));
@@ -279,9 +280,9 @@ bool below_limit(const float* x, size_t n, uint32_t limit) {
 
 // Runs fn(r) for every row r < n, rows spread across threads.
 template <class Fn>
-void parallel_rows(size_t n, Fn&& fn) {
+void parallel_rows(size_t n, size_t dim, Fn&& fn) {
   const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(n * dim))
   for (int64_t r = 0; r < rows; ++r) fn(static_cast<size_t>(r));
 }
 
@@ -389,7 +390,7 @@ class ScalarCodec final : public Codec {
       case ScalarKind::fp8_e4m3:
       case ScalarKind::fp8_e5m2: {
         const math::Fp8Format fmt = math::fp8_format(L_.kind);
-        parallel_rows(n, [&](size_t r) {
+        parallel_rows(n, d, [&](size_t r) {
           const float* row = x + r * d;
           if (!below_limit(row, d, limit)) {
 #pragma omp atomic write
@@ -407,7 +408,7 @@ class ScalarCodec final : public Codec {
       case ScalarKind::int4:
       case ScalarKind::int2: return encode_affine_fast(x, n, codes, limit);
       case ScalarKind::sign: {
-        parallel_rows(n, [&](size_t r) {
+        parallel_rows(n, d, [&](size_t r) {
           if (!below_limit(x + r * d, d, limit)) {
 #pragma omp atomic write
             ok = false;
@@ -427,7 +428,7 @@ class ScalarCodec final : public Codec {
     const uint32_t qmax = math::affine_qmax(L_);
     const float qmaxf = static_cast<float>(qmax);
     bool ok = true;
-#pragma omp parallel
+#pragma omp parallel if (parallel_worth(n * L_.dim))
     {
       std::vector<uint8_t> q(L_.dim);
 #pragma omp for schedule(static)
@@ -477,7 +478,7 @@ class ScalarCodec final : public Codec {
         static const std::array<float, 256> e4m3 = fp8_table(math::Fp8Format::e4m3);
         static const std::array<float, 256> e5m2 = fp8_table(math::Fp8Format::e5m2);
         const float* table = L_.kind == ScalarKind::fp8_e4m3 ? e4m3.data() : e5m2.data();
-        parallel_rows(n, [&](size_t r) {
+        parallel_rows(n, d, [&](size_t r) {
           const uint8_t* code = codes + r * L_.code_size;
           const float scale = math::load_f32(code);
           for (size_t j = 0; j < d; ++j) x[r * d + j] = table[code[4 + j]] * scale;
@@ -487,7 +488,7 @@ class ScalarCodec final : public Codec {
       case ScalarKind::int8:
       case ScalarKind::int4:
       case ScalarKind::int2: {
-#pragma omp parallel
+#pragma omp parallel if (parallel_worth(n * d))
         {
           std::vector<uint8_t> q(d);
 #pragma omp for schedule(static)
@@ -509,7 +510,7 @@ class ScalarCodec final : public Codec {
         return;
       }
       case ScalarKind::sign: {
-        parallel_rows(n, [&](size_t r) {
+        parallel_rows(n, d, [&](size_t r) {
           const uint8_t* code = codes + r * L_.code_size;
           const float scale = math::load_f32(code);
           for (size_t j = 0; j < d; ++j) x[r * d + j] = math::sign_decode((code[4 + j / 8] >> (j % 8)) & 1u, scale);

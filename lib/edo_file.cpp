@@ -1,3 +1,4 @@
+#include <edo/parallel.hpp>
 #include <edo/build_info.hpp>
 #include <edo/checked.hpp>
 #include <edo/edo_file.hpp>
@@ -41,7 +42,7 @@ struct ReconAccumulator {
 
   void add_block(const float* x, const float* y, uint64_t n, uint64_t dim, std::vector<double>& scratch) {
     scratch.assign(3 * n, 0.0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(n * dim))
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
       const float* a = x + static_cast<uint64_t>(i) * dim;
       const float* b = y + static_cast<uint64_t>(i) * dim;

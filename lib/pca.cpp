@@ -1,3 +1,4 @@
+#include <edo/parallel.hpp>
 #include <edo/codec_math.hpp>
 #include <edo/error.hpp>
 #include <edo/pca.hpp>
@@ -142,7 +143,7 @@ void pca_project(const PcaModel& m, const float* x, size_t n, float* y, Device d
     for (size_t j = 0; j < dim; ++j) ct[j * k + i] = m.components[i * dim + j];
   }
   const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(n * dim * k))
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<size_t>(r) * dim;
     float* yr = y + static_cast<size_t>(r) * k;
@@ -168,7 +169,7 @@ void pca_reconstruct(const PcaModel& m, const float* y, size_t n, float* x, Devi
     return;
   }
   const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel_worth(n * dim * k))
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = y + static_cast<size_t>(r) * k;
     float* xr = x + static_cast<size_t>(r) * dim;

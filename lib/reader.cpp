@@ -4,6 +4,7 @@
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/io/rowmap.hpp>
+#include <edo/parallel.hpp>
 #include <edo/reader.hpp>
 
 #ifdef EDO_HAVE_CUDA
@@ -21,8 +22,6 @@ namespace edo {
 namespace {
 
 constexpr const char* kDefaultCodec = "default";
-// Batches below this many values decode on the calling thread.
-constexpr uint64_t kParallelValues = 1 << 15;
 
 struct Tier {
   TierStats stats;
@@ -158,7 +157,7 @@ struct Reader::Impl {
   void locate_ids(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* index) const {
     int64_t bad = -1;
     const int64_t count = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (n * dim > kParallelValues)
+#pragma omp parallel for schedule(static) if (parallel_worth(n * dim))
     for (int64_t i = 0; i < count; ++i) {
       const int64_t id = ids[i];
       bool ok = true;
@@ -226,7 +225,7 @@ struct Reader::Impl {
     for (uint32_t t = 0; t <= unknown_slot(); ++t)
       for (uint64_t k = start[t]; k < start[t + 1]; k += kChunk) chunks.emplace_back(t, k);
     const int64_t nchunks = static_cast<int64_t>(chunks.size());
-#pragma omp parallel if (n * dim > kParallelValues)
+#pragma omp parallel if (parallel_worth(n * dim))
     {
       std::vector<float> rows_buf(kChunk * dim);
 #pragma omp for schedule(dynamic)

@@ -21,23 +21,24 @@ data=data-samples/glove.6B.50d.10k.npy
 best() {
   local b="" t
   for _ in $(seq "$runs"); do
-    t=$( { /usr/bin/time -f %e "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+    /usr/bin/time -f %e -o "$work/t" "$@" >/dev/null 2>&1
+    t=$(tail -1 "$work/t")
     if [ -z "$b" ] || awk "BEGIN{exit !($t < $b)}"; then b=$t; fi
   done
   echo "$b"
 }
 
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-idle_default=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; best '$build/edo-profile' '$work/p3.edo'")
+idle_default=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; work=$work; best '$build/edo-profile' '$work/p3.edo'")
 echo "idle machine, default policy:        ${idle_default} s"
 # One core kept busy by a spinning process for the rest of the run.
 ( while :; do :; done ) &
 busy=$!
-t_default=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; best '$build/edo-profile' '$work/p3.edo'")
-t_one=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; best '$build/edo-profile' '$work/p3.edo' --threads 1")
+t_default=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; work=$work; best '$build/edo-profile' '$work/p3.edo'")
+t_one=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; work=$work; best '$build/edo-profile' '$work/p3.edo' --threads 1")
 # libgomp's default without OMP_WAIT_POLICY is 300,000 spins before a thread
 # sleeps; an explicit GOMP_SPINCOUNT outranks the tools' PASSIVE default.
-t_spin=$(env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=300000 bash -c "$(declare -f best); runs=1; best '$build/edo-profile' '$work/p3.edo'")
+t_spin=$(env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=300000 bash -c "$(declare -f best); runs=1; work=$work; best '$build/edo-profile' '$work/p3.edo'")
 echo "one core busy, default (PASSIVE):    ${t_default} s"
 echo "one core busy, --threads 1:          ${t_one} s"
 echo "one core busy, libgomp's spinning default (before): ${t_spin} s (GOMP_SPINCOUNT=300000, one run)"

@@ -1,0 +1,18 @@
+// When a loop is worth a parallel region. Each region wakes every OpenMP
+// thread and ends at a barrier; on a machine where another process holds a
+// core, that barrier waits for a scheduler slice, so a job made of many small
+// regions crawled (0.11 s on one thread, 63 s on two with a core busy:
+// docs/BENCHMARKS.md, "OpenMP waiting"). Small work runs on the calling thread.
+#pragma once
+
+#include <cstdint>
+
+namespace edo {
+
+// Element operations (values touched, dot products, ...) below which a loop
+// runs on one thread: about 10-50 microseconds of work, the cost of waking a team.
+inline constexpr uint64_t kParallelMinWork = uint64_t{1} << 15;
+
+inline bool parallel_worth(uint64_t work) { return work >= kParallelMinWork; }
+
+}  // namespace edo
