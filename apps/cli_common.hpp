@@ -6,8 +6,8 @@
 #include <edo/build_info.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
-#include <edo/passive_wait.hpp>
 #include <edo/io/table.hpp>
+#include <edo/passive_wait.hpp>
 #include <fmt/format.h>
 
 #include <sys/stat.h>
@@ -34,7 +34,7 @@ inline std::string& error_subject() {
 
 // Every path a tool writes passes this one check before any work: an output
 // may not be a file the tool reads, through a symbolic or a hard link
-// either, and no two outputs may be one file (docs/CLI.md, "Outputs").
+// either, and no two outputs may be one file (docs/CLI.md, "Conventions").
 class PathGuard {
  public:
   // A table spec (x.h5:/dataset, x.npz:member) or a plain file; "-" and "" are skipped.
@@ -76,8 +76,9 @@ class PathGuard {
   std::vector<std::pair<std::string, std::string>> outputs_;
 };
 
-// Flushes stdout and turns a failed write (a full disk, a closed pipe) into
-// exit 1: results that never arrived are not a success.
+// Flushes stdout and turns a failed write (a full disk, an I/O error) into
+// exit 1: results that never arrived are not a success. (A closed pipe ends
+// the process by SIGPIPE first, as usual.)
 inline int finish_stdout(const char* tool, int code) {
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
   if (!failed) return code;

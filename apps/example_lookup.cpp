@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return std::fprintf(stderr, "error: %s\n", e.what()), 1;
   }
-  // Rows that never reached stdout (a full disk, a closed pipe) are a failure.
+  // Rows that never reached stdout (a full disk) are a failure.
   if (std::fflush(stdout) != 0 || std::ferror(stdout))
     return std::fprintf(stderr, "error: <stdout>: write failed: %s\n", std::strerror(errno)), 1;
 }
