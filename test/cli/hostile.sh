@@ -10,17 +10,7 @@ data="$src/data-samples/glove.6B.50d.10k.npy"
 hostile="$src/test/data/hostile"
 py=/usr/bin/python3
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-expect() {
-  local want="$1"; shift
-  "$@" >"$work/out" 2>"$work/err"; local got=$?
-  [ "$got" = "$want" ] || fail "exit $got (want $want): $* :: $(head -c 300 "$work/err")"
-}
-err_has() {
-  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"
-  grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(cat "$work/err")"
-}
+source "$(dirname "$0")/checks.bash"
 # no_leftovers DIR: no temporaries or intermediates of ours in DIR.
 no_leftovers() {
   local left

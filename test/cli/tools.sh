@@ -7,20 +7,7 @@ build="$1"; src="$2"
 data="$src/data-samples/glove.6B.50d.10k.npy"
 sift="$src/data-samples/bigann10k_base.npy"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-# expect CODE CMD...: runs CMD, checks its exit code; stderr goes to $work/err.
-expect() {
-  local want="$1"; shift
-  "$@" >"$work/out" 2>"$work/err"; local got=$?
-  [ "$got" = "$want" ] || fail "exit $got (want $want): $* :: $(head -c 300 "$work/err")"
-}
-# err_has TEXT: the last command's stderr is one line containing TEXT.
-err_has() {
-  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"
-  grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(cat "$work/err")"
-}
+source "$(dirname "$0")/checks.bash"
 
 P="$build/edo-profile"; Q="$build/edo-quantize"; U="$build/edo-unpack"; E="$build/edo-eval"
 

@@ -1,0 +1,15 @@
+# Shared by the command-line tests (sourced; not a test itself: only *.sh are).
+# Needs $work, a scratch folder. Failures are counted, so one run reports all.
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# expect CODE CMD...: runs CMD, checks its exit code; stdout goes to $work/out, stderr to $work/err.
+expect() {
+  local want="$1"; shift
+  "$@" >"$work/out" 2>"$work/err"; local got=$?
+  [ "$got" = "$want" ] || fail "exit $got (want $want): $* :: $(head -c 300 "$work/err")"
+}
+# err_has TEXT: the last command's stderr is one line containing TEXT.
+err_has() {
+  [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"
+  grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(cat "$work/err")"
+}
