@@ -7,7 +7,6 @@
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
-#include <edo/passive_wait.hpp>
 #include <fmt/format.h>
 
 #include <sys/stat.h>

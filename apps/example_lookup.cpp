@@ -1,6 +1,5 @@
 // The reader library in a few lines: open a .edo file, list its tiers, look up rows by id.
 //   example_lookup FILE.edo ID [ID ...]
-#include <edo/passive_wait.hpp>  // idle OpenMP threads sleep instead of spinning
 #include <edo/reader.hpp>
 
 #include <cerrno>

@@ -6,7 +6,6 @@ scripts/bootstrap.sh
 scripts/build.sh
 cd "${EDO_BUILD_DIR:-build}"
 # ctest runs two tests at a time and each uses every core through OpenMP and
-# OpenBLAS. The tools and the test binary make idle OpenMP threads sleep by
-# themselves (lib/edo/passive_wait.hpp), so nothing is exported here: CI runs
-# what users run.
+# OpenBLAS. Small work stays on one thread (lib/edo/parallel.hpp), so nothing
+# like OMP_WAIT_POLICY is exported here: CI runs what users run.
 ctest --output-on-failure -j "${EDO_JOBS:-$(nproc)}" --timeout 900

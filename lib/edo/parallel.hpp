@@ -1,8 +1,11 @@
 // When a loop is worth a parallel region. Each region wakes every OpenMP
-// thread and ends at a barrier; on a machine where another process holds a
-// core, that barrier waits for a scheduler slice, so a job made of many small
-// regions crawled (0.11 s on one thread, 63 s on two with a core busy:
-// docs/BENCHMARKS.md, "OpenMP waiting"). Small work runs on the calling thread.
+// thread and ends at a barrier where idle threads spin (libgomp's default:
+// users do not set OMP_WAIT_POLICY, and a program cannot set it for itself,
+// since libgomp reads it before main). On a machine where another process
+// holds a core, each barrier waits for a scheduler slice, so a job made of
+// many small regions crawled: 0.21 s on one thread, 62 s on two with a core
+// busy (docs/BENCHMARKS.md, "OpenMP waiting"). Small work runs on the
+// calling thread, and creates no thread at all.
 #pragma once
 
 #include <cstdint>

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# How long a small job takes while another process keeps one core busy,
-# under the tools' default (idle OpenMP threads sleep: OMP_WAIT_POLICY
-# defaults to PASSIVE) and under libgomp's own default (threads spin for a
-# while before sleeping, what the tools did before they set it), with
-# --threads 1 as the floor. The job is edo-profile of a 3-tier pack of the
-# GloVe sample, the case an adversarial run found taking 79 s.
-# usage: scripts/bench/omp_wait_bench.sh [BUILD_DIR] [RUNS]
+# How long a small job takes while another process keeps one core busy, with
+# libgomp's defaults (OMP_WAIT_POLICY unset: idle threads spin a while), with
+# OMP_WAIT_POLICY=PASSIVE, and with --threads 1 as the floor. The job is
+# edo-profile of a 3-tier pack of the GloVe sample, the case an adversarial
+# run found taking 79 s. OLD_BUILD_DIR, when given, runs the same on another
+# build (an older commit) in the same run.
+# usage: scripts/bench/omp_wait_bench.sh [BUILD_DIR] [RUNS] [OLD_BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build="${1:-build}"; runs="${2:-3}"
+build="${1:-build}"; runs="${2:-3}"; old="${3:-}"
 work="$(mktemp -d)"
 busy=""
 cleanup() { [ -n "$busy" ] && kill "$busy" 2>/dev/null; rm -rf "$work"; }
@@ -29,16 +29,19 @@ best() {
 }
 
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
-idle_default=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; work=$work; best '$build/edo-profile' '$work/p3.edo'")
-echo "idle machine, default policy:        ${idle_default} s"
-# One core kept busy by a spinning process for the rest of the run.
-( while :; do :; done ) &
-busy=$!
-t_default=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; work=$work; best '$build/edo-profile' '$work/p3.edo'")
-t_one=$(env -u OMP_WAIT_POLICY bash -c "$(declare -f best); runs=$runs; work=$work; best '$build/edo-profile' '$work/p3.edo' --threads 1")
-# libgomp's default without OMP_WAIT_POLICY is 300,000 spins before a thread
-# sleeps; an explicit GOMP_SPINCOUNT outranks the tools' PASSIVE default.
-t_spin=$(env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=300000 bash -c "$(declare -f best); runs=1; work=$work; best '$build/edo-profile' '$work/p3.edo'")
-echo "one core busy, default (PASSIVE):    ${t_default} s"
-echo "one core busy, --threads 1:          ${t_one} s"
-echo "one core busy, libgomp's spinning default (before): ${t_spin} s (GOMP_SPINCOUNT=300000, one run)"
+# measure LABEL BUILD [ENV...]: best of RUNS for the job, idle and with a core busy.
+measure() {
+  local label=$1 dir=$2; shift 2
+  printf '%-34s idle %6s s' "$label" "$(env -u OMP_WAIT_POLICY "$@" bash -c "$(declare -f best); runs=$runs; work=$work; best '$dir/edo-profile' '$work/p3.edo'")"
+  ( while :; do :; done ) &
+  busy=$!
+  printf '   one core busy %6s s' "$(env -u OMP_WAIT_POLICY "$@" bash -c "$(declare -f best); runs=$runs; work=$work; best '$dir/edo-profile' '$work/p3.edo'")"
+  printf '   --threads 1 %6s s\n' "$(env -u OMP_WAIT_POLICY "$@" bash -c "$(declare -f best); runs=$runs; work=$work; best '$dir/edo-profile' '$work/p3.edo' --threads 1")"
+  kill "$busy"; wait "$busy" 2>/dev/null || true; busy=""
+}
+measure "this build, defaults" "$build"
+measure "this build, OMP_WAIT_POLICY=PASSIVE" "$build" OMP_WAIT_POLICY=PASSIVE
+if [ -n "$old" ]; then
+  measure "$old, defaults" "$old"
+  measure "$old, OMP_WAIT_POLICY=PASSIVE" "$old" OMP_WAIT_POLICY=PASSIVE
+fi
