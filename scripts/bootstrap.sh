@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libhdf5-dev nlohmann-json3-dev libfmt-dev doctest-dev
   libxxhash-dev libzip-dev zlib1g-dev
   clang libclang-rt-dev          # libFuzzer targets
+  clang-format                   # the house style, checked by ctest (cli.format)
   python3-numpy                  # independent cross-checks in tests and benchmarks
 )
 
