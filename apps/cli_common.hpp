@@ -2,12 +2,12 @@
 // the --version text. Library code never includes this.
 #pragma once
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <edo/build_info.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
-#include <fmt/format.h>
 
 #include <sys/stat.h>
 
@@ -53,8 +53,7 @@ class PathGuard {
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const auto& [flag, file] = outputs_[i];
       for (const std::string& in : inputs_)
-        if (io::same_file(in, file))
-          EDO_USAGE_FAIL("{} {}: would overwrite the input {}", flag, file, in);
+        if (io::same_file(in, file)) EDO_USAGE_FAIL("{} {}: would overwrite the input {}", flag, file, in);
       for (size_t j = 0; j < i; ++j)
         if (identity(outputs_[j].second) == identity(file))
           EDO_USAGE_FAIL("{} {}: the same file as {} {}", flag, file, outputs_[j].first, outputs_[j].second);
@@ -87,8 +86,8 @@ inline int finish_stdout(const char* tool, int code) {
 }
 
 inline std::string version_text(const char* tool) {
-  return fmt::format("{} {} (CUDA {}, CPU target '{}')", tool, EDO_VERSION_STRING,
-                     EDO_BUILD_CUDA_STRING, EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default");
+  return fmt::format("{} {} (CUDA {}, CPU target '{}')", tool, EDO_VERSION_STRING, EDO_BUILD_CUDA_STRING,
+                     EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default");
 }
 
 // Runs `body` and turns every way it can fail into one line on stderr and the
@@ -159,7 +158,8 @@ class Progress {
     last_ = now;
     shown_ = true;
     std::fprintf(stderr, "\r%s: %llu / %llu rows (%.0f%%)", label_.c_str(), static_cast<unsigned long long>(done),
-                 static_cast<unsigned long long>(total), total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
+                 static_cast<unsigned long long>(total),
+                 total ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0);
   }
   std::string label_;
   bool enabled_;

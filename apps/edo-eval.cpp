@@ -13,8 +13,8 @@ namespace {
 
 // Nearest neighbours of a few probe rows in the original and the compressed
 // table, side by side, by word when a vocabulary is given.
-void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric,
-                     uint64_t n, std::vector<std::string> probes, const std::string& vocab_path) {
+void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric, uint64_t n,
+                     std::vector<std::string> probes, const std::string& vocab_path) {
   std::vector<std::string> vocab;
   if (!vocab_path.empty()) vocab = edo::io::read_vocab(vocab_path, original.rows());
   if (probes.empty()) {

@@ -24,15 +24,27 @@ void add_residency_metrics(edo::EvalResult& r, const edo::PackReport& rep) {
 nlohmann::json report_json(const edo::PackReport& rep) {
   nlohmann::json tiers = nlohmann::json::array();
   for (const auto& t : rep.tiers)
-    tiers.push_back({{"name", t.spec.name}, {"share", edo::share_text(t.spec)}, {"codec", t.codec},
-                     {"residency", t.spec.residency}, {"rows", t.rows}, {"code_size", t.code_size},
-                     {"bytes", t.bytes}, {"mass", t.mass}, {"train_seconds", t.train_seconds}});
-  return {{"rows", rep.rows},           {"dim", rep.dim},
-          {"row_order", rep.order},     {"fp32_bytes", rep.fp32_bytes},
-          {"data_bytes", rep.data_bytes}, {"file_bytes", rep.file_bytes},
-          {"rowmap_bytes", rep.rowmap_bytes}, {"ratio", rep.ratio},
-          {"bytes_gpu", rep.gpu_bytes}, {"bytes_host", rep.host_bytes},
-          {"bytes_disk", rep.disk_bytes}, {"encode_seconds", rep.encode_seconds},
+    tiers.push_back({{"name", t.spec.name},
+                     {"share", edo::share_text(t.spec)},
+                     {"codec", t.codec},
+                     {"residency", t.spec.residency},
+                     {"rows", t.rows},
+                     {"code_size", t.code_size},
+                     {"bytes", t.bytes},
+                     {"mass", t.mass},
+                     {"train_seconds", t.train_seconds}});
+  return {{"rows", rep.rows},
+          {"dim", rep.dim},
+          {"row_order", rep.order},
+          {"fp32_bytes", rep.fp32_bytes},
+          {"data_bytes", rep.data_bytes},
+          {"file_bytes", rep.file_bytes},
+          {"rowmap_bytes", rep.rowmap_bytes},
+          {"ratio", rep.ratio},
+          {"bytes_gpu", rep.gpu_bytes},
+          {"bytes_host", rep.host_bytes},
+          {"bytes_disk", rep.disk_bytes},
+          {"encode_seconds", rep.encode_seconds},
           {"tiers", tiers}};
 }
 
@@ -42,13 +54,13 @@ void print_report(const edo::PackReport& rep) {
               rep.order == "norm" ? " (no --freq: row L2 norm is the proxy for access frequency)" : "");
   std::printf("  %-10s %-10s %10s %8s  %-18s %-5s %12s\n", "tier", "share", "rows", "mass", "codec", "where", "bytes");
   for (const auto& t : rep.tiers)
-    std::printf("  %-10s %-10s %10llu %7.2f%%  %-18s %-5s %12llu\n", t.spec.name.c_str(), edo::share_text(t.spec).c_str(),
-                static_cast<unsigned long long>(t.rows), 100.0 * t.mass, t.codec.c_str(), t.spec.residency.c_str(),
-                static_cast<unsigned long long>(t.bytes));
+    std::printf("  %-10s %-10s %10llu %7.2f%%  %-18s %-5s %12llu\n", t.spec.name.c_str(),
+                edo::share_text(t.spec).c_str(), static_cast<unsigned long long>(t.rows), 100.0 * t.mass,
+                t.codec.c_str(), t.spec.residency.c_str(), static_cast<unsigned long long>(t.bytes));
   std::printf("  row map    %llu bytes\n", static_cast<unsigned long long>(rep.rowmap_bytes));
   std::printf("  size       fp32 %llu bytes -> %llu bytes of data (%.2fx smaller), file %llu bytes\n",
-              static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.data_bytes), rep.ratio,
-              static_cast<unsigned long long>(rep.file_bytes));
+              static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.data_bytes),
+              rep.ratio, static_cast<unsigned long long>(rep.file_bytes));
   std::printf("  residency  gpu %llu (%.1f%% of fp32), host %llu (%.1f%%), disk %llu (%.1f%%)\n",
               static_cast<unsigned long long>(rep.gpu_bytes), 100.0 * static_cast<double>(rep.gpu_bytes) / fp32,
               static_cast<unsigned long long>(rep.host_bytes), 100.0 * static_cast<double>(rep.host_bytes) / fp32,
@@ -66,7 +78,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy \\\n"
       "      --tier hot:rows=5%:fp16:gpu --tier warm:rows=25%:int8:host --tier cold:rest:int4:disk\n"
-      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier hot:mass=80%:fp16:gpu --tier cold:rest:pq:m=16,nbits=8:disk\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier hot:mass=80%:fp16:gpu --tier "
+      "cold:rest:pq:m=16,nbits=8:disk\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
       "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'",
@@ -101,7 +114,8 @@ int main(int argc, char** argv) {
 
   return edo::cli::run_tool("edo-pack", app, argc, argv, [&] {
     if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
-    if (tier_texts.empty() == config.empty()) EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
+    if (tier_texts.empty() == config.empty())
+      EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     edo::cli::PathGuard paths;
     paths.input(input).input(freq_path).input(config).output("-o", output);

@@ -28,14 +28,12 @@ int main(int argc, char** argv) {
   int threads = 0;
   edo::ProfileOptions opt;
   app.add_option("INPUT", input, "Table to profile")->required();
-  app.add_option("--freq", freq,
-                 "Per-row lookup counts: a 1-D .npy (one count per row) or text lines 'id count'");
+  app.add_option("--freq", freq, "Per-row lookup counts: a 1-D .npy (one count per row) or text lines 'id count'");
   app.add_flag("--json", json, "Print the profile as JSON on stdout");
   app.add_option("--seed", opt.seed, "Seed of the row sample (default 0)");
   app.add_option("--sample-rows", opt.sample_rows, "Rows sampled for percentiles and PCA (default 10000)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--near-zero", opt.near_zero,
-                 "Absolute near-zero threshold (default: 1% of the sample's RMS value)")
+  app.add_option("--near-zero", opt.near_zero, "Absolute near-zero threshold (default: 1% of the sample's RMS value)")
       ->check(CLI::PositiveNumber);
   bool plan = false;
   std::vector<std::string> budget;
@@ -53,7 +51,8 @@ int main(int argc, char** argv) {
                  "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2 and pq when available)");
   app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")->check(CLI::PositiveNumber);
+  app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
       ->check(CLI::IsMember({"cos", "ip", "l2"}));
   edo::cli::add_threads_option(app, threads);

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
                "Store rows whose values are too small for the codec (decoded to zeros or beyond its error bound,\n"
                "docs/CLI.md) instead of refusing");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
-  app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
+  app.add_flag("--eval", run_eval,
+               "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(rep.rows), static_cast<unsigned long long>(rep.dim),
                   static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.file_bytes),
                   rep.ratio, rep.bits_per_value);
-      std::printf("  error          relative Frobenius %.4g, MSE %.4g, cosine mean %.6f min %.6f\n",
-                  rep.rel_frobenius, rep.mse, rep.cos_mean, rep.cos_min);
+      std::printf("  error          relative Frobenius %.4g, MSE %.4g, cosine mean %.6f min %.6f\n", rep.rel_frobenius,
+                  rep.mse, rep.cos_mean, rep.cos_min);
       if (rep.train_seconds > 0) std::printf("  training       %.3f s\n", rep.train_seconds);
       const double rows_per_s = rep.encode_seconds > 0 ? static_cast<double>(rep.rows) / rep.encode_seconds : 0;
       std::printf("  encode         %.3f s (%.3g rows/s, %.3g GB/s of fp32 input)\n", rep.encode_seconds, rows_per_s,

@@ -36,11 +36,11 @@ struct EvalFlags {
     app.add_option("--k", ks, "Neighbour counts for recall@k, comma separated (default 1,10,100)")
         ->delimiter(',')
         ->check(CLI::PositiveNumber);
-    app.add_option("--queries", queries, "Query rows sampled with the seed (default 1000)")
-        ->check(CLI::PositiveNumber);
+    app.add_option("--queries", queries, "Query rows sampled with the seed (default 1000)")->check(CLI::PositiveNumber);
     app.add_option("--query-file", query_file, "Query row ids, one a line (replaces --queries)");
     app.add_option("--labels", labels, "One integer class a line, one line a row: adds k-NN accuracy");
-    app.add_option("--eval-freq", freq, "Per-row lookup counts (npy or 'id count' text): adds access-weighted w.* metrics");
+    app.add_option("--eval-freq", freq,
+                   "Per-row lookup counts (npy or 'id count' text): adds access-weighted w.* metrics");
     app.add_option("--gate", gates,
                    "Quality gate, e.g. 'recall@10>=0.95', 'recall_drop@10<=0.01', 'cos.min>=0.98', 'ratio>=4';\n"
                    "repeatable; any failure exits 3");

@@ -40,9 +40,12 @@ std::optional<uint64_t> parse_hex64(const std::string& s) {
   uint64_t v = 0;
   for (char c : s) {
     int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else
+      return std::nullopt;
     v = v << 4 | static_cast<uint64_t>(d);
   }
   return v;
@@ -81,9 +84,12 @@ int json_depth(std::string_view text) {
   bool in_string = false, escaped = false;
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -107,7 +113,8 @@ json parse_manifest(std::string_view text, const std::string& path) {
     switch (event) {
       case json::parse_event_t::key:
       case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end: break;
+      case json::parse_event_t::array_end:
+        break;
       default:
         // Parsed JSON takes 10-30 times the bytes of its text: bound what a
         // manifest within the size cap can cost in memory.
@@ -115,13 +122,18 @@ json parse_manifest(std::string_view text, const std::string& path) {
           EDO_FAIL("{}: manifest has more than {} JSON values", path, kMaxManifestValues);
     }
     switch (event) {
-      case json::parse_event_t::object_start: keys_by_object.emplace_back(); break;
-      case json::parse_event_t::object_end: keys_by_object.pop_back(); break;
+      case json::parse_event_t::object_start:
+        keys_by_object.emplace_back();
+        break;
+      case json::parse_event_t::object_end:
+        keys_by_object.pop_back();
+        break;
       case json::parse_event_t::key:
         if (!keys_by_object.back().insert(parsed.get<std::string>()).second)
           EDO_FAIL("{}: manifest has a duplicate key \"{}\"", path, parsed.get<std::string>());
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   };
@@ -139,8 +151,8 @@ void check_zero(const uint8_t* base, uint64_t from, uint64_t to, const char* wha
     if (base[i] != 0) EDO_FAIL("{}: non-zero byte at offset {} in the padding {}", path, i, what);
 }
 
-std::vector<SectionInfo> parse_sections_table(const json& manifest, const ContainerHeader& header,
-                                              const uint8_t* base, const std::string& path) {
+std::vector<SectionInfo> parse_sections_table(const json& manifest, const ContainerHeader& header, const uint8_t* base,
+                                              const std::string& path) {
   const json* table = member(manifest, manifest_key::sections);
   if (!table || !table->is_array()) EDO_FAIL("{}: manifest has no \"sections\" array", path);
   if (table->size() != header.section_count)
@@ -232,9 +244,9 @@ std::vector<TierInfo> parse_tiers(const json& manifest, const std::string& path)
       tier.sections.emplace(role, section);
     }
     if (const json* residency = member(t, manifest_key::tier_residency)) {
-      const bool known = residency->is_string() &&
-                         std::find(std::begin(kResidencies), std::end(kResidencies),
-                                   residency->get_ref<const std::string&>()) != std::end(kResidencies);
+      const bool known =
+          residency->is_string() && std::find(std::begin(kResidencies), std::end(kResidencies),
+                                              residency->get_ref<const std::string&>()) != std::end(kResidencies);
       if (!known) EDO_FAIL("{}: manifest: tier '{}': residency must be \"gpu\", \"host\" or \"disk\"", path, tier.name);
       tier.residency = residency->get<std::string>();
     }

@@ -54,16 +54,26 @@ double load_as_double(DType t, const uint8_t* p) {
       std::memcpy(&h, p, 2);
       return static_cast<double>(half_bits_to_float(h));
     }
-    case DType::f32: return element_as_double<float>(p);
-    case DType::f64: return element_as_double<double>(p);
-    case DType::i8: return element_as_double<int8_t>(p);
-    case DType::u8: return element_as_double<uint8_t>(p);
-    case DType::i16: return element_as_double<int16_t>(p);
-    case DType::u16: return element_as_double<uint16_t>(p);
-    case DType::i32: return element_as_double<int32_t>(p);
-    case DType::u32: return element_as_double<uint32_t>(p);
-    case DType::i64: return element_as_double<int64_t>(p);
-    case DType::u64: return element_as_double<uint64_t>(p);
+    case DType::f32:
+      return element_as_double<float>(p);
+    case DType::f64:
+      return element_as_double<double>(p);
+    case DType::i8:
+      return element_as_double<int8_t>(p);
+    case DType::u8:
+      return element_as_double<uint8_t>(p);
+    case DType::i16:
+      return element_as_double<int16_t>(p);
+    case DType::u16:
+      return element_as_double<uint16_t>(p);
+    case DType::i32:
+      return element_as_double<int32_t>(p);
+    case DType::u32:
+      return element_as_double<uint32_t>(p);
+    case DType::i64:
+      return element_as_double<int64_t>(p);
+    case DType::u64:
+      return element_as_double<uint64_t>(p);
   }
   return 0;
 }
@@ -71,8 +81,7 @@ double load_as_double(DType t, const uint8_t* p) {
 std::vector<double> read_npy_counts(const MappedFile& file, uint64_t rows, const std::string& path) {
   const NpyHeader h = parse_npy_header(file.data(), file.size(), file.size(), path);
   const bool column = h.shape.size() == 1 || (h.shape.size() == 2 && h.shape[1] == 1);
-  if (!column)
-    EDO_FAIL("{}: frequency .npy must have shape (R,) or (R, 1), got {} dimensions", path, h.shape.size());
+  if (!column) EDO_FAIL("{}: frequency .npy must have shape (R,) or (R, 1), got {} dimensions", path, h.shape.size());
   if (h.shape[0] != rows) EDO_FAIL("{}: {} counts for a table of {} rows", path, h.shape[0], rows);
   std::vector<double> counts(rows);
   const size_t width = dtype_size(h.dtype);

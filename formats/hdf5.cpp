@@ -144,16 +144,26 @@ bool link_path_exists(hid_t file, const std::string& name) {
 
 const char* class_name(H5T_class_t c) {
   switch (c) {
-    case H5T_TIME: return "time";
-    case H5T_STRING: return "string";
-    case H5T_BITFIELD: return "bitfield";
-    case H5T_OPAQUE: return "opaque";
-    case H5T_COMPOUND: return "compound";
-    case H5T_REFERENCE: return "reference";
-    case H5T_ENUM: return "enum";
-    case H5T_VLEN: return "variable-length";
-    case H5T_ARRAY: return "array";
-    default: return "unknown";
+    case H5T_TIME:
+      return "time";
+    case H5T_STRING:
+      return "string";
+    case H5T_BITFIELD:
+      return "bitfield";
+    case H5T_OPAQUE:
+      return "opaque";
+    case H5T_COMPOUND:
+      return "compound";
+    case H5T_REFERENCE:
+      return "reference";
+    case H5T_ENUM:
+      return "enum";
+    case H5T_VLEN:
+      return "variable-length";
+    case H5T_ARRAY:
+      return "array";
+    default:
+      return "unknown";
   }
 }
 
@@ -172,11 +182,16 @@ DType classify(hid_t type, const std::string& display) {
   if (cls == H5T_INTEGER) {
     const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
     switch (size) {
-      case 1: return is_signed ? DType::i8 : DType::u8;
-      case 2: return is_signed ? DType::i16 : DType::u16;
-      case 4: return is_signed ? DType::i32 : DType::u32;
-      case 8: return is_signed ? DType::i64 : DType::u64;
-      default: EDO_FAIL("{}: unsupported HDF5 element type: {}-byte integer", display, size);
+      case 1:
+        return is_signed ? DType::i8 : DType::u8;
+      case 2:
+        return is_signed ? DType::i16 : DType::u16;
+      case 4:
+        return is_signed ? DType::i32 : DType::u32;
+      case 8:
+        return is_signed ? DType::i64 : DType::u64;
+      default:
+        EDO_FAIL("{}: unsupported HDF5 element type: {}-byte integer", display, size);
     }
   }
   EDO_FAIL("{}: unsupported HDF5 element type: {} (expected a float or integer dataset)", display, class_name(cls));
@@ -194,17 +209,38 @@ Handle make_half_type() {
 Handle file_type_of(DType t) {
   hid_t base = H5T_IEEE_F32LE;
   switch (t) {
-    case DType::f16: return make_half_type();
-    case DType::f32: base = H5T_IEEE_F32LE; break;
-    case DType::f64: base = H5T_IEEE_F64LE; break;
-    case DType::i8: base = H5T_STD_I8LE; break;
-    case DType::u8: base = H5T_STD_U8LE; break;
-    case DType::i16: base = H5T_STD_I16LE; break;
-    case DType::u16: base = H5T_STD_U16LE; break;
-    case DType::i32: base = H5T_STD_I32LE; break;
-    case DType::u32: base = H5T_STD_U32LE; break;
-    case DType::i64: base = H5T_STD_I64LE; break;
-    case DType::u64: base = H5T_STD_U64LE; break;
+    case DType::f16:
+      return make_half_type();
+    case DType::f32:
+      base = H5T_IEEE_F32LE;
+      break;
+    case DType::f64:
+      base = H5T_IEEE_F64LE;
+      break;
+    case DType::i8:
+      base = H5T_STD_I8LE;
+      break;
+    case DType::u8:
+      base = H5T_STD_U8LE;
+      break;
+    case DType::i16:
+      base = H5T_STD_I16LE;
+      break;
+    case DType::u16:
+      base = H5T_STD_U16LE;
+      break;
+    case DType::i32:
+      base = H5T_STD_I32LE;
+      break;
+    case DType::u32:
+      base = H5T_STD_U32LE;
+      break;
+    case DType::i64:
+      base = H5T_STD_I64LE;
+      break;
+    case DType::u64:
+      base = H5T_STD_U64LE;
+      break;
   }
   return Handle(H5Tcopy(base), H5Tclose);
 }
@@ -242,9 +278,8 @@ class Hdf5Reader final : public TableReader {
 
     file_space_ = Handle(H5Dget_space(dataset_.get()), H5Sclose);
     if (!file_space_) EDO_FAIL("{}: cannot read the dataspace: {}", display, hdf5_error());
-    const int ndims = H5Sget_simple_extent_type(file_space_.get()) == H5S_SIMPLE
-                          ? H5Sget_simple_extent_ndims(file_space_.get())
-                          : 0;
+    const int ndims =
+        H5Sget_simple_extent_type(file_space_.get()) == H5S_SIMPLE ? H5Sget_simple_extent_ndims(file_space_.get()) : 0;
     if (ndims != 2) EDO_FAIL("{}: expected a 2-D dataset (rows, dim), got {} dimensions", display, ndims);
     hsize_t dims[2] = {0, 0};
     H5Sget_simple_extent_dims(file_space_.get(), dims, nullptr);

@@ -25,25 +25,35 @@ struct DescrEntry {
 };
 // Little-endian (or byte-order-free) descriptors edo reads.
 constexpr DescrEntry kDescrs[] = {
-    {"<f2", DType::f16}, {"<f4", DType::f32}, {"<f8", DType::f64}, {"|i1", DType::i8},
-    {"<i1", DType::i8},  {"|u1", DType::u8},  {"<u1", DType::u8},  {"<i2", DType::i16},
-    {"<u2", DType::u16}, {"<i4", DType::i32}, {"<u4", DType::u32}, {"<i8", DType::i64},
-    {"<u8", DType::u64},
+    {"<f2", DType::f16}, {"<f4", DType::f32}, {"<f8", DType::f64}, {"|i1", DType::i8},  {"<i1", DType::i8},
+    {"|u1", DType::u8},  {"<u1", DType::u8},  {"<i2", DType::i16}, {"<u2", DType::u16}, {"<i4", DType::i32},
+    {"<u4", DType::u32}, {"<i8", DType::i64}, {"<u8", DType::u64},
 };
 
 const char* descr_of(DType t) {
   switch (t) {
-    case DType::f16: return "<f2";
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::i8: return "|i1";
-    case DType::u8: return "|u1";
-    case DType::i16: return "<i2";
-    case DType::u16: return "<u2";
-    case DType::i32: return "<i4";
-    case DType::u32: return "<u4";
-    case DType::i64: return "<i8";
-    case DType::u64: return "<u8";
+    case DType::f16:
+      return "<f2";
+    case DType::f32:
+      return "<f4";
+    case DType::f64:
+      return "<f8";
+    case DType::i8:
+      return "|i1";
+    case DType::u8:
+      return "|u1";
+    case DType::i16:
+      return "<i2";
+    case DType::u16:
+      return "<u2";
+    case DType::i32:
+      return "<i4";
+    case DType::u32:
+      return "<u4";
+    case DType::i64:
+      return "<i8";
+    case DType::u64:
+      return "<u8";
   }
   return "<f4";
 }
@@ -152,16 +162,36 @@ void widen_to_f32(DType t, const uint8_t* src, uint64_t n, float* out) {
     case DType::f16:
       for (uint64_t i = 0; i < n; ++i) out[i] = half_bits_to_float(load_u16le(src + 2 * i));
       return;
-    case DType::f32: std::memcpy(out, src, n * 4); return;
-    case DType::f64: widen<double>(src, n, out); return;
-    case DType::i8: widen<int8_t>(src, n, out); return;
-    case DType::u8: widen<uint8_t>(src, n, out); return;
-    case DType::i16: widen<int16_t>(src, n, out); return;
-    case DType::u16: widen<uint16_t>(src, n, out); return;
-    case DType::i32: widen<int32_t>(src, n, out); return;
-    case DType::u32: widen<uint32_t>(src, n, out); return;
-    case DType::i64: widen<int64_t>(src, n, out); return;
-    case DType::u64: widen<uint64_t>(src, n, out); return;
+    case DType::f32:
+      std::memcpy(out, src, n * 4);
+      return;
+    case DType::f64:
+      widen<double>(src, n, out);
+      return;
+    case DType::i8:
+      widen<int8_t>(src, n, out);
+      return;
+    case DType::u8:
+      widen<uint8_t>(src, n, out);
+      return;
+    case DType::i16:
+      widen<int16_t>(src, n, out);
+      return;
+    case DType::u16:
+      widen<uint16_t>(src, n, out);
+      return;
+    case DType::i32:
+      widen<int32_t>(src, n, out);
+      return;
+    case DType::u32:
+      widen<uint32_t>(src, n, out);
+      return;
+    case DType::i64:
+      widen<int64_t>(src, n, out);
+      return;
+    case DType::u64:
+      widen<uint64_t>(src, n, out);
+      return;
   }
 }
 
@@ -208,8 +238,10 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
     } else {
       EDO_FAIL("{}: malformed .npy header: unexpected key '{}'", path, key);
     }
-    if (p.peek(',')) p.expect(',');
-    else if (!p.peek('}')) EDO_FAIL("{}: malformed .npy header: expected ',' or '}}'", path);
+    if (p.peek(','))
+      p.expect(',');
+    else if (!p.peek('}'))
+      EDO_FAIL("{}: malformed .npy header: expected ',' or '}}'", path);
   }
   p.expect('}');
   if (!have_descr || !have_order || !have_shape)
@@ -240,14 +272,13 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
   const auto expected = checked_add(*payload, h.data_offset);
   if (!expected) EDO_FAIL("{}: .npy shape's byte count overflows", path);
   if (*expected != file_size)
-    EDO_FAIL("{}: file size {} does not match the header (shape needs {} bytes); truncated or corrupt", path,
-             file_size, *expected);
+    EDO_FAIL("{}: file size {} does not match the header (shape needs {} bytes); truncated or corrupt", path, file_size,
+             *expected);
   return h;
 }
 
 void require_npy_table(const NpyHeader& h, const std::string& path) {
-  if (h.shape.size() != 2)
-    EDO_FAIL("{}: expected a 2-D array (rows, dim), got {} dimensions", path, h.shape.size());
+  if (h.shape.size() != 2) EDO_FAIL("{}: expected a 2-D array (rows, dim), got {} dimensions", path, h.shape.size());
   if (h.shape[0] == 0 || h.shape[1] == 0) EDO_FAIL("{}: empty table ({} x {})", path, h.shape[0], h.shape[1]);
 }
 
@@ -365,16 +396,36 @@ void narrow_from_f32(DType t, const float* src, uint64_t n, uint8_t* out) {
         std::memcpy(out + 2 * i, &h, 2);
       }
       return;
-    case DType::f32: std::memcpy(out, src, n * 4); return;
-    case DType::f64: narrow<double>(src, n, out); return;
-    case DType::i8: narrow<int8_t>(src, n, out); return;
-    case DType::u8: narrow<uint8_t>(src, n, out); return;
-    case DType::i16: narrow<int16_t>(src, n, out); return;
-    case DType::u16: narrow<uint16_t>(src, n, out); return;
-    case DType::i32: narrow<int32_t>(src, n, out); return;
-    case DType::u32: narrow<uint32_t>(src, n, out); return;
-    case DType::i64: narrow<int64_t>(src, n, out); return;
-    case DType::u64: narrow<uint64_t>(src, n, out); return;
+    case DType::f32:
+      std::memcpy(out, src, n * 4);
+      return;
+    case DType::f64:
+      narrow<double>(src, n, out);
+      return;
+    case DType::i8:
+      narrow<int8_t>(src, n, out);
+      return;
+    case DType::u8:
+      narrow<uint8_t>(src, n, out);
+      return;
+    case DType::i16:
+      narrow<int16_t>(src, n, out);
+      return;
+    case DType::u16:
+      narrow<uint16_t>(src, n, out);
+      return;
+    case DType::i32:
+      narrow<int32_t>(src, n, out);
+      return;
+    case DType::u32:
+      narrow<uint32_t>(src, n, out);
+      return;
+    case DType::i64:
+      narrow<int64_t>(src, n, out);
+      return;
+    case DType::u64:
+      narrow<uint64_t>(src, n, out);
+      return;
   }
 }
 

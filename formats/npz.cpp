@@ -208,8 +208,7 @@ class NpzReader final : public TableReader {
 
 }  // namespace
 
-std::unique_ptr<TableReader> open_npz(const std::string& path, const std::string& member,
-                                      const std::string& display) {
+std::unique_ptr<TableReader> open_npz(const std::string& path, const std::string& member, const std::string& display) {
   return std::make_unique<NpzReader>(path, member, display);
 }
 

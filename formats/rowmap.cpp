@@ -33,8 +33,8 @@ RowMap::RowMap(const uint8_t* tier, uint64_t tier_bytes, const uint8_t* rank, ui
   const uint64_t blocks = rows_ / kRowMapBlock + (rows_ % kRowMapBlock != 0);
   const auto need = checked_mul(blocks * tiers, sizeof(uint64_t));
   if (!need || *need != rank_bytes)
-    EDO_FAIL("{}: row map rank section holds {} bytes, {} blocks of {} tiers need {}", path_, rank_bytes, blocks,
-             tiers, need ? *need : 0);
+    EDO_FAIL("{}: row map rank section holds {} bytes, {} blocks of {} tiers need {}", path_, rank_bytes, blocks, tiers,
+             need ? *need : 0);
   uint64_t total = 0;
   for (uint64_t r : tier_rows_) {
     const auto sum = checked_add(total, r);

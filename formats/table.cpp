@@ -18,17 +18,28 @@ namespace edo::io {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f16: return "float16";
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::i8: return "int8";
-    case DType::u8: return "uint8";
-    case DType::i16: return "int16";
-    case DType::u16: return "uint16";
-    case DType::i32: return "int32";
-    case DType::u32: return "uint32";
-    case DType::i64: return "int64";
-    case DType::u64: return "uint64";
+    case DType::f16:
+      return "float16";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::i8:
+      return "int8";
+    case DType::u8:
+      return "uint8";
+    case DType::i16:
+      return "int16";
+    case DType::u16:
+      return "uint16";
+    case DType::i32:
+      return "int32";
+    case DType::u32:
+      return "uint32";
+    case DType::i64:
+      return "int64";
+    case DType::u64:
+      return "uint64";
   }
   return "?";
 }
@@ -36,16 +47,20 @@ const char* dtype_name(DType t) {
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::i8:
-    case DType::u8: return 1;
+    case DType::u8:
+      return 1;
     case DType::f16:
     case DType::i16:
-    case DType::u16: return 2;
+    case DType::u16:
+      return 2;
     case DType::f32:
     case DType::i32:
-    case DType::u32: return 4;
+    case DType::u32:
+      return 4;
     case DType::f64:
     case DType::i64:
-    case DType::u64: return 8;
+    case DType::u64:
+      return 8;
   }
   return 4;
 }
@@ -106,8 +121,10 @@ std::string sniff_format(const std::string& path) {
   std::string format;
   char head[8];
   if (read_at(0, head, 8)) {
-    if (std::memcmp(head, "\x93NUMPY", 6) == 0) format = "npy";
-    else if (std::memcmp(head, "PK\x03\x04", 4) == 0) format = "npz";
+    if (std::memcmp(head, "\x93NUMPY", 6) == 0)
+      format = "npy";
+    else if (std::memcmp(head, "PK\x03\x04", 4) == 0)
+      format = "npz";
     for (uint64_t offset = 0; format.empty() && offset <= (uint64_t{1} << 20); offset = offset ? offset * 2 : 512)
       if (read_at(offset, head, 8) && std::memcmp(head, "\x89HDF\r\n\x1a\n", 8) == 0) format = "h5";
   }

@@ -23,10 +23,14 @@ int32_t load_i32le(const uint8_t* p) {
 
 const char* vecs_name(DType element) {
   switch (element) {
-    case DType::f32: return "fvecs";
-    case DType::u8: return "bvecs";
-    case DType::i32: return "ivecs";
-    default: return "vecs";
+    case DType::f32:
+      return "fvecs";
+    case DType::u8:
+      return "bvecs";
+    case DType::i32:
+      return "ivecs";
+    default:
+      return "vecs";
   }
 }
 
@@ -56,8 +60,8 @@ VecsLayout vecs_layout(const MappedFile& file, DType element, const std::string&
 void check_record_dim(const uint8_t* record, uint64_t row, uint64_t dim, const std::string& display) {
   const int32_t d = load_i32le(record);
   if (d < 0 || static_cast<uint64_t>(d) != dim)
-    EDO_FAIL("{}: record {} has dimension {}, the first has {}; records must all have the same dimension", display,
-             row, d, dim);
+    EDO_FAIL("{}: record {} has dimension {}, the first has {}; records must all have the same dimension", display, row,
+             d, dim);
 }
 
 class VecsReader final : public TableReader {

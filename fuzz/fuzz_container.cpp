@@ -33,7 +33,6 @@ void open_and_read(const uint8_t* data, size_t size) {
   }
 }
 
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -9,8 +9,8 @@
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
 
-#include "reseal.hpp"
 #include <edo/io/rowmap.hpp>
+#include "reseal.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +34,8 @@ void open_and_look_up(const uint8_t* data, size_t size) {
       const auto it = info.sections.find("codes");
       codes.push_back(it == info.sections.end() ? edo::io::SectionView{} : c.section(it->second));
       const nlohmann::json& jt = m["tiers"][t];
-      code_size.push_back(jt.contains("code_size") && jt["code_size"].is_number_unsigned() ? jt["code_size"].get<uint64_t>() : 0);
+      code_size.push_back(
+          jt.contains("code_size") && jt["code_size"].is_number_unsigned() ? jt["code_size"].get<uint64_t>() : 0);
     }
     const auto tier = c.section(rm["tier"].get<std::string>());
     const auto rank = c.section(rm["rank"].get<std::string>());
@@ -56,7 +57,6 @@ void open_and_look_up(const uint8_t* data, size_t size) {
   } catch (const edo::Error&) {
   }
 }
-
 
 }  // namespace
 

@@ -126,7 +126,7 @@ void DeviceDots::dots(uint64_t q_begin, uint64_t q_count, uint64_t row_begin, ui
   const int n = as_blas_int(q_count, "queries");
   const int kd = as_blas_int(dim_, "dim");
   check_cublas(cublas().sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, m, n, kd, &one,
-                           d_rows_ + row_begin * dim_, kd, d_queries_ + q_begin * dim_, kd, &zero, d_out_, m),
+                              d_rows_ + row_begin * dim_, kd, d_queries_ + q_begin * dim_, kd, &zero, d_out_, m),
                "cublasSgemm");
   check_cuda(cudaMemcpy(out, d_out_, elems * sizeof(float), cudaMemcpyDeviceToHost), "download scores");
 }

@@ -27,8 +27,8 @@ __global__ void scatter_kernel(const float* __restrict__ rows, const uint64_t* _
 
 }  // namespace
 
-void gather_decode_scalar(const math::ScalarLayout& L, const uint8_t* codes, const uint64_t* index,
-                          const uint64_t* dst, size_t n, float* out, cudaStream_t stream) {
+void gather_decode_scalar(const math::ScalarLayout& L, const uint8_t* codes, const uint64_t* index, const uint64_t* dst,
+                          size_t n, float* out, cudaStream_t stream) {
   if (n == 0) return;
   gather_decode_kernel<<<grid_blocks(n * L.dim), kThreads, 0, stream>>>(L, codes, index, dst, n, out);
 }

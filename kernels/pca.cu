@@ -16,8 +16,7 @@ __global__ void project_kernel(const float* __restrict__ x, size_t n, const floa
 }
 
 __global__ void reconstruct_kernel(const float* __restrict__ y, size_t n, const float* __restrict__ mean,
-                                   const float* __restrict__ components, size_t dim, size_t k,
-                                   float* __restrict__ x) {
+                                   const float* __restrict__ components, size_t dim, size_t k, float* __restrict__ x) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n * dim; i += size_t{gridDim.x} * blockDim.x) {
     const size_t r = i / dim, j = i % dim;
     x[i] = math::pca_reconstruct_one(y + r * k, components, k, dim, j, mean[j]);
@@ -26,8 +25,8 @@ __global__ void reconstruct_kernel(const float* __restrict__ y, size_t n, const 
 
 }  // namespace
 
-void pca_project(const float* x, size_t n, const float* mean, const float* components, size_t dim, size_t k,
-                 float* y, cudaStream_t stream) {
+void pca_project(const float* x, size_t n, const float* mean, const float* components, size_t dim, size_t k, float* y,
+                 cudaStream_t stream) {
   if (n == 0) return;
   project_kernel<<<grid_blocks(n * k), kThreads, 0, stream>>>(x, n, mean, components, dim, k, y);
 }

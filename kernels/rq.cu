@@ -11,7 +11,7 @@ namespace {
 
 constexpr uint32_t kNone = 0xffffffffu;
 
-struct Slot {  // one block's scratch
+struct Slot {       // one block's scratch
   float* residual;  // 2 x beam x dim: current and next beams
   uint8_t* path;    // 2 x beam x m: codeword ids chosen so far
   double* score;    // beam x ksub candidate scores
@@ -77,8 +77,8 @@ __global__ void rq_encode_kernel(math::RqShape s, const float* __restrict__ code
         for (uint32_t half = blockDim.x / 2; half > 0; half /= 2) {
           if (tid < half) {
             const uint32_t oi = best_id[tid + half];
-            if (oi != kNone &&
-                (best_id[tid] == kNone || math::rq_ranks_before(best_score[tid + half], oi, best_score[tid], best_id[tid]))) {
+            if (oi != kNone && (best_id[tid] == kNone ||
+                                math::rq_ranks_before(best_score[tid + half], oi, best_score[tid], best_id[tid]))) {
               best_score[tid] = best_score[tid + half];
               best_id[tid] = oi;
             }
@@ -121,8 +121,8 @@ __global__ void rq_encode_kernel(math::RqShape s, const float* __restrict__ code
 
 size_t rq_scratch_bytes(const math::RqShape& s, uint32_t blocks) { return slot_bytes(s) * blocks; }
 
-void rq_encode(const math::RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes,
-               void* scratch, uint32_t blocks, cudaStream_t stream) {
+void rq_encode(const math::RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes, void* scratch,
+               uint32_t blocks, cudaStream_t stream) {
   if (n == 0 || blocks == 0) return;
   rq_encode_kernel<<<blocks, kThreads, 0, stream>>>(s, codebooks, x, n, codes, scratch);
 }

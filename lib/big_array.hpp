@@ -47,7 +47,9 @@ struct BigArrayAllocator {
     }
   }
   template <class U>
-  bool operator==(const BigArrayAllocator<U>&) const { return true; }
+  bool operator==(const BigArrayAllocator<U>&) const {
+    return true;
+  }
 };
 
 template <class T>

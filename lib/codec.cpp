@@ -53,18 +53,18 @@ bool norm_out_of_range(double s, bool allow_underflow) {
   if (s > kMaxTrainableNorm2)
     EDO_FAIL("{}: norm {:.3g} is too large for the float arithmetic of {} (at most {:.3g}); scale the table down",
              where, std::sqrt(s), spec, std::sqrt(kMaxTrainableNorm2));
-  EDO_FAIL("{}: norm {:.3g} is too small for the float arithmetic of {} (at least {:.3g}); scale the table up, or "
-           "pass --allow-underflow to store it anyway",
-           where, std::sqrt(s), spec, std::sqrt(kMinTrainableNorm2));
+  EDO_FAIL(
+      "{}: norm {:.3g} is too small for the float arithmetic of {} (at least {:.3g}); scale the table up, or "
+      "pass --allow-underflow to store it anyway",
+      where, std::sqrt(s), spec, std::sqrt(kMinTrainableNorm2));
 }
 
 }  // namespace
 
 void check_trainable_norms(const float* x, size_t n, size_t dim, const std::string& spec, const EncodeOptions& opt,
                            const uint64_t* row_ids) {
-  const int64_t bad = first_bad_row(n, dim, [&](size_t i) {
-    return norm_out_of_range(squared_norm(x + i * dim, dim), opt.allow_underflow);
-  });
+  const int64_t bad = first_bad_row(
+      n, dim, [&](size_t i) { return norm_out_of_range(squared_norm(x + i * dim, dim), opt.allow_underflow); });
   if (bad >= 0) {
     const size_t i = static_cast<size_t>(bad);
     fail_norm(row_name(opt, i, row_ids), squared_norm(x + i * dim, dim), spec);
@@ -112,12 +112,14 @@ void check_magnitudes(const Codec& codec, const float* x, const float* y, size_t
   const RowError r = row_error(i);
   const std::string where = row_name(opt, i, row_ids);
   if (r.decoded_zero)
-    EDO_FAIL("{}: nonzero, but {} stores it as all zeros (its values are below the codec's smallest step); pass "
-             "--allow-underflow to store it anyway",
-             where, codec.spec());
-  EDO_FAIL("{}: its values are too small for {}: relative error {:.3g}, beyond the codec's bound {:.3g}; pass "
-           "--allow-underflow to store it anyway",
-           where, codec.spec(), std::sqrt(r.ee / r.xx), bound);
+    EDO_FAIL(
+        "{}: nonzero, but {} stores it as all zeros (its values are below the codec's smallest step); pass "
+        "--allow-underflow to store it anyway",
+        where, codec.spec());
+  EDO_FAIL(
+      "{}: its values are too small for {}: relative error {:.3g}, beyond the codec's bound {:.3g}; pass "
+      "--allow-underflow to store it anyway",
+      where, codec.spec(), std::sqrt(r.ee / r.xx), bound);
 }
 
 void Codec::load_state(const std::vector<NamedBlob>& blobs) {
@@ -136,7 +138,8 @@ bool is_token_char(char c) {
 void check_token(std::string_view spec, std::string_view token, const char* what) {
   if (token.empty()) EDO_USAGE_FAIL("codec spec '{}': empty {} (stray ',' or ':'?)", spec, what);
   for (char c : token) {
-    if (!is_token_char(c)) EDO_USAGE_FAIL("codec spec '{}': character '{}' not allowed in {} '{}'", spec, c, what, token);
+    if (!is_token_char(c))
+      EDO_USAGE_FAIL("codec spec '{}': character '{}' not allowed in {} '{}'", spec, c, what, token);
   }
 }
 
@@ -173,7 +176,8 @@ std::vector<SpecStage> parse_spec(std::string_view spec) {
     size_t first_param = 0;
     if (parts[0].find('=') != std::string_view::npos) {
       // key=value after a comma: more params of the previous stage.
-      if (stages.empty()) EDO_USAGE_FAIL("codec spec '{}': starts with a parameter '{}', not a codec name", spec, piece);
+      if (stages.empty())
+        EDO_USAGE_FAIL("codec spec '{}': starts with a parameter '{}', not a codec name", spec, piece);
     } else {
       check_token(spec, parts[0], "codec name");
       stages.push_back({std::string(parts[0]), {}});
@@ -271,8 +275,8 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
   size_t col = 0;
   while ((float_bits(row[col]) & 0x7fffffffu) < limit_bits) ++col;
   const float v = row[col];
-  const std::string where =
-      fmt::format("{}{}row {}, column {}", opt.input, opt.input.empty() ? "" : ": ", opt.first_row + static_cast<uint64_t>(bad_row), col);
+  const std::string where = fmt::format("{}{}row {}, column {}", opt.input, opt.input.empty() ? "" : ": ",
+                                        opt.first_row + static_cast<uint64_t>(bad_row), col);
   if (std::isnan(v) || std::isinf(v)) {
     if (passthrough_allowed) {
       EDO_FAIL("{}: value is {} (pass --allow-nonfinite to keep NaN/Inf with {})", where, v, spec);
@@ -292,14 +296,14 @@ const std::vector<CodecTraits>& codec_list() {
   static const std::vector<CodecTraits> table = {
       {"fp32", "fp32", "float32, unchanged (a baseline; keeps NaN/Inf with --allow-nonfinite)", "32", false, false,
        make_scalar, nullptr},
-      {"fp16", "fp16", "IEEE half precision, round to nearest even; keeps NaN/Inf with --allow-nonfinite", "16",
-       false, false, make_scalar, nullptr},
+      {"fp16", "fp16", "IEEE half precision, round to nearest even; keeps NaN/Inf with --allow-nonfinite", "16", false,
+       false, make_scalar, nullptr},
       {"bf16", "bf16", "bfloat16 (fp32 range, 8-bit mantissa), round to nearest even", "16", false, false, make_scalar,
        nullptr},
       {"fp8", "fp8:e4m3|e5m2", "8-bit float (OCP e4m3: max 448, e5m2: max 57344), per-row fp32 scale, saturating",
        "8 + 32/d", false, false, make_scalar, nullptr},
-      {"int8", "int8[:group=G]", "8-bit codes, fp32 scale+offset per row or per group of G (min/max range)",
-       "8 + 64/G", false, false, make_scalar, nullptr},
+      {"int8", "int8[:group=G]", "8-bit codes, fp32 scale+offset per row or per group of G (min/max range)", "8 + 64/G",
+       false, false, make_scalar, nullptr},
       {"int4", "int4[:group=G]",
        "4-bit codes, fp32 scale+offset per row or group, range chosen to minimise squared error", "4 + 64/G", false,
        false, make_scalar, nullptr},

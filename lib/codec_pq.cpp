@@ -3,8 +3,8 @@
 // FAISS. docs/FORMAT.md ("Codec payloads: pq, opq, rq") has the layouts.
 #include "codec_impl.hpp"
 
-#include <edo/parallel.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 
 #include <faiss/VectorTransform.h>
@@ -73,9 +73,10 @@ std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vec
 
 void check_training_rows(const std::string& spec, size_t n, size_t ksub) {
   if (n < ksub) {
-    EDO_FAIL("{}: the training sample has {} rows, fewer than the {} centroids to train (give more rows or a "
-             "smaller nbits)",
-             spec, n, ksub);
+    EDO_FAIL(
+        "{}: the training sample has {} rows, fewer than the {} centroids to train (give more rows or a "
+        "smaller nbits)",
+        spec, n, ksub);
   }
 }
 
@@ -211,7 +212,8 @@ class PqCodec final : public Codec, public AdcCodec {
     for (size_t r = 0; r < n; ++r) {
       const uint8_t* code = codes + r * g_.code_size;
       float s = 0;
-      for (uint32_t j = 0; j < g_.m; ++j) s += table[static_cast<size_t>(j) * g_.ksub + math::pq_get_code(code, j, g_.nbits)];
+      for (uint32_t j = 0; j < g_.m; ++j)
+        s += table[static_cast<size_t>(j) * g_.ksub + math::pq_get_code(code, j, g_.nbits)];
       ip[r] = s;
     }
   }
@@ -271,7 +273,13 @@ class PqCodec final : public Codec, public AdcCodec {
 class RqCodec final : public Codec, public AdcCodec {
  public:
   RqCodec(size_t dim, uint32_t m, uint32_t nbits, uint32_t beam, uint32_t train_beam, uint32_t refine)
-      : dim_(dim), m_(m), nbits_(nbits), ksub_(1u << nbits), beam_(beam), train_beam_(train_beam), refine_(refine),
+      : dim_(dim),
+        m_(m),
+        nbits_(nbits),
+        ksub_(1u << nbits),
+        beam_(beam),
+        train_beam_(train_beam),
+        refine_(refine),
         code_size_((m * nbits + 7) / 8) {}
 
   std::string spec() const override {
@@ -432,8 +440,8 @@ uint32_t read_m(const StageParams& p, const SpecStage& stage, size_t dim) {
   if (!m) EDO_USAGE_FAIL("codec '{}': needs m=M, the number of sub-codes", stage.name);
   const size_t v = p.get_size(*m, "m", 4096);
   if (v > dim) {
-    EDO_USAGE_FAIL("codec '{}': m={} is more sub-spaces than the {} input dimensions (use m <= {})", stage.name, v,
-                   dim, dim);
+    EDO_USAGE_FAIL("codec '{}': m={} is more sub-spaces than the {} input dimensions (use m <= {})", stage.name, v, dim,
+                   dim);
   }
   return static_cast<uint32_t>(v);
 }
@@ -481,7 +489,8 @@ std::unique_ptr<Codec> make_rq(const SpecStage& stage, size_t dim, std::unique_p
                                   ? static_cast<uint32_t>(p.get_size(*p.get("train_beam"), "train_beam", 256))
                                   : std::min(beam, kRqDefaultTrainBeam);
   uint32_t refine = kRqDefaultRefine;
-  if (const std::string* r = p.get("refine")) refine = *r == "0" ? 0 : static_cast<uint32_t>(p.get_size(*r, "refine", 50));
+  if (const std::string* r = p.get("refine"))
+    refine = *r == "0" ? 0 : static_cast<uint32_t>(p.get_size(*r, "refine", 50));
   return std::make_unique<RqCodec>(dim, m, nbits, beam, train_beam, refine);
 }
 

@@ -1,7 +1,7 @@
 // Asymmetric distance search (pq.hpp): queries in full precision, rows as
 // codes, scored through per-query lookup tables.
-#include <edo/parallel.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 
 #include <algorithm>
@@ -40,7 +40,8 @@ AdcSearch::AdcSearch(const Codec& codec, MatrixView queries, const KnnOptions& o
   query_norms_.resize(nq_);
   for (uint64_t q = 0; q < nq_; ++q) {
     double s = 0;
-    for (uint64_t i = 0; i < dim_; ++i) s += static_cast<double>(queries.data[q * dim_ + i]) * queries.data[q * dim_ + i];
+    for (uint64_t i = 0; i < dim_; ++i)
+      s += static_cast<double>(queries.data[q * dim_ + i]) * queries.data[q * dim_ + i];
     query_norms_[q] = static_cast<float>(s);
   }
   heaps_.resize(nq_);
@@ -69,8 +70,12 @@ void AdcSearch::add(const uint8_t* codes, const float* decoded, uint64_t count) 
         if (id == skip) continue;
         float key = 0.0f;
         switch (opts_.metric) {
-          case Metric::l2: key = norms[r] - 2.0f * ip[r]; break;
-          case Metric::ip: key = -ip[r]; break;
+          case Metric::l2:
+            key = norms[r] - 2.0f * ip[r];
+            break;
+          case Metric::ip:
+            key = -ip[r];
+            break;
           case Metric::cos: {
             const float denom = qn * std::sqrt(norms[r]);
             key = denom > 0 ? -(ip[r] / denom) : 0.0f;

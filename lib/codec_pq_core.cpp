@@ -1,7 +1,7 @@
 // PQ encode, decode and k-means (pq.hpp): BLAS narrows, pq_sub_distance
 // decides, so the CPU, the GPU and any thread count give the same codes.
-#include <edo/parallel.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
 
@@ -101,13 +101,16 @@ struct RqCandidate {
   double score;
   uint32_t id;  // beam * ksub + codeword
 };
-bool rq_before(const RqCandidate& a, const RqCandidate& b) { return math::rq_ranks_before(a.score, a.id, b.score, b.id); }
+bool rq_before(const RqCandidate& a, const RqCandidate& b) {
+  return math::rq_ranks_before(a.score, a.id, b.score, b.id);
+}
 
 // Candidate `id` of a level scored exactly: the residual of beam id / ksub
 // minus codeword id % ksub, as every encoder decides on.
 RqCandidate rq_score(const RqShape& s, const float* residuals, const float* codebook, uint32_t id) {
   const uint32_t ksub = 1u << s.nbits;
-  return {math::pq_sub_distance(residuals + size_t{id / ksub} * s.dim, codebook + size_t{id % ksub} * s.dim, s.dim), id};
+  return {math::pq_sub_distance(residuals + size_t{id / ksub} * s.dim, codebook + size_t{id % ksub} * s.dim, s.dim),
+          id};
 }
 
 void check_rq_shape(const RqShape& s) {
@@ -222,8 +225,7 @@ void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, siz
       std::swap(path, path_next);
       cur = next;
     }
-    for (size_t r = 0; r < bn; ++r)
-      rq_pack(s, path.data() + r * cur * s.m, codes + (r0 + r) * math::rq_code_size(s));
+    for (size_t r = 0; r < bn; ++r) rq_pack(s, path.data() + r * cur * s.m, codes + (r0 + r) * math::rq_code_size(s));
   }
 }
 
@@ -242,8 +244,7 @@ void rq_encode_reference(const RqShape& s, const float* codebooks, const float* 
       const uint32_t next = math::rq_beams_after(level, ksub, s.beam);
       const float* cw = codebooks + size_t{level} * ksub * s.dim;
       all.clear();
-      for (uint32_t i = 0; i < cur * ksub; ++i)
-        all.push_back(rq_score(s, res.data(), cw, i));
+      for (uint32_t i = 0; i < cur * ksub; ++i) all.push_back(rq_score(s, res.data(), cw, i));
       std::sort(all.begin(), all.end(), rq_before);
       rq_extend(s, level, cw, all.data(), next, res.data(), path.data(), res_next.data(), path_next.data());
       std::swap(res, res_next);
@@ -264,7 +265,8 @@ void rq_encode(const RqShape& s, const float* codebooks, const float* x, size_t 
     const size_t chunk = std::min<size_t>(n, 1 << 16);
     // Enough blocks to fill the GPU, within 256 MiB of scratch.
     const size_t per_block = cuda::rq_scratch_bytes(s, 1);
-    const auto blocks = static_cast<uint32_t>(std::clamp<size_t>((size_t{256} << 20) / per_block, 1, std::min<size_t>(chunk, 8192)));
+    const auto blocks =
+        static_cast<uint32_t>(std::clamp<size_t>((size_t{256} << 20) / per_block, 1, std::min<size_t>(chunk, 8192)));
     DeviceBuffer dcb(size_t{s.m} * ksub * s.dim * sizeof(float)), dx(chunk * s.dim * sizeof(float)),
         dc(chunk * code_size), scratch(cuda::rq_scratch_bytes(s, blocks));
     dcb.upload(codebooks, dcb.bytes());
@@ -288,8 +290,7 @@ void pq_encode(const math::PqGeometry& g, const float* codebooks, const float* x
     check_gpu_build(device);
 #ifdef EDO_HAVE_CUDA
     const size_t cb_bytes = static_cast<size_t>(g.m) * g.ksub * g.dsub * sizeof(float);
-    DeviceBuffer dx(n * g.dim * sizeof(float)), dcb(cb_bytes), da(n * g.m * sizeof(uint32_t)),
-        dc(n * g.code_size);
+    DeviceBuffer dx(n * g.dim * sizeof(float)), dcb(cb_bytes), da(n * g.m * sizeof(uint32_t)), dc(n * g.code_size);
     dx.upload(x, dx.bytes());
     dcb.upload(codebooks, cb_bytes);
     cuda::pq_assign(g, dcb.as<float>(), dx.as<float>(), n, da.as<uint32_t>());
@@ -447,7 +448,8 @@ std::vector<float> kmeans(const float* x, size_t n, size_t d, size_t k, const Km
     }
     for (size_t a = 0; a < k; ++a) {
       if (counts[a] == 0) continue;
-      for (size_t t = 0; t < d; ++t) c[a * d + t] = static_cast<float>(sums[a * d + t] / static_cast<double>(counts[a]));
+      for (size_t t = 0; t < d; ++t)
+        c[a * d + t] = static_cast<float>(sums[a * d + t] / static_cast<double>(counts[a]));
     }
     previous = assign;
   }

@@ -4,9 +4,9 @@
 // must give the reference's bytes exactly; test_codecs.cpp checks they do.
 #include "codec_impl.hpp"
 
-#include <edo/parallel.hpp>
 #include <edo/codec_math.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 
 #ifdef EDO_HAVE_CUDA
 #include <edo/cuda/scalar_codecs.cuh>
@@ -18,8 +18,8 @@
 
 #include <array>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace edo::detail {
@@ -35,15 +35,27 @@ ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group) {
   L.group = static_cast<uint32_t>(group == 0 || group > dim ? dim : group);
   L.groups = (L.dim + L.group - 1) / L.group;
   switch (kind) {
-    case ScalarKind::f32: L.bits = 32; break;
+    case ScalarKind::f32:
+      L.bits = 32;
+      break;
     case ScalarKind::f16:
-    case ScalarKind::bf16: L.bits = 16; break;
+    case ScalarKind::bf16:
+      L.bits = 16;
+      break;
     case ScalarKind::fp8_e4m3:
     case ScalarKind::fp8_e5m2:
-    case ScalarKind::int8: L.bits = 8; break;
-    case ScalarKind::int4: L.bits = 4; break;
-    case ScalarKind::int2: L.bits = 2; break;
-    case ScalarKind::sign: L.bits = 1; break;
+    case ScalarKind::int8:
+      L.bits = 8;
+      break;
+    case ScalarKind::int4:
+      L.bits = 4;
+      break;
+    case ScalarKind::int2:
+      L.bits = 2;
+      break;
+    case ScalarKind::sign:
+      L.bits = 1;
+      break;
   }
   if (math::is_affine(kind)) {
     L.header_bytes = 8 * L.groups;
@@ -233,7 +245,8 @@ void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
   const size_t bytes = (n + per_byte - 1) / per_byte;
   for (size_t b = 0; b < bytes; ++b) {
     uint32_t byte = 0;
-    for (size_t k = 0; k < per_byte && b * per_byte + k < n; ++k) byte |= static_cast<uint32_t>(q[b * per_byte + k]) << (k * bits);
+    for (size_t k = 0; k < per_byte && b * per_byte + k < n; ++k)
+      byte |= static_cast<uint32_t>(q[b * per_byte + k]) << (k * bits);
     out[b] = static_cast<uint8_t>(byte);
   }
 }
@@ -306,16 +319,22 @@ class ScalarCodec final : public Codec {
   double row_error_bound() const override {
     const double root_dim = std::sqrt(static_cast<double>(L_.dim));
     switch (L_.kind) {
-      case ScalarKind::f32: return 0.0;
-      case ScalarKind::f16: return 0x1p-11;
-      case ScalarKind::bf16: return 0x1p-8;
-      case ScalarKind::fp8_e4m3: return 0x1p-4 + root_dim * 0x1p-10 / 448.0;
-      case ScalarKind::fp8_e5m2: return 0x1p-3 + root_dim * 0x1p-17 / 57344.0;
+      case ScalarKind::f32:
+        return 0.0;
+      case ScalarKind::f16:
+        return 0x1p-11;
+      case ScalarKind::bf16:
+        return 0x1p-8;
+      case ScalarKind::fp8_e4m3:
+        return 0x1p-4 + root_dim * 0x1p-10 / 448.0;
+      case ScalarKind::fp8_e5m2:
+        return 0x1p-3 + root_dim * 0x1p-17 / 57344.0;
       case ScalarKind::int8:
       case ScalarKind::int4:
       case ScalarKind::int2:
         return std::sqrt(static_cast<double>(L_.group) / 2.0) / static_cast<double>(math::affine_qmax(L_));
-      case ScalarKind::sign: return 1.0;
+      case ScalarKind::sign:
+        return 1.0;
     }
     return std::numeric_limits<double>::infinity();
   }
@@ -406,7 +425,8 @@ class ScalarCodec final : public Codec {
       }
       case ScalarKind::int8:
       case ScalarKind::int4:
-      case ScalarKind::int2: return encode_affine_fast(x, n, codes, limit);
+      case ScalarKind::int2:
+        return encode_affine_fast(x, n, codes, limit);
       case ScalarKind::sign: {
         parallel_rows(n, d, [&](size_t r) {
           if (!below_limit(x + r * d, d, limit)) {
@@ -462,7 +482,9 @@ class ScalarCodec final : public Codec {
     const int64_t rows = static_cast<int64_t>(n);
     const size_t d = L_.dim;
     switch (L_.kind) {
-      case ScalarKind::f32: std::memcpy(x, codes, n * d * sizeof(float)); return;
+      case ScalarKind::f32:
+        std::memcpy(x, codes, n * d * sizeof(float));
+        return;
       case ScalarKind::f16:
       case ScalarKind::bf16:
         parallel_chunks(n * d, [&](size_t begin, size_t len) {

@@ -1,8 +1,8 @@
-#include <edo/parallel.hpp>
 #include <edo/build_info.hpp>
 #include <edo/checked.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 #include <edo/random.hpp>
 
 #include <sys/stat.h>
@@ -142,8 +142,8 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   XXH64_freeState(source_hash);
   writer.end_section();
 
-  nlohmann::json tier = {{"name", "all"},       {"codec", rep.spec}, {"rows", rows},
-                         {"first_row", 0},      {"code_size", rep.code_size}};
+  nlohmann::json tier = {
+      {"name", "all"}, {"codec", rep.spec}, {"rows", rows}, {"first_row", 0}, {"code_size", rep.code_size}};
   nlohmann::json sections = {{"codes", "tier0/codes"}};
   nlohmann::json shapes = nlohmann::json::object();
   for (const NamedBlob& blob : codec->state()) {

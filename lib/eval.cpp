@@ -271,15 +271,15 @@ void check_inputs(io::TableReader& original, io::TableReader& compressed, const 
     if (id >= original.rows())
       EDO_USAGE_FAIL("evaluate: query row {} is outside {} ({} rows)", id, original.path(), original.rows());
   if (!opts.labels.empty() && opts.labels.size() != original.rows())
-    EDO_USAGE_FAIL("evaluate: {} labels given for {} rows of {}", opts.labels.size(), original.rows(),
-                   original.path());
+    EDO_USAGE_FAIL("evaluate: {} labels given for {} rows of {}", opts.labels.size(), original.rows(), original.path());
   if (!opts.groups.empty()) {
     if (opts.groups.size() != original.rows())
       EDO_USAGE_FAIL("evaluate: {} group ids given for {} rows of {}", opts.groups.size(), original.rows(),
                      original.path());
     for (uint64_t i = 0; i < opts.groups.size(); ++i)
       if (opts.groups[i] >= opts.group_names.size())
-        EDO_USAGE_FAIL("evaluate: row {} is in group {}, only {} are named", i, opts.groups[i], opts.group_names.size());
+        EDO_USAGE_FAIL("evaluate: row {} is in group {}, only {} are named", i, opts.groups[i],
+                       opts.group_names.size());
   }
   if (!opts.freq.empty()) {
     if (opts.freq.size() != original.rows())
@@ -370,8 +370,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
 
   ReconstructionStats stats(rows, opts.freq.empty() ? nullptr : &opts.freq);
   GroupStats group_stats(opts);
-  const uint64_t block =
-      opts.block_rows ? opts.block_rows : std::min(original.block_rows(), compressed.block_rows());
+  const uint64_t block = opts.block_rows ? opts.block_rows : std::min(original.block_rows(), compressed.block_rows());
   // The original block is copied: the two readers may be one object, and a
   // reader's block pointer only lives until its next call.
   std::vector<float> original_block(std::min(block, rows) * dim);

@@ -10,11 +10,16 @@ namespace edo {
 
 const char* gate_op_text(GateOp op) {
   switch (op) {
-    case GateOp::ge: return ">=";
-    case GateOp::le: return "<=";
-    case GateOp::gt: return ">";
-    case GateOp::lt: return "<";
-    case GateOp::eq: return "==";
+    case GateOp::ge:
+      return ">=";
+    case GateOp::le:
+      return "<=";
+    case GateOp::gt:
+      return ">";
+    case GateOp::lt:
+      return "<";
+    case GateOp::eq:
+      return "==";
   }
   return "?";
 }
@@ -34,8 +39,8 @@ bool is_name_char(char c) {
 }
 
 [[noreturn]] void bad_gate(std::string_view text, std::string_view why) {
-  EDO_USAGE_FAIL("gate '{}': {} (expected NAME OP NUMBER, OP one of >=, <=, >, <, ==; e.g. 'recall@10 >= 0.95')",
-                 text, why);
+  EDO_USAGE_FAIL("gate '{}': {} (expected NAME OP NUMBER, OP one of >=, <=, >, <, ==; e.g. 'recall@10 >= 0.95')", text,
+                 why);
 }
 
 }  // namespace
@@ -84,11 +89,26 @@ GateOutcome check_gate(const Gate& gate, const EvalResult& result) {
   o.value = *value;
   const double v = *value, t = gate.threshold;
   switch (gate.op) {
-    case GateOp::ge: o.pass = v >= t; o.margin = v - t; break;
-    case GateOp::gt: o.pass = v > t; o.margin = v - t; break;
-    case GateOp::le: o.pass = v <= t; o.margin = t - v; break;
-    case GateOp::lt: o.pass = v < t; o.margin = t - v; break;
-    case GateOp::eq: o.pass = v == t; o.margin = -std::fabs(v - t); break;
+    case GateOp::ge:
+      o.pass = v >= t;
+      o.margin = v - t;
+      break;
+    case GateOp::gt:
+      o.pass = v > t;
+      o.margin = v - t;
+      break;
+    case GateOp::le:
+      o.pass = v <= t;
+      o.margin = t - v;
+      break;
+    case GateOp::lt:
+      o.pass = v < t;
+      o.margin = t - v;
+      break;
+    case GateOp::eq:
+      o.pass = v == t;
+      o.margin = -std::fabs(v - t);
+      break;
   }
   if (o.pass)
     o.message = fmt::format("{}: {:.6g}, passes by {:.6g}", gate.expression, v, o.margin);

@@ -27,9 +27,12 @@ Metric parse_metric(std::string_view name) {
 
 const char* metric_name(Metric m) {
   switch (m) {
-    case Metric::ip: return "ip";
-    case Metric::l2: return "l2";
-    case Metric::cos: return "cos";
+    case Metric::ip:
+      return "ip";
+    case Metric::l2:
+      return "l2";
+    case Metric::cos:
+      return "cos";
   }
   return "?";
 }
@@ -67,9 +70,7 @@ struct Candidate {
 // The total order of candidates: higher key, then lower id. NaN keys never
 // reach here (they become -inf), so the order is strict and the selected set
 // does not depend on the order rows arrive in.
-inline bool better(const Candidate& a, const Candidate& b) {
-  return a.key > b.key || (a.key == b.key && a.id < b.id);
-}
+inline bool better(const Candidate& a, const Candidate& b) { return a.key > b.key || (a.key == b.key && a.id < b.id); }
 
 // What a row contributes besides the dot product: |x|^2 for l2, 1/|x| (or 0
 // for a zero row) for cos. Summed in double so the value is the same however
@@ -88,10 +89,18 @@ inline float row_aux(Metric metric, const float* x, uint64_t dim) {
 inline float rank_key(Metric metric, float dot, float q_aux, float x_aux) {
   float key;
   switch (metric) {
-    case Metric::ip: key = dot; break;
-    case Metric::l2: key = 2.0f * dot - x_aux; break;
-    case Metric::cos: key = dot * q_aux * x_aux; break;
-    default: key = dot; break;
+    case Metric::ip:
+      key = dot;
+      break;
+    case Metric::l2:
+      key = 2.0f * dot - x_aux;
+      break;
+    case Metric::cos:
+      key = dot * q_aux * x_aux;
+      break;
+    default:
+      key = dot;
+      break;
   }
   return std::isnan(key) ? -std::numeric_limits<float>::infinity() : key;
 }
@@ -168,11 +177,11 @@ struct KnnSearch::Impl {
   uint64_t nq = 0;
   uint64_t dim = 0;
   uint64_t tile_rows = kRowTile;
-  uint64_t next_id = 0;         // id of the first row of the current tile
+  uint64_t next_id = 0;  // id of the first row of the current tile
   std::vector<float> queries;
   std::vector<float> q_aux;
-  std::vector<float> x_aux;     // per row of the current tile
-  std::vector<float> pending;   // rows of a partly filled tile
+  std::vector<float> x_aux;    // per row of the current tile
+  std::vector<float> pending;  // rows of a partly filled tile
   uint64_t pending_rows = 0;
   std::vector<std::vector<Candidate>> heaps;
   std::vector<std::vector<float>> thread_scores;  // per OpenMP thread
@@ -214,9 +223,15 @@ struct KnnSearch::Impl {
 
   void select(uint64_t q, const float* s, uint64_t row_count) {
     switch (opts.metric) {
-      case Metric::ip: select_metric<Metric::ip>(q, s, row_count); break;
-      case Metric::l2: select_metric<Metric::l2>(q, s, row_count); break;
-      case Metric::cos: select_metric<Metric::cos>(q, s, row_count); break;
+      case Metric::ip:
+        select_metric<Metric::ip>(q, s, row_count);
+        break;
+      case Metric::l2:
+        select_metric<Metric::l2>(q, s, row_count);
+        break;
+      case Metric::cos:
+        select_metric<Metric::cos>(q, s, row_count);
+        break;
     }
   }
 
@@ -337,8 +352,7 @@ KnnResult KnnSearch::finish() {
 
 KnnResult knn(MatrixView queries, io::TableReader& database, const KnnOptions& opts) {
   if (database.dim() != queries.dim)
-    EDO_FAIL("{}: dimension {} does not match the queries' dimension {}", database.path(), database.dim(),
-             queries.dim);
+    EDO_FAIL("{}: dimension {} does not match the queries' dimension {}", database.path(), database.dim(), queries.dim);
   KnnSearch search(queries, opts);
   const uint64_t block = opts.block_rows ? opts.block_rows : database.block_rows();
   for (uint64_t begin = 0; begin < database.rows(); begin += block) {

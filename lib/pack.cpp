@@ -50,15 +50,15 @@ TierSpec parse_share(std::string_view spec, std::string_view share, TierSpec tie
     return tier;
   }
   const bool rows = share.starts_with("rows="), mass = share.starts_with("mass=");
-  if (!rows && !mass)
-    EDO_USAGE_FAIL("tier '{}': share '{}' is not rows=P%, rows=N, mass=P% or rest", spec, share);
+  if (!rows && !mass) EDO_USAGE_FAIL("tier '{}': share '{}' is not rows=P%, rows=N, mass=P% or rest", spec, share);
   std::string_view value = share.substr(5);
   const bool percent = value.ends_with('%');
   if (percent) value.remove_suffix(1);
   if (mass && !percent) EDO_USAGE_FAIL("tier '{}': a mass share is a percentage (mass=80%)", spec);
   tier.value = parse_number(spec, value);
   if (percent && tier.value > 100) EDO_USAGE_FAIL("tier '{}': share {}% is above 100%", spec, tier.value);
-  if (!percent && tier.value != std::floor(tier.value)) EDO_USAGE_FAIL("tier '{}': row count '{}' is not an integer", spec, value);
+  if (!percent && tier.value != std::floor(tier.value))
+    EDO_USAGE_FAIL("tier '{}': row count '{}' is not an integer", spec, value);
   tier.share = mass ? ShareKind::mass_percent : percent ? ShareKind::rows_percent : ShareKind::rows_count;
   return tier;
 }
@@ -104,7 +104,8 @@ TierSpec parse_tier_spec(std::string_view text) {
     tier.codec += fields[i];
   }
   if (tier.codec.empty()) EDO_USAGE_FAIL("tier '{}': no codec", text);
-  if (is_residency(tier.codec)) EDO_USAGE_FAIL("tier '{}': '{}' is a residency, the codec is missing", text, tier.codec);
+  if (is_residency(tier.codec))
+    EDO_USAGE_FAIL("tier '{}': '{}' is a residency, the codec is missing", text, tier.codec);
   if (tier.codec.starts_with("default") && tier.codec != kDefaultTierCodec)
     EDO_USAGE_FAIL("tier '{}': codec 'default' takes no parameters", text);
   return tier;
@@ -112,10 +113,14 @@ TierSpec parse_tier_spec(std::string_view text) {
 
 std::string share_text(const TierSpec& tier) {
   switch (tier.share) {
-    case ShareKind::rows_percent: return "rows=" + number_text(tier.value) + "%";
-    case ShareKind::rows_count: return fmt::format("rows={}", static_cast<uint64_t>(tier.value));
-    case ShareKind::mass_percent: return "mass=" + number_text(tier.value) + "%";
-    case ShareKind::rest: break;
+    case ShareKind::rows_percent:
+      return "rows=" + number_text(tier.value) + "%";
+    case ShareKind::rows_count:
+      return fmt::format("rows={}", static_cast<uint64_t>(tier.value));
+    case ShareKind::mass_percent:
+      return "mass=" + number_text(tier.value) + "%";
+    case ShareKind::rest:
+      break;
   }
   return "rest";
 }
@@ -130,9 +135,11 @@ void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_
   std::set<std::string> names;
   int rests = 0;
   for (const TierSpec& t : tiers) {
-    if (!valid_tier_name(t.name)) EDO_USAGE_FAIL("tier name '{}' must be 1-32 of [A-Za-z0-9_-] and not 'rowmap'", t.name);
+    if (!valid_tier_name(t.name))
+      EDO_USAGE_FAIL("tier name '{}' must be 1-32 of [A-Za-z0-9_-] and not 'rowmap'", t.name);
     if (!names.insert(t.name).second) EDO_USAGE_FAIL("tier '{}' is given twice", t.name);
-    if (!is_residency(t.residency)) EDO_USAGE_FAIL("tier '{}': residency '{}' is not gpu, host or disk", t.name, t.residency);
+    if (!is_residency(t.residency))
+      EDO_USAGE_FAIL("tier '{}': residency '{}' is not gpu, host or disk", t.name, t.residency);
     rests += t.share == ShareKind::rest;
     if (t.share == ShareKind::rows_count && t.value > static_cast<double>(rows))
       EDO_USAGE_FAIL("tier '{}': {} rows asked, the table has {}", t.name, t.value, rows);
@@ -149,7 +156,10 @@ void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_
 nlohmann::json plan_to_json(const std::vector<TierSpec>& tiers) {
   nlohmann::json arr = nlohmann::json::array();
   for (const TierSpec& t : tiers)
-    arr.push_back({{"name", t.name}, {"share", share_text(t)}, {"codec", t.codec}, {"residency", t.residency},
+    arr.push_back({{"name", t.name},
+                   {"share", share_text(t)},
+                   {"codec", t.codec},
+                   {"residency", t.residency},
                    {"spec", format_tier_spec(t)}});
   return {{"tiers", arr}};
 }
@@ -162,7 +172,8 @@ std::vector<TierSpec> plan_from_json(const nlohmann::json& plan, const std::stri
     for (const char* key : {"name", "share", "codec"})
       if (!jt.is_object() || !jt.contains(key) || !jt[key].is_string())
         EDO_FAIL("{}: tier {} has no string '{}'", path, tiers.size(), key);
-    const std::string residency = jt.contains("residency") && jt["residency"].is_string() ? jt["residency"].get<std::string>() : "host";
+    const std::string residency =
+        jt.contains("residency") && jt["residency"].is_string() ? jt["residency"].get<std::string>() : "host";
     try {
       tiers.push_back(parse_tier_spec(jt["name"].get<std::string>() + ":" + jt["share"].get<std::string>() + ":" +
                                       jt["codec"].get<std::string>() + ":" + residency));
@@ -198,8 +209,12 @@ std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::v
   auto take = [&](const TierSpec& t, uint64_t pos, int step, uint64_t avail) -> uint64_t {
     uint64_t n = 0;
     switch (t.share) {
-      case ShareKind::rows_percent: n = static_cast<uint64_t>(std::llround(t.value / 100.0 * static_cast<double>(rows))); break;
-      case ShareKind::rows_count: n = static_cast<uint64_t>(t.value); break;
+      case ShareKind::rows_percent:
+        n = static_cast<uint64_t>(std::llround(t.value / 100.0 * static_cast<double>(rows)));
+        break;
+      case ShareKind::rows_count:
+        n = static_cast<uint64_t>(t.value);
+        break;
       case ShareKind::mass_percent: {
         if (weights.empty()) EDO_USAGE_FAIL("tier '{}': a mass share needs access frequencies (--freq)", t.name);
         if (t.value >= 100) return avail;
@@ -211,14 +226,16 @@ std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::v
         }
         return n;
       }
-      case ShareKind::rest: break;
+      case ShareKind::rest:
+        break;
     }
     if (n > avail)
       EDO_USAGE_FAIL("tier '{}' ({}) needs {} rows, only {} of {} are left: the shares add up to more than the table",
                      t.name, share_text(t), n, avail, rows);
     return n;
   };
-  const auto rest = std::find_if(tiers.begin(), tiers.end(), [](const TierSpec& t) { return t.share == ShareKind::rest; });
+  const auto rest =
+      std::find_if(tiers.begin(), tiers.end(), [](const TierSpec& t) { return t.share == ShareKind::rest; });
   const size_t nrest = static_cast<size_t>(rest - tiers.begin());
   std::vector<uint64_t> cuts(tiers.size() + 1, 0);
   uint64_t hot = 0;
@@ -229,8 +246,9 @@ std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::v
   if (rest == tiers.end()) {
     // Percentages round one row either way; a gap beyond that is a plan that does not cover the table.
     if (rows - hot > tiers.size())
-      EDO_USAGE_FAIL("the tiers cover {} of {} rows: their shares must add up to the whole table (or add a 'rest' tier)",
-                     hot, rows);
+      EDO_USAGE_FAIL(
+          "the tiers cover {} of {} rows: their shares must add up to the whole table (or add a 'rest' tier)", hot,
+          rows);
     cuts.back() = rows;
     return cuts;
   }
@@ -251,7 +269,8 @@ namespace {
 // Calls fn(begin, n, x, rows) for each block holding rows of tier t, with
 // `rows` the block-relative positions of those rows.
 template <class Fn>
-void for_tier_blocks(io::TableReader& input, const std::vector<uint8_t>& tier_of_row, uint8_t t, uint64_t block, Fn&& fn) {
+void for_tier_blocks(io::TableReader& input, const std::vector<uint8_t>& tier_of_row, uint8_t t, uint64_t block,
+                     Fn&& fn) {
   const uint64_t rows = input.rows();
   std::vector<uint64_t> mine;
   for (uint64_t begin = 0; begin < rows; begin += block) {
@@ -338,8 +357,8 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
     tr.rows = cuts[t + 1] - cuts[t];
     if (total_mass > 0)
       for (uint64_t k = cuts[t]; k < cuts[t + 1]; ++k) tr.mass += opt.freq[order[k]] / total_mass;
-    nlohmann::json jt = {{"name", spec.name}, {"rows", tr.rows}, {"residency", spec.residency},
-                         {"share", share_text(spec)}};
+    nlohmann::json jt = {
+        {"name", spec.name}, {"rows", tr.rows}, {"residency", spec.residency}, {"share", share_text(spec)}};
     if (total_mass > 0) jt["mass"] = tr.mass;
 
     if (spec.codec == kDefaultTierCodec) {
@@ -347,15 +366,16 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
       std::vector<double> sum(dim, 0.0);
       double wsum = 0;
       const bool weighted = total_mass > 0 && tr.mass > 0;
-      for_tier_blocks(input, tier_of_row, t, block, [&](uint64_t begin, uint64_t, const float* x, const std::vector<uint64_t>& mine) {
-        for (uint64_t i : mine) {
-          const double w = weighted ? opt.freq[begin + i] : 1.0;
-          for (uint64_t j = 0; j < dim; ++j) sum[j] += w * x[i * dim + j];
-          wsum += w;
-        }
-        encoded += mine.size();
-        if (opt.progress) opt.progress(encoded, rows);
-      });
+      for_tier_blocks(input, tier_of_row, t, block,
+                      [&](uint64_t begin, uint64_t, const float* x, const std::vector<uint64_t>& mine) {
+                        for (uint64_t i : mine) {
+                          const double w = weighted ? opt.freq[begin + i] : 1.0;
+                          for (uint64_t j = 0; j < dim; ++j) sum[j] += w * x[i * dim + j];
+                          wsum += w;
+                        }
+                        encoded += mine.size();
+                        if (opt.progress) opt.progress(encoded, rows);
+                      });
       std::vector<float> vec(dim, 0.0f);
       for (uint64_t j = 0; j < dim; ++j) vec[j] = wsum > 0 ? static_cast<float>(sum[j] / wsum) : 0.0f;
       if (!std::all_of(vec.begin(), vec.end(), [](float v) { return std::isfinite(v); }))
@@ -373,7 +393,8 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
     tr.codec = codec->spec();
     tr.code_size = codec->code_size();
     if (codec->needs_training()) {
-      if (tr.rows == 0) EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", spec.name, tr.codec);
+      if (tr.rows == 0)
+        EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", spec.name, tr.codec);
       const auto t0 = Clock::now();
       // Ranks within the tier, mapped to row ids by one walk of the tier ids.
       const std::vector<uint64_t> ranks = sample_indices(tr.rows, opt.train_rows, opt.seed);
@@ -392,34 +413,37 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
       try {
         codec->train(sample.data(), ranks.size(), opt.seed);
       } catch (const Error& e) {
-        EDO_FAIL("tier '{}': codec '{}' cannot train on the tier's {} rows: {}", spec.name, tr.codec, ranks.size(), e.what());
+        EDO_FAIL("tier '{}': codec '{}' cannot train on the tier's {} rows: {}", spec.name, tr.codec, ranks.size(),
+                 e.what());
       }
       tr.train_seconds = seconds_since(t0);
     }
     const auto t0 = Clock::now();
     writer.begin_section(spec.name + "/codes");
-    for_tier_blocks(input, tier_of_row, t, block, [&](uint64_t begin, uint64_t n, const float* x, const std::vector<uint64_t>& mine) {
-      const float* src = x;
-      if (mine.size() != n) {
-        gathered.resize(mine.size() * dim);
-        for (size_t k = 0; k < mine.size(); ++k) std::copy_n(x + mine[k] * dim, dim, gathered.data() + k * dim);
-        src = gathered.data();
-      }
-      codes.resize(mine.size() * tr.code_size);
-      decoded.resize(mine.size() * dim);
-      row_ids.clear();
-      for (uint64_t i : mine) row_ids.push_back(begin + i);
-      try {
-        codec->encode(src, mine.size(), codes.data(), enc);
-      } catch (const Error& e) {
-        rethrow_with_row(e, input, src, row_ids, dim, spec.name);
-      }
-      codec->decode(codes.data(), mine.size(), decoded.data());
-      check_magnitudes(*codec, src, decoded.data(), mine.size(), enc, row_ids.data());
-      writer.append(codes.data(), codes.size());
-      encoded += mine.size();
-      if (opt.progress) opt.progress(encoded, rows);
-    });
+    for_tier_blocks(input, tier_of_row, t, block,
+                    [&](uint64_t begin, uint64_t n, const float* x, const std::vector<uint64_t>& mine) {
+                      const float* src = x;
+                      if (mine.size() != n) {
+                        gathered.resize(mine.size() * dim);
+                        for (size_t k = 0; k < mine.size(); ++k)
+                          std::copy_n(x + mine[k] * dim, dim, gathered.data() + k * dim);
+                        src = gathered.data();
+                      }
+                      codes.resize(mine.size() * tr.code_size);
+                      decoded.resize(mine.size() * dim);
+                      row_ids.clear();
+                      for (uint64_t i : mine) row_ids.push_back(begin + i);
+                      try {
+                        codec->encode(src, mine.size(), codes.data(), enc);
+                      } catch (const Error& e) {
+                        rethrow_with_row(e, input, src, row_ids, dim, spec.name);
+                      }
+                      codec->decode(codes.data(), mine.size(), decoded.data());
+                      check_magnitudes(*codec, src, decoded.data(), mine.size(), enc, row_ids.data());
+                      writer.append(codes.data(), codes.size());
+                      encoded += mine.size();
+                      if (opt.progress) opt.progress(encoded, rows);
+                    });
     writer.end_section();
     rep.encode_seconds += seconds_since(t0);
     tr.bytes = tr.rows * tr.code_size;
@@ -462,7 +486,9 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
 
   rep.host_bytes = rep.rowmap_bytes;
   for (const PackTierReport& t : rep.tiers)
-    (t.spec.residency == "gpu" ? rep.gpu_bytes : t.spec.residency == "disk" ? rep.disk_bytes : rep.host_bytes) += t.bytes;
+    (t.spec.residency == "gpu"    ? rep.gpu_bytes
+     : t.spec.residency == "disk" ? rep.disk_bytes
+                                  : rep.host_bytes) += t.bytes;
   rep.data_bytes = rep.gpu_bytes + rep.host_bytes + rep.disk_bytes;
   rep.file_bytes = file_size_of(out_path);
   rep.ratio = rep.data_bytes ? static_cast<double>(rep.fp32_bytes) / static_cast<double>(rep.data_bytes) : 0;

@@ -1,6 +1,6 @@
-#include <edo/parallel.hpp>
 #include <edo/codec_math.hpp>
 #include <edo/error.hpp>
+#include <edo/parallel.hpp>
 #include <edo/pca.hpp>
 
 #ifdef EDO_HAVE_CUDA
@@ -41,8 +41,8 @@ enum class Launch { project, reconstruct };
 void run_on_gpu(const PcaModel& m, const float* in, size_t n, size_t in_width, float* out, size_t out_width,
                 Launch which) {
 #ifdef EDO_HAVE_CUDA
-  DeviceBuffer din(n * in_width * sizeof(float)), dmean(m.dim * sizeof(float)),
-      dcomp(m.k * m.dim * sizeof(float)), dout(n * out_width * sizeof(float));
+  DeviceBuffer din(n * in_width * sizeof(float)), dmean(m.dim * sizeof(float)), dcomp(m.k * m.dim * sizeof(float)),
+      dout(n * out_width * sizeof(float));
   din.upload(in, din.bytes());
   dmean.upload(m.mean.data(), dmean.bytes());
   dcomp.upload(m.components.data(), dcomp.bytes());

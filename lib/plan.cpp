@@ -106,8 +106,8 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, cons
 
 struct Candidate {
   std::vector<TierSpec> tiers;
-  std::vector<size_t> codec;     // ladder index per tier
-  std::vector<uint64_t> cuts;    // positions in the hot order, tiers + 1
+  std::vector<size_t> codec;   // ladder index per tier
+  std::vector<uint64_t> cuts;  // positions in the hot order, tiers + 1
   uint64_t bytes = 0, gpu_bytes = 0;
 };
 
@@ -135,9 +135,12 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
       for (size_t k = j + 1; k < L; ++k)
         for (size_t a = 0; a < cut_percents.size(); ++a)
           for (size_t b = a + 1; b < cut_percents.size(); ++b)
-            out.push_back({{tier(0, 3, cut_percents[a], i), tier(1, 3, cut_percents[b] - cut_percents[a], j),
-                            tier(2, 3, 0, k)},
-                           {i, j, k}, {}, 0, 0});
+            out.push_back(
+                {{tier(0, 3, cut_percents[a], i), tier(1, 3, cut_percents[b] - cut_percents[a], j), tier(2, 3, 0, k)},
+                 {i, j, k},
+                 {},
+                 0,
+                 0});
   return out;
 }
 
@@ -283,7 +286,6 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
   if (!opt.freq.empty() && !(std::accumulate(sample_freq.begin(), sample_freq.end(), 0.0) > 0))
     EDO_FAIL("plan: every sampled row has frequency 0; raise --sample-rows");
 
-
   const std::vector<LadderCodec> ladder = build_ladder(opt, dim, x.data(), n, ids.data(), table.path());
   std::vector<Candidate> cands = generate(ladder, opt.cuts);
   const std::vector<double> no_weights;
@@ -409,16 +411,25 @@ nlohmann::json to_json(const PlanResult& plan) {
     nlohmann::json specs = nlohmann::json::array();
     for (const TierSpec& t : c.tiers) specs.push_back(format_tier_spec(t));
     nlohmann::json metrics = nlohmann::json::object();
-    for (const auto& [name, value] : c.metrics) metrics[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
-    nlohmann::json jc = {{"tiers", specs}, {"bytes", c.bytes}, {"gpu_bytes", c.gpu_bytes}, {"passed", c.passed}, {"metrics", metrics}};
+    for (const auto& [name, value] : c.metrics)
+      metrics[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+    nlohmann::json jc = {
+        {"tiers", specs}, {"bytes", c.bytes}, {"gpu_bytes", c.gpu_bytes}, {"passed", c.passed}, {"metrics", metrics}};
     if (!c.error.empty()) jc["error"] = c.error;
     tried.push_back(jc);
   }
   nlohmann::json budget = nlohmann::json::array();
   for (const Gate& g : plan.budget) budget.push_back(g.expression);
-  nlohmann::json j = {{"row_order", plan.order}, {"rows", plan.rows}, {"dim", plan.dim}, {"fp32_bytes", plan.fp32_bytes},
-                      {"sample_rows", plan.sample_rows}, {"budget", budget}, {"candidates", plan.candidates},
-                      {"over_cap", plan.over_cap}, {"dominated", plan.dominated}, {"tried", tried}};
+  nlohmann::json j = {{"row_order", plan.order},
+                      {"rows", plan.rows},
+                      {"dim", plan.dim},
+                      {"fp32_bytes", plan.fp32_bytes},
+                      {"sample_rows", plan.sample_rows},
+                      {"budget", budget},
+                      {"candidates", plan.candidates},
+                      {"over_cap", plan.over_cap},
+                      {"dominated", plan.dominated},
+                      {"tried", tried}};
   j["chosen"] = plan.chosen >= 0 ? nlohmann::json(plan.chosen) : nlohmann::json();
   if (plan.chosen >= 0) j["config"] = plan_config(plan);
   return j;
@@ -432,7 +443,8 @@ std::string to_text(const PlanResult& plan) {
       "  budget: {}\n",
       plan.candidates, plan.order, plan.order == "norm" ? " (no --freq: row L2 norm is the proxy for access)" : "",
       plan.sample_rows, budget);
-  out += fmt::format("  {:>3}  {:>12}  {:>6}  {:>6}  {:>10}  {:<4}  {}\n", "#", "bytes", "ratio", "gpu%", "value", "pass", "tiers");
+  out += fmt::format("  {:>3}  {:>12}  {:>6}  {:>6}  {:>10}  {:<4}  {}\n", "#", "bytes", "ratio", "gpu%", "value",
+                     "pass", "tiers");
   const double fp32 = static_cast<double>(plan.fp32_bytes);
   for (size_t i = 0; i < plan.tried.size(); ++i) {
     const PlanCandidate& c = plan.tried[i];
@@ -441,8 +453,10 @@ std::string to_text(const PlanResult& plan) {
     const std::string value = c.metrics.empty() ? "-" : fmt::format("{:.4f}", c.metrics.front().second);
     out += fmt::format("  {:>3}  {:>12}  {:>5.2f}x  {:>5.1f}%  {:>10}  {:<4}  {}{}\n", i + 1, c.bytes,
                        fp32 / static_cast<double>(c.bytes), 100.0 * static_cast<double>(c.gpu_bytes) / fp32, value,
-                       !c.error.empty() ? "err" : c.passed ? "yes" : "no", tiers,
-                       c.error.empty() ? "" : "  (" + c.error + ")");
+                       !c.error.empty() ? "err"
+                       : c.passed       ? "yes"
+                                        : "no",
+                       tiers, c.error.empty() ? "" : "  (" + c.error + ")");
   }
   out += fmt::format("  skipped: {} no more precise than a plan that failed, {} over the byte caps\n", plan.dominated,
                      plan.over_cap);
@@ -450,8 +464,9 @@ std::string to_text(const PlanResult& plan) {
     out += "  chosen: none met the budget\n";
   } else {
     const PlanCandidate& c = plan.tried[static_cast<size_t>(plan.chosen)];
-    out += fmt::format("  chosen: #{}: {} bytes ({:.2f}x smaller than fp32, GPU part {:.1f}% of fp32)\n", plan.chosen + 1,
-                       c.bytes, fp32 / static_cast<double>(c.bytes), 100.0 * static_cast<double>(c.gpu_bytes) / fp32);
+    out +=
+        fmt::format("  chosen: #{}: {} bytes ({:.2f}x smaller than fp32, GPU part {:.1f}% of fp32)\n", plan.chosen + 1,
+                    c.bytes, fp32 / static_cast<double>(c.bytes), 100.0 * static_cast<double>(c.gpu_bytes) / fp32);
     for (const TierSpec& t : c.tiers) out += "    --tier " + format_tier_spec(t) + "\n";
   }
   return out;

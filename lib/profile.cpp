@@ -6,8 +6,8 @@
 #include "big_array.hpp"
 
 #include <cblas.h>
-#include <omp.h>
 #include <fmt/format.h>
+#include <omp.h>
 // Inlined from the header so the row hash is compiled for the build's CPU
 // target (AVX2 where available) rather than the shared library's baseline.
 #define XXH_INLINE_ALL
@@ -171,8 +171,10 @@ RowStats nonfinite_row_stats(const float* x, uint64_t dim, float near_zero) {
   for (uint64_t j = 0; j < dim; ++j) {
     const float v = x[j];
     if (is_nonfinite(v)) {
-      if (std::isnan(v)) ++r.nan;
-      else ++r.inf;
+      if (std::isnan(v))
+        ++r.nan;
+      else
+        ++r.inf;
       continue;
     }
     s += v;
@@ -619,8 +621,8 @@ nlohmann::json to_json(const TableProfile& p) {
   j["near_zero"] = {{"threshold", p.near_zero_threshold},
                     {"count", p.near_zero_count},
                     {"fraction", static_cast<double>(p.near_zero_count) / values}};
-  j["values"] = {{"min", p.min},   {"max", p.max}, {"mean", p.mean}, {"std", p.stddev},
-                 {"rms", p.rms},   {"percentiles", pct(p.value_percentiles)}};
+  j["values"] = {{"min", p.min},    {"max", p.max}, {"mean", p.mean},
+                 {"std", p.stddev}, {"rms", p.rms}, {"percentiles", pct(p.value_percentiles)}};
   j["sample_rows"] = p.sample_rows;
   j["row_norms"] = {{"min", p.norm_min},
                     {"max", p.norm_max},
@@ -683,8 +685,8 @@ std::string to_text(const TableProfile& p) {
   if (p.nan_count + p.inf_count == 0) {
     line("non-finite", "none");
   } else {
-    line("non-finite", fmt::format("{} NaN, {} Inf (first in row {}); left out of every statistic below",
-                                   p.nan_count, p.inf_count, p.first_nonfinite_row));
+    line("non-finite", fmt::format("{} NaN, {} Inf (first in row {}); left out of every statistic below", p.nan_count,
+                                   p.inf_count, p.first_nonfinite_row));
   }
   line("zeros", fmt::format("{} ({})", p.zero_count, percent(p.zero_count, p.values)));
   line("near-zero", fmt::format("{} ({}) with |x| < {:.4g}", p.near_zero_count, percent(p.near_zero_count, p.values),
@@ -698,8 +700,8 @@ std::string to_text(const TableProfile& p) {
   pn += fmt::format("max {:.4g}  mean {:.4g}", p.norm_max, p.norm_mean);
   line("row norms", pn);
   line("zero rows", fmt::format("{}", p.zero_rows));
-  line("duplicates", fmt::format("{} rows repeat an earlier row ({} distinct rows repeated)", p.duplicate_rows,
-                                 p.duplicate_groups));
+  line("duplicates",
+       fmt::format("{} rows repeat an earlier row ({} distinct rows repeated)", p.duplicate_rows, p.duplicate_groups));
   if (p.pca_done) {
     std::string pc;
     for (const auto& [share, k] : p.pca_dims_for) pc += fmt::format("{:g}%: {} dims  ", share, k);
@@ -710,8 +712,7 @@ std::string to_text(const TableProfile& p) {
   s += "\nfootprint\n";
   s += fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "ratio", "bits/value");
   for (const auto& f : p.footprints)
-    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio,
-                     f.bits_per_value);
+    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
   if (p.has_skew) {
     s += "\naccess skew\n";
     line("lookups", fmt::format("{:.6g} over {} rows ({} never looked up)", p.skew.total, p.skew.rows_accessed,
@@ -770,9 +771,9 @@ std::string container_summary_text(const nlohmann::json& j) {
   line("container", fmt::format(".edo {}, {} bytes, {} sections", j["format_version"].get<std::string>(),
                                 j["file_bytes"].get<uint64_t>(), j["sections"].get<uint64_t>()));
   line("table", fmt::format("{} x {}", j["rows"].get<uint64_t>(), j["dim"].get<uint64_t>()));
-  line("footprint", fmt::format("{} data bytes vs {} as fp32: {:.2f}x, {:.3g} bits a value",
-                                j["data_bytes"].get<uint64_t>(), j["fp32_bytes"].get<uint64_t>(),
-                                j["ratio"].get<double>(), j["bits_per_value"].get<double>()));
+  line("footprint",
+       fmt::format("{} data bytes vs {} as fp32: {:.2f}x, {:.3g} bits a value", j["data_bytes"].get<uint64_t>(),
+                   j["fp32_bytes"].get<uint64_t>(), j["ratio"].get<double>(), j["bits_per_value"].get<double>()));
   for (const auto& t : j["tiers"]) {
     line("tier", fmt::format("{}: {} rows, codec {}, {} bytes{}", t["name"].get<std::string>(),
                              t["rows"].get<uint64_t>(), t["codec"].get<std::string>(), t["bytes"].get<uint64_t>(),

@@ -52,7 +52,8 @@ std::vector<NamedBlob> load_state_blobs(const io::Container& c, const io::TierIn
       EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has no valid shape", role)));
     uint64_t count = 1;
     for (const auto& d : shapes[role]) {
-      if (!d.is_number_unsigned()) EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has a bad shape", role)));
+      if (!d.is_number_unsigned())
+        EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has a bad shape", role)));
       const auto m = checked_mul(count, d.get<uint64_t>());
       if (!m) EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' shape overflows", role)));
       count = *m;
@@ -120,7 +121,6 @@ Tier load_tier(const io::Container& c, const io::TierInfo& info, const nlohmann:
   }
   return tier;
 }
-
 
 }  // namespace
 
@@ -234,7 +234,8 @@ struct Reader::Impl {
         const size_t m = std::min<uint64_t>(kChunk, start[t + 1] - k);
         const uint64_t* group = order.data() + k;
         decode_group(t, group, m, index, rows_buf.data());
-        for (size_t i = 0; i < m; ++i) std::memcpy(out + group[i] * dim, rows_buf.data() + i * dim, dim * sizeof(float));
+        for (size_t i = 0; i < m; ++i)
+          std::memcpy(out + group[i] * dim, rows_buf.data() + i * dim, dim * sizeof(float));
       }
     }
   }
@@ -248,7 +249,8 @@ struct Reader::Impl {
     }
     std::vector<uint64_t> next(tiers.size());
     for (uint32_t t = 0; t < tiers.size(); ++t)
-      if (!rowmap.try_index_at(begin, t, next[t])) EDO_FAIL("{}: row map is corrupt at row {}", container.path(), begin);
+      if (!rowmap.try_index_at(begin, t, next[t]))
+        EDO_FAIL("{}: row map is corrupt at row {}", container.path(), begin);
     const uint8_t* bytes = tier_bytes();
     for (uint64_t i = 0; i < count; ++i) {
       const uint32_t t = bytes[begin + i];
@@ -284,7 +286,8 @@ void Reader::Impl::load() {
   for (const Tier& t : tiers) tier_rows.push_back(t.stats.rows);
   if (!manifest.contains("rowmap")) {
     if (tiers.size() != 1) EDO_FAIL("{}: {} tiers but no row map", path, tiers.size());
-    if (tier_rows[0] != rows) EDO_FAIL("{}: tier '{}' has {} rows, the table {}", path, infos[0].name, tier_rows[0], rows);
+    if (tier_rows[0] != rows)
+      EDO_FAIL("{}: tier '{}' has {} rows, the table {}", path, infos[0].name, tier_rows[0], rows);
     identity = true;
   } else {
     const nlohmann::json& rm = manifest["rowmap"];
@@ -345,13 +348,12 @@ const io::Container& Reader::container() const { return impl_->container; }
 ResidencyBytes Reader::residency_bytes() const {
   ResidencyBytes b;
   b.host = impl_->rowmap_bytes;
-  for (const TierStats& t : impl_->stats) (t.residency == "gpu" ? b.gpu : t.residency == "disk" ? b.disk : b.host) += t.bytes;
+  for (const TierStats& t : impl_->stats)
+    (t.residency == "gpu" ? b.gpu : t.residency == "disk" ? b.disk : b.host) += t.bytes;
   return b;
 }
 
-const Codec* Reader::single_tier_codec() const {
-  return impl_->identity ? impl_->tiers[0].codec.get() : nullptr;
-}
+const Codec* Reader::single_tier_codec() const { return impl_->identity ? impl_->tiers[0].codec.get() : nullptr; }
 
 const uint8_t* Reader::single_tier_codes() const {
   return impl_->identity && impl_->tiers[0].codec ? impl_->tiers[0].codes : nullptr;
@@ -371,7 +373,8 @@ void Reader::decode_rows(uint64_t begin, uint64_t count, float* out) const {
   if (impl_->identity) {
     const Tier& t = impl_->tiers[0];
     if (!t.codec) {
-      for (uint64_t i = 0; i < count; ++i) std::memcpy(out + i * impl_->dim, t.vector.data(), impl_->dim * sizeof(float));
+      for (uint64_t i = 0; i < count; ++i)
+        std::memcpy(out + i * impl_->dim, t.vector.data(), impl_->dim * sizeof(float));
       return;
     }
     t.codec->decode(t.codes + begin * t.stats.code_size, count, out);

@@ -69,8 +69,8 @@ TEST_CASE("codecs: spec grammar splits stages and continues params after a comma
   CHECK(format_spec(parse_spec("pq:m=32,nbits=8")) == "pq:m=32:nbits=8");
   CHECK(parse_spec(format_spec(pq)) == pq);
 
-  for (const char* bad : {"", ",", "int8,", ",int8", "int4:", "int4::3", "=3", "group=3", "in t8", "int8;x",
-                          "int4:group=", "int4:=3"}) {
+  for (const char* bad :
+       {"", ",", "int8,", ",int8", "int4:", "int4::3", "=3", "group=3", "in t8", "int8;x", "int4:group=", "int4:=3"}) {
     CAPTURE(bad);
     CHECK(code_of([&] { parse_spec(bad); }) == ExitCode::usage);
   }
@@ -141,8 +141,8 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
 
   // dim 50: header (fp32 scale, or scale + offset per group) + packed payload.
   const std::vector<std::pair<std::string, size_t>> sizes = {
-      {"fp32", 200},         {"fp16", 100}, {"bf16", 100}, {"fp8:e4m3", 54},      {"int8", 58},
-      {"int8:group=25", 66}, {"int4", 33},  {"int4:group=32", 41}, {"int2", 21}, {"int2:group=10", 53},
+      {"fp32", 200},         {"fp16", 100},       {"bf16", 100},         {"fp8:e4m3", 54}, {"int8", 58},
+      {"int8:group=25", 66}, {"int4", 33},        {"int4:group=32", 41}, {"int2", 21},     {"int2:group=10", 53},
       {"bin", 11},           {"pca:32,int8", 40}, {"pca:16", 64}};
   for (const auto& [spec, bytes] : sizes) {
     CAPTURE(spec);
@@ -181,22 +181,22 @@ uint8_t fp8_brute_force(float v, math::Fp8Format fmt) {
 }  // namespace
 
 TEST_CASE("codec_math: fp8 rounding, subnormals, saturation and NaN") {
-  using math::Fp8Format;
   using math::float_to_fp8;
+  using math::Fp8Format;
   const auto e4 = Fp8Format::e4m3, e5 = Fp8Format::e5m2;
   CHECK(float_to_fp8(1.0f, e4) == 0x38);
   CHECK(float_to_fp8(448.0f, e4) == 0x7e);
   CHECK(float_to_fp8(-448.0f, e4) == 0xfe);
-  CHECK(float_to_fp8(464.0f, e4) == 0x7e);   // tie between 448 and 480 (not finite): saturates
-  CHECK(float_to_fp8(1e30f, e4) == 0x7e);    // saturation, never NaN from finite input
+  CHECK(float_to_fp8(464.0f, e4) == 0x7e);  // tie between 448 and 480 (not finite): saturates
+  CHECK(float_to_fp8(1e30f, e4) == 0x7e);   // saturation, never NaN from finite input
   CHECK(float_to_fp8(INFINITY, e4) == 0x7e);
   CHECK(float_to_fp8(-INFINITY, e4) == 0xfe);
   CHECK((float_to_fp8(NAN, e4) & 0x7f) == 0x7f);
-  CHECK(float_to_fp8(1.0625f, e4) == 0x38);  // tie: 1.0 (even) not 1.125
-  CHECK(float_to_fp8(1.1875f, e4) == 0x3a);  // tie: 1.25 (even) not 1.125
-  CHECK(float_to_fp8(0x1p-9f, e4) == 0x01);  // smallest subnormal
-  CHECK(float_to_fp8(0x1p-10f, e4) == 0x00); // tie with zero: even
-  CHECK(float_to_fp8(0x3p-10f, e4) == 0x02); // 1.5 steps: tie, even
+  CHECK(float_to_fp8(1.0625f, e4) == 0x38);    // tie: 1.0 (even) not 1.125
+  CHECK(float_to_fp8(1.1875f, e4) == 0x3a);    // tie: 1.25 (even) not 1.125
+  CHECK(float_to_fp8(0x1p-9f, e4) == 0x01);    // smallest subnormal
+  CHECK(float_to_fp8(0x1p-10f, e4) == 0x00);   // tie with zero: even
+  CHECK(float_to_fp8(0x3p-10f, e4) == 0x02);   // 1.5 steps: tie, even
   CHECK(float_to_fp8(0x7.8p-9f, e4) == 0x08);  // 7.5 steps rounds up into the smallest normal
   CHECK(float_to_fp8(0x1p-6f, e4) == 0x08);
   CHECK(float_to_fp8(-0.0f, e4) == 0x80);
@@ -239,15 +239,15 @@ TEST_CASE("codec_math: fp8 rounding, subnormals, saturation and NaN") {
 }
 
 TEST_CASE("codec_math: fp16 and bf16 ties, subnormals and non-finite values") {
-  CHECK(float_to_half_bits(1.0f + 0x1p-11f) == 0x3c00);       // tie: even
-  CHECK(float_to_half_bits(1.0f + 0x3p-11f) == 0x3c02);       // tie: even (up)
-  CHECK(float_to_half_bits(0x1p-24f) == 0x0001);              // smallest subnormal
-  CHECK(float_to_half_bits(0x1p-25f) == 0x0000);              // tie with zero
+  CHECK(float_to_half_bits(1.0f + 0x1p-11f) == 0x3c00);  // tie: even
+  CHECK(float_to_half_bits(1.0f + 0x3p-11f) == 0x3c02);  // tie: even (up)
+  CHECK(float_to_half_bits(0x1p-24f) == 0x0001);         // smallest subnormal
+  CHECK(float_to_half_bits(0x1p-25f) == 0x0000);         // tie with zero
   CHECK(float_to_half_bits(65504.0f) == 0x7bff);
-  CHECK(float_to_half_bits(65520.0f) == 0x7c00);              // rounds to Inf
+  CHECK(float_to_half_bits(65520.0f) == 0x7c00);  // rounds to Inf
   CHECK(float_to_half_bits(-INFINITY) == 0xfc00);
   CHECK(std::isnan(half_bits_to_float(float_to_half_bits(NAN))));
-  CHECK(float_to_bf16_bits(1.0f + 0x1p-8f) == 0x3f80);        // tie: even
+  CHECK(float_to_bf16_bits(1.0f + 0x1p-8f) == 0x3f80);  // tie: even
   CHECK(float_to_bf16_bits(1.0f + 0x3p-8f) == 0x3f82);
   CHECK(std::isnan(bf16_bits_to_float(float_to_bf16_bits(NAN))));
   CHECK(bf16_bits_to_float(float_to_bf16_bits(INFINITY)) == INFINITY);
@@ -418,11 +418,13 @@ TEST_CASE("codecs: rows a codec cannot store for their magnitude are refused by 
   const Matrix huge = scaled(glove, 1e20);
   EncodeOptions allowed = named;
   allowed.allow_underflow = true;
-  std::string message = error_of([&] { check_trainable_norms(huge.values.data(), huge.rows, huge.dim, "pq", allowed); });
+  std::string message =
+      error_of([&] { check_trainable_norms(huge.values.data(), huge.rows, huge.dim, "pq", allowed); });
   CHECK(message.find("t.npy: row 1000: norm") != std::string::npos);
   CHECK(message.find("too large") != std::string::npos);
   const uint64_t ids[3] = {5, 9, 12};
-  message = error_of([&] { check_trainable_norms(one_tiny.values.data() + 6 * glove.dim, 3, glove.dim, "pq", named, ids); });
+  message =
+      error_of([&] { check_trainable_norms(one_tiny.values.data() + 6 * glove.dim, 3, glove.dim, "pq", named, ids); });
   CHECK(message.find("t.npy: row 9: norm") != std::string::npos);
   CHECK_NOTHROW(check_trainable_norms(one_tiny.values.data(), glove.rows, glove.dim, "pq", allowed));
   CHECK_NOTHROW(check_trainable_norms(glove.values.data(), glove.rows, glove.dim, "pq", named));
@@ -440,7 +442,7 @@ TEST_CASE("codecs: round-trip error on GloVe stays within each codec's bound") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
   // Bounds are about 1.4x what the codecs measure (printed with -s).
   const std::vector<std::pair<std::string, double>> bounds = {
-      {"fp32", 0.0},           {"fp16", 3e-4},        {"bf16", 2.5e-3},         {"fp8:e4m3", 0.033},
+      {"fp32", 0.0},           {"fp16", 3e-4},        {"bf16", 2.5e-3},          {"fp8:e4m3", 0.033},
       {"fp8:e5m2", 0.066},     {"int8", 0.0082},      {"int8:group=10", 0.0047}, {"int4", 0.128},
       {"int4:group=10", 0.07}, {"int2", 0.5},         {"int2:group=10", 0.32},   {"bin", 0.75},
       {"pca:50,fp32", 1e-5},   {"pca:25,int8", 0.55}, {"pca:40,fp16", 0.23}};

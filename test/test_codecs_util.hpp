@@ -69,7 +69,7 @@ inline double relative_frobenius_error(const std::vector<float>& x, const std::v
 
 // Specs every scalar-codec equivalence test runs, for a table of `dim` columns.
 inline std::vector<std::string> scalar_specs() {
-  return {"fp32", "fp16",        "bf16",        "fp8:e4m3", "fp8:e5m2", "int8",         "int8:group=16",
+  return {"fp32", "fp16",          "bf16",         "fp8:e4m3", "fp8:e5m2",      "int8", "int8:group=16",
           "int4", "int4:group=32", "int4:group=7", "int2",     "int2:group=10", "bin"};
 }
 

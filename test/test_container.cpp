@@ -215,10 +215,16 @@ TEST_CASE("container: fuzz seed corpus files are valid containers") {
     json m = {{"rows", 16},
               {"dim", 16},
               {"provenance", {{"tool", "edo-pack"}, {"seed", 1}}},
-              {"tiers", json::array({{{"name", "hot"}, {"codec", "fp16"}, {"rows", 6}, {"residency", "gpu"},
+              {"tiers", json::array({{{"name", "hot"},
+                                      {"codec", "fp16"},
+                                      {"rows", 6},
+                                      {"residency", "gpu"},
                                       {"sections", {{"codes", "hot/codes"}, {"ids", "row_ids"}}}},
-                                     {{"name", "cold"}, {"codec", "pq:m=4,nbits=8"}, {"rows", 10},
-                                      {"residency", "disk"}, {"sections", {{"codes", "cold/codes"}}}}})}};
+                                     {{"name", "cold"},
+                                      {"codec", "pq:m=4,nbits=8"},
+                                      {"rows", 10},
+                                      {"residency", "disk"},
+                                      {"sections", {{"codes", "cold/codes"}}}}})}};
     w.finish(m);
   }
   // Named, not listed: a fuzzer run may add (invalid) inputs to the directory.
@@ -264,7 +270,7 @@ TEST_CASE("container: manifest bounds, size cap and checksum") {
   Corrupt t;
   CHECK(contains(
       t.open_error(with_header(t.valid, [](ContainerHeader& h) { h.manifest_length = kMaxManifestBytes + 1; })),
-                 "byte limit"));
+      "byte limit"));
   CHECK(contains(t.open_error(with_header(t.valid, [](ContainerHeader& h) { h.manifest_length = ~uint64_t{0}; })),
                  "byte limit"));
   CHECK(contains(t.open_error(with_header(t.valid, [](ContainerHeader& h) { h.manifest_length = 0; })),
@@ -420,8 +426,8 @@ TEST_CASE("container: truncation at every section boundary") {
   Corrupt t;
   const auto c = Container::open(t.valid_path);
   const ContainerHeader h = header_of(t.valid);
-  std::vector<uint64_t> cuts = {0, 1, 63, 64, h.manifest_offset, h.manifest_offset + h.manifest_length,
-                                t.valid.size() - 1};
+  std::vector<uint64_t> cuts = {
+      0, 1, 63, 64, h.manifest_offset, h.manifest_offset + h.manifest_length, t.valid.size() - 1};
   for (const SectionInfo& s : c.sections()) {
     cuts.push_back(s.offset);
     cuts.push_back(s.offset + s.length);
@@ -473,7 +479,9 @@ TEST_CASE("container: writer misuse and failure leave no file behind") {
   {
     ContainerWriter w(path);
     w.add_section("codes", "abc", 3);
-    CHECK(contains(error_of([&] { w.finish(one_tier_manifest(1, 1, {{"v", "missing"}})); }),
+    CHECK(contains(error_of([&] {
+                     w.finish(one_tier_manifest(1, 1, {{"v", "missing"}}));
+                   }),
                    "refers to missing section 'missing'"));
     CHECK(contains(error_of([&] { w.add_section("late", "x", 1); }), "after finish()"));
   }
@@ -507,10 +515,9 @@ TEST_CASE("container: view() reads bytes in memory with the same checks") {
   CHECK(c.section("codes").size == 32);
   std::string bad = t.valid;
   bad[0] = 0;
-  CHECK(contains(error_of([&] {
-                   Container::view(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), "in-memory");
-                 }),
-                 "in-memory: not an .edo file"));
+  CHECK(contains(
+      error_of([&] { Container::view(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), "in-memory"); }),
+      "in-memory: not an .edo file"));
 }
 
 TEST_CASE("container: header encoding is little-endian at the documented offsets") {
@@ -528,7 +535,10 @@ TEST_CASE("container: header encoding is little-endian at the documented offsets
   h.header_xxh64 = 0x7172737475767778;
   uint8_t b[64];
   h.encode(b);
-  CHECK(std::memcmp(b, "\x89" "EDO\r\n\x1a\n", 8) == 0);
+  CHECK(std::memcmp(b,
+                    "\x89"
+                    "EDO\r\n\x1a\n",
+                    8) == 0);
   CHECK(b[8] == 0x02);
   CHECK(b[9] == 0x01);
   CHECK(b[12] == 0x08);
@@ -560,8 +570,7 @@ TEST_CASE("container: the independent Python reader (scripts/edo_reader.py) agre
   auto python_accepts = [&](const std::string& bytes) {
     const std::string path = t.dir.file("py.edo");
     write_bytes(path, bytes);
-    const std::string command =
-        python + " " + kSourceRoot + "/scripts/edo_reader.py " + path + " >/dev/null 2>&1";
+    const std::string command = python + " " + kSourceRoot + "/scripts/edo_reader.py " + path + " >/dev/null 2>&1";
     const int status = std::system(command.c_str());
     REQUIRE(WIFEXITED(status));
     return WEXITSTATUS(status) == 0;

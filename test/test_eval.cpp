@@ -301,10 +301,11 @@ TEST_CASE("eval: mismatched or bad inputs are reported") {
   write_npy(dir.file("c.npy"), x, 10, 4);
   write_npy(dir.file("one.npy"), x, 1, 40);
   EvalOptions o;
-  CHECK(test::error_of([&] { evaluate_files(dir.file("a.npy"), dir.file("b.npy"), o); })
-            .find("b.npy: shape 20x2 does not match the original") != std::string::npos);
-  CHECK(test::error_of([&] { evaluate_files(dir.file("one.npy"), dir.file("one.npy"), o); })
-            .find("at least 2 rows") != std::string::npos);
+  CHECK(test::error_of([&] {
+          evaluate_files(dir.file("a.npy"), dir.file("b.npy"), o);
+        }).find("b.npy: shape 20x2 does not match the original") != std::string::npos);
+  CHECK(test::error_of([&] { evaluate_files(dir.file("one.npy"), dir.file("one.npy"), o); }).find("at least 2 rows") !=
+        std::string::npos);
   auto usage = [&](const EvalOptions& bad) {
     try {
       evaluate_files(dir.file("a.npy"), dir.file("c.npy"), bad);

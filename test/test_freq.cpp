@@ -83,5 +83,6 @@ TEST_CASE("freq: .npy counts of integer and float dtypes") {
   const std::vector<int16_t> neg = {1, 2, -3};
   expect_error(make_npy_header(DType::i16, {3}) + test::as_bytes(neg), 3, "entry 2: count is negative");
   expect_error(make_npy_header(DType::i16, {3}) + test::as_bytes(neg).substr(1), 3, "does not match");
-  expect_error("garbage, long enough to be a header", 3, "wrong magic");  // a .npy name is read as .npy whatever it holds
+  expect_error("garbage, long enough to be a header", 3,
+               "wrong magic");  // a .npy name is read as .npy whatever it holds
 }

@@ -42,7 +42,9 @@ class RawH5 {
     H5Pclose(lcpl);
     H5Sclose(space);
   }
-  void group(const std::string& name) { H5Gclose(H5Gcreate2(file_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)); }
+  void group(const std::string& name) {
+    H5Gclose(H5Gcreate2(file_, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  }
   hid_t id() const { return file_; }
 
  private:

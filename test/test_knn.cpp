@@ -111,9 +111,7 @@ TEST_CASE("knn: matches the brute-force reference on random data, every metric")
   const auto db = gaussian(rows * dim, 1);
   const auto qs = gaussian(nq * dim, 2);
   const MatrixView d{db.data(), rows, dim}, q{qs.data(), nq, dim};
-  for_each_metric(15, [&](KnnOptions o) {
-    check_close(knn(q, d, o), knn_reference(q, d, o), 1e-5f);
-  });
+  for_each_metric(15, [&](KnnOptions o) { check_close(knn(q, d, o), knn_reference(q, d, o), 1e-5f); });
 }
 
 TEST_CASE("knn: exact ties rank the lower row id first and match the reference exactly") {
@@ -122,7 +120,8 @@ TEST_CASE("knn: exact ties rank the lower row id first and match the reference e
   // Append copies of earlier rows: duplicates tie exactly with their originals.
   for (uint64_t r = 0; r < 200; ++r) {
     const uint64_t src = (r * 7) % base;
-    db.insert(db.end(), db.begin() + static_cast<int64_t>(src * dim), db.begin() + static_cast<int64_t>((src + 1) * dim));
+    db.insert(db.end(), db.begin() + static_cast<int64_t>(src * dim),
+              db.begin() + static_cast<int64_t>((src + 1) * dim));
   }
   const uint64_t rows = db.size() / dim;
   const uint64_t nq = 50;

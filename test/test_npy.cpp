@@ -63,8 +63,8 @@ TEST_CASE("npy: round trip of every dtype, versions 1 to 3") {
   for (int version : {2, 3}) {
     const std::vector<float> p = {1.5f, -2.f};
     const std::string path = dir.file("v" + std::to_string(version) + ".npy");
-    test::write_bytes(path, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", version,
-                                      test::as_bytes(p)));
+    test::write_bytes(
+        path, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2), }", version, test::as_bytes(p)));
     auto r = open_table(path);
     CHECK(r->rows_f32(0, 1)[1] == -2.f);
   }
@@ -92,13 +92,11 @@ TEST_CASE("npy: hostile and unsupported headers get a clear error") {
   expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }").substr(0, 40), "truncated");
   expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }", 1, ok_payload.substr(1)),
                "does not match");
-  expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"),
-               "overflows");
+  expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 4), }"), "overflows");
   expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 4), }"),
                "overflows");
   expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }", 1, ok_payload), "Fortran");
-  expect_error(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (3, 2), }", 1, ok_payload),
-               "big-endian");
+  expect_error(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (3, 2), }", 1, ok_payload), "big-endian");
   expect_error(npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (3, 1), }", 1, ok_payload),
                "unsupported .npy dtype");
   expect_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 2), }"), "empty table");
@@ -138,7 +136,8 @@ TEST_CASE("npy: concurrent reads equal block reads, from many threads at once") 
   TempDir dir;
   const uint64_t rows = 3000, dim = 7;
   std::vector<float> values(rows * dim);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i % 241) - 120);  // exact in every dtype below
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(static_cast<int>(i % 241) - 120);  // exact in every dtype below
   for (DType t : {DType::f32, DType::f16, DType::i8}) {
     const std::string name = dtype_name(t);
     CAPTURE(name);

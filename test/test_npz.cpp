@@ -45,8 +45,7 @@ std::string npy_of(DType t, std::vector<uint64_t> shape, const std::string& payl
 
 std::vector<float> read_all(TableReader& t, uint64_t block) {
   std::vector<float> out(t.rows() * t.dim());
-  for (uint64_t r = 0; r < t.rows(); r += block)
-    t.read_f32(r, std::min(block, t.rows() - r), out.data() + r * t.dim());
+  for (uint64_t r = 0; r < t.rows(); r += block) t.read_f32(r, std::min(block, t.rows() - r), out.data() + r * t.dim());
   return out;
 }
 

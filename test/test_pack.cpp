@@ -72,9 +72,9 @@ TEST_CASE("pack: tier specs parse, with the codec running up to a trailing resid
 }
 
 TEST_CASE("pack: malformed tier specs are usage errors naming the spec") {
-  for (const char* bad : {"hot:rows=5%", "hot:rows=5%:gpu", "hot:rows=120%:fp16", "hot:rows=-1%:fp16",
-                          "hot:many:fp16", "hot:mass=50:fp16", "hot:rows=1.5:fp16", "rowmap:rest:fp16",
-                          "bad name:rest:fp16", ":rest:fp16", "d:rest:default:x"}) {
+  for (const char* bad : {"hot:rows=5%", "hot:rows=5%:gpu", "hot:rows=120%:fp16", "hot:rows=-1%:fp16", "hot:many:fp16",
+                          "hot:mass=50:fp16", "hot:rows=1.5:fp16", "rowmap:rest:fp16", "bad name:rest:fp16",
+                          ":rest:fp16", "d:rest:default:x"}) {
     CAPTURE(bad);
     try {
       edo::parse_tier_spec(bad);
@@ -92,14 +92,17 @@ TEST_CASE("pack: plan checks name the tier: duplicates, two rests, codecs the di
     for (const char* s : specs) out.push_back(edo::parse_tier_spec(s));
     return out;
   };
-  CHECK(error_of([&] { edo::check_tier_specs(tiers({"a:rows=5%:fp16", "a:rest:int8"}), 100, 8); }).find("twice") !=
-        std::string::npos);
-  CHECK(error_of([&] { edo::check_tier_specs(tiers({"a:rest:fp16", "b:rest:int8"}), 100, 8); }).find("rest") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          edo::check_tier_specs(tiers({"a:rows=5%:fp16", "a:rest:int8"}), 100, 8);
+        }).find("twice") != std::string::npos);
+  CHECK(error_of([&] {
+          edo::check_tier_specs(tiers({"a:rest:fp16", "b:rest:int8"}), 100, 8);
+        }).find("rest") != std::string::npos);
   const std::string msg = error_of([&] { edo::check_tier_specs(tiers({"a:rows=5%:fp16", "b:rest:pca:64"}), 100, 8); });
   CHECK(msg.find("tier 'b'") != std::string::npos);
-  CHECK(error_of([&] { edo::check_tier_specs(tiers({"a:rows=500:fp16", "b:rest:int8"}), 100, 8); }).find("500") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          edo::check_tier_specs(tiers({"a:rows=500:fp16", "b:rest:int8"}), 100, 8);
+        }).find("500") != std::string::npos);
   CHECK_NOTHROW(edo::check_tier_specs(tiers({"a:rows=5%:fp16:gpu", "b:rest:int8", "c:rows=1%:default"}), 100, 8));
 }
 
@@ -127,12 +130,15 @@ TEST_CASE("pack: tier slices by rows, counts and mass, with rest in the middle")
   CHECK(cuts[1] == 5);
   CHECK(edo::tier_cuts(plan({"a:mass=100%:fp16"}), order, w) == std::vector<uint64_t>{0, 100});
 
-  CHECK(error_of([&] { edo::tier_cuts(plan({"a:rows=60%:fp16", "b:rows=50%:int8"}), order, {}); }).find("more than") !=
-        std::string::npos);
-  CHECK(error_of([&] { edo::tier_cuts(plan({"a:rows=60%:fp16", "b:rows=30%:int8"}), order, {}); }).find("add up") !=
-        std::string::npos);
-  CHECK(error_of([&] { edo::tier_cuts(plan({"a:mass=60%:fp16", "b:rest:int8"}), order, {}); }).find("--freq") !=
-        std::string::npos);
+  CHECK(error_of([&] {
+          edo::tier_cuts(plan({"a:rows=60%:fp16", "b:rows=50%:int8"}), order, {});
+        }).find("more than") != std::string::npos);
+  CHECK(error_of([&] {
+          edo::tier_cuts(plan({"a:rows=60%:fp16", "b:rows=30%:int8"}), order, {});
+        }).find("add up") != std::string::npos);
+  CHECK(error_of([&] {
+          edo::tier_cuts(plan({"a:mass=60%:fp16", "b:rest:int8"}), order, {});
+        }).find("--freq") != std::string::npos);
 }
 
 TEST_CASE("pack: plan JSON round trip and bad plan files") {
@@ -154,7 +160,8 @@ TEST_CASE("pack: a packed file reads back tier by tier, deterministically") {
   std::vector<double> freq(rows);
   for (uint64_t r = 0; r < rows; ++r) freq[(r * 389) % rows] = 1.0 / static_cast<double>(r + 1);
   edo::PackOptions opt;
-  for (const char* s : {"hot:rows=5%:fp32:gpu", "warm:rows=25%:int8", "cold:rest:pca:4,int8:disk", "drop:rows=10%:default"})
+  for (const char* s :
+       {"hot:rows=5%:fp32:gpu", "warm:rows=25%:int8", "cold:rest:pca:4,int8:disk", "drop:rows=10%:default"})
     opt.tiers.push_back(edo::parse_tier_spec(s));
   opt.freq = freq;
   opt.seed = 5;

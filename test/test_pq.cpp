@@ -147,8 +147,8 @@ TEST_CASE("pq: edo's encoder equals FAISS compute_codes on the same codebooks") 
     const Matrix* data;
     uint32_t m, nbits;
   };
-  for (const Case& c : {Case{&glove, 10, 8}, Case{&glove, 25, 4}, Case{&glove, 12, 6}, Case{&bigann, 16, 8},
-                        Case{&bigann, 8, 5}}) {
+  for (const Case& c :
+       {Case{&glove, 10, 8}, Case{&glove, 25, 4}, Case{&glove, 12, 6}, Case{&bigann, 16, 8}, Case{&bigann, 8, 5}}) {
     const math::PqGeometry g = math::pq_geometry(static_cast<uint32_t>(c.data->dim), c.m, c.nbits);
     CAPTURE(c.data->dim);
     CAPTURE(c.m);
@@ -201,10 +201,11 @@ TEST_CASE("pq: round trips on GloVe and BIGANN within error bounds, state restor
   };
   // Bounds sit above the measured errors (GloVe pq:m=25 ~0.22, m=10 ~0.42;
   // BIGANN m=16 ~0.19) with a margin for seeds, below what would signal a bug.
-  for (const Case& c : {Case{&glove, "pq:m=25", 0.30}, Case{&glove, "pq:m=10", 0.50}, Case{&glove, "pq:m=12,nbits=6", 0.55},
-                        Case{&glove, "opq:m=10,nbits=6", 0.55}, Case{&glove, "rq:m=4,nbits=6,beam=2,refine=1", 0.70},
-                        Case{&glove, "pca:20,pq:m=10,nbits=6", 0.70}, Case{&glove, "pq:m=10,nbits=6,train=edo", 0.55},
-                        Case{&bigann, "pq:m=16", 0.30}, Case{&bigann, "opq:m=16,nbits=5", 0.45}}) {
+  for (const Case& c :
+       {Case{&glove, "pq:m=25", 0.30}, Case{&glove, "pq:m=10", 0.50}, Case{&glove, "pq:m=12,nbits=6", 0.55},
+        Case{&glove, "opq:m=10,nbits=6", 0.55}, Case{&glove, "rq:m=4,nbits=6,beam=2,refine=1", 0.70},
+        Case{&glove, "pca:20,pq:m=10,nbits=6", 0.70}, Case{&glove, "pq:m=10,nbits=6,train=edo", 0.55},
+        Case{&bigann, "pq:m=16", 0.30}, Case{&bigann, "opq:m=16,nbits=5", 0.45}}) {
     CAPTURE(c.spec);
     auto codec = trained(c.spec, *c.data);
     const auto codes = test::encode_all(*codec, *c.data);
@@ -270,8 +271,8 @@ TEST_CASE("pq: hostile or mismatched state is refused with the blob named") {
 TEST_CASE("pq: same seed gives the same bytes, whatever the thread count") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 1500);
   const int saved = omp_get_max_threads();
-  for (const std::string spec : {"pq:m=10,nbits=6", "opq:m=5,nbits=6", "rq:m=3,nbits=6,beam=2,refine=1", "rq:m=3,nbits=5,refine=1",
-                                 "pq:m=10,nbits=6,train=edo"}) {
+  for (const std::string spec : {"pq:m=10,nbits=6", "opq:m=5,nbits=6", "rq:m=3,nbits=6,beam=2,refine=1",
+                                 "rq:m=3,nbits=5,refine=1", "pq:m=10,nbits=6,train=edo"}) {
     CAPTURE(spec);
     omp_set_num_threads(1);
     auto one = trained(spec, glove, 42);
@@ -304,8 +305,8 @@ TEST_CASE("pq: duplicate-heavy data trains finite codebooks and reproduces its r
   // All rows identical: every centroid coincides, nothing divides by zero.
   const Matrix same = duplicates(300, 8, 1);
   auto codec = trained("pq:m=4,train=edo", same);
-  CHECK(test::relative_frobenius_error(same.values, test::decode_all(*codec, test::encode_all(*codec, same), same.rows)) ==
-        0.0);
+  CHECK(test::relative_frobenius_error(same.values,
+                                       test::decode_all(*codec, test::encode_all(*codec, same), same.rows)) == 0.0);
 }
 
 TEST_CASE("pq: k-means is deterministic, keeps no empty cluster, and lowers the error") {
@@ -337,9 +338,10 @@ TEST_CASE("rq: codebook refits lower the training error at equal bytes") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
   auto plain = trained("rq:m=4,nbits=6,beam=2,refine=0", glove);
   auto refined = trained("rq:m=4,nbits=6,beam=2,refine=2", glove);
-  const double e0 = test::relative_frobenius_error(glove.values, test::decode_all(*plain, test::encode_all(*plain, glove), glove.rows));
-  const double e2 =
-      test::relative_frobenius_error(glove.values, test::decode_all(*refined, test::encode_all(*refined, glove), glove.rows));
+  const double e0 = test::relative_frobenius_error(
+      glove.values, test::decode_all(*plain, test::encode_all(*plain, glove), glove.rows));
+  const double e2 = test::relative_frobenius_error(
+      glove.values, test::decode_all(*refined, test::encode_all(*refined, glove), glove.rows));
   MESSAGE("rq refine 0: " << e0 << ", refine 2: " << e2);
   CHECK(e2 < e0 * 0.995);
 }
@@ -350,7 +352,8 @@ TEST_CASE("pq: ADC scores equal brute-force distances to the decoded rows") {
   queries.rows = 40;
   queries.dim = glove.dim;
   queries.values.assign(glove.values.begin(), glove.values.begin() + 40 * 50);
-  for (const std::string spec : {"pq:m=10,nbits=6", "pq:m=12,nbits=5", "opq:m=10,nbits=5", "rq:m=3,nbits=6,beam=2,refine=1"}) {
+  for (const std::string spec :
+       {"pq:m=10,nbits=6", "pq:m=12,nbits=5", "opq:m=10,nbits=5", "rq:m=3,nbits=6,beam=2,refine=1"}) {
     auto codec = trained(spec, glove);
     const auto codes = test::encode_all(*codec, glove);
     const auto dec = test::decode_all(*codec, codes, glove.rows);

@@ -21,10 +21,16 @@ TEST_CASE("pq cuda: GPU encode, decode and codec paths equal the CPU") {
   if (skip_without_gpu()) return;
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
   const Matrix bigann = test::load_shared("bigann10k_base.npy", 5000);
-  for (const auto& [data, spec] : std::vector<std::pair<const Matrix*, std::string>>{
-           {&glove, "pq:m=10"}, {&glove, "pq:m=12,nbits=5"}, {&glove, "pq:m=25,nbits=4"}, {&glove, "opq:m=10,nbits=6"},
-           {&glove, "pca:20,pq:m=7,nbits=7"}, {&bigann, "pq:m=16"}, {&bigann, "pq:m=32,nbits=6"},
-           {&glove, "rq:m=6,nbits=6"}, {&bigann, "rq:m=8,nbits=8,beam=4,refine=1"}}) {
+  for (const auto& [data, spec] :
+       std::vector<std::pair<const Matrix*, std::string>>{{&glove, "pq:m=10"},
+                                                          {&glove, "pq:m=12,nbits=5"},
+                                                          {&glove, "pq:m=25,nbits=4"},
+                                                          {&glove, "opq:m=10,nbits=6"},
+                                                          {&glove, "pca:20,pq:m=7,nbits=7"},
+                                                          {&bigann, "pq:m=16"},
+                                                          {&bigann, "pq:m=32,nbits=6"},
+                                                          {&glove, "rq:m=6,nbits=6"},
+                                                          {&bigann, "rq:m=8,nbits=8,beam=4,refine=1"}}) {
     CAPTURE(spec);
     auto codec = make_codec(spec, data->dim);
     codec->train(data->values.data(), data->rows, 5);

@@ -141,17 +141,19 @@ TEST_CASE("reader: row map checkpoints count each tier per 256-row block") {
   CHECK(rank[1] == 0);
   CHECK(rank[2] == 170);  // rows 0..255: 86 in tier 1
   CHECK(rank[3] == 86);
-  const edo::io::RowMap map(tiers.data(), tiers.size(), reinterpret_cast<const uint8_t*>(rank.data()),
-                            rank.size() * 8, 600, {400, 200}, "m");
+  const edo::io::RowMap map(tiers.data(), tiers.size(), reinterpret_cast<const uint8_t*>(rank.data()), rank.size() * 8,
+                            600, {400, 200}, "m");
   map.validate();
   CHECK(map.locate(599).tier == 0);
   CHECK(map.locate(599).index == 399);
   CHECK(map.locate(597).tier == 1);
   CHECK(map.locate(597).index == 199);
-  CHECK(error_of([&] { edo::io::RowMap(tiers.data(), 599, reinterpret_cast<const uint8_t*>(rank.data()), 48, 600, {400, 200}, "m"); })
-            .find("599 bytes") != std::string::npos);
-  CHECK(error_of([&] { edo::io::RowMap(tiers.data(), 600, reinterpret_cast<const uint8_t*>(rank.data()), 48, 600, {400, 100}, "m"); })
-            .find("500 rows") != std::string::npos);
+  CHECK(error_of([&] {
+          edo::io::RowMap(tiers.data(), 599, reinterpret_cast<const uint8_t*>(rank.data()), 48, 600, {400, 200}, "m");
+        }).find("599 bytes") != std::string::npos);
+  CHECK(error_of([&] {
+          edo::io::RowMap(tiers.data(), 600, reinterpret_cast<const uint8_t*>(rank.data()), 48, 600, {400, 100}, "m");
+        }).find("500 rows") != std::string::npos);
 }
 
 TEST_CASE("reader: GPU lookup matches the CPU (skipped without a GPU)") {

@@ -65,9 +65,9 @@ class AdcCodec;
 class Codec {
  public:
   virtual ~Codec() = default;
-  virtual std::string spec() const = 0;   // canonical: parses back to the same codec
-  virtual size_t dim() const = 0;         // input dimension
-  virtual size_t code_size() const = 0;   // bytes per row
+  virtual std::string spec() const = 0;  // canonical: parses back to the same codec
+  virtual size_t dim() const = 0;        // input dimension
+  virtual size_t code_size() const = 0;  // bytes per row
   virtual bool needs_training() const { return false; }
   // The largest relative error ||x - decoded|| / ||x|| the codec makes on a
   // row whose values lie in its normal range (docs/CLI.md, "Tiny and huge
@@ -151,7 +151,7 @@ struct CodecTraits {
   const char* description;   // one line
   const char* bits_formula;  // bits per value, d = dim, G = group
   bool trainable;
-  bool transform;            // a prefix stage that feeds another codec (pca)
+  bool transform;  // a prefix stage that feeds another codec (pca)
   // Builds the codec for one stage at `dim`; `inner` is the next codec for a
   // transform (null for a plain codec). Usage error on bad params or dim.
   std::unique_ptr<Codec> (*make)(const SpecStage& stage, size_t dim, std::unique_ptr<Codec> inner);

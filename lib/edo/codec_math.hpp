@@ -177,13 +177,15 @@ EDO_HD inline double affine_group_sse(const float* x, size_t n, AffineParams p, 
   for (; i + kLanes <= n; i += kLanes) {
     for (size_t l = 0; l < kLanes; ++l) {
       const float v = x[i + l];
-      const double d = static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
+      const double d =
+          static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
       lane[l] = fma(d, d, lane[l]);
     }
   }
   for (size_t l = 0; i + l < n; ++l) {
     const float v = x[i + l];
-    const double d = static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
+    const double d =
+        static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
     lane[l] = fma(d, d, lane[l]);
   }
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
@@ -211,8 +213,8 @@ EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float 
     double chosen = side == 0 ? static_cast<double>(lo) : static_cast<double>(hi);
     for (int step = 1; step <= kClipSteps; ++step) {
       const double fraction = kMaxClip * step / kClipSteps;
-      const double end = side == 0 ? fma(range, fraction, static_cast<double>(lo))
-                                   : fma(-range, fraction, static_cast<double>(hi));
+      const double end =
+          side == 0 ? fma(range, fraction, static_cast<double>(lo)) : fma(-range, fraction, static_cast<double>(hi));
       const AffineParams p = side == 0 ? affine_from_range(end, hi, qmax) : affine_from_range(best_lo, end, qmax);
       const double sse = affine_group_sse(x, n, p, qmax);
       if (sse < best_sse) {
@@ -313,7 +315,7 @@ EDO_HD inline void encode_group_params(const ScalarLayout& L, const float* row, 
       hi = fmaxf(hi, x[i]);
     }
     const AffineParams p = L.kind == ScalarKind::int8 ? affine_from_range(lo, hi, affine_qmax(L))
-                                                       : affine_params_search(x, len, lo, hi, affine_qmax(L));
+                                                      : affine_params_search(x, len, lo, hi, affine_qmax(L));
     store_f32(code + 8 * g, p.scale);
     store_f32(code + 8 * g + 4, p.offset);
   } else if (L.kind == ScalarKind::sign) {
@@ -330,7 +332,9 @@ EDO_HD inline AffineParams load_affine(const uint8_t* code, uint32_t g) {
 EDO_HD inline void encode_unit(const ScalarLayout& L, const float* row, uint32_t u, uint8_t* code) {
   uint8_t* payload = code + L.header_bytes;
   switch (L.kind) {
-    case ScalarKind::f32: store_f32(payload + 4 * u, row[u]); return;
+    case ScalarKind::f32:
+      store_f32(payload + 4 * u, row[u]);
+      return;
     case ScalarKind::f16: {
       const uint16_t h = float_to_half_bits(row[u]);
       memcpy(payload + 2 * u, &h, 2);
@@ -342,7 +346,9 @@ EDO_HD inline void encode_unit(const ScalarLayout& L, const float* row, uint32_t
       return;
     }
     case ScalarKind::fp8_e4m3:
-    case ScalarKind::fp8_e5m2: payload[u] = fp8_encode(row[u], load_f32(code), fp8_format(L.kind)); return;
+    case ScalarKind::fp8_e5m2:
+      payload[u] = fp8_encode(row[u], load_f32(code), fp8_format(L.kind));
+      return;
     case ScalarKind::int8:
     case ScalarKind::int4:
     case ScalarKind::int2: {
@@ -367,14 +373,13 @@ EDO_HD inline void encode_unit(const ScalarLayout& L, const float* row, uint32_t
   }
 }
 
-EDO_HD inline uint32_t payload_units(const ScalarLayout& L) {
-  return L.bits >= 8 ? L.dim : (L.dim * L.bits + 7) / 8;
-}
+EDO_HD inline uint32_t payload_units(const ScalarLayout& L) { return L.bits >= 8 ? L.dim : (L.dim * L.bits + 7) / 8; }
 
 EDO_HD inline float decode_value(const ScalarLayout& L, const uint8_t* code, uint32_t j) {
   const uint8_t* payload = code + L.header_bytes;
   switch (L.kind) {
-    case ScalarKind::f32: return load_f32(payload + 4 * j);
+    case ScalarKind::f32:
+      return load_f32(payload + 4 * j);
     case ScalarKind::f16: {
       uint16_t h;
       memcpy(&h, payload + 2 * j, 2);
@@ -386,7 +391,8 @@ EDO_HD inline float decode_value(const ScalarLayout& L, const uint8_t* code, uin
       return bf16_bits_to_float(h);
     }
     case ScalarKind::fp8_e4m3:
-    case ScalarKind::fp8_e5m2: return fp8_decode(payload[j], load_f32(code), fp8_format(L.kind));
+    case ScalarKind::fp8_e5m2:
+      return fp8_decode(payload[j], load_f32(code), fp8_format(L.kind));
     case ScalarKind::int8:
     case ScalarKind::int4:
     case ScalarKind::int2: {
@@ -394,7 +400,8 @@ EDO_HD inline float decode_value(const ScalarLayout& L, const uint8_t* code, uin
       const uint32_t q = (payload[bit / 8] >> (bit % 8)) & affine_qmax(L);
       return affine_dequantize(q, load_affine(code, j / L.group));
     }
-    case ScalarKind::sign: return sign_decode((payload[j / 8] >> (j % 8)) & 1u, load_f32(code));
+    case ScalarKind::sign:
+      return sign_decode((payload[j / 8] >> (j % 8)) & 1u, load_f32(code));
   }
   return 0.0f;
 }

@@ -34,9 +34,12 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void* get() const { return ptr_; }
   size_t bytes() const { return bytes_; }
-  void upload(const void* host, size_t bytes);          // host -> device, synchronous
-  void download(void* host, size_t bytes) const;        // device -> host, synchronous
-  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+  void upload(const void* host, size_t bytes);    // host -> device, synchronous
+  void download(void* host, size_t bytes) const;  // device -> host, synchronous
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
 
  private:
   void* ptr_ = nullptr;

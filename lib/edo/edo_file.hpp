@@ -43,11 +43,11 @@ struct QuantizeOptions {
 struct QuantizeReport {
   std::string spec;  // canonical
   uint64_t rows = 0, dim = 0;
-  uint64_t fp32_bytes = 0;  // rows * dim * 4
-  uint64_t input_bytes = 0;  // the input's values as stored
-  uint64_t file_bytes = 0;   // the .edo file
-  uint64_t code_size = 0;    // bytes per row
-  double ratio = 0;          // fp32_bytes / file_bytes
+  uint64_t fp32_bytes = 0;    // rows * dim * 4
+  uint64_t input_bytes = 0;   // the input's values as stored
+  uint64_t file_bytes = 0;    // the .edo file
+  uint64_t code_size = 0;     // bytes per row
+  double ratio = 0;           // fp32_bytes / file_bytes
   double bits_per_value = 0;  // file_bytes * 8 / values
   // Reconstruction, over every row (double accumulation).
   double rel_frobenius = 0, mse = 0, cos_mean = 0, cos_min = 0;

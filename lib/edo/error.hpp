@@ -19,8 +19,7 @@ enum class ExitCode : int {
 
 class Error : public std::runtime_error {
  public:
-  Error(const std::string& message, const char* source_file, int source_line,
-        ExitCode code = ExitCode::runtime)
+  Error(const std::string& message, const char* source_file, int source_line, ExitCode code = ExitCode::runtime)
       : std::runtime_error(message), source_file_(source_file), source_line_(source_line), code_(code) {}
 
   const char* source_file() const noexcept { return source_file_; }
@@ -38,11 +37,10 @@ class Error : public std::runtime_error {
 // EDO_FAIL("{}: header is truncated", path) throws edo::Error (exit code 1).
 #define EDO_FAIL(...) throw ::edo::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__)
 // EDO_USAGE_FAIL(...) throws edo::Error with exit code 2 (a usage error).
-#define EDO_USAGE_FAIL(...) \
-  throw ::edo::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__, ::edo::ExitCode::usage)
-#define EDO_CHECK(cond, ...)  \
-  do {                        \
-    if (!(cond)) {            \
-      EDO_FAIL(__VA_ARGS__);  \
-    }                         \
+#define EDO_USAGE_FAIL(...) throw ::edo::Error(::fmt::format(__VA_ARGS__), __FILE__, __LINE__, ::edo::ExitCode::usage)
+#define EDO_CHECK(cond, ...) \
+  do {                       \
+    if (!(cond)) {           \
+      EDO_FAIL(__VA_ARGS__); \
+    }                        \
   } while (0)

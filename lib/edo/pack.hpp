@@ -36,8 +36,8 @@ enum class ShareKind : uint8_t { rows_percent, rows_count, mass_percent, rest };
 struct TierSpec {
   std::string name;
   ShareKind share = ShareKind::rest;
-  double value = 0;      // percent (rows_percent, mass_percent) or row count
-  std::string codec;     // codec spec, or "default"
+  double value = 0;   // percent (rows_percent, mass_percent) or row count
+  std::string codec;  // codec spec, or "default"
   std::string residency = "host";
   bool operator==(const TierSpec&) const = default;
 };
@@ -47,7 +47,7 @@ inline constexpr const char* kDefaultTierCodec = "default";
 // Usage error naming the spec on malformed text.
 TierSpec parse_tier_spec(std::string_view text);
 std::string format_tier_spec(const TierSpec& tier);  // parses back to the same TierSpec
-std::string share_text(const TierSpec& tier);         // "rows=5%", "mass=80%", "rows=1000", "rest"
+std::string share_text(const TierSpec& tier);        // "rows=5%", "mass=80%", "rows=1000", "rest"
 // Whole-plan checks against a table of `rows` x `dim`: names unique and
 // valid, at most one rest, codecs buildable at dim (usage errors naming the tier).
 void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_t dim);
@@ -88,8 +88,8 @@ struct PackTierReport {
   std::string codec;  // canonical
   uint64_t rows = 0;
   uint64_t code_size = 0;
-  uint64_t bytes = 0;   // codes + state, or the default vector
-  double mass = 0;      // share of accesses (0 without frequencies)
+  uint64_t bytes = 0;  // codes + state, or the default vector
+  double mass = 0;     // share of accesses (0 without frequencies)
   double train_seconds = 0;
 };
 
@@ -97,11 +97,11 @@ struct PackReport {
   uint64_t rows = 0, dim = 0;
   std::string order;  // "frequency" or "norm"
   uint64_t fp32_bytes = 0;
-  uint64_t data_bytes = 0;    // every section
+  uint64_t data_bytes = 0;  // every section
   uint64_t rowmap_bytes = 0;
   uint64_t file_bytes = 0;
   uint64_t gpu_bytes = 0, host_bytes = 0, disk_bytes = 0;  // the row map counts as host
-  double ratio = 0;  // fp32_bytes / data_bytes
+  double ratio = 0;                                        // fp32_bytes / data_bytes
   double encode_seconds = 0;
   std::vector<PackTierReport> tiers;
 };
@@ -119,8 +119,8 @@ struct PlanOptions {
   // is read as its access-weighted form (recall@10 -> w.recall@10).
   std::vector<Gate> budget;
   std::vector<double> freq;
-  uint64_t max_bytes = 0;  // 0: no cap. With a cap the most accurate plan under it wins
-  uint64_t gpu_bytes = 0;  // 0: no cap on the gpu-resident bytes
+  uint64_t max_bytes = 0;        // 0: no cap. With a cap the most accurate plan under it wins
+  uint64_t gpu_bytes = 0;        // 0: no cap on the gpu-resident bytes
   uint64_t sample_rows = 10000;  // seeded sample the candidates are evaluated on
   uint64_t queries = 1000;
   Metric metric = Metric::cos;
@@ -136,21 +136,21 @@ struct PlanOptions {
 
 struct PlanCandidate {
   std::vector<TierSpec> tiers;
-  uint64_t bytes = 0;      // data bytes of the whole table (sections)
+  uint64_t bytes = 0;  // data bytes of the whole table (sections)
   uint64_t gpu_bytes = 0;
   bool evaluated = false;
   bool passed = false;
-  std::string error;  // a codec that could not be trained on its tier, etc.
+  std::string error;                                    // a codec that could not be trained on its tier, etc.
   std::vector<std::pair<std::string, double>> metrics;  // the budget's metrics
 };
 
 struct PlanResult {
   std::string order;  // "frequency" or "norm"
   uint64_t rows = 0, dim = 0, fp32_bytes = 0, sample_rows = 0;
-  std::vector<Gate> budget;  // as applied (w. names with frequencies)
-  uint64_t candidates = 0;   // generated
-  uint64_t over_cap = 0;     // excluded by --max-bytes / --gpu-bytes
-  uint64_t dominated = 0;    // skipped: no more precise than a candidate that failed
+  std::vector<Gate> budget;          // as applied (w. names with frequencies)
+  uint64_t candidates = 0;           // generated
+  uint64_t over_cap = 0;             // excluded by --max-bytes / --gpu-bytes
+  uint64_t dominated = 0;            // skipped: no more precise than a candidate that failed
   std::vector<PlanCandidate> tried;  // evaluated, in evaluation order
   int chosen = -1;                   // index into tried, -1 when none passed
 };

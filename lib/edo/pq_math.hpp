@@ -23,11 +23,11 @@
 namespace edo::math {
 
 struct PqGeometry {
-  uint32_t dim;    // input columns
-  uint32_t m;      // sub-spaces
-  uint32_t nbits;  // bits per sub-space code
-  uint32_t ksub;   // 1 << nbits centroids per sub-space
-  uint32_t dsub;   // padded width of every sub-space
+  uint32_t dim;        // input columns
+  uint32_t m;          // sub-spaces
+  uint32_t nbits;      // bits per sub-space code
+  uint32_t ksub;       // 1 << nbits centroids per sub-space
+  uint32_t dsub;       // padded width of every sub-space
   uint32_t code_size;  // ceil(m * nbits / 8) bytes per row
 };
 

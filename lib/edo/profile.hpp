@@ -45,12 +45,12 @@ struct Footprint {
 };
 
 struct AccessSkew {
-  double total = 0;           // sum of counts
+  double total = 0;            // sum of counts
   uint64_t rows_accessed = 0;  // rows with a positive count
   // Rows (most frequent first) needed to cover each share of lookups.
   std::vector<std::pair<double, uint64_t>> rows_for_share;  // (share in %, rows)
-  double zipf_exponent = 0;   // s in count ~ rank^-s, least squares on log-log
-  double zipf_r2 = 0;         // fit quality
+  double zipf_exponent = 0;                                 // s in count ~ rank^-s, least squares on log-log
+  double zipf_r2 = 0;                                       // fit quality
 };
 
 struct TableProfile {
@@ -78,7 +78,7 @@ struct TableProfile {
   // PCA on the sample: explained variance per component, largest first.
   bool pca_done = false;
   std::string pca_skipped_reason;
-  std::vector<double> pca_explained;  // fractions summing to 1
+  std::vector<double> pca_explained;                      // fractions summing to 1
   std::vector<std::pair<double, uint64_t>> pca_dims_for;  // (90/95/99 %, dims)
   std::vector<Footprint> footprints;
   bool has_skew = false;

@@ -8,8 +8,8 @@
 
 #include <edo/codec.hpp>
 
-#include <CLI/CLI.hpp>
 #include <faiss/impl/ScalarQuantizer.h>
+#include <CLI/CLI.hpp>
 
 #include <cstring>
 #include <memory>
@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
   table.add(fmt::format("memcpy, {} threads", omp_get_max_threads()), t_copyn, gb / t_copyn);
   const double ceiling = std::max(gb / t_copy1, gb / t_copyn);
 
-  for (const auto& [name, qtype] : {std::pair{"fp16", faiss::ScalarQuantizer::QT_fp16},
-                                    std::pair{"8bit", faiss::ScalarQuantizer::QT_8bit}}) {
+  for (const auto& [name, qtype] :
+       {std::pair{"fp16", faiss::ScalarQuantizer::QT_fp16}, std::pair{"8bit", faiss::ScalarQuantizer::QT_8bit}}) {
     faiss::ScalarQuantizer sq(d, qtype);
     sq.train(std::min<size_t>(n, 65536), x.data());  // per-dimension ranges for QT_8bit; untimed
     const double te = best_seconds(repeat, [&] { sq.compute_codes(x.data(), codes.data(), n); });

@@ -9,9 +9,9 @@
 
 #include <edo/knn.hpp>
 
-#include <CLI/CLI.hpp>
 #include <cblas.h>
 #include <faiss/IndexFlat.h>
+#include <CLI/CLI.hpp>
 
 #include <memory>
 #include <unordered_set>
@@ -120,11 +120,9 @@ int main(int argc, char** argv) {
     std::vector<float> dist(nq * k);
     std::vector<faiss_idx> ids(nq * k);
     const double t = best_seconds(repeat, [&] {
-      index->search(static_cast<faiss_idx>(nq), queries.data(), static_cast<faiss_idx>(k), dist.data(),
-                    ids.data());
+      index->search(static_cast<faiss_idx>(nq), queries.data(), static_cast<faiss_idx>(k), dist.data(), ids.data());
     });
-    table.add(fmt::format("faiss IndexFlat{} search", metrics[m] == edo::Metric::ip ? "IP" : "L2"), t,
-              flops / t / 1e9);
+    table.add(fmt::format("faiss IndexFlat{} search", metrics[m] == edo::Metric::ip ? "IP" : "L2"), t, flops / t / 1e9);
     agreement[m] = id_agreement(edo_ids[m], ids, nq, k);
   }
 

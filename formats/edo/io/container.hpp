@@ -67,17 +67,17 @@ uint64_t checksum64(const void* data, size_t size);
 // Manifest keys the container validates generically (docs/FORMAT.md, "The
 // manifest"). Codec names and per-codec section roles are lib/'s business.
 namespace manifest_key {
-inline constexpr const char* format = "format";  // the string "edo"
-inline constexpr const char* rows = "rows";      // positive integer
-inline constexpr const char* dim = "dim";        // positive integer
-inline constexpr const char* tiers = "tiers";    // non-empty array of tier objects
+inline constexpr const char* format = "format";          // the string "edo"
+inline constexpr const char* rows = "rows";              // positive integer
+inline constexpr const char* dim = "dim";                // positive integer
+inline constexpr const char* tiers = "tiers";            // non-empty array of tier objects
 inline constexpr const char* provenance = "provenance";  // object
 inline constexpr const char* sections = "sections";      // written by ContainerWriter::finish
 // Inside a tier:
 inline constexpr const char* tier_name = "name";
 inline constexpr const char* tier_codec = "codec";
 inline constexpr const char* tier_rows = "rows";
-inline constexpr const char* tier_sections = "sections";  // role -> section name
+inline constexpr const char* tier_sections = "sections";    // role -> section name
 inline constexpr const char* tier_residency = "residency";  // optional: gpu | host | disk
 // Inside a sections-table entry:
 inline constexpr const char* section_name = "name";
@@ -128,8 +128,7 @@ class Container {
  public:
   static Container open(const std::string& path, Verify verify = Verify::structure);
   // `name` is used in error messages in place of a path.
-  static Container view(const uint8_t* data, uint64_t size, const std::string& name,
-                        Verify verify = Verify::structure);
+  static Container view(const uint8_t* data, uint64_t size, const std::string& name, Verify verify = Verify::structure);
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return size_; }

@@ -90,5 +90,4 @@ class AtomicFile {
 // True when the two paths name the same existing file (same device and inode).
 bool same_file(const std::string& a, const std::string& b);
 
-
 }  // namespace edo::io

@@ -14,7 +14,7 @@ struct NpyHeader {
   int major_version = 1;
   DType dtype = DType::f32;
   std::vector<uint64_t> shape;
-  uint64_t data_offset = 0;   // bytes from the start of the file to the first value
+  uint64_t data_offset = 0;    // bytes from the start of the file to the first value
   uint64_t element_count = 0;  // product of shape
 };
 

@@ -17,8 +17,7 @@ std::unique_ptr<TableWriter> create_npy(const std::string& path, uint64_t rows, 
 
 // HDF5 dataset `dataset` ("/group/name"; empty: the file's only 2-D dataset),
 // converted to fp32 by HDF5 one hyperslab of rows at a time.
-std::unique_ptr<TableReader> open_hdf5(const std::string& path, const std::string& dataset,
-                                       const std::string& display);
+std::unique_ptr<TableReader> open_hdf5(const std::string& path, const std::string& dataset, const std::string& display);
 // Writes a new HDF5 file holding one dataset (intermediate groups created;
 // float16 stored as an IEEE half type). The file is always created anew: an
 // existing file at `path` is replaced on commit(), not added to.
@@ -28,8 +27,7 @@ std::unique_ptr<TableWriter> create_hdf5(const std::string& path, const std::str
 // Member `member` of a NumPy .npz (with or without ".npy"; empty: the only
 // member), stored or deflated, streamed in row blocks: reading forward never
 // holds more than one block; going backwards in a deflated member reopens it.
-std::unique_ptr<TableReader> open_npz(const std::string& path, const std::string& member,
-                                      const std::string& display);
+std::unique_ptr<TableReader> open_npz(const std::string& path, const std::string& member, const std::string& display);
 
 // TEXMEX .fvecs / .bvecs / .ivecs: `element` is f32, u8 or i32 respectively.
 std::unique_ptr<TableReader> open_vecs(const std::string& path, DType element, const std::string& display);

@@ -39,7 +39,7 @@ class TableReader {
   const std::string& path() const { return path_; }  // as the user wrote it, for messages
   uint64_t rows() const { return rows_; }
   uint64_t dim() const { return dim_; }
-  DType dtype() const { return dtype_; }             // element type on disk
+  DType dtype() const { return dtype_; }                 // element type on disk
   const std::string& format() const { return format_; }  // "npy", "hdf5", "fvecs", ...
   // Bytes the table's values take in the file (rows * dim * element size).
   uint64_t payload_bytes() const;

@@ -13,8 +13,8 @@ namespace edo::cuda {
 
 // Gather + decode in one pass: out[dst[i] * L.dim + j] is value j of code row
 // index[i] of `codes`, decoded by math::decode_value (bit-exact with the CPU).
-void gather_decode_scalar(const math::ScalarLayout& L, const uint8_t* codes, const uint64_t* index,
-                          const uint64_t* dst, size_t n, float* out, cudaStream_t stream = 0);
+void gather_decode_scalar(const math::ScalarLayout& L, const uint8_t* codes, const uint64_t* index, const uint64_t* dst,
+                          size_t n, float* out, cudaStream_t stream = 0);
 // out[dst[i] * dim + j] = rows[i * dim + j]: rows decoded elsewhere, copied in.
 void scatter_rows(const float* rows, const uint64_t* dst, size_t n, size_t dim, float* out, cudaStream_t stream = 0);
 // Waits for the device and returns the first error of the launches before.

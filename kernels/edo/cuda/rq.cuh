@@ -18,7 +18,7 @@ size_t rq_scratch_bytes(const math::RqShape& s, uint32_t blocks);
 // codes (n rows of math::rq_code_size(s) bytes) from x (n rows of s.dim
 // floats) and codebooks (s.m, 1 << s.nbits, s.dim): one thread block per row
 // at a time, `blocks` of them, each with its slice of `scratch`.
-void rq_encode(const math::RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes,
-               void* scratch, uint32_t blocks, cudaStream_t stream = 0);
+void rq_encode(const math::RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes, void* scratch,
+               uint32_t blocks, cudaStream_t stream = 0);
 
 }  // namespace edo::cuda

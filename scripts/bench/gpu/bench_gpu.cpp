@@ -34,8 +34,8 @@
 #include <edo/pq.hpp>
 #include <edo/reader.hpp>
 
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -76,7 +76,10 @@ class Dev {
   ~Dev() { cudaFree(p_); }
   Dev(const Dev&) = delete;
   Dev& operator=(const Dev&) = delete;
-  template <class T> T* as() const { return static_cast<T*>(p_); }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
   size_t bytes() const { return bytes_; }
   void upload(const void* h, size_t n) { check(cudaMemcpy(p_, h, n, cudaMemcpyHostToDevice), "upload"); }
   void download(void* h, size_t n) const { check(cudaMemcpy(h, p_, n, cudaMemcpyDeviceToHost), "download"); }
@@ -144,7 +147,7 @@ struct Figure {
   std::string section, name;
   double value = 0;
   std::string unit;
-  std::string ref_name;   // the ceiling or the CPU figure
+  std::string ref_name;  // the ceiling or the CPU figure
   double ref_value = 0;
   std::string ratio_meaning;  // e.g. "share of the copy bandwidth", "x the CPU"
   json detail = json::object();
@@ -191,14 +194,15 @@ class Report {
   std::string markdown(const json& run) const {
     std::string md;
     const json& g = run["gpu"];
-    md += fmt::format("Measured by `scripts/gpu-check.sh` ({} mode) on {} (sm_{}, {} SMs), driver for CUDA {}, "
-                      "runtime {}; "
-                      "host {} with {} threads; edo {}, built for sm_{}.\n\n",
-                      run["mode"].get<std::string>(), g["name"].get<std::string>(), g["sm"].get<int>(),
-                      g["multiprocessors"].get<int>(), g["driver_cuda_version"].get<std::string>(),
-                      g["runtime_version"].get<std::string>(), run["host"]["cpu"].get<std::string>(),
-                      run["host"]["threads"].get<int>(), run["edo_version"].get<std::string>(),
-                      run["build"]["cuda_architectures"].get<std::string>());
+    md += fmt::format(
+        "Measured by `scripts/gpu-check.sh` ({} mode) on {} (sm_{}, {} SMs), driver for CUDA {}, "
+        "runtime {}; "
+        "host {} with {} threads; edo {}, built for sm_{}.\n\n",
+        run["mode"].get<std::string>(), g["name"].get<std::string>(), g["sm"].get<int>(),
+        g["multiprocessors"].get<int>(), g["driver_cuda_version"].get<std::string>(),
+        g["runtime_version"].get<std::string>(), run["host"]["cpu"].get<std::string>(),
+        run["host"]["threads"].get<int>(), run["edo_version"].get<std::string>(),
+        run["build"]["cuda_architectures"].get<std::string>());
     md += "| section | figure | value | reference | reference value | ratio |\n";
     md += "| --- | --- | ---: | --- | ---: | ---: |\n";
     for (const Figure& f : figures_) {
@@ -301,9 +305,8 @@ json device_info(int dev) {
 double copy_bandwidth(Report& rep, size_t bytes, int repeat) {
   Dev a(bytes), b(bytes);
   check(cudaMemset(a.as<void>(), 1, bytes), "memset");
-  const double t = best_device_seconds(repeat, [&] {
-    check(cudaMemcpyAsync(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice), "d2d copy");
-  });
+  const double t = best_device_seconds(
+      repeat, [&] { check(cudaMemcpyAsync(b.as<void>(), a.as<void>(), bytes, cudaMemcpyDeviceToDevice), "d2d copy"); });
   const double gbps = 2.0 * static_cast<double>(bytes) / t / 1e9;
   rep.ceiling("d2d_copy", gbps, "GB/s", {{"bytes", bytes}, {"seconds", t}, {"counts", "bytes read + written"}});
   return gbps;
@@ -323,12 +326,10 @@ void section_scalar(Report& rep, const Config& cfg, double copy_gbps) {
     if (!L) throw std::runtime_error(spec + ": no scalar layout");
     const double in_bytes = static_cast<double>(n * dim * sizeof(float));
     const double code_bytes = static_cast<double>(n) * L->code_size;
-    const double te = best_device_seconds(cfg.repeat, [&] {
-      edo::cuda::encode_scalar(*L, x.as<float>(), n, codes.as<uint8_t>());
-    });
-    const double td = best_device_seconds(cfg.repeat, [&] {
-      edo::cuda::decode_scalar(*L, codes.as<uint8_t>(), n, y.as<float>());
-    });
+    const double te =
+        best_device_seconds(cfg.repeat, [&] { edo::cuda::encode_scalar(*L, x.as<float>(), n, codes.as<uint8_t>()); });
+    const double td =
+        best_device_seconds(cfg.repeat, [&] { edo::cuda::decode_scalar(*L, codes.as<uint8_t>(), n, y.as<float>()); });
     // The kernels' bytes against the CPU reference on the first rows.
     std::vector<uint8_t> gpu_codes(check_rows * L->code_size), cpu_codes(gpu_codes.size());
     codes.download(gpu_codes.data(), gpu_codes.size());
@@ -339,10 +340,19 @@ void section_scalar(Report& rep, const Config& cfg, double copy_gbps) {
                      gpu_codes == cpu_codes);
     const double moved = in_bytes + code_bytes;
     for (const auto& [what, t] : {std::pair{"encode", te}, std::pair{"decode", td}}) {
-      rep.add({"scalar", fmt::format("{} {}", spec, what), moved / t / 1e9, "GB/s", "d2d copy", copy_gbps,
+      rep.add({"scalar",
+               fmt::format("{} {}", spec, what),
+               moved / t / 1e9,
+               "GB/s",
+               "d2d copy",
+               copy_gbps,
                "share of the copy bandwidth",
-               {{"rows", n}, {"dim", dim}, {"code_size", L->code_size}, {"seconds", t},
-                {"fp32_GBps", in_bytes / t / 1e9}, {"counts", "fp32 bytes + code bytes, read + written"}}});
+               {{"rows", n},
+                {"dim", dim},
+                {"code_size", L->code_size},
+                {"seconds", t},
+                {"fp32_GBps", in_bytes / t / 1e9},
+                {"counts", "fp32 bytes + code bytes, read + written"}}});
     }
   }
 }
@@ -354,12 +364,10 @@ void section_upload(Report& rep, const Config& cfg) {
   check(cudaMallocHost(&pinned, bytes), "cudaMallocHost");
   std::memset(pinned, 1, bytes);
   std::vector<uint8_t> pageable(bytes, 1);
-  const double tp = best_device_seconds(cfg.repeat, [&] {
-    check(cudaMemcpyAsync(d.as<void>(), pinned, bytes, cudaMemcpyHostToDevice), "h2d pinned");
-  });
-  const double tdh = best_device_seconds(cfg.repeat, [&] {
-    check(cudaMemcpyAsync(pinned, d.as<void>(), bytes, cudaMemcpyDeviceToHost), "d2h pinned");
-  });
+  const double tp = best_device_seconds(
+      cfg.repeat, [&] { check(cudaMemcpyAsync(d.as<void>(), pinned, bytes, cudaMemcpyHostToDevice), "h2d pinned"); });
+  const double tdh = best_device_seconds(
+      cfg.repeat, [&] { check(cudaMemcpyAsync(pinned, d.as<void>(), bytes, cudaMemcpyDeviceToHost), "d2h pinned"); });
   const double tq = best_host_seconds(cfg.repeat, [&] {
     check(cudaMemcpy(d.as<void>(), pageable.data(), bytes, cudaMemcpyHostToDevice), "h2d pageable");
   });
@@ -367,7 +375,13 @@ void section_upload(Report& rep, const Config& cfg) {
   const double gb = static_cast<double>(bytes) / 1e9;
   rep.ceiling("h2d_pinned", gb / tp, "GB/s", {{"bytes", bytes}, {"seconds", tp}});
   rep.ceiling("d2h_pinned", gb / tdh, "GB/s", {{"bytes", bytes}, {"seconds", tdh}});
-  rep.add({"upload", "h2d pageable (cudaMemcpy)", gb / tq, "GB/s", "h2d pinned", gb / tp, "share of pinned",
+  rep.add({"upload",
+           "h2d pageable (cudaMemcpy)",
+           gb / tq,
+           "GB/s",
+           "h2d pinned",
+           gb / tp,
+           "share of pinned",
            {{"bytes", bytes}, {"seconds", tq}}});
 }
 
@@ -384,9 +398,8 @@ void section_pq(Report& rep, const Config& cfg, const Table& bigann) {
     ko.device = edo::Device::cuda;
     const std::vector<float> cb = edo::train_pq_codebooks(g, bigann.x.data(), bigann.rows, ko);
     std::vector<uint8_t> codes(n * g.code_size), cpu_codes(n * g.code_size);
-    const double tg = best_host_seconds(cfg.repeat, [&] {
-      edo::pq_encode(g, cb.data(), x.data(), n, codes.data(), edo::Device::cuda);
-    });
+    const double tg = best_host_seconds(
+        cfg.repeat, [&] { edo::pq_encode(g, cb.data(), x.data(), n, codes.data(), edo::Device::cuda); });
     // The kernels alone on resident data.
     Dev dx(n * dim * sizeof(float)), dcb(cb.size() * sizeof(float)), da(n * m * sizeof(uint32_t)), dc(codes.size());
     dx.upload(x.data(), dx.bytes());
@@ -398,13 +411,13 @@ void section_pq(Report& rep, const Config& cfg, const Table& bigann) {
     const Rate cpu = rows_per_second(4096, n, cfg.quick ? 0.3 : 1.0, cfg.quick ? 1 : 2, [&](size_t rows) {
       edo::pq_encode(g, cb.data(), x.data(), rows, cpu_codes.data(), edo::Device::cpu);
     });
-    rep.check_result(fmt::format("pq m={} nbits={} GPU codes equal the CPU on {} rows", m, nbits, cpu.rows),
-                     std::equal(cpu_codes.begin(), cpu_codes.begin() + static_cast<long>(cpu.rows * g.code_size),
-                                codes.begin()));
+    rep.check_result(
+        fmt::format("pq m={} nbits={} GPU codes equal the CPU on {} rows", m, nbits, cpu.rows),
+        std::equal(cpu_codes.begin(), cpu_codes.begin() + static_cast<long>(cpu.rows * g.code_size), codes.begin()));
     const std::string name = fmt::format("pq:m={},nbits={} encode", m, nbits);
     const json detail = {{"rows", n}, {"dim", dim}, {"cpu_rows", cpu.rows}, {"cpu_threads", omp_get_max_threads()}};
-    rep.add({"pq", name + " (host memory)", static_cast<double>(n) / tg, "rows/s", "CPU", cpu.rows_per_s,
-             "x the CPU", detail});
+    rep.add({"pq", name + " (host memory)", static_cast<double>(n) / tg, "rows/s", "CPU", cpu.rows_per_s, "x the CPU",
+             detail});
     rep.add({"pq", name + " (kernels, resident)", static_cast<double>(n) / tk, "rows/s", "CPU", cpu.rows_per_s,
              "x the CPU", detail});
   }
@@ -461,12 +474,25 @@ void section_rq(Report& rep, const Config& cfg, const Table& bigann) {
     const size_t common = std::min(gpu.rows, cpu.rows);
     rep.check_result(fmt::format("rq m={} beam={} GPU codes equal the CPU on {} rows", m, beam, common),
                      std::equal(cpu_codes.begin(), cpu_codes.begin() + static_cast<long>(common * cs), codes.begin()));
-    rep.add({"rq", fmt::format("rq:m={},nbits=8,beam={} encode (host memory)", m, beam), gpu.rows_per_s, "rows/s",
-             "CPU", cpu.rows_per_s, "x the CPU",
-             {{"gpu_rows", gpu.rows}, {"cpu_rows", cpu.rows}, {"dim", dim}, {"cpu_threads", omp_get_max_threads()},
+    rep.add({"rq",
+             fmt::format("rq:m={},nbits=8,beam={} encode (host memory)", m, beam),
+             gpu.rows_per_s,
+             "rows/s",
+             "CPU",
+             cpu.rows_per_s,
+             "x the CPU",
+             {{"gpu_rows", gpu.rows},
+              {"cpu_rows", cpu.rows},
+              {"dim", dim},
+              {"cpu_threads", omp_get_max_threads()},
               {"codebooks", "greedy residual k-means on bigann10k"}}});
-    rep.add({"rq", fmt::format("rq:m={},nbits=8,beam={} encode (kernel, resident)", m, beam),
-             static_cast<double>(kn) / tk, "rows/s", "CPU", cpu.rows_per_s, "x the CPU",
+    rep.add({"rq",
+             fmt::format("rq:m={},nbits=8,beam={} encode (kernel, resident)", m, beam),
+             static_cast<double>(kn) / tk,
+             "rows/s",
+             "CPU",
+             cpu.rows_per_s,
+             "x the CPU",
              {{"gpu_rows", kn}, {"blocks", blocks}, {"cpu_rows", cpu.rows}, {"dim", dim}}});
   }
 }
@@ -492,14 +518,22 @@ void section_kmeans(Report& rep, const Config& cfg, const Table& bigann) {
     // The seeding alone (no Lloyd iteration): the part no device changes.
     ko.iterations = 0;
     const double tseed = best_host_seconds(1, [&] { (void)edo::kmeans(x.data(), c.n, bigann.dim, c.k, ko); });
-    rep.check_result(fmt::format("kmeans n={} k={}: GPU centroids are the CPU's bits", c.n, c.k),
-                     gpu_c.size() == cpu_c.size() &&
-                         std::memcmp(gpu_c.data(), cpu_c.data(), gpu_c.size() * sizeof(float)) == 0);
+    rep.check_result(
+        fmt::format("kmeans n={} k={}: GPU centroids are the CPU's bits", c.n, c.k),
+        gpu_c.size() == cpu_c.size() && std::memcmp(gpu_c.data(), cpu_c.data(), gpu_c.size() * sizeof(float)) == 0);
     // Reported as speed (1/s) so that the ratio reads "x the CPU"; seconds in the detail.
-    rep.add({"kmeans", fmt::format("n={} d={} k={} iterations={}", c.n, bigann.dim, c.k, c.iterations), 1.0 / tg,
-             "runs/s", "CPU", 1.0 / tc, "x the CPU",
-             {{"gpu_seconds", tg}, {"cpu_seconds", tc}, {"seeding_seconds", tseed},
-              {"gpu_lloyd_seconds", tg - tseed}, {"cpu_lloyd_seconds", tc - tseed},
+    rep.add({"kmeans",
+             fmt::format("n={} d={} k={} iterations={}", c.n, bigann.dim, c.k, c.iterations),
+             1.0 / tg,
+             "runs/s",
+             "CPU",
+             1.0 / tc,
+             "x the CPU",
+             {{"gpu_seconds", tg},
+              {"cpu_seconds", tc},
+              {"seeding_seconds", tseed},
+              {"gpu_lloyd_seconds", tg - tseed},
+              {"cpu_lloyd_seconds", tc - tseed},
               {"cpu_threads", omp_get_max_threads()}}});
   }
 }
@@ -535,8 +569,14 @@ void section_knn(Report& rep, const Config& cfg) {
   const double flop = 2.0 * static_cast<double>(rows) * static_cast<double>(nq) * static_cast<double>(dim);
   rep.ceiling("sgemm", flop / ts / 1e12, "TFLOP/s",
               {{"m", rows}, {"n", nq}, {"k", dim}, {"seconds", ts}, {"library", sgemm.library()}});
-  const json detail = {{"rows", rows}, {"queries", nq}, {"dim", dim}, {"k", k}, {"metric", "l2"},
-                       {"gpu_seconds", tg}, {"sgemm_seconds", ts}, {"cpu_seconds", tc},
+  const json detail = {{"rows", rows},
+                       {"queries", nq},
+                       {"dim", dim},
+                       {"k", k},
+                       {"metric", "l2"},
+                       {"gpu_seconds", tg},
+                       {"sgemm_seconds", ts},
+                       {"cpu_seconds", tc},
                        {"counts", "2 * rows * queries * dim flops per search"}};
   rep.add({"knn", fmt::format("exact k-NN {} x {} rows, d={}, k={}", nq, rows, dim, k), flop / tg / 1e12, "TFLOP/s",
            "sgemm", flop / ts / 1e12, "share of sgemm", detail});
@@ -588,16 +628,22 @@ void section_lookup(Report& rep, const Config& cfg) {
     void* pinned = nullptr;
     check(cudaMallocHost(&pinned, up_bytes), "cudaMallocHost");
     std::memset(pinned, 1, up_bytes);
-    const double t = best_device_seconds(cfg.repeat, [&] {
-      check(cudaMemcpyAsync(d.as<void>(), pinned, up_bytes, cudaMemcpyHostToDevice), "h2d");
-    });
+    const double t = best_device_seconds(
+        cfg.repeat, [&] { check(cudaMemcpyAsync(d.as<void>(), pinned, up_bytes, cudaMemcpyHostToDevice), "h2d"); });
     cudaFreeHost(pinned);
     pinned_gbps = static_cast<double>(up_bytes) / t / 1e9;
   }
   const double upload_s = std::max(t_gpu_open - t_cpu_open, 1e-9);
-  rep.add({"upload", "reader gpu tiers at open", static_cast<double>(up_bytes) / upload_s / 1e9, "GB/s",
-           "h2d pinned, same bytes", pinned_gbps, "share of pinned",
-           {{"bytes", up_bytes}, {"open_gpu_seconds", t_gpu_open}, {"open_cpu_seconds", t_cpu_open},
+  rep.add({"upload",
+           "reader gpu tiers at open",
+           static_cast<double>(up_bytes) / upload_s / 1e9,
+           "GB/s",
+           "h2d pinned, same bytes",
+           pinned_gbps,
+           "share of pinned",
+           {{"bytes", up_bytes},
+            {"open_gpu_seconds", t_gpu_open},
+            {"open_cpu_seconds", t_cpu_open},
             {"counts", "gpu-resident tier bytes / (open with cuda - open on cpu)"}}});
 
   Dev table(x.size() * sizeof(float));
@@ -615,15 +661,17 @@ void section_lookup(Report& rep, const Config& cfg) {
       edo::bench::gpu::gather_rows(table.as<float>(), d_ids.as<uint64_t>(), batch, dim, plain.as<float>());
     });
     std::vector<float> got(batch * dim), want(batch * dim);
-    const double tc =
-        edo::bench::best_seconds(cfg.repeat, [&] { cpu_reader.lookup(ids.data(), batch, want.data()); });
+    const double tc = edo::bench::best_seconds(cfg.repeat, [&] { cpu_reader.lookup(ids.data(), batch, want.data()); });
     out.download(got.data(), got.size() * sizeof(float));
     cpu_reader.lookup(ids.data(), batch, want.data());
     rep.check_result(fmt::format("lookup_device equals the CPU lookup on {} ids", batch),
                      std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
-    const json detail = {{"rows", rows}, {"dim", dim}, {"batch", batch},
+    const json detail = {{"rows", rows},
+                         {"dim", dim},
+                         {"batch", batch},
                          {"tiers", "hot 10% fp16, warm 40% int8, cold rest int4, all gpu"},
-                         {"lookup_seconds", tl}, {"gather_seconds", tp},
+                         {"lookup_seconds", tl},
+                         {"gather_seconds", tp},
                          {"cpu_lookup_rows_per_s", static_cast<double>(batch) / tc},
                          {"counts", "lookup_device from host ids (ids uploaded per call); gather from device ids"}};
     rep.add({"lookup", fmt::format("lookup_device batch {}", batch), static_cast<double>(batch) / tl, "rows/s",
@@ -641,8 +689,9 @@ int main(int argc, char** argv) {
   std::string json_path, markdown_path;
   bool info = false, require_gpu = false;
   std::vector<std::string> sections;
-  CLI::App app{"edo_bench_gpu: edo's GPU figures next to their ceilings (device copy, cuBLAS sgemm, plain gather, "
-               "pinned upload) and the CPU, measured in one run. Run by scripts/gpu-check.sh."};
+  CLI::App app{
+      "edo_bench_gpu: edo's GPU figures next to their ceilings (device copy, cuBLAS sgemm, plain gather, "
+      "pinned upload) and the CPU, measured in one run. Run by scripts/gpu-check.sh."};
   app.add_flag("--quick", cfg.quick, "Smaller sizes, one figure per kernel (about a minute on an H200)");
   app.add_option("--json", json_path, "Write every figure as JSON to this file");
   app.add_option("--markdown", markdown_path, "Write the figures as the Markdown table of docs/BENCHMARKS.md, \"GPU\"");
@@ -652,8 +701,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--sections", sections, "Only these: scalar upload pq rq kmeans knn lookup")
       ->check(CLI::IsMember({"scalar", "upload", "pq", "rq", "kmeans", "knn", "lookup"}));
-  app.add_flag("--info", info, "Print the GPU, driver, runtime and this binary's architectures, then exit "
-                               "(3 without a GPU, 4 when this binary has no code for it)");
+  app.add_flag("--info", info,
+               "Print the GPU, driver, runtime and this binary's architectures, then exit "
+               "(3 without a GPU, 4 when this binary has no code for it)");
   app.add_flag("--require-gpu", require_gpu, "Exit 3 (not 0) when there is no GPU");
   CLI11_PARSE(app, argc, argv);
   cfg.sections.insert(sections.begin(), sections.end());
@@ -700,13 +750,13 @@ int main(int argc, char** argv) {
     out["build"]["kernel_ptx_version"] = probe.ptx_version;
     fmt::print("gpu: {} (compute capability {}, {} SMs, {:.1f} GiB), driver supports CUDA {}, runtime {}\n",
                g["name"].get<std::string>(), g["compute_capability"].get<std::string>(),
-               g["multiprocessors"].get<int>(),
-               static_cast<double>(g["memory_bytes"].get<uint64_t>()) / (1u << 30),
+               g["multiprocessors"].get<int>(), static_cast<double>(g["memory_bytes"].get<uint64_t>()) / (1u << 30),
                g["driver_cuda_version"].get<std::string>(), g["runtime_version"].get<std::string>());
     if (!probe.ok) {
-      fmt::print("ERROR: this binary has no code this GPU can run: built for CUDA architectures {}, the GPU is sm_{} "
-                 "({}). Rebuild with -DCMAKE_CUDA_ARCHITECTURES={}.\n",
-                 EDO_BENCH_CUDA_ARCHITECTURES, g["sm"].get<int>(), probe.error, g["sm"].get<int>());
+      fmt::print(
+          "ERROR: this binary has no code this GPU can run: built for CUDA architectures {}, the GPU is sm_{} "
+          "({}). Rebuild with -DCMAKE_CUDA_ARCHITECTURES={}.\n",
+          EDO_BENCH_CUDA_ARCHITECTURES, g["sm"].get<int>(), probe.error, g["sm"].get<int>());
       out["error"] = "architecture mismatch: " + probe.error;
       write_json();
       return 4;

@@ -20,8 +20,8 @@ __global__ void probe(int* out) {
   if (out) *out = 1;
 }
 
-__global__ void gather_rows4(const float4* __restrict__ table, const uint64_t* __restrict__ ids, size_t n,
-                             size_t dim4, float4* __restrict__ out) {
+__global__ void gather_rows4(const float4* __restrict__ table, const uint64_t* __restrict__ ids, size_t n, size_t dim4,
+                             float4* __restrict__ out) {
   const size_t total = n * dim4;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total; i += size_t{gridDim.x} * blockDim.x) {
     const size_t r = i / dim4;
@@ -102,8 +102,8 @@ ProbeResult probe_kernel_image() {
 
 void gather_rows(const float* table, const uint64_t* ids, size_t n, size_t dim, float* out) {
   if (n == 0) return;
-  const bool aligned = dim % 4 == 0 && reinterpret_cast<uintptr_t>(table) % 16 == 0 &&
-                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
+  const bool aligned =
+      dim % 4 == 0 && reinterpret_cast<uintptr_t>(table) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (aligned) {
     gather_rows4<<<blocks_for(n * dim / 4), 256>>>(reinterpret_cast<const float4*>(table), ids, n, dim / 4,
                                                    reinterpret_cast<float4*>(out));
@@ -126,9 +126,8 @@ Sgemm::~Sgemm() {
 
 void Sgemm::run(int m, int n, int k, const float* a, const float* b, float* c) {
   const float one = 1.0f, zero = 0.0f;
-  const cublasStatus_t st =
-      cublas().sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a, k, b, k, &zero,
-                     c, m);
+  const cublasStatus_t st = cublas().sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, m, n, k,
+                                           &one, a, k, b, k, &zero, c, m);
   if (st != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error("cublas: cublasSgemm failed: status " + std::to_string(static_cast<int>(st)));
   check(cudaDeviceSynchronize(), "sgemm");

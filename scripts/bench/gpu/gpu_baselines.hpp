@@ -13,10 +13,10 @@ namespace edo::bench::gpu {
 
 // What the device and the binary say about each other.
 struct ProbeResult {
-  bool ok = false;          // a kernel of this binary ran on device 0
-  std::string error;        // why not (CUDA's message), when !ok
-  int binary_version = 0;   // cudaFuncAttributes::binaryVersion of the probe (90 = sm_90), 0 when unknown
-  int ptx_version = 0;      // cudaFuncAttributes::ptxVersion
+  bool ok = false;         // a kernel of this binary ran on device 0
+  std::string error;       // why not (CUDA's message), when !ok
+  int binary_version = 0;  // cudaFuncAttributes::binaryVersion of the probe (90 = sm_90), 0 when unknown
+  int ptx_version = 0;     // cudaFuncAttributes::ptxVersion
 };
 // Launches a trivial kernel on the current device and reports whether this
 // binary holds code it can run (no "no kernel image" error).

@@ -60,11 +60,13 @@ int main(int argc, char** argv) {
   std::vector<float> out(batch * dim);
 
   const double gather = batches_per_second([&] {
-    for (size_t i = 0; i < batch; ++i) std::memcpy(out.data() + i * dim, table.data() + ids[i] * dim, dim * sizeof(float));
+    for (size_t i = 0; i < batch; ++i)
+      std::memcpy(out.data() + i * dim, table.data() + ids[i] * dim, dim * sizeof(float));
   });
   const double lookup = batches_per_second([&] { reader.lookup(ids.data(), ids.size(), out.data()); });
   std::printf("file %s: %llu x %llu, %llu bytes, %zu tiers\n", argv[1], static_cast<unsigned long long>(reader.rows()),
-              static_cast<unsigned long long>(dim), static_cast<unsigned long long>(reader.file_bytes()), reader.tiers().size());
+              static_cast<unsigned long long>(dim), static_cast<unsigned long long>(reader.file_bytes()),
+              reader.tiers().size());
   std::printf("open (median of 20)          %10.3f ms\n", open_ms[open_ms.size() / 2]);
   std::printf("fp32 gather, in memory       %10.3g rows/s\n", gather * static_cast<double>(batch));
   std::printf("edo lookup, mmapped, CPU     %10.3g rows/s  (%.2fx the gather)\n", lookup * static_cast<double>(batch),

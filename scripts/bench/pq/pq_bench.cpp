@@ -12,17 +12,17 @@
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
 
-#include <CLI/CLI.hpp>
 #include <faiss/VectorTransform.h>
 #include <faiss/impl/ProductQuantizer.h>
 #include <faiss/impl/ResidualQuantizer.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 
 #include <omp.h>
@@ -113,8 +113,7 @@ Result run_faiss_rq(const std::vector<float>& x, size_t n, size_t d, Shape s, in
 // the codec's beam: time (best of 3), identical codes, and the fit of each.
 int rq_encode_bench(const std::vector<float>& x, size_t n, size_t d, Shape s, const std::string& rq_params,
                     uint64_t seed) {
-  const std::string spec =
-      fmt::format("rq:m={},nbits={}", s.m, s.nbits) + (rq_params.empty() ? "" : "," + rq_params);
+  const std::string spec = fmt::format("rq:m={},nbits={}", s.m, s.nbits) + (rq_params.empty() ? "" : "," + rq_params);
   auto codec = edo::make_codec(spec, d);
   auto t0 = Clock::now();
   codec->train(x.data(), n, seed);
@@ -152,13 +151,14 @@ int rq_encode_bench(const std::vector<float>& x, size_t n, size_t d, Shape s, co
     }
     return std::sqrt(num / den);
   };
-  std::printf("rq encode %s (trained in %.2f s), %zu rows, same codebooks, %d threads:\n"
-              "  edo rq_encode        %.3f s  %.1f krows/s  relative error %.5f\n"
-              "  FAISS compute_codes  %.3f s  %.1f krows/s  relative error %.5f\n"
-              "  edo/FAISS time %.2f; rows with identical codes %.2f%%\n",
-              canonical.c_str(), train_s, n, omp_get_max_threads(), t_edo, static_cast<double>(n) / t_edo / 1e3,
-              error(ours), t_faiss, static_cast<double>(n) / t_faiss / 1e3, error(theirs), t_edo / t_faiss,
-              100.0 * static_cast<double>(same) / static_cast<double>(n));
+  std::printf(
+      "rq encode %s (trained in %.2f s), %zu rows, same codebooks, %d threads:\n"
+      "  edo rq_encode        %.3f s  %.1f krows/s  relative error %.5f\n"
+      "  FAISS compute_codes  %.3f s  %.1f krows/s  relative error %.5f\n"
+      "  edo/FAISS time %.2f; rows with identical codes %.2f%%\n",
+      canonical.c_str(), train_s, n, omp_get_max_threads(), t_edo, static_cast<double>(n) / t_edo / 1e3, error(ours),
+      t_faiss, static_cast<double>(n) / t_faiss / 1e3, error(theirs), t_edo / t_faiss,
+      100.0 * static_cast<double>(same) / static_cast<double>(n));
   return 0;
 }
 
@@ -229,7 +229,8 @@ int main(int argc, char** argv) {
           {"opq", [&] { return run_edo("opq:" + pq, x, n, d, seed); }},
           {"rq", [&] { return run_edo("rq:" + pq + (rq_params.empty() ? "" : "," + rq_params), x, n, d, seed); }},
       };
-      if (faiss_beam > 0) methods.insert(methods.begin() + 2, {"faiss-rq", [&] { return run_faiss_rq(x, n, d, s, faiss_beam); }});
+      if (faiss_beam > 0)
+        methods.insert(methods.begin() + 2, {"faiss-rq", [&] { return run_faiss_rq(x, n, d, s, faiss_beam); }});
       for (auto& [name, fn] : methods) {
         if (!only.empty() && name != only) continue;
         const Result r = fn();
@@ -261,10 +262,11 @@ int main(int argc, char** argv) {
     }
     size_t same = 0;
     for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
-    std::printf("\nencode pq:m=%u,nbits=%u, %zu rows, same codebooks: edo %.1f Mrows/s, FAISS compute_codes %.1f "
-                "Mrows/s (edo/FAISS time %.2f); identical code bytes %.4f%%\n",
-                s.m, s.nbits, n, static_cast<double>(n) / t_edo / 1e6, static_cast<double>(n) / t_faiss / 1e6,
-                t_edo / t_faiss, 100.0 * static_cast<double>(same) / static_cast<double>(a.size()));
+    std::printf(
+        "\nencode pq:m=%u,nbits=%u, %zu rows, same codebooks: edo %.1f Mrows/s, FAISS compute_codes %.1f "
+        "Mrows/s (edo/FAISS time %.2f); identical code bytes %.4f%%\n",
+        s.m, s.nbits, n, static_cast<double>(n) / t_edo / 1e6, static_cast<double>(n) / t_faiss / 1e6, t_edo / t_faiss,
+        100.0 * static_cast<double>(same) / static_cast<double>(a.size()));
   } catch (const edo::Error& e) {
     std::fprintf(stderr, "pq_bench: %s\n", e.what());
     return static_cast<int>(e.code());
