@@ -8,6 +8,7 @@
 #include <edo/float16.hpp>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -40,8 +41,7 @@ int64_t first_bad_row(size_t n, size_t dim, Bad&& bad) {
   return first == std::numeric_limits<int64_t>::max() ? -1 : first;
 }
 
-std::string row_name(const EncodeOptions& opt, size_t i, const uint64_t* row_ids) {
-  const uint64_t row = row_ids ? row_ids[i] : opt.first_row + i;
+std::string row_name(const EncodeOptions& opt, uint64_t row) {
   return fmt::format("{}{}row {}", opt.input, opt.input.empty() ? "" : ": ", row);
 }
 
@@ -67,59 +67,64 @@ void check_trainable_norms(const float* x, size_t n, size_t dim, const std::stri
       n, dim, [&](size_t i) { return norm_out_of_range(squared_norm(x + i * dim, dim), opt.allow_underflow); });
   if (bad >= 0) {
     const size_t i = static_cast<size_t>(bad);
-    fail_norm(row_name(opt, i, row_ids), squared_norm(x + i * dim, dim), spec);
+    fail_norm(row_name(opt, row_ids ? row_ids[i] : opt.first_row + i), squared_norm(x + i * dim, dim), spec);
   }
+}
+
+MagnitudeRule::MagnitudeRule(const Codec& codec, const EncodeOptions& opt)
+    : codec_(codec),
+      opt_(opt),
+      trained_(codec.needs_training()),
+      bound_(codec.row_error_bound()),
+      // Slack for rounding in the error sum itself; the bounds are worst cases.
+      limit_(bound_ * 1.01 + 1e-9) {}
+
+// A float's square never underflows a double, so a nonzero row has xx > 0 and
+// a row decoded to all zeros has yy == 0. NaN sums compare false throughout.
+bool MagnitudeRule::refuses(double xx, double ee, double yy) const {
+  if (trained_ && norm_out_of_range(xx, opt_.allow_underflow)) return true;
+  if (opt_.allow_underflow || !(xx > 0)) return false;
+  return yy == 0 || (std::isfinite(bound_) && std::sqrt(ee / xx) > limit_);
+}
+
+void MagnitudeRule::fail(uint64_t row, double xx, double ee, double yy) const {
+  const std::string where = row_name(opt_, row);
+  if (trained_ && norm_out_of_range(xx, opt_.allow_underflow)) fail_norm(where, xx, codec_.spec());
+  if (yy == 0)
+    EDO_FAIL(
+        "{}: nonzero, but {} stores it as all zeros (its values are below the codec's smallest step); pass "
+        "--allow-underflow to store it anyway",
+        where, codec_.spec());
+  EDO_FAIL(
+      "{}: its values are too small for {}: relative error {:.3g}, beyond the codec's bound {:.3g}; pass "
+      "--allow-underflow to store it anyway",
+      where, codec_.spec(), std::sqrt(ee / xx), bound_);
 }
 
 void check_magnitudes(const Codec& codec, const float* x, const float* y, size_t n, const EncodeOptions& opt,
                       const uint64_t* row_ids) {
   const size_t dim = codec.dim();
-  if (codec.needs_training()) check_trainable_norms(x, n, dim, codec.spec(), opt, row_ids);
-  if (opt.allow_underflow) return;
-  const double bound = codec.row_error_bound();
-  // Slack for rounding in the error sum itself; the bounds are worst cases.
-  const double limit = bound * 1.01 + 1e-9;
-  struct RowError {
-    double xx = 0, ee = 0;
-    bool decoded_zero = true;
-  };
-  auto row_error = [&](size_t i) {
-    RowError r;
+  const MagnitudeRule rule(codec, opt);
+  auto sums = [&](size_t i) {
+    std::array<double, 3> s{0, 0, 0};  // xx, ee, yy
     const float* a = x + i * dim;
     const float* b = y + i * dim;
     for (size_t j = 0; j < dim; ++j) {
       const double d = static_cast<double>(a[j]) - b[j];
-      r.xx += static_cast<double>(a[j]) * a[j];
-      r.ee += d * d;
-      r.decoded_zero = r.decoded_zero && b[j] == 0.0f;
+      s[0] += static_cast<double>(a[j]) * a[j];
+      s[1] += d * d;
+      s[2] += static_cast<double>(b[j]) * b[j];
     }
-    return r;
+    return s;
   };
-  // A nonzero row whose squares underflow double too is judged by its values alone.
-  auto nonzero = [&](size_t i) {
-    const float* a = x + i * dim;
-    return std::any_of(a, a + dim, [](float v) { return v != 0.0f; });
-  };
-  auto bad = [&](size_t i) {
-    const RowError r = row_error(i);
-    if (!(r.xx > 0) && !nonzero(i)) return false;
-    if (r.decoded_zero) return true;
-    return std::isfinite(bound) && r.xx > 0 && std::sqrt(r.ee / r.xx) > limit;
-  };
-  const int64_t first = first_bad_row(n, dim, bad);
+  const int64_t first = first_bad_row(n, dim, [&](size_t i) {
+    const auto s = sums(i);
+    return rule.refuses(s[0], s[1], s[2]);
+  });
   if (first < 0) return;
   const size_t i = static_cast<size_t>(first);
-  const RowError r = row_error(i);
-  const std::string where = row_name(opt, i, row_ids);
-  if (r.decoded_zero)
-    EDO_FAIL(
-        "{}: nonzero, but {} stores it as all zeros (its values are below the codec's smallest step); pass "
-        "--allow-underflow to store it anyway",
-        where, codec.spec());
-  EDO_FAIL(
-      "{}: its values are too small for {}: relative error {:.3g}, beyond the codec's bound {:.3g}; pass "
-      "--allow-underflow to store it anyway",
-      where, codec.spec(), std::sqrt(r.ee / r.xx), bound);
+  const auto s = sums(i);
+  rule.fail(row_ids ? row_ids[i] : opt.first_row + i, s[0], s[1], s[2]);
 }
 
 void Codec::load_state(const std::vector<NamedBlob>& blobs) {

@@ -40,8 +40,11 @@ struct ReconAccumulator {
   double cos_min = std::numeric_limits<double>::infinity();
   uint64_t rows = 0;
 
-  void add_block(const float* x, const float* y, uint64_t n, uint64_t dim, std::vector<double>& scratch) {
-    scratch.assign(3 * n, 0.0);
+  // Rows are also judged by `rule` (the magnitude check, from the same sums);
+  // the first refused row throws, named as input row first_row + i.
+  void add_block(const float* x, const float* y, uint64_t n, uint64_t dim, const MagnitudeRule& rule,
+                 uint64_t first_row, std::vector<double>& scratch) {
+    scratch.assign(4 * n, 0.0);
 #pragma omp parallel for schedule(static) if (parallel_worth(n * dim))
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
       const float* a = x + static_cast<uint64_t>(i) * dim;
@@ -54,15 +57,18 @@ struct ReconAccumulator {
         bb += static_cast<double>(b[j]) * b[j];
         ab += static_cast<double>(a[j]) * b[j];
       }
-      scratch[3 * i] = e;
-      scratch[3 * i + 1] = aa;
-      scratch[3 * i + 2] = row_cosine(aa, bb, ab);
+      scratch[4 * i] = e;
+      scratch[4 * i + 1] = aa;
+      scratch[4 * i + 2] = row_cosine(aa, bb, ab);
+      scratch[4 * i + 3] = bb;
     }
     for (uint64_t i = 0; i < n; ++i) {
-      err2 += scratch[3 * i];
-      ref2 += scratch[3 * i + 1];
-      cos_sum += scratch[3 * i + 2];
-      cos_min = std::min(cos_min, scratch[3 * i + 2]);
+      const double* s = scratch.data() + 4 * i;
+      if (rule.refuses(s[1], s[0], s[3])) rule.fail(first_row + i, s[1], s[0], s[3]);
+      err2 += s[0];
+      ref2 += s[1];
+      cos_sum += s[2];
+      cos_min = std::min(cos_min, s[2]);
     }
     rows += n;
   }
@@ -117,6 +123,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   std::vector<float> decoded;
   std::vector<double> scratch;
   ReconAccumulator recon;
+  const MagnitudeRule magnitudes(*codec, enc);
   try {
     for (uint64_t begin = 0; begin < rows; begin += block) {
       const uint64_t n = std::min(block, rows - begin);
@@ -130,8 +137,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
       writer.append(codes.data(), codes.size());
       decoded.resize(n * dim);
       codec->decode(codes.data(), n, decoded.data(), dec);
-      check_magnitudes(*codec, x, decoded.data(), n, enc);
-      recon.add_block(x, decoded.data(), n, dim, scratch);
+      recon.add_block(x, decoded.data(), n, dim, magnitudes, begin, scratch);
       if (opt.progress) opt.progress(begin + n, rows);
     }
   } catch (...) {

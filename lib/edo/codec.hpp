@@ -116,11 +116,29 @@ inline constexpr double kMaxTrainableNorm2 = 0x1p120;
 void check_trainable_norms(const float* x, size_t n, size_t dim, const std::string& spec, const EncodeOptions& opt,
                            const uint64_t* row_ids = nullptr);
 
-// Compares n rows with their decoded form y and throws naming opt.input and
-// the first row that the codec damaged for its magnitude, unless
-// opt.allow_underflow: a nonzero row decoded to all zeros, or one whose
-// relative error exceeds the codec's row_error_bound(). For trained codecs
-// the norms are checked as check_trainable_norms() does.
+// The rule for one codec, judged from a row's sums in double: xx = ||x||^2,
+// ee = ||x - y||^2 and yy = ||y||^2 of the row x and its decoded form y.
+// Refused, unless opt.allow_underflow: a nonzero row decoded to all zeros, or
+// one whose relative error exceeds the codec's row_error_bound(). Trained
+// codecs also refuse norms as check_trainable_norms() does. Writers that
+// already sum a decoded block (edo-quantize's error report) judge each row
+// with it, with no pass of their own.
+class MagnitudeRule {
+ public:
+  MagnitudeRule(const Codec& codec, const EncodeOptions& opt);
+  bool refuses(double xx, double ee, double yy) const;
+  // Throws naming opt.input and `row`, for a row refuses() refused.
+  [[noreturn]] void fail(uint64_t row, double xx, double ee, double yy) const;
+
+ private:
+  const Codec& codec_;
+  const EncodeOptions& opt_;
+  bool trained_;
+  double bound_, limit_;
+};
+
+// Applies MagnitudeRule to n rows and their decoded form y; throws naming
+// the first refused row, opt.input's row_ids[i] (or opt.first_row + i).
 void check_magnitudes(const Codec& codec, const float* x, const float* y, size_t n, const EncodeOptions& opt,
                       const uint64_t* row_ids = nullptr);
 

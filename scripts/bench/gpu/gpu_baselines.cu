@@ -20,21 +20,14 @@ __global__ void probe(int* out) {
   if (out) *out = 1;
 }
 
-__global__ void gather_rows4(const float4* __restrict__ table, const uint64_t* __restrict__ ids, size_t n, size_t dim4,
-                             float4* __restrict__ out) {
-  const size_t total = n * dim4;
+// Rows of `width` elements (float, or float4 for 16-byte loads) by id.
+template <class T>
+__global__ void gather_rows_of(const T* __restrict__ table, const uint64_t* __restrict__ ids, size_t n, size_t width,
+                               T* __restrict__ out) {
+  const size_t total = n * width;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total; i += size_t{gridDim.x} * blockDim.x) {
-    const size_t r = i / dim4;
-    out[i] = table[ids[r] * dim4 + i % dim4];
-  }
-}
-
-__global__ void gather_rows1(const float* __restrict__ table, const uint64_t* __restrict__ ids, size_t n, size_t dim,
-                             float* __restrict__ out) {
-  const size_t total = n * dim;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < total; i += size_t{gridDim.x} * blockDim.x) {
-    const size_t r = i / dim;
-    out[i] = table[ids[r] * dim + i % dim];
+    const size_t r = i / width;
+    out[i] = table[ids[r] * width + i % width];
   }
 }
 
@@ -105,10 +98,10 @@ void gather_rows(const float* table, const uint64_t* ids, size_t n, size_t dim, 
   const bool aligned =
       dim % 4 == 0 && reinterpret_cast<uintptr_t>(table) % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
   if (aligned) {
-    gather_rows4<<<blocks_for(n * dim / 4), 256>>>(reinterpret_cast<const float4*>(table), ids, n, dim / 4,
-                                                   reinterpret_cast<float4*>(out));
+    gather_rows_of<<<blocks_for(n * dim / 4), 256>>>(reinterpret_cast<const float4*>(table), ids, n, dim / 4,
+                                                     reinterpret_cast<float4*>(out));
   } else {
-    gather_rows1<<<blocks_for(n * dim), 256>>>(table, ids, n, dim, out);
+    gather_rows_of<<<blocks_for(n * dim), 256>>>(table, ids, n, dim, out);
   }
   check(cudaGetLastError(), "gather_rows launch");
 }
