@@ -3,13 +3,11 @@
 // region of more than one thread, never creates them. ctest runs every test
 // case in a process of its own, where the thread count before and after says
 // whether a team was ever formed.
+#include "test_packed.hpp"
 #include "test_util.hpp"
 
 #include <edo/codec.hpp>
-#include <edo/io/table.hpp>
-#include <edo/pack.hpp>
 #include <edo/parallel.hpp>
-#include <edo/random.hpp>
 #include <edo/reader.hpp>
 
 #include <omp.h>
@@ -30,31 +28,19 @@ TEST_CASE("parallel: small encodes, decodes, checks and lookups create no OpenMP
   CHECK_FALSE(edo::parallel_worth(edo::kParallelMinWork - 1));
   CHECK(edo::parallel_worth(edo::kParallelMinWork));
 
-  // A small packed file, written before counting (writing may use threads).
-  edo::test::TempDir dir;
-  const uint64_t rows = 600, dim = 12;
-  std::vector<float> x(rows * dim);
-  edo::Rng rng(3);
-  for (float& v : x) v = static_cast<float>(rng.uniform() - 0.5);
-  {
-    auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
-    w->write_f32(x.data(), rows);
-    w->commit();
-    auto table = edo::io::open_table(dir.file("t.npy"));
-    edo::PackOptions opt;
-    for (const char* t : {"hot:rows=10%:fp16", "warm:rows=40%:int8", "cold:rest:int4"})
-      opt.tiers.push_back(edo::parse_tier_spec(t));
-    omp_set_num_threads(1);
-    edo::pack_to_edo(*table, dir.file("p.edo"), opt);
-    omp_set_num_threads(omp_get_num_procs());
-  }
+  // A small packed file, written on one thread before counting.
+  omp_set_num_threads(1);
+  const edo::test::Packed packed({"hot:rows=10%:fp16", "warm:rows=40%:int8", "cold:rest:int4"});
+  omp_set_num_threads(omp_get_num_procs());
+  const uint64_t rows = packed.rows, dim = packed.dim;
+  const std::vector<float>& x = packed.values;
   if (omp_get_max_threads() < 2) {
     MESSAGE("one core: nothing to tell apart");
     return;
   }
 
   const size_t before = thread_count();
-  const edo::Reader reader = edo::Reader::open(dir.file("p.edo"));
+  const edo::Reader reader = edo::Reader::open(packed.path);
   std::vector<float> out(64 * dim);
   for (int round = 0; round < 200; ++round) {
     std::vector<int64_t> ids(64);

@@ -1,5 +1,6 @@
 // The reader library: one-tier and tiered files, the id policy, hostile
 // row maps, and the GPU lookup (skipped without a GPU).
+#include "test_packed.hpp"
 #include "test_util.hpp"
 
 #include <edo/device.hpp>
@@ -15,30 +16,7 @@
 
 using edo::test::error_of;
 
-namespace {
-
-struct Packed {
-  edo::test::TempDir dir;
-  uint64_t rows = 600, dim = 12;
-  std::string path = dir.file("p.edo");
-
-  explicit Packed(std::initializer_list<const char*> tiers) {
-    edo::Rng rng(1);
-    std::vector<float> x(rows * dim);
-    for (auto& v : x) v = static_cast<float>(rng.uniform() - 0.5);
-    auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
-    w->write_f32(x.data(), rows);
-    w->commit();
-    auto table = edo::io::open_table(dir.file("t.npy"));
-    edo::PackOptions opt;
-    for (const char* t : tiers) opt.tiers.push_back(edo::parse_tier_spec(t));
-    opt.freq.resize(rows);
-    for (uint64_t r = 0; r < rows; ++r) opt.freq[r] = static_cast<double>((r * 7919) % rows + 1);
-    edo::pack_to_edo(*table, path, opt);
-  }
-};
-
-}  // namespace
+using edo::test::Packed;
 
 TEST_CASE("reader: a one-tier edo-quantize file reads through the same API") {
   edo::test::TempDir dir;

@@ -1,0 +1,37 @@
+// A small tiered .edo of seeded random rows, for the reader tests.
+#pragma once
+
+#include "test_util.hpp"
+
+#include <edo/io/table.hpp>
+#include <edo/pack.hpp>
+#include <edo/random.hpp>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace edo::test {
+
+struct Packed {
+  TempDir dir;
+  uint64_t rows = 600, dim = 12;
+  std::string path = dir.file("p.edo");
+  std::vector<float> values;  // the table, rows x dim
+
+  explicit Packed(std::initializer_list<const char*> tiers) : values(rows * dim) {
+    Rng rng(1);
+    for (auto& v : values) v = static_cast<float>(rng.uniform() - 0.5);
+    auto w = io::create_table(dir.file("t.npy"), rows, dim);
+    w->write_f32(values.data(), rows);
+    w->commit();
+    auto table = io::open_table(dir.file("t.npy"));
+    PackOptions opt;
+    for (const char* t : tiers) opt.tiers.push_back(parse_tier_spec(t));
+    opt.freq.resize(rows);
+    for (uint64_t r = 0; r < rows; ++r) opt.freq[r] = static_cast<double>((r * 7919) % rows + 1);
+    pack_to_edo(*table, path, opt);
+  }
+};
+
+}  // namespace edo::test
