@@ -59,13 +59,10 @@
 
 namespace {
 
+using edo::bench::gpu::check;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
-}
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 

@@ -10,11 +10,12 @@
 #include <string>
 
 namespace edo::bench::gpu {
-namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
 }
+
+namespace {
 
 __global__ void probe(int* out) {
   if (out) *out = 1;

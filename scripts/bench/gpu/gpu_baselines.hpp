@@ -5,11 +5,16 @@
 // failures throw std::runtime_error.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace edo::bench::gpu {
+
+// Throws std::runtime_error("cuda: WHAT: CUDA's message") unless e is cudaSuccess.
+void check(cudaError_t e, const char* what);
 
 // What the device and the binary say about each other.
 struct ProbeResult {
