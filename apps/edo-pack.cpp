@@ -23,23 +23,25 @@ void add_residency_metrics(edo::EvalResult& r, const edo::PackReport& rep) {
 
 nlohmann::json report_json(const edo::PackReport& rep) {
   nlohmann::json tiers = nlohmann::json::array();
-  for (const auto& t : rep.tiers)
-    tiers.push_back({{"name", t.spec.name},
-                     {"share", edo::share_text(t.spec)},
+  for (size_t i = 0; i < rep.tiers.size(); ++i) {
+    const edo::TierWriteReport& t = rep.tiers[i];
+    tiers.push_back({{"name", t.name},
+                     {"share", edo::share_text(rep.specs[i])},
                      {"codec", t.codec},
-                     {"residency", t.spec.residency},
+                     {"residency", edo::residency_name(t.residency)},
                      {"rows", t.rows},
                      {"code_size", t.code_size},
                      {"bytes", t.bytes},
                      {"mass", t.mass},
                      {"train_seconds", t.train_seconds}});
+  }
   return {{"rows", rep.rows},
           {"dim", rep.dim},
           {"row_order", rep.order},
           {"fp32_bytes", rep.fp32_bytes},
           {"data_bytes", rep.data_bytes},
           {"file_bytes", rep.file_bytes},
-          {"rowmap_bytes", rep.rowmap_bytes},
+          {"rowmap_bytes", rep.map_bytes},
           {"ratio", rep.ratio},
           {"bytes_gpu", rep.gpu_bytes},
           {"bytes_host", rep.host_bytes},
@@ -53,14 +55,16 @@ void print_report(const edo::PackReport& rep) {
   std::printf("  rows ordered by %s%s\n", rep.order.c_str(),
               rep.order == "norm" ? " (no --freq: row L2 norm is the proxy for access frequency)" : "");
   std::printf("  %-10s %-10s %10s %8s  %-18s %-5s %12s\n", "tier", "share", "rows", "mass", "codec", "where", "bytes");
-  for (const auto& t : rep.tiers)
-    std::printf("  %-10s %-10s %10llu %7.2f%%  %-18s %-5s %12llu\n", t.spec.name.c_str(),
-                edo::share_text(t.spec).c_str(), static_cast<unsigned long long>(t.rows), 100.0 * t.mass,
-                t.codec.c_str(), t.spec.residency.c_str(), static_cast<unsigned long long>(t.bytes));
-  std::printf("  row map    %llu bytes\n", static_cast<unsigned long long>(rep.rowmap_bytes));
-  std::printf("  size       fp32 %llu bytes -> %llu bytes of data (%.2fx smaller), file %llu bytes\n",
-              static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.data_bytes),
-              rep.ratio, static_cast<unsigned long long>(rep.file_bytes));
+  for (size_t i = 0; i < rep.tiers.size(); ++i) {
+    const edo::TierWriteReport& t = rep.tiers[i];
+    std::printf("  %-10s %-10s %10llu %7.2f%%  %-18s %-5s %12llu\n", t.name.c_str(),
+                edo::share_text(rep.specs[i]).c_str(), static_cast<unsigned long long>(t.rows), 100.0 * t.mass,
+                t.codec.c_str(), edo::residency_name(t.residency), static_cast<unsigned long long>(t.bytes));
+  }
+  std::printf("  row map    %llu bytes\n", static_cast<unsigned long long>(rep.map_bytes));
+  std::printf("  size       fp32 %llu bytes -> file %llu bytes (%.2fx smaller; %llu bytes of data)\n",
+              static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.file_bytes),
+              rep.ratio, static_cast<unsigned long long>(rep.data_bytes));
   std::printf("  residency  gpu %llu (%.1f%% of fp32), host %llu (%.1f%%), disk %llu (%.1f%%)\n",
               static_cast<unsigned long long>(rep.gpu_bytes), 100.0 * static_cast<double>(rep.gpu_bytes) / fp32,
               static_cast<unsigned long long>(rep.host_bytes), 100.0 * static_cast<double>(rep.host_bytes) / fp32,

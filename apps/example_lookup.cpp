@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
     const edo::Reader reader = edo::Reader::open(argv[1]);  // mmap; cost independent of the file size
     for (const edo::TierStats& t : reader.tiers())
       std::printf("tier %s: %llu rows, %s, %s\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
-                  t.codec.c_str(), t.residency.c_str());
+                  t.codec.c_str(), edo::residency_name(t.residency));
     std::vector<int64_t> ids;
     for (int i = 2; i < argc; ++i) ids.push_back(std::strtoll(argv[i], nullptr, 10));
     std::vector<float> rows(ids.size() * reader.dim());

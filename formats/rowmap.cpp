@@ -24,6 +24,26 @@ std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uin
   return rank;
 }
 
+namespace {
+
+// Bytes equal to t among p[0..n), eight at a time: a byte of x = word ^ t*0x01..
+// is zero exactly when the high bit of ~((x & 0x7f..) + 0x7f.. | x | 0x7f..) is set.
+uint64_t count_byte(const uint8_t* p, uint64_t n, uint8_t t) {
+  constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7fULL;
+  const uint64_t pattern = 0x0101010101010101ULL * t;
+  uint64_t count = 0, j = 0;
+  for (; j + 8 <= n; j += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + j, sizeof w);
+    const uint64_t x = w ^ pattern;
+    count += static_cast<uint64_t>(std::popcount(~(((x & kLow7) + kLow7) | x | kLow7)));
+  }
+  for (; j < n; ++j) count += p[j] == t;
+  return count;
+}
+
+}  // namespace
+
 RowMap::RowMap(const uint8_t* tier, uint64_t tier_bytes, const uint8_t* rank, uint64_t rank_bytes, uint64_t rows,
                std::vector<uint64_t> tier_rows, std::string path)
     : tier_(tier), rank_(rank), rows_(rows), tier_rows_(std::move(tier_rows)), path_(std::move(path)) {
@@ -58,9 +78,7 @@ bool RowMap::try_index_at(uint64_t row, uint32_t t, uint64_t& index) const {
   const uint64_t block = row / kRowMapBlock;
   const uint64_t base = rank_at(block, t);
   if (base > tier_rows_[t]) return false;
-  uint64_t count = 0;
-  for (uint64_t j = block * kRowMapBlock; j < row; ++j) count += tier_[j] == t;
-  index = base + count;
+  index = base + count_byte(tier_ + block * kRowMapBlock, row - block * kRowMapBlock, static_cast<uint8_t>(t));
   return index <= tier_rows_[t];
 }
 

@@ -49,17 +49,17 @@ TEST_CASE("pack: tier specs parse, with the codec running up to a trailing resid
   CHECK(t.share == ShareKind::rows_percent);
   CHECK(t.value == 5);
   CHECK(t.codec == "fp16");
-  CHECK(t.residency == "gpu");
+  CHECK(t.residency == edo::Residency::gpu);
 
   t = edo::parse_tier_spec("cold:rest:pq:m=16,nbits=8:disk");
   CHECK(t.share == ShareKind::rest);
   CHECK(t.codec == "pq:m=16,nbits=8");
-  CHECK(t.residency == "disk");
+  CHECK(t.residency == edo::Residency::disk);
 
   t = edo::parse_tier_spec("w:mass=80%:int4:group=32");  // no residency: host, and group=32 stays in the codec
   CHECK(t.share == ShareKind::mass_percent);
   CHECK(t.codec == "int4:group=32");
-  CHECK(t.residency == "host");
+  CHECK(t.residency == edo::Residency::host);
 
   t = edo::parse_tier_spec("drop:rows=1000:default");
   CHECK(t.share == ShareKind::rows_count);
@@ -174,7 +174,7 @@ TEST_CASE("pack: a packed file reads back tier by tier, deterministically") {
   CHECK(rep.tiers[2].rows == 600);
   CHECK(rep.tiers[3].rows == 100);
   CHECK(rep.gpu_bytes == 50 * dim * 4);
-  CHECK(rep.rowmap_bytes == rows + 4 * 4 * 8);
+  CHECK(rep.map_bytes == rows + 4 * 4 * 8);
   CHECK(rep.tiers[0].mass > 0.5);
 
   const edo::Reader reader = edo::Reader::open(dir.file("p.edo"));

@@ -11,6 +11,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace edo {
@@ -18,6 +19,21 @@ namespace edo {
 void Codec::train(const float*, size_t, uint64_t) {}
 
 double Codec::row_error_bound() const { return std::numeric_limits<double>::infinity(); }
+
+void Codec::decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n, float* x) const {
+  const size_t cs = code_size(), d = dim();
+  // Up to 256 rows a chunk, fewer for wide rows: the buffers stay near 1 MiB
+  // whatever dim a file declares.
+  const size_t chunk = std::clamp<size_t>((size_t{1} << 18) / d, 1, 256);
+  std::vector<uint8_t> gathered(std::min(chunk, n) * cs);
+  std::vector<float> decoded(std::min(chunk, n) * d);
+  for (size_t k0 = 0; k0 < n; k0 += chunk) {
+    const size_t m = std::min(chunk, n - k0);
+    for (size_t k = 0; k < m; ++k) std::memcpy(gathered.data() + k * cs, codes + rows[k0 + k] * cs, cs);
+    decode(gathered.data(), m, decoded.data());
+    for (size_t k = 0; k < m; ++k) std::memcpy(x + dst[k0 + k] * d, decoded.data() + k * d, d * sizeof(float));
+  }
+}
 
 // ---- magnitudes -----------------------------------------------------------------------
 

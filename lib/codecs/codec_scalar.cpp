@@ -363,6 +363,14 @@ class ScalarCodec final : public Codec {
     decode_fast(codes, n, x);
   }
 
+  // Row by row straight from the code array into place: no copies, no
+  // parallel region (the reader runs gathers on its own threads).
+  void decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
+                     float* x) const override {
+    std::vector<uint8_t> q(math::is_affine(L_.kind) && L_.bits != 8 ? L_.dim : 0);
+    for (size_t k = 0; k < n; ++k) decode_row(codes + rows[k] * L_.code_size, x + dst[k] * L_.dim, q.data());
+  }
+
  private:
   void encode_reference(const float* x, size_t n, uint8_t* codes) const {
     const uint32_t units = math::payload_units(L_);
@@ -478,8 +486,55 @@ class ScalarCodec final : public Codec {
     return ok;
   }
 
+  // One row of the fast path; `q` holds dim bytes for int4/int2 unpacking.
+  void decode_row(const uint8_t* code, float* row, uint8_t* q) const {
+    const size_t d = L_.dim;
+    switch (L_.kind) {
+      case ScalarKind::f32:
+        std::memcpy(row, code, d * sizeof(float));
+        return;
+      case ScalarKind::f16:
+        half_to_floats(code, d, row);
+        return;
+      case ScalarKind::bf16:
+        bf16_to_floats(code, d, row);
+        return;
+      case ScalarKind::fp8_e4m3:
+      case ScalarKind::fp8_e5m2: {
+        const float* table = fp8_decode_table(L_.kind);
+        const float scale = math::load_f32(code);
+        for (size_t j = 0; j < d; ++j) row[j] = table[code[4 + j]] * scale;
+        return;
+      }
+      case ScalarKind::int8:
+      case ScalarKind::int4:
+      case ScalarKind::int2: {
+        const uint8_t* qs = code + L_.header_bytes;
+        if (L_.bits != 8) {
+          unpack_bits(code + L_.header_bytes, d, L_.bits, q);
+          qs = q;
+        }
+        for (uint32_t g = 0; g < L_.groups; ++g) {
+          const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
+          affine_dequantize_row(qs + begin, len, math::load_affine(code, g), row + begin);
+        }
+        return;
+      }
+      case ScalarKind::sign: {
+        const float scale = math::load_f32(code);
+        for (size_t j = 0; j < d; ++j) row[j] = math::sign_decode((code[4 + j / 8] >> (j % 8)) & 1u, scale);
+        return;
+      }
+    }
+  }
+
+  static const float* fp8_decode_table(ScalarKind kind) {
+    static const std::array<float, 256> e4m3 = fp8_table(math::Fp8Format::e4m3);
+    static const std::array<float, 256> e5m2 = fp8_table(math::Fp8Format::e5m2);
+    return kind == ScalarKind::fp8_e4m3 ? e4m3.data() : e5m2.data();
+  }
+
   void decode_fast(const uint8_t* codes, size_t n, float* x) const {
-    const int64_t rows = static_cast<int64_t>(n);
     const size_t d = L_.dim;
     switch (L_.kind) {
       case ScalarKind::f32:
@@ -487,6 +542,7 @@ class ScalarCodec final : public Codec {
         return;
       case ScalarKind::f16:
       case ScalarKind::bf16:
+        // Rows are contiguous in both arrays: convert in long runs.
         parallel_chunks(n * d, [&](size_t begin, size_t len) {
           if (L_.kind == ScalarKind::f16) {
             half_to_floats(codes + 2 * begin, len, x + begin);
@@ -495,50 +551,16 @@ class ScalarCodec final : public Codec {
           }
         });
         return;
-      case ScalarKind::fp8_e4m3:
-      case ScalarKind::fp8_e5m2: {
-        static const std::array<float, 256> e4m3 = fp8_table(math::Fp8Format::e4m3);
-        static const std::array<float, 256> e5m2 = fp8_table(math::Fp8Format::e5m2);
-        const float* table = L_.kind == ScalarKind::fp8_e4m3 ? e4m3.data() : e5m2.data();
-        parallel_rows(n, d, [&](size_t r) {
-          const uint8_t* code = codes + r * L_.code_size;
-          const float scale = math::load_f32(code);
-          for (size_t j = 0; j < d; ++j) x[r * d + j] = table[code[4 + j]] * scale;
-        });
-        return;
-      }
-      case ScalarKind::int8:
-      case ScalarKind::int4:
-      case ScalarKind::int2: {
+      default:
+        break;
+    }
+    const int64_t rows = static_cast<int64_t>(n);
 #pragma omp parallel if (parallel_worth(n * d))
-        {
-          std::vector<uint8_t> q(d);
+    {
+      std::vector<uint8_t> q(d);
 #pragma omp for schedule(static)
-          for (int64_t r = 0; r < rows; ++r) {
-            const uint8_t* code = codes + static_cast<size_t>(r) * L_.code_size;
-            float* row = x + static_cast<size_t>(r) * d;
-            const uint8_t* qs = code + L_.header_bytes;
-            if (L_.bits != 8) {
-              unpack_bits(code + L_.header_bytes, d, L_.bits, q.data());
-              qs = q.data();
-            }
-            for (uint32_t g = 0; g < L_.groups; ++g) {
-              const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
-              const math::AffineParams p = math::load_affine(code, g);
-              affine_dequantize_row(qs + begin, len, p, row + begin);
-            }
-          }
-        }
-        return;
-      }
-      case ScalarKind::sign: {
-        parallel_rows(n, d, [&](size_t r) {
-          const uint8_t* code = codes + r * L_.code_size;
-          const float scale = math::load_f32(code);
-          for (size_t j = 0; j < d; ++j) x[r * d + j] = math::sign_decode((code[4 + j / 8] >> (j % 8)) & 1u, scale);
-        });
-        return;
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        decode_row(codes + static_cast<size_t>(r) * L_.code_size, x + static_cast<size_t>(r) * d, q.data());
     }
   }
 

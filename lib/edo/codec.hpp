@@ -80,6 +80,12 @@ class Codec {
   // non-finite input (see EncodeOptions) naming the input, row and column.
   virtual void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt = {}) const = 0;
   virtual void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt = {}) const = 0;
+  // Code rows rows[k] of `codes` (row i at codes + i * code_size()) decoded
+  // into x + dst[k] * dim(), for k < n, on the CPU: the reader's gather and
+  // decode in one step. The default copies up to 256 code rows at a time
+  // into a buffer, decodes them and scatters the rows; plain scalar codecs
+  // decode each row in place. Same values as decode().
+  virtual void decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n, float* x) const;
   virtual std::vector<NamedBlob> state() const { return {}; }
   // Restores what state() returned; throws edo::Error on missing, extra or
   // mis-shaped blobs (they may come from a hostile file).

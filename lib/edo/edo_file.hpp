@@ -2,11 +2,8 @@
 // (edo-quantize), and reading any .edo back as a table of fp32 rows
 // (edo-unpack, edo-eval, edo-profile).
 //
-// The manifest layout of a tier (docs/FORMAT.md, "Codec payloads"):
-//   {"name": "all", "codec": "<canonical spec>", "rows": R, "first_row": 0,
-//    "code_size": B, "sections": {"codes": "tier0/codes", "<state>": "tier0/<state>"},
-//    "state_shapes": {"<state>": [...]}}
-// codes holds R rows of B bytes; each state section a float32 array.
+// edo-quantize's file is one tier named "all" holding every row in order
+// (docs/FORMAT.md, "Codec payloads").
 #pragma once
 
 #include <edo/codec.hpp>
@@ -15,6 +12,7 @@
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 #include <edo/reader.hpp>
+#include <edo/table_writer.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -25,19 +23,9 @@
 
 namespace edo {
 
-struct QuantizeOptions {
+struct QuantizeOptions : WriteOptions {
+  QuantizeOptions() { tool = "edo-quantize"; }
   std::string spec;
-  uint64_t seed = 0;
-  uint64_t train_rows = 65536;  // seeded sample for trainable codecs
-  Device device = Device::cpu;
-  bool allow_nonfinite = false;
-  bool allow_underflow = false;  // see EncodeOptions
-  size_t block_bytes = io::kDefaultBlockBytes;
-  std::string tool = "edo-quantize";
-  nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
-  std::function<void(uint64_t, uint64_t)> progress;
-  // Extra manifest entries (e.g. "eval"), merged in before the file is written.
-  nlohmann::json extra_manifest = nlohmann::json::object();
 };
 
 struct QuantizeReport {
@@ -47,7 +35,7 @@ struct QuantizeReport {
   uint64_t input_bytes = 0;   // the input's values as stored
   uint64_t file_bytes = 0;    // the .edo file
   uint64_t code_size = 0;     // bytes per row
-  double ratio = 0;           // fp32_bytes / file_bytes
+  double ratio = 0;           // compression_ratio(fp32_bytes, file_bytes)
   double bits_per_value = 0;  // file_bytes * 8 / values
   // Reconstruction, over every row (double accumulation).
   double rel_frobenius = 0, mse = 0, cos_mean = 0, cos_min = 0;
@@ -58,8 +46,8 @@ struct QuantizeReport {
 };
 
 // Streams `input` through the codec into a one-tier .edo at `out_path`
-// (temporary name, renamed on success). Memory: one block of rows, its codes
-// and the training sample.
+// through write_table() (temporary name, renamed on success). Memory: one
+// block of rows, its codes and the training sample.
 QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_path, const QuantizeOptions& opt);
 
 // Any .edo file (one tier or many) read as a table: rows_f32() decodes just
@@ -89,11 +77,15 @@ bool is_edo_file(const std::string& path);
 
 namespace edo {
 
-// Bytes of a compressed table's data (every section: codes, scales,
-// codebooks, maps), without the header and manifest: what ratio and
-// bits_per_value count, so they do not change when a manifest gains an
-// "eval" entry. For other tables, the stored values' bytes.
-uint64_t compressed_data_bytes(io::TableReader& table);
+// The size of a .edo file as its tool wrote it: the results `--eval` adds to
+// the manifest afterwards are left out, so the ratio a file records in its
+// own manifest is the one edo-eval measures on it later.
+uint64_t written_file_bytes(const io::Container& c);
+
+// What a compressed table costs, what compression_ratio() divides by: a
+// .edo file's written_file_bytes(), or for other tables the bytes of their
+// stored values.
+uint64_t compressed_bytes(io::TableReader& table);
 
 // Copies the container at `src` to `dst` (temporary name, renamed on
 // success) with `extra` merged into its manifest; sections are unchanged.
@@ -103,7 +95,7 @@ void republish_with_manifest(const std::string& src, const std::string& dst, con
 
 namespace edo {
 class EvalResult;
-// Adds bytes_before (the original as fp32), bytes_after (compressed_data_bytes),
+// Adds bytes_before (the original as fp32), bytes_after (compressed_bytes),
 // ratio and bits_per_value to an evaluation result.
 void add_memory_metrics(EvalResult& result, io::TableReader& original, io::TableReader& compressed);
 }  // namespace edo

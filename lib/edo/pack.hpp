@@ -20,6 +20,8 @@
 #include <edo/device.hpp>
 #include <edo/gates.hpp>
 #include <edo/io/table.hpp>
+#include <edo/table_writer.hpp>
+#include <edo/tier.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -37,12 +39,10 @@ struct TierSpec {
   std::string name;
   ShareKind share = ShareKind::rest;
   double value = 0;   // percent (rows_percent, mass_percent) or row count
-  std::string codec;  // codec spec, or "default"
-  std::string residency = "host";
+  std::string codec;  // codec spec, or a tier kind's word ("default": tier.hpp)
+  Residency residency = Residency::host;
   bool operator==(const TierSpec&) const = default;
 };
-
-inline constexpr const char* kDefaultTierCodec = "default";
 
 // Usage error naming the spec on malformed text.
 TierSpec parse_tier_spec(std::string_view text);
@@ -68,48 +68,23 @@ std::vector<uint64_t> hot_order(const std::vector<double>& key);
 std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::vector<uint64_t>& order,
                                 const std::vector<double>& weights);
 
-struct PackOptions {
+struct PackOptions : WriteOptions {
+  PackOptions() { tool = "edo-pack"; }
   std::vector<TierSpec> tiers;
   std::vector<double> freq;  // one count per row, or empty (row-norm order)
-  uint64_t seed = 0;
-  uint64_t train_rows = 65536;  // seeded sample of a tier's own rows for trainable codecs
-  Device device = Device::cpu;
-  bool allow_nonfinite = false;
-  bool allow_underflow = false;  // see EncodeOptions
-  size_t block_bytes = io::kDefaultBlockBytes;
-  std::string tool = "edo-pack";
-  nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
-  nlohmann::json extra_manifest = nlohmann::json::object();
-  std::function<void(uint64_t, uint64_t)> progress;  // (rows encoded, rows)
 };
 
-struct PackTierReport {
-  TierSpec spec;
-  std::string codec;  // canonical
-  uint64_t rows = 0;
-  uint64_t code_size = 0;
-  uint64_t bytes = 0;  // codes + state, or the default vector
-  double mass = 0;     // share of accesses (0 without frequencies)
-  double train_seconds = 0;
+// What write_table() reports, with the order rows were ranked by and each
+// tier's spec as given.
+struct PackReport : TableWriteReport {
+  std::string order;            // "frequency" or "norm"
+  std::vector<TierSpec> specs;  // specs[t] for tiers[t]
 };
 
-struct PackReport {
-  uint64_t rows = 0, dim = 0;
-  std::string order;  // "frequency" or "norm"
-  uint64_t fp32_bytes = 0;
-  uint64_t data_bytes = 0;  // every section
-  uint64_t rowmap_bytes = 0;
-  uint64_t file_bytes = 0;
-  uint64_t gpu_bytes = 0, host_bytes = 0, disk_bytes = 0;  // the row map counts as host
-  double ratio = 0;                                        // fp32_bytes / data_bytes
-  double encode_seconds = 0;
-  std::vector<PackTierReport> tiers;
-};
-
-// Writes a tiered .edo (temporary name, renamed on success). One read pass
-// for the order and the source digest, then one pass per tier over the
-// blocks that hold its rows; memory is a block, the per-row order and tier
-// ids (9 bytes a row) and one training sample.
+// Writes a tiered .edo through write_table() (temporary name, renamed on
+// success). One read pass for the order and the source digest, then one pass
+// per tier over the blocks that hold its rows; memory is a block, the
+// per-row order and tier ids (9 bytes a row) and one training sample.
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
 
 // ---- planning under a budget ----------------------------------------------------

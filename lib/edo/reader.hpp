@@ -14,6 +14,7 @@
 
 #include <edo/device.hpp>
 #include <edo/io/container.hpp>
+#include <edo/tier.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -40,17 +41,7 @@ struct ReaderOptions {
   Device device = Device::cpu;
 };
 
-struct TierStats {
-  std::string name;
-  std::string codec;      // canonical spec, or "default" (one shared vector)
-  std::string residency;  // "gpu", "host", "disk", or "" (no hint)
-  uint64_t rows = 0;
-  uint64_t code_size = 0;  // bytes per row
-  uint64_t bytes = 0;      // codes + codec state (or the default vector)
-  bool on_device = false;  // resident in GPU memory (device = cuda and the codec has a GPU decoder)
-};
-
-// Bytes of the file's sections by residency; the row map counts as host.
+// Bytes of the file's sections by residency; the id map counts as host.
 struct ResidencyBytes {
   uint64_t gpu = 0, host = 0, disk = 0;
   uint64_t total() const { return gpu + host + disk; }
@@ -88,7 +79,9 @@ class Reader {
   void decode_all(float* out) const;
   // Index of the tier that stores `row` (row < rows()).
   uint32_t tier_of(uint64_t row) const;
-  // Reads the whole row map (O(rows)); decode_all does it too.
+  // How ids resolve to tiers (identity for one tier in table order).
+  IdMapKind id_map_kind() const;
+  // Reads the whole id map (O(rows)); decode_all does it too.
   void validate_row_map() const;
 
   // Like lookup(), with `ids` in host memory and `out_device` in device

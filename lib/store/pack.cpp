@@ -1,7 +1,6 @@
 // Tier specs, the hot order, tier slices and writing a tiered .edo file.
 #include "pack_impl.hpp"
 
-#include <edo/build_info.hpp>
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
@@ -10,12 +9,10 @@
 #include <edo/pack.hpp>
 #include <edo/random.hpp>
 
-#include <sys/stat.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -24,8 +21,6 @@
 namespace edo {
 
 namespace {
-
-bool is_residency(std::string_view s) { return s == "gpu" || s == "host" || s == "disk"; }
 
 bool valid_tier_name(std::string_view name) {
   if (name.empty() || name.size() > 32 || name == "rowmap") return false;
@@ -65,19 +60,6 @@ TierSpec parse_share(std::string_view spec, std::string_view share, TierSpec tie
 
 std::string number_text(double v) { return fmt::format("{}", v); }
 
-std::string basename_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-uint64_t file_size_of(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 }  // namespace
 
 TierSpec parse_tier_spec(std::string_view text) {
@@ -95,8 +77,8 @@ TierSpec parse_tier_spec(std::string_view text) {
     EDO_USAGE_FAIL("tier '{}': name '{}' must be 1-32 of [A-Za-z0-9_-] and not 'rowmap'", text, tier.name);
   tier = parse_share(text, fields[1], tier);
   size_t codec_end = fields.size();
-  if (fields.size() >= 4 && is_residency(fields.back())) {
-    tier.residency = std::string(fields.back());
+  if (fields.size() >= 4 && parse_residency(fields.back())) {
+    tier.residency = *parse_residency(fields.back());
     --codec_end;
   }
   for (size_t i = 2; i < codec_end; ++i) {
@@ -104,10 +86,11 @@ TierSpec parse_tier_spec(std::string_view text) {
     tier.codec += fields[i];
   }
   if (tier.codec.empty()) EDO_USAGE_FAIL("tier '{}': no codec", text);
-  if (is_residency(tier.codec))
+  if (parse_residency(tier.codec))
     EDO_USAGE_FAIL("tier '{}': '{}' is a residency, the codec is missing", text, tier.codec);
-  if (tier.codec.starts_with("default") && tier.codec != kDefaultTierCodec)
-    EDO_USAGE_FAIL("tier '{}': codec 'default' takes no parameters", text);
+  const char* shared = tier_kind_word(TierKind::shared_vector);
+  if (tier.codec.starts_with(shared) && tier.codec != shared)
+    EDO_USAGE_FAIL("tier '{}': codec '{}' takes no parameters", text, shared);
   return tier;
 }
 
@@ -126,7 +109,7 @@ std::string share_text(const TierSpec& tier) {
 }
 
 std::string format_tier_spec(const TierSpec& tier) {
-  return tier.name + ":" + share_text(tier) + ":" + tier.codec + ":" + tier.residency;
+  return tier.name + ":" + share_text(tier) + ":" + tier.codec + ":" + residency_name(tier.residency);
 }
 
 void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_t dim) {
@@ -138,14 +121,11 @@ void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_
     if (!valid_tier_name(t.name))
       EDO_USAGE_FAIL("tier name '{}' must be 1-32 of [A-Za-z0-9_-] and not 'rowmap'", t.name);
     if (!names.insert(t.name).second) EDO_USAGE_FAIL("tier '{}' is given twice", t.name);
-    if (!is_residency(t.residency))
-      EDO_USAGE_FAIL("tier '{}': residency '{}' is not gpu, host or disk", t.name, t.residency);
     rests += t.share == ShareKind::rest;
     if (t.share == ShareKind::rows_count && t.value > static_cast<double>(rows))
       EDO_USAGE_FAIL("tier '{}': {} rows asked, the table has {}", t.name, t.value, rows);
-    if (t.codec == kDefaultTierCodec) continue;
     try {
-      make_codec(t.codec, dim);
+      make_tier_builder(t.codec, dim, {});
     } catch (const Error& e) {
       EDO_USAGE_FAIL("tier '{}': {}", t.name, e.what());
     }
@@ -159,7 +139,7 @@ nlohmann::json plan_to_json(const std::vector<TierSpec>& tiers) {
     arr.push_back({{"name", t.name},
                    {"share", share_text(t)},
                    {"codec", t.codec},
-                   {"residency", t.residency},
+                   {"residency", residency_name(t.residency)},
                    {"spec", format_tier_spec(t)}});
   return {{"tiers", arr}};
 }
@@ -264,36 +244,6 @@ std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::v
 
 // ---- packing ------------------------------------------------------------------------
 
-namespace {
-
-// Calls fn(begin, n, x, rows) for each block holding rows of tier t, with
-// `rows` the block-relative positions of those rows.
-template <class Fn>
-void for_tier_blocks(io::TableReader& input, const std::vector<uint8_t>& tier_of_row, uint8_t t, uint64_t block,
-                     Fn&& fn) {
-  const uint64_t rows = input.rows();
-  std::vector<uint64_t> mine;
-  for (uint64_t begin = 0; begin < rows; begin += block) {
-    const uint64_t n = std::min(block, rows - begin);
-    mine.clear();
-    for (uint64_t i = 0; i < n; ++i)
-      if (tier_of_row[begin + i] == t) mine.push_back(i);
-    if (!mine.empty()) fn(begin, n, input.rows_f32(begin, n), mine);
-  }
-}
-
-// Names the first non-finite value among the gathered rows, by table row.
-[[noreturn]] void rethrow_with_row(const Error& e, const io::TableReader& input, const float* x,
-                                   const std::vector<uint64_t>& row_ids, uint64_t dim, const std::string& tier) {
-  for (size_t r = 0; r < row_ids.size(); ++r)
-    for (uint64_t j = 0; j < dim; ++j)
-      if (!std::isfinite(x[r * dim + j]))
-        EDO_FAIL("{}: row {}, column {}: value is {} (tier '{}')", input.path(), row_ids[r], j, x[r * dim + j], tier);
-  EDO_FAIL("{}: tier '{}': {}", input.path(), tier, e.what());
-}
-
-}  // namespace
-
 detail::TablePass detail::digest_and_norms(io::TableReader& input, bool want_norms, size_t block_bytes) {
   TablePass p;
   const uint64_t rows = input.rows(), dim = input.dim(), block = input.block_rows(block_bytes);
@@ -318,180 +268,35 @@ detail::TablePass detail::digest_and_norms(io::TableReader& input, bool want_nor
 }
 
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt) {
-  const uint64_t rows = input.rows(), dim = input.dim();
-  check_tier_specs(opt.tiers, rows, dim);
-  const uint8_t ntiers = static_cast<uint8_t>(opt.tiers.size());
+  const uint64_t rows = input.rows();
+  check_tier_specs(opt.tiers, rows, input.dim());
   if (!opt.freq.empty() && opt.freq.size() != rows)
     EDO_USAGE_FAIL("{} frequencies for {} rows of {}", opt.freq.size(), rows, input.path());
-  PackReport rep;
-  rep.rows = rows;
-  rep.dim = dim;
-  rep.fp32_bytes = rows * dim * 4;
-  rep.order = opt.freq.empty() ? "norm" : "frequency";
-
+  TableLayout layout;
+  layout.freq = opt.freq;
+  layout.row_order = opt.freq.empty() ? "norm" : "frequency";
   const detail::TablePass p0 = detail::digest_and_norms(input, opt.freq.empty(), opt.block_bytes);
+  layout.source_digest = p0.digest;
   const std::vector<uint64_t> order = hot_order(opt.freq.empty() ? p0.norms : opt.freq);
   const std::vector<uint64_t> cuts = tier_cuts(opt.tiers, order, opt.freq);
-  std::vector<uint8_t> tier_of_row(rows);
-  for (uint8_t t = 0; t < ntiers; ++t)
-    for (uint64_t k = cuts[t]; k < cuts[t + 1]; ++k) tier_of_row[order[k]] = t;
-  const double total_mass = std::accumulate(opt.freq.begin(), opt.freq.end(), 0.0);
-
-  EncodeOptions enc;
-  enc.device = opt.device;
-  enc.allow_nonfinite = opt.allow_nonfinite;
-  enc.allow_underflow = opt.allow_underflow;
-  enc.input = input.path();
-  const uint64_t block = input.block_rows(opt.block_bytes);
-  io::ContainerWriter writer(out_path);
-  nlohmann::json tiers_json = nlohmann::json::array();
-  uint64_t encoded = 0;
-  std::vector<float> gathered, decoded;
-  std::vector<uint8_t> codes;
-  std::vector<uint64_t> row_ids;
-
+  const uint8_t ntiers = static_cast<uint8_t>(opt.tiers.size());
+  layout.tier_of_row.resize(rows);
   for (uint8_t t = 0; t < ntiers; ++t) {
+    for (uint64_t k = cuts[t]; k < cuts[t + 1]; ++k) layout.tier_of_row[order[k]] = t;
     const TierSpec& spec = opt.tiers[t];
-    PackTierReport tr;
-    tr.spec = spec;
-    tr.rows = cuts[t + 1] - cuts[t];
-    if (total_mass > 0)
-      for (uint64_t k = cuts[t]; k < cuts[t + 1]; ++k) tr.mass += opt.freq[order[k]] / total_mass;
-    nlohmann::json jt = {
-        {"name", spec.name}, {"rows", tr.rows}, {"residency", spec.residency}, {"share", share_text(spec)}};
-    if (total_mass > 0) jt["mass"] = tr.mass;
-
-    if (spec.codec == kDefaultTierCodec) {
-      // The frequency-weighted mean of the tier's rows (plain mean without frequencies).
-      std::vector<double> sum(dim, 0.0);
-      double wsum = 0;
-      const bool weighted = total_mass > 0 && tr.mass > 0;
-      for_tier_blocks(input, tier_of_row, t, block,
-                      [&](uint64_t begin, uint64_t, const float* x, const std::vector<uint64_t>& mine) {
-                        for (uint64_t i : mine) {
-                          const double w = weighted ? opt.freq[begin + i] : 1.0;
-                          for (uint64_t j = 0; j < dim; ++j) sum[j] += w * x[i * dim + j];
-                          wsum += w;
-                        }
-                        encoded += mine.size();
-                        if (opt.progress) opt.progress(encoded, rows);
-                      });
-      std::vector<float> vec(dim, 0.0f);
-      for (uint64_t j = 0; j < dim; ++j) vec[j] = wsum > 0 ? static_cast<float>(sum[j] / wsum) : 0.0f;
-      if (!std::all_of(vec.begin(), vec.end(), [](float v) { return std::isfinite(v); }))
-        EDO_FAIL("{}: tier '{}': the mean of its rows is not finite (the rows hold NaN/Inf)", input.path(), spec.name);
-      writer.add_section(spec.name + "/vector", vec.data(), dim * sizeof(float));
-      tr.codec = kDefaultTierCodec;
-      tr.bytes = dim * sizeof(float);
-      jt.update({{"codec", kDefaultTierCodec}, {"code_size", 0}, {"sections", {{"vector", spec.name + "/vector"}}}});
-      rep.tiers.push_back(tr);
-      tiers_json.push_back(jt);
-      continue;
-    }
-
-    std::unique_ptr<Codec> codec = make_codec(spec.codec, dim);
-    tr.codec = codec->spec();
-    tr.code_size = codec->code_size();
-    if (codec->needs_training()) {
-      if (tr.rows == 0)
-        EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", spec.name, tr.codec);
-      const auto t0 = Clock::now();
-      // Ranks within the tier, mapped to row ids by one walk of the tier ids.
-      const std::vector<uint64_t> ranks = sample_indices(tr.rows, opt.train_rows, opt.seed);
-      std::vector<float> sample(ranks.size() * dim);
-      std::vector<uint64_t> sample_rows(ranks.size());
-      uint64_t rank = 0;
-      size_t next = 0;
-      for (uint64_t r = 0; r < rows && next < ranks.size(); ++r) {
-        if (tier_of_row[r] != t) continue;
-        if (rank++ == ranks[next]) {
-          sample_rows[next] = r;
-          input.read_f32(r, 1, sample.data() + dim * next++);
-        }
-      }
-      check_trainable_norms(sample.data(), ranks.size(), dim, tr.codec, enc, sample_rows.data());
-      try {
-        codec->train(sample.data(), ranks.size(), opt.seed);
-      } catch (const Error& e) {
-        EDO_FAIL("tier '{}': codec '{}' cannot train on the tier's {} rows: {}", spec.name, tr.codec, ranks.size(),
-                 e.what());
-      }
-      tr.train_seconds = seconds_since(t0);
-    }
-    const auto t0 = Clock::now();
-    writer.begin_section(spec.name + "/codes");
-    for_tier_blocks(input, tier_of_row, t, block,
-                    [&](uint64_t begin, uint64_t n, const float* x, const std::vector<uint64_t>& mine) {
-                      const float* src = x;
-                      if (mine.size() != n) {
-                        gathered.resize(mine.size() * dim);
-                        for (size_t k = 0; k < mine.size(); ++k)
-                          std::copy_n(x + mine[k] * dim, dim, gathered.data() + k * dim);
-                        src = gathered.data();
-                      }
-                      codes.resize(mine.size() * tr.code_size);
-                      decoded.resize(mine.size() * dim);
-                      row_ids.clear();
-                      for (uint64_t i : mine) row_ids.push_back(begin + i);
-                      try {
-                        codec->encode(src, mine.size(), codes.data(), enc);
-                      } catch (const Error& e) {
-                        rethrow_with_row(e, input, src, row_ids, dim, spec.name);
-                      }
-                      codec->decode(codes.data(), mine.size(), decoded.data());
-                      check_magnitudes(*codec, src, decoded.data(), mine.size(), enc, row_ids.data());
-                      writer.append(codes.data(), codes.size());
-                      encoded += mine.size();
-                      if (opt.progress) opt.progress(encoded, rows);
-                    });
-    writer.end_section();
-    rep.encode_seconds += seconds_since(t0);
-    tr.bytes = tr.rows * tr.code_size;
-    nlohmann::json sections = {{"codes", spec.name + "/codes"}};
-    nlohmann::json shapes = nlohmann::json::object();
-    for (const NamedBlob& blob : codec->state()) {
-      const std::string name = spec.name + "/" + blob.name;
-      writer.add_section(name, blob.values.data(), blob.values.size() * sizeof(float));
-      sections[blob.name] = name;
-      shapes[blob.name] = blob.shape;
-      tr.bytes += blob.values.size() * sizeof(float);
-    }
-    jt.update({{"codec", tr.codec}, {"code_size", tr.code_size}, {"sections", sections}, {"state_shapes", shapes}});
-    rep.tiers.push_back(tr);
-    tiers_json.push_back(jt);
+    layout.tiers.push_back({spec.name, spec.codec, spec.residency, share_text(spec)});
   }
-
-  nlohmann::json manifest = {{"rows", rows}, {"dim", dim}, {"tiers", tiers_json}, {"row_order", rep.order}};
-  if (ntiers > 1) {
-    const std::vector<uint64_t> rank = io::rowmap_rank(tier_of_row.data(), rows, ntiers);
-    writer.add_section("rowmap/tier", tier_of_row.data(), rows);
-    writer.add_section("rowmap/rank", rank.data(), rank.size() * sizeof(uint64_t));
-    manifest["rowmap"] = {{"tier", "rowmap/tier"}, {"rank", "rowmap/rank"}, {"block", io::kRowMapBlock}};
-    rep.rowmap_bytes = rows + rank.size() * sizeof(uint64_t);
-  }
+  // One tier holds every row in table order: no map needed.
+  if (ntiers == 1) layout.tier_of_row.clear();
+  WriteOptions wo = opt;
   nlohmann::json specs = nlohmann::json::array();
   for (const TierSpec& t : opt.tiers) specs.push_back(format_tier_spec(t));
-  nlohmann::json parameters = opt.parameters;
-  parameters["tiers"] = specs;
-  parameters["train_rows"] = opt.train_rows;
-  manifest["provenance"] = {{"tool", opt.tool},
-                            {"version", EDO_VERSION_STRING},
-                            {"source", basename_of(input.path())},
-                            {"source_dtype", io::dtype_name(input.dtype())},
-                            {"source_fp32_xxh64", fmt::format("{:016x}", p0.digest)},
-                            {"parameters", parameters},
-                            {"seed", opt.seed}};
-  for (const auto& [key, value] : opt.extra_manifest.items()) manifest[key] = value;
-  writer.finish(manifest);
-
-  rep.host_bytes = rep.rowmap_bytes;
-  for (const PackTierReport& t : rep.tiers)
-    (t.spec.residency == "gpu"    ? rep.gpu_bytes
-     : t.spec.residency == "disk" ? rep.disk_bytes
-                                  : rep.host_bytes) += t.bytes;
-  rep.data_bytes = rep.gpu_bytes + rep.host_bytes + rep.disk_bytes;
-  rep.file_bytes = file_size_of(out_path);
-  rep.ratio = rep.data_bytes ? static_cast<double>(rep.fp32_bytes) / static_cast<double>(rep.data_bytes) : 0;
+  wo.parameters["tiers"] = specs;
+  wo.parameters["train_rows"] = opt.train_rows;
+  PackReport rep;
+  static_cast<TableWriteReport&>(rep) = write_table(input, out_path, layout, wo);
+  rep.order = layout.row_order;
+  rep.specs = opt.tiers;
   return rep;
 }
 

@@ -39,7 +39,7 @@ class MatrixTable final : public io::TableReader {
 };
 
 struct LadderCodec {
-  std::string spec;  // canonical, or "default"
+  std::string spec;  // canonical, or a tier kind's word ("default")
   uint64_t code_size = 0;
   uint64_t state_bytes = 0;
   bool trainable = false;
@@ -61,7 +61,7 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, cons
   std::vector<LadderCodec> ladder;
   for (const std::string& s : specs) {
     LadderCodec c;
-    if (s == kDefaultTierCodec) {
+    if (tier_kind_of(s) == TierKind::shared_vector) {
       c.spec = s;
       c.state_bytes = dim * sizeof(float);
     } else {
@@ -123,7 +123,10 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
     t.share = slot + 1 == ntiers ? ShareKind::rest : ShareKind::rows_percent;
     t.value = slot + 1 == ntiers ? 0 : share;
     t.codec = ladder[c].spec;
-    t.residency = ntiers == 1 ? "host" : slot == 0 ? "gpu" : slot + 1 == ntiers && ntiers == 3 ? "disk" : "host";
+    t.residency = ntiers == 1                         ? Residency::host
+                  : slot == 0                         ? Residency::gpu
+                  : slot + 1 == ntiers && ntiers == 3 ? Residency::disk
+                                                      : Residency::host;
     return t;
   };
   for (size_t i = 0; i < L; ++i) out.push_back({{tier(0, 1, 0, i)}, {i}, {}, 0, 0});
@@ -189,7 +192,7 @@ class SampleCodecs {
   void decode(size_t c, const std::vector<uint64_t>& members, float* y) {
     const LadderCodec& lc = ladder_[c];
     if (members.empty()) return;
-    if (lc.spec == kDefaultTierCodec) {
+    if (tier_kind_of(lc.spec) == TierKind::shared_vector) {
       std::vector<double> sum(dim_, 0.0);
       double w = 0;
       double mass = 0;
@@ -297,7 +300,7 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
       const LadderCodec& lc = ladder[c.codec[t]];
       const uint64_t b = (c.cuts[t + 1] - c.cuts[t]) * lc.code_size + lc.state_bytes;
       c.bytes += b;
-      if (c.tiers[t].residency == "gpu") c.gpu_bytes += b;
+      if (c.tiers[t].residency == Residency::gpu) c.gpu_bytes += b;
     }
   }
   res.candidates = cands.size();

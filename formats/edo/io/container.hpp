@@ -133,6 +133,7 @@ class Container {
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return size_; }
   uint16_t minor_version() const { return header_.minor; }
+  uint64_t manifest_offset() const { return header_.manifest_offset; }
   const nlohmann::json& manifest() const { return manifest_; }
   uint64_t rows() const { return rows_; }
   uint64_t dim() const { return dim_; }

@@ -7,8 +7,8 @@
 //         rows of tier t among rows [0, 256 b).
 // A tier stores its rows in ascending row order, so the index of row i in its
 // tier t is rank[(i / 256) * T + t] plus the rows of tier t among the rows of
-// i's block before i: at most 255 byte compares, O(1) per id, 1 + T / 32
-// bytes per row.
+// i's block before i: at most 255 bytes compared, eight at a time, O(1) per
+// id; 1 + 8T / 256 bytes per row.
 //
 // Opening checks only section sizes (cost independent of R); every lookup
 // checks the tier id and the index it computes, so a hostile map yields an
@@ -43,6 +43,9 @@ class RowMap {
 
   uint64_t rows() const { return rows_; }
   uint32_t tiers() const { return static_cast<uint32_t>(tier_rows_.size()); }
+  uint64_t tier_rows(uint32_t t) const { return tier_rows_[t]; }
+  const uint8_t* tier_bytes() const { return tier_; }
+  const std::string& path() const { return path_; }
   // False (and `loc` unspecified) when the map is corrupt at this row; row < rows() is the caller's.
   bool try_locate(uint64_t row, Location& loc) const;
   // Throws naming the file and the row when the map is corrupt there.

@@ -1,0 +1,138 @@
+// The one writer of .edo tables: edo-quantize (one tier) and edo-pack (many)
+// both write through write_table(), which streams the input block by block
+// through one TierBuilder per tier and writes the manifest, provenance and
+// id map in one place (docs/FORMAT.md). A tier kind's builder is the
+// writing half of its TierView (tier.hpp).
+#pragma once
+
+#include <edo/codec.hpp>
+#include <edo/device.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/table.hpp>
+#include <edo/tier.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace edo {
+
+// How a writer runs: shared by edo-quantize's and edo-pack's options.
+struct WriteOptions {
+  uint64_t seed = 0;
+  uint64_t train_rows = 65536;  // seeded sample of a tier's own rows for trainable codecs
+  Device device = Device::cpu;
+  bool allow_nonfinite = false;
+  bool allow_underflow = false;  // see EncodeOptions
+  size_t block_bytes = io::kDefaultBlockBytes;
+  std::string tool;
+  nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
+  // Extra manifest entries (e.g. "eval"), merged in before the file is written.
+  nlohmann::json extra_manifest = nlohmann::json::object();
+  std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
+};
+
+// Reconstruction sums of the rows a tier stored, in table row order (so
+// they do not depend on the thread count). A row's cosine with its decoded
+// form is 1 when both are zero, 0 when one is.
+struct ReconSums {
+  double err2 = 0, ref2 = 0, cos_sum = 0;
+  double cos_min = std::numeric_limits<double>::infinity();
+  uint64_t rows = 0;
+  double rel_frobenius() const;  // sqrt(err2 / ref2), or sqrt(err2) for an all-zero table
+  double cos_mean() const { return rows ? cos_sum / static_cast<double>(rows) : 1.0; }
+};
+
+// Writes one tier of one kind. The writer calls, in this order: train()
+// when needs_training(), begin(), add() for every block holding the tier's
+// rows (in table order), finish().
+class TierBuilder {
+ public:
+  virtual ~TierBuilder() = default;
+  virtual std::string codec() const = 0;  // the manifest's "codec": canonical spec or the kind's word
+  virtual uint64_t code_size() const { return 0; }
+  virtual bool needs_training() const { return false; }
+  // Fits on a seeded sample of the tier's own rows, named row_ids[i] in errors.
+  virtual void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed);
+  // Opens what the tier streams; sections are named prefix + role.
+  virtual void begin(io::ContainerWriter& writer, const std::string& prefix);
+  // n rows of the tier (row_ids: their table rows, ascending; weights: their
+  // access counts, or null to weigh rows equally).
+  virtual void add(const float* x, size_t n, const uint64_t* row_ids, const double* weights) = 0;
+  // Closes streamed sections, writes the others and fills the manifest
+  // entry's "codec", "code_size", "sections" and kind-specific keys. Returns
+  // the tier's bytes (every section).
+  virtual uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) = 0;
+  const ReconSums& recon() const { return recon_; }
+  double encode_seconds() const { return encode_seconds_; }
+
+ protected:
+  ReconSums recon_;
+  double encode_seconds_ = 0;
+};
+
+// The builder for a manifest "codec" field (a kind's word or a codec spec)
+// at `dim`; usage error on a bad spec. `enc` names the input in errors.
+std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc);
+
+// One tier of a table to write.
+struct TierPlan {
+  std::string name;
+  std::string codec;  // codec spec, or a kind's word ("default")
+  Residency residency = Residency::host;
+  std::string share;  // the share as given ("rows=5%", "rest"), recorded in the manifest
+};
+
+struct TableLayout {
+  std::vector<TierPlan> tiers;
+  // The tier of each table row; empty: one tier holding every row in table
+  // order, which needs no id map.
+  std::vector<uint8_t> tier_of_row;
+  std::vector<double> freq;  // access counts by row, or empty
+  std::string row_order;     // recorded when set: "frequency" or "norm"
+  // XXH64 of the fp32 rows in order, when the caller has read them all
+  // already; computed here otherwise.
+  std::optional<uint64_t> source_digest;
+};
+
+struct TierWriteReport {
+  std::string name;
+  std::string codec;  // canonical
+  Residency residency = Residency::host;
+  uint64_t rows = 0, code_size = 0;
+  uint64_t bytes = 0;  // every section of the tier
+  double mass = 0;     // share of accesses (0 without frequencies)
+  double train_seconds = 0, encode_seconds = 0;
+  ReconSums recon;  // empty for kinds that do not reconstruct rows one by one
+};
+
+struct TableWriteReport {
+  uint64_t rows = 0, dim = 0;
+  uint64_t fp32_bytes = 0;  // rows * dim * 4
+  uint64_t data_bytes = 0;  // every section (tiers and id map): the file less header, manifest and padding
+  uint64_t map_bytes = 0;   // the id map's sections
+  uint64_t file_bytes = 0;
+  uint64_t gpu_bytes = 0, host_bytes = 0, disk_bytes = 0;  // data bytes by residency; the id map counts as host
+  double ratio = 0;                                        // compression_ratio(fp32_bytes, file_bytes)
+  double train_seconds = 0, encode_seconds = 0;
+  std::vector<TierWriteReport> tiers;
+};
+
+// The compression ratio everywhere edo prints one: the table's bytes as
+// fp32 over the bytes of the whole file (docs/EVAL.md).
+double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes);
+
+// Writes `input` as a .edo at `out_path` (temporary name, renamed on
+// success): one pass per tier over the blocks that hold its rows (one pass
+// in all for a single tier). Memory: a block, its codes and a training
+// sample, plus the layout's per-row arrays.
+TableWriteReport write_table(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
+                             const WriteOptions& opt);
+
+}  // namespace edo

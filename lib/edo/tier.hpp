@@ -1,0 +1,117 @@
+// Tier kinds and id maps: the two seams every kind of table plugs into
+// (docs/FORMAT.md, "Tier kinds" and "Id maps").
+//
+// A .edo table answers an id in two steps. Its id map resolves the id to a
+// tier and a local id within that tier; the tier's kind then decodes the
+// local ids it is handed into fp32 rows. The reader's lookup loop knows
+// neither step's details: a new kind of tier (pruned rows in CSR, hashed
+// rows) or of map joins by implementing TierView or IdMap, adding its enum
+// value and one case where the kind is opened, with no change to that loop.
+// A kind may expand a local id into several stored rows (K hash buckets
+// summed, two quotient-remainder tables combined): that happens inside its
+// gather().
+#pragma once
+
+#include <edo/io/container.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace edo {
+
+class Codec;
+
+// Where a tier's bytes are meant to live when served: a hint the reader acts
+// on (ReaderOptions::device) and reports, never a correctness matter.
+enum class Residency : uint8_t { host, gpu, disk };
+std::optional<Residency> parse_residency(std::string_view text);  // "host", "gpu", "disk"
+const char* residency_name(Residency r);
+
+// What a tier stores. The manifest's "codec" field names the kind: a kind's
+// own word, or else a codec spec (codec.hpp).
+enum class TierKind : uint8_t {
+  codec,          // one code of a fixed size per row, from any registry codec
+  shared_vector,  // "default": one vector that every row of the tier shares
+};
+TierKind tier_kind_of(std::string_view codec_field);
+const char* tier_kind_name(TierKind kind);  // "codec", "default"
+// The manifest word of a kind that is not a codec spec (nullptr for codec).
+const char* tier_kind_word(TierKind kind);
+
+struct TierStats {
+  std::string name;
+  TierKind kind = TierKind::codec;
+  std::string codec;  // canonical codec spec, or the kind's word ("default")
+  Residency residency = Residency::host;
+  uint64_t rows = 0;       // local ids are [0, rows)
+  uint64_t code_size = 0;  // bytes per row (0 when rows share their storage)
+  uint64_t bytes = 0;      // every section of the tier
+  bool on_device = false;  // resident in GPU memory (ReaderOptions::device = cuda and a GPU decoder)
+};
+
+// One tier of an open file: a view into the file's mapping, immutable after
+// opening, so any number of threads may decode from it at once.
+class TierView {
+ public:
+  virtual ~TierView() = default;
+  const TierStats& stats() const { return stats_; }
+  // Local rows local[k] into out + dst[k] * dim, for k < n. Local ids are the
+  // caller's to check (< stats().rows).
+  virtual void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const = 0;
+  // Local rows [begin, begin + count) into out, one after another.
+  virtual void decode_range(uint64_t begin, uint64_t count, float* out) const = 0;
+  // A codec tier's codec and its code rows (local row i at codes() + i *
+  // code_size); null for the other kinds.
+  virtual const Codec* codec() const { return nullptr; }
+  virtual const uint8_t* codes() const { return nullptr; }
+  // The vector a shared-vector tier gives its rows, which is also what a
+  // file answers for unknown ids when asked to; null for the other kinds.
+  virtual const float* shared_vector() const { return nullptr; }
+
+ protected:
+  TierStats stats_;
+};
+
+// Opens one tier (its container entry and manifest object `jt`) as its kind.
+// Throws edo::Error naming the file and the tier on anything malformed.
+std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
+
+// ---- id maps ----------------------------------------------------------------------
+
+enum class IdMapKind : uint8_t {
+  identity,  // one tier holding every row in table order: local id = id
+  row_map,   // the packed row map: a tier byte per row, rank checkpoints (io/rowmap.hpp)
+};
+const char* id_map_kind_name(IdMapKind kind);
+
+// Resolves table ids to (tier, local id), O(1) per id.
+class IdMap {
+ public:
+  virtual ~IdMap() = default;
+  virtual IdMapKind kind() const = 0;
+  // For each ids[k]: its tier and local id; an id outside [0, rows) gets
+  // tier `tiers` (the count of tiers: the unknown slot) and local id 0.
+  // Returns n, or the position of the first id the map cannot resolve (a
+  // corrupt map; the outputs from there on are unspecified).
+  virtual size_t resolve(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const = 0;
+  // Rows [begin, begin + count) (inside the table: the caller's); throws
+  // naming the file and the row where the map is corrupt.
+  virtual void resolve_range(uint64_t begin, uint64_t count, uint32_t* tier, uint64_t* local) const = 0;
+  // Reads the whole map; throws naming the first fault.
+  virtual void validate() const {}
+  // Bytes of the file the map takes (its sections).
+  virtual uint64_t bytes() const { return 0; }
+};
+
+// The map a file declares (manifest "rowmap", else identity), checked
+// against the tiers' row counts. Cost independent of the table's rows.
+std::unique_ptr<IdMap> open_id_map(const io::Container& c, const std::vector<uint64_t>& tier_rows);
+
+}  // namespace edo

@@ -1,0 +1,417 @@
+// The one .edo writer: tier builders by kind, the streaming passes, the
+// manifest, provenance and id map.
+#include "pack_impl.hpp"
+
+#include <edo/build_info.hpp>
+#include <edo/checked.hpp>
+#include <edo/error.hpp>
+#include <edo/io/rowmap.hpp>
+#include <edo/parallel.hpp>
+#include <edo/random.hpp>
+#include <edo/table_writer.hpp>
+
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace edo {
+
+double ReconSums::rel_frobenius() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
+
+double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
+  return file_bytes ? static_cast<double>(fp32_bytes) / static_cast<double>(file_bytes) : 0.0;
+}
+
+void TierBuilder::train(const float*, size_t, const uint64_t*, uint64_t) {}
+void TierBuilder::begin(io::ContainerWriter&, const std::string&) {}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string basename_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+uint64_t file_size_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// Cosine of a row and its reconstruction; a zero row matches only a zero row.
+double row_cosine(double aa, double bb, double ab) {
+  if (aa == 0 || bb == 0) return aa == bb ? 1.0 : 0.0;
+  return ab / std::sqrt(aa * bb);
+}
+
+// Names the first non-finite value among gathered rows, by table row.
+[[noreturn]] void rethrow_with_row(const Error& e, const EncodeOptions& enc, const float* x, const uint64_t* row_ids,
+                                   size_t n, uint64_t dim) {
+  for (size_t r = 0; r < n; ++r)
+    for (uint64_t j = 0; j < dim; ++j)
+      if (!std::isfinite(x[r * dim + j]))
+        EDO_FAIL("{}: row {}, column {}: value is {}", enc.input, row_ids[r], j, x[r * dim + j]);
+  throw e;
+}
+
+// ---- codec tiers: one fixed-size code per row ---------------------------------------------
+
+class CodecTierBuilder final : public TierBuilder {
+ public:
+  CodecTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc)
+      : codec_(make_codec(spec, dim)), dim_(dim), enc_(enc) {}
+
+  std::string codec() const override { return codec_->spec(); }
+  uint64_t code_size() const override { return codec_->code_size(); }
+  bool needs_training() const override { return codec_->needs_training(); }
+
+  void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed) override {
+    check_trainable_norms(x, n, dim_, codec_->spec(), enc_, row_ids);
+    codec_->train(x, n, seed);
+  }
+
+  void begin(io::ContainerWriter& writer, const std::string& prefix) override {
+    rule_ = std::make_unique<MagnitudeRule>(*codec_, enc_);
+    writer_ = &writer;
+    writer.begin_section(prefix + "codes");
+  }
+
+  void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
+    codes_.resize(n * codec_->code_size());
+    decoded_.resize(n * dim_);
+    // Contiguous rows are named by the codec itself (first_row + i);
+    // gathered ones are named here by their table rows.
+    const bool contiguous = row_ids[n - 1] - row_ids[0] == n - 1;
+    EncodeOptions enc = enc_;
+    enc.first_row = row_ids[0];
+    const auto t0 = Clock::now();
+    try {
+      codec_->encode(x, n, codes_.data(), enc);
+    } catch (const Error& e) {
+      if (contiguous) throw;
+      rethrow_with_row(e, enc_, x, row_ids, n, dim_);
+    }
+    encode_seconds_ += seconds_since(t0);
+    codec_->decode(codes_.data(), n, decoded_.data());
+    add_recon(x, decoded_.data(), n, row_ids);
+    writer_->append(codes_.data(), codes_.size());
+  }
+
+  uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
+    writer.end_section();
+    uint64_t bytes = recon_.rows * codec_->code_size();
+    nlohmann::json sections = {{"codes", prefix + "codes"}};
+    nlohmann::json shapes = nlohmann::json::object();
+    for (const NamedBlob& blob : codec_->state()) {
+      const std::string name = prefix + blob.name;
+      writer.add_section(name, blob.values.data(), blob.values.size() * sizeof(float));
+      sections[blob.name] = name;
+      shapes[blob.name] = blob.shape;
+      bytes += blob.values.size() * sizeof(float);
+    }
+    entry.update({{"codec", codec_->spec()},
+                  {"code_size", codec_->code_size()},
+                  {"sections", sections},
+                  {"state_shapes", shapes}});
+    return bytes;
+  }
+
+ private:
+  // Sums per row in parallel, folded in row order; the magnitude rule
+  // judges each row from the same sums (no pass of its own).
+  void add_recon(const float* x, const float* y, size_t n, const uint64_t* row_ids) {
+    scratch_.assign(4 * n, 0.0);
+#pragma omp parallel for schedule(static) if (parallel_worth(n * dim_))
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
+      const float* a = x + static_cast<uint64_t>(i) * dim_;
+      const float* b = y + static_cast<uint64_t>(i) * dim_;
+      double e = 0, aa = 0, bb = 0, ab = 0;
+      for (uint64_t j = 0; j < dim_; ++j) {
+        const double d = static_cast<double>(a[j]) - b[j];
+        e += d * d;
+        aa += static_cast<double>(a[j]) * a[j];
+        bb += static_cast<double>(b[j]) * b[j];
+        ab += static_cast<double>(a[j]) * b[j];
+      }
+      double* s = scratch_.data() + 4 * i;
+      s[0] = e;
+      s[1] = aa;
+      s[2] = row_cosine(aa, bb, ab);
+      s[3] = bb;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const double* s = scratch_.data() + 4 * i;
+      if (rule_->refuses(s[1], s[0], s[3])) rule_->fail(row_ids[i], s[1], s[0], s[3]);
+      recon_.err2 += s[0];
+      recon_.ref2 += s[1];
+      recon_.cos_sum += s[2];
+      recon_.cos_min = std::min(recon_.cos_min, s[2]);
+    }
+    recon_.rows += n;
+  }
+
+  std::unique_ptr<Codec> codec_;
+  uint64_t dim_;
+  EncodeOptions enc_;
+  std::unique_ptr<MagnitudeRule> rule_;
+  io::ContainerWriter* writer_ = nullptr;
+  std::vector<uint8_t> codes_;
+  std::vector<float> decoded_;
+  std::vector<double> scratch_;
+};
+
+// ---- shared-vector tiers ("default"): the weighted mean of the tier's rows ----------------
+
+class SharedVectorTierBuilder final : public TierBuilder {
+ public:
+  SharedVectorTierBuilder(uint64_t dim, const EncodeOptions& enc) : sum_(dim, 0.0), enc_(enc) {}
+
+  std::string codec() const override { return tier_kind_word(TierKind::shared_vector); }
+
+  void add(const float* x, size_t n, const uint64_t*, const double* weights) override {
+    const size_t dim = sum_.size();
+    for (size_t i = 0; i < n; ++i) {
+      const double w = weights ? weights[i] : 1.0;
+      for (size_t j = 0; j < dim; ++j) sum_[j] += w * x[i * dim + j];
+      weight_ += w;
+    }
+  }
+
+  uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
+    const size_t dim = sum_.size();
+    std::vector<float> vec(dim, 0.0f);
+    for (size_t j = 0; j < dim; ++j) vec[j] = weight_ > 0 ? static_cast<float>(sum_[j] / weight_) : 0.0f;
+    if (!std::all_of(vec.begin(), vec.end(), [](float v) { return std::isfinite(v); }))
+      EDO_FAIL("{}: the mean of the tier's rows is not finite (the rows hold NaN/Inf)", enc_.input);
+    writer.add_section(prefix + "vector", vec.data(), dim * sizeof(float));
+    entry.update({{"codec", codec()}, {"code_size", 0}, {"sections", {{"vector", prefix + "vector"}}}});
+    return dim * sizeof(float);
+  }
+
+ private:
+  std::vector<double> sum_;
+  double weight_ = 0;
+  EncodeOptions enc_;
+};
+
+// ---- the passes --------------------------------------------------------------------------
+
+// Calls fn(begin, n, x, mine) for each block [begin, begin + n) holding rows
+// of tier t (every block when tier_of_row is empty), with `mine` the
+// block-relative positions of those rows.
+template <class Fn>
+void for_tier_blocks(io::TableReader& input, const std::vector<uint8_t>& tier_of_row, uint8_t t, uint64_t block,
+                     Fn&& fn) {
+  const uint64_t rows = input.rows();
+  std::vector<uint64_t> mine;
+  for (uint64_t begin = 0; begin < rows; begin += block) {
+    const uint64_t n = std::min(block, rows - begin);
+    mine.clear();
+    for (uint64_t i = 0; i < n; ++i)
+      if (tier_of_row.empty() || tier_of_row[begin + i] == t) mine.push_back(i);
+    if (!mine.empty()) fn(begin, n, input.rows_f32(begin, n), mine);
+  }
+}
+
+// A seeded sample of tier t's rows (ranks within the tier mapped to table
+// rows by one walk of the tier ids), read one row at a time.
+std::vector<float> tier_sample(io::TableReader& input, const std::vector<uint8_t>& tier_of_row, uint8_t t,
+                               uint64_t tier_rows, uint64_t want, uint64_t seed, std::vector<uint64_t>& sample_rows) {
+  const uint64_t dim = input.dim();
+  const std::vector<uint64_t> ranks = sample_indices(tier_rows, want, seed);
+  std::vector<float> sample(ranks.size() * dim);
+  sample_rows.assign(ranks.size(), 0);
+  if (tier_of_row.empty()) {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      sample_rows[i] = ranks[i];
+      input.read_f32(ranks[i], 1, sample.data() + i * dim);
+    }
+    return sample;
+  }
+  uint64_t rank = 0;
+  size_t next = 0;
+  for (uint64_t r = 0; r < input.rows() && next < ranks.size(); ++r) {
+    if (tier_of_row[r] != t) continue;
+    if (rank++ == ranks[next]) {
+      sample_rows[next] = r;
+      input.read_f32(r, 1, sample.data() + dim * next++);
+    }
+  }
+  return sample;
+}
+
+struct PassState {
+  io::TableReader& input;
+  const TableLayout& layout;
+  const WriteOptions& opt;
+  io::ContainerWriter& writer;
+  XXH64_state_t* hash = nullptr;  // hashing the rows in this pass (one tier), or null
+  uint64_t written = 0;
+};
+
+// Trains (when the kind needs it) and streams tier t through its builder.
+TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohmann::json& entry) {
+  const TierPlan& plan = ps.layout.tiers[t];
+  const bool many = ps.layout.tiers.size() > 1;
+  const uint64_t dim = ps.input.dim(), block = ps.input.block_rows(ps.opt.block_bytes);
+  TierWriteReport tr;
+  tr.name = plan.name;
+  tr.residency = plan.residency;
+  tr.codec = builder.codec();
+  tr.code_size = builder.code_size();
+  const std::vector<uint8_t>& tier_of_row = ps.layout.tier_of_row;
+  tr.rows = tier_of_row.empty() ? ps.input.rows()
+                                : static_cast<uint64_t>(std::count(tier_of_row.begin(), tier_of_row.end(), t));
+  if (!checked_mul(tr.rows, tr.code_size))
+    EDO_FAIL("{}: {} rows of {} bytes overflow", ps.writer.path(), tr.rows, tr.code_size);
+  if (builder.needs_training()) {
+    if (tr.rows == 0)
+      EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, tr.codec);
+    const auto t0 = Clock::now();
+    std::vector<uint64_t> sample_rows;
+    const std::vector<float> sample =
+        tier_sample(ps.input, tier_of_row, t, tr.rows, ps.opt.train_rows, ps.opt.seed, sample_rows);
+    try {
+      builder.train(sample.data(), sample_rows.size(), sample_rows.data(), ps.opt.seed);
+    } catch (const Error& e) {
+      if (!many) throw;
+      EDO_FAIL("tier '{}': codec '{}' cannot train on the tier's {} rows: {}", plan.name, tr.codec, sample_rows.size(),
+               e.what());
+    }
+    tr.train_seconds = seconds_since(t0);
+  }
+  // Frequencies weigh a tier's rows only when its rows are looked up at all.
+  const std::vector<double>& freq = ps.layout.freq;
+  const double total = std::accumulate(freq.begin(), freq.end(), 0.0);
+  if (total > 0)
+    for (uint64_t r = 0; r < freq.size(); ++r)
+      if (tier_of_row.empty() || tier_of_row[r] == t) tr.mass += freq[r] / total;
+  const bool weighted = total > 0 && tr.mass > 0;
+  const std::string prefix = plan.name + "/";
+  builder.begin(ps.writer, prefix);
+  std::vector<float> gathered;
+  std::vector<uint64_t> row_ids;
+  std::vector<double> weights;
+  for_tier_blocks(ps.input, tier_of_row, t, block,
+                  [&](uint64_t begin, uint64_t n, const float* x, const std::vector<uint64_t>& mine) {
+                    if (ps.hash) XXH64_update(ps.hash, x, n * dim * sizeof(float));
+                    const float* src = x;
+                    if (mine.size() != n) {
+                      gathered.resize(mine.size() * dim);
+                      for (size_t k = 0; k < mine.size(); ++k)
+                        std::copy_n(x + mine[k] * dim, dim, gathered.data() + k * dim);
+                      src = gathered.data();
+                    }
+                    row_ids.clear();
+                    weights.clear();
+                    for (uint64_t i : mine) {
+                      row_ids.push_back(begin + i);
+                      if (weighted) weights.push_back(freq[begin + i]);
+                    }
+                    try {
+                      builder.add(src, mine.size(), row_ids.data(), weighted ? weights.data() : nullptr);
+                    } catch (const Error& e) {
+                      if (!many) throw;
+                      EDO_FAIL("{} (tier '{}')", e.what(), plan.name);
+                    }
+                    ps.written += mine.size();
+                    if (ps.opt.progress) ps.opt.progress(ps.written, ps.input.rows());
+                  });
+  entry = {{"name", plan.name}, {"rows", tr.rows}, {"residency", residency_name(plan.residency)}};
+  if (!plan.share.empty()) entry["share"] = plan.share;
+  if (total > 0) entry["mass"] = tr.mass;
+  tr.bytes = builder.finish(ps.writer, prefix, entry);
+  tr.encode_seconds = builder.encode_seconds();
+  tr.recon = builder.recon();
+  return tr;
+}
+
+}  // namespace
+
+std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc) {
+  switch (tier_kind_of(codec_field)) {
+    case TierKind::shared_vector:
+      return std::make_unique<SharedVectorTierBuilder>(dim, enc);
+    case TierKind::codec:
+      break;
+  }
+  return std::make_unique<CodecTierBuilder>(codec_field, dim, enc);
+}
+
+TableWriteReport write_table(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
+                             const WriteOptions& opt) {
+  const uint64_t rows = input.rows(), dim = input.dim();
+  const size_t ntiers = layout.tiers.size();
+  if (ntiers == 0 || ntiers > io::kMaxTiers) EDO_USAGE_FAIL("{} tiers (1 to {} allowed)", ntiers, io::kMaxTiers);
+  if (layout.tier_of_row.empty() ? ntiers != 1 : layout.tier_of_row.size() != rows)
+    EDO_FAIL("{}: the layout assigns {} rows to {} tiers, the table has {}", out_path, layout.tier_of_row.size(),
+             ntiers, rows);
+  EncodeOptions enc;
+  enc.device = opt.device;
+  enc.allow_nonfinite = opt.allow_nonfinite;
+  enc.allow_underflow = opt.allow_underflow;
+  enc.input = input.path();
+  std::vector<std::unique_ptr<TierBuilder>> builders;
+  for (const TierPlan& plan : layout.tiers) builders.push_back(make_tier_builder(plan.codec, dim, enc));
+
+  TableWriteReport rep;
+  rep.rows = rows;
+  rep.dim = dim;
+  rep.fp32_bytes = rows * dim * sizeof(float);
+  std::optional<uint64_t> digest = layout.source_digest;
+  if (!digest && ntiers > 1) digest = detail::digest_and_norms(input, false, opt.block_bytes).digest;
+  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> hash(nullptr, XXH64_freeState);
+  if (!digest) {
+    hash.reset(XXH64_createState());
+    XXH64_reset(hash.get(), 0);
+  }
+
+  io::ContainerWriter writer(out_path);
+  PassState ps{input, layout, opt, writer, hash.get()};
+  nlohmann::json tiers_json = nlohmann::json::array();
+  for (uint8_t t = 0; t < ntiers; ++t) {
+    nlohmann::json entry;
+    rep.tiers.push_back(write_tier(ps, t, *builders[t], entry));
+    tiers_json.push_back(entry);
+    rep.train_seconds += rep.tiers.back().train_seconds;
+    rep.encode_seconds += rep.tiers.back().encode_seconds;
+  }
+  if (hash) digest = XXH64_digest(hash.get());
+
+  nlohmann::json manifest = {{"rows", rows}, {"dim", dim}, {"tiers", tiers_json}};
+  if (!layout.row_order.empty()) manifest["row_order"] = layout.row_order;
+  if (!layout.tier_of_row.empty()) {
+    const std::vector<uint64_t> rank = io::rowmap_rank(layout.tier_of_row.data(), rows, static_cast<uint32_t>(ntiers));
+    writer.add_section("rowmap/tier", layout.tier_of_row.data(), rows);
+    writer.add_section("rowmap/rank", rank.data(), rank.size() * sizeof(uint64_t));
+    manifest["rowmap"] = {{"tier", "rowmap/tier"}, {"rank", "rowmap/rank"}, {"block", io::kRowMapBlock}};
+    rep.map_bytes = rows + rank.size() * sizeof(uint64_t);
+  }
+  manifest["provenance"] = {{"tool", opt.tool},
+                            {"version", EDO_VERSION_STRING},
+                            {"source", basename_of(input.path())},
+                            {"source_dtype", io::dtype_name(input.dtype())},
+                            {"source_fp32_xxh64", fmt::format("{:016x}", *digest)},
+                            {"parameters", opt.parameters},
+                            {"seed", opt.seed}};
+  for (const auto& [key, value] : opt.extra_manifest.items()) manifest[key] = value;
+  writer.finish(manifest);
+
+  rep.host_bytes = rep.map_bytes;
+  for (const TierWriteReport& t : rep.tiers)
+    (t.residency == Residency::gpu    ? rep.gpu_bytes
+     : t.residency == Residency::disk ? rep.disk_bytes
+                                      : rep.host_bytes) += t.bytes;
+  rep.data_bytes = rep.gpu_bytes + rep.host_bytes + rep.disk_bytes;
+  rep.file_bytes = file_size_of(out_path);
+  rep.ratio = compression_ratio(rep.fp32_bytes, rep.file_bytes);
+  return rep;
+}
+
+}  // namespace edo

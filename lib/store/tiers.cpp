@@ -1,0 +1,281 @@
+// The tier kinds a reader opens (a codec's code rows, one shared vector) and
+// the id maps (identity, the packed row map).
+#include <edo/checked.hpp>
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/io/rowmap.hpp>
+#include <edo/tier.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace edo {
+
+std::optional<Residency> parse_residency(std::string_view text) {
+  if (text == "host") return Residency::host;
+  if (text == "gpu") return Residency::gpu;
+  if (text == "disk") return Residency::disk;
+  return std::nullopt;
+}
+
+const char* residency_name(Residency r) {
+  switch (r) {
+    case Residency::gpu:
+      return "gpu";
+    case Residency::disk:
+      return "disk";
+    case Residency::host:
+      break;
+  }
+  return "host";
+}
+
+TierKind tier_kind_of(std::string_view codec_field) {
+  return codec_field == tier_kind_word(TierKind::shared_vector) ? TierKind::shared_vector : TierKind::codec;
+}
+
+const char* tier_kind_name(TierKind kind) { return kind == TierKind::shared_vector ? "default" : "codec"; }
+
+const char* tier_kind_word(TierKind kind) { return kind == TierKind::shared_vector ? "default" : nullptr; }
+
+const char* id_map_kind_name(IdMapKind kind) { return kind == IdMapKind::row_map ? "row_map" : "identity"; }
+
+namespace {
+
+std::string tier_error(const std::string& path, const std::string& tier, const std::string& what) {
+  return fmt::format("{}: tier '{}': {}", path, tier, what);
+}
+
+TierStats base_stats(const io::TierInfo& info, TierKind kind) {
+  TierStats s;
+  s.name = info.name;
+  s.kind = kind;
+  s.rows = info.rows;
+  // Files written before residencies were recorded (edo-quantize 0.1) have none: host.
+  s.residency = parse_residency(info.residency).value_or(Residency::host);
+  return s;
+}
+
+// ---- codec tiers -------------------------------------------------------------------
+
+// The fp32 blobs a trained codec needs, from the sections the tier names.
+std::vector<NamedBlob> load_state_blobs(const io::Container& c, const io::TierInfo& tier, const nlohmann::json& jt) {
+  const std::string& path = c.path();
+  std::vector<NamedBlob> blobs;
+  const nlohmann::json shapes = jt.value("state_shapes", nlohmann::json::object());
+  if (!shapes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_shapes is not an object"));
+  for (const auto& [role, section] : tier.sections) {
+    if (role == "codes") continue;
+    NamedBlob blob;
+    blob.name = role;
+    if (!shapes.contains(role) || !shapes[role].is_array() || shapes[role].size() > 8)
+      EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has no valid shape", role)));
+    uint64_t count = 1;
+    for (const auto& d : shapes[role]) {
+      if (!d.is_number_unsigned())
+        EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has a bad shape", role)));
+      const auto m = checked_mul(count, d.get<uint64_t>());
+      if (!m) EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' shape overflows", role)));
+      count = *m;
+      blob.shape.push_back(d.get<uint64_t>());
+    }
+    const io::SectionView view = c.section(section);
+    const auto bytes = checked_mul(count, sizeof(float));
+    if (!bytes || *bytes != view.size)
+      EDO_FAIL("{}: section '{}' holds {} bytes, its shape needs {}", path, section, view.size, bytes ? *bytes : 0);
+    blob.values.resize(count);
+    std::memcpy(blob.values.data(), view.data, view.size);
+    blobs.push_back(std::move(blob));
+  }
+  return blobs;
+}
+
+class CodecTier final : public TierView {
+ public:
+  CodecTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) {
+    const std::string& path = c.path();
+    stats_ = base_stats(info, TierKind::codec);
+    try {
+      codec_ = make_codec(info.codec, c.dim());
+    } catch (const Error& e) {
+      EDO_FAIL("{}", tier_error(path, info.name, e.what()));
+    }
+    stats_.codec = codec_->spec();
+    stats_.code_size = codec_->code_size();
+    if (!jt.contains("code_size") || !jt["code_size"].is_number_unsigned() ||
+        jt["code_size"].get<uint64_t>() != stats_.code_size)
+      EDO_FAIL("{}", tier_error(path, info.name,
+                                fmt::format("code_size does not match codec '{}' ({} bytes a row)", info.codec,
+                                            stats_.code_size)));
+    const auto codes_it = info.sections.find("codes");
+    if (codes_it == info.sections.end()) EDO_FAIL("{}", tier_error(path, info.name, "no codes section"));
+    const io::SectionView codes = c.section(codes_it->second);
+    const auto need = checked_mul(info.rows, stats_.code_size);
+    if (!need || *need != codes.size)
+      EDO_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path, codes_it->second, codes.size,
+               info.rows, stats_.code_size, need ? *need : 0);
+    codes_ = codes.data;
+    stats_.bytes = codes.size;
+    std::vector<NamedBlob> blobs = load_state_blobs(c, info, jt);
+    for (const auto& b : blobs) stats_.bytes += b.values.size() * sizeof(float);
+    try {
+      codec_->load_state(blobs);
+    } catch (const Error& e) {
+      EDO_FAIL("{}", tier_error(path, info.name, e.what()));
+    }
+  }
+
+  void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    codec_->decode_gather(codes_, local, dst, n, out);
+  }
+  void decode_range(uint64_t begin, uint64_t count, float* out) const override {
+    codec_->decode(codes_ + begin * stats_.code_size, count, out);
+  }
+  const Codec* codec() const override { return codec_.get(); }
+  const uint8_t* codes() const override { return codes_; }
+
+ private:
+  std::unique_ptr<Codec> codec_;
+  const uint8_t* codes_ = nullptr;
+};
+
+// ---- shared-vector tiers ("default") -----------------------------------------------------
+
+class SharedVectorTier final : public TierView {
+ public:
+  SharedVectorTier(const io::Container& c, const io::TierInfo& info) {
+    const std::string& path = c.path();
+    const uint64_t dim = c.dim();
+    stats_ = base_stats(info, TierKind::shared_vector);
+    stats_.codec = tier_kind_word(TierKind::shared_vector);
+    const auto it = info.sections.find("vector");
+    if (it == info.sections.end() || info.sections.size() != 1)
+      EDO_FAIL("{}", tier_error(path, info.name, "a default tier has exactly one section, 'vector'"));
+    const io::SectionView v = c.section(it->second);
+    if (v.size != dim * sizeof(float))
+      EDO_FAIL("{}: section '{}' holds {} bytes, a vector of {} floats needs {}", path, it->second, v.size, dim,
+               dim * sizeof(float));
+    // Copied: the mapping's alignment is only the section's, and the vector is small.
+    vector_.resize(dim);
+    std::memcpy(vector_.data(), v.data, v.size);
+    stats_.bytes = v.size;
+  }
+
+  void gather(const uint64_t*, const uint64_t* dst, size_t n, float* out) const override {
+    const size_t dim = vector_.size();
+    for (size_t k = 0; k < n; ++k) std::memcpy(out + dst[k] * dim, vector_.data(), dim * sizeof(float));
+  }
+  void decode_range(uint64_t, uint64_t count, float* out) const override {
+    const size_t dim = vector_.size();
+    for (uint64_t k = 0; k < count; ++k) std::memcpy(out + k * dim, vector_.data(), dim * sizeof(float));
+  }
+  const float* shared_vector() const override { return vector_.data(); }
+
+ private:
+  std::vector<float> vector_;
+};
+
+// ---- id maps -----------------------------------------------------------------------------
+
+class IdentityMap final : public IdMap {
+ public:
+  explicit IdentityMap(uint64_t rows) : rows_(rows) {}
+  IdMapKind kind() const override { return IdMapKind::identity; }
+  size_t resolve(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const override {
+    for (size_t k = 0; k < n; ++k) {
+      const bool known = ids[k] >= 0 && static_cast<uint64_t>(ids[k]) < rows_;
+      tier[k] = known ? 0u : 1u;
+      local[k] = known ? static_cast<uint64_t>(ids[k]) : 0;
+    }
+    return n;
+  }
+  void resolve_range(uint64_t begin, uint64_t count, uint32_t* tier, uint64_t* local) const override {
+    std::fill(tier, tier + count, 0u);
+    for (uint64_t i = 0; i < count; ++i) local[i] = begin + i;
+  }
+
+ private:
+  uint64_t rows_;
+};
+
+class RowMapIdMap final : public IdMap {
+ public:
+  RowMapIdMap(io::RowMap map, uint64_t bytes) : map_(std::move(map)), bytes_(bytes) {}
+  IdMapKind kind() const override { return IdMapKind::row_map; }
+
+  size_t resolve(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const override {
+    const uint64_t rows = map_.rows();
+    const uint32_t unknown = map_.tiers();
+    for (size_t k = 0; k < n; ++k) {
+      if (ids[k] < 0 || static_cast<uint64_t>(ids[k]) >= rows) {
+        tier[k] = unknown;
+        local[k] = 0;
+        continue;
+      }
+      io::RowMap::Location loc;
+      if (!map_.try_locate(static_cast<uint64_t>(ids[k]), loc)) return k;
+      tier[k] = loc.tier;
+      local[k] = loc.index;
+    }
+    return n;
+  }
+
+  // One walk of the tier bytes from each tier's index at `begin`.
+  void resolve_range(uint64_t begin, uint64_t count, uint32_t* tier, uint64_t* local) const override {
+    const uint32_t tiers = map_.tiers();
+    std::vector<uint64_t> next(tiers);
+    for (uint32_t t = 0; t < tiers; ++t)
+      if (!map_.try_index_at(begin, t, next[t])) EDO_FAIL("{}: row map is corrupt at row {}", map_.path(), begin);
+    const uint8_t* bytes = map_.tier_bytes();
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint32_t t = bytes[begin + i];
+      if (t >= tiers || next[t] >= map_.tier_rows(t))
+        EDO_FAIL("{}: row map is corrupt at row {}", map_.path(), begin + i);
+      tier[i] = t;
+      local[i] = next[t]++;
+    }
+  }
+
+  void validate() const override { map_.validate(); }
+  uint64_t bytes() const override { return bytes_; }
+
+ private:
+  io::RowMap map_;
+  uint64_t bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) {
+  switch (tier_kind_of(info.codec)) {
+    case TierKind::shared_vector:
+      return std::make_unique<SharedVectorTier>(c, info);
+    case TierKind::codec:
+      break;
+  }
+  return std::make_unique<CodecTier>(c, info, jt);
+}
+
+std::unique_ptr<IdMap> open_id_map(const io::Container& c, const std::vector<uint64_t>& tier_rows) {
+  const std::string& path = c.path();
+  const nlohmann::json& manifest = c.manifest();
+  const uint64_t rows = c.rows();
+  if (!manifest.contains("rowmap")) {
+    if (tier_rows.size() != 1) EDO_FAIL("{}: {} tiers but no row map", path, tier_rows.size());
+    if (tier_rows[0] != rows)
+      EDO_FAIL("{}: tier '{}' has {} rows, the table {}", path, c.tiers()[0].name, tier_rows[0], rows);
+    return std::make_unique<IdentityMap>(rows);
+  }
+  const nlohmann::json& rm = manifest["rowmap"];
+  if (!rm.is_object() || !rm.contains("tier") || !rm["tier"].is_string() || !rm.contains("rank") ||
+      !rm["rank"].is_string() || !rm.contains("block") || !rm["block"].is_number_unsigned())
+    EDO_FAIL("{}: rowmap needs string 'tier' and 'rank' sections and an integer 'block'", path);
+  if (rm["block"].get<uint64_t>() != io::kRowMapBlock)
+    EDO_FAIL("{}: rowmap block {} (this reader knows {})", path, rm["block"].get<uint64_t>(), io::kRowMapBlock);
+  const io::SectionView tier = c.section(rm["tier"].get<std::string>());
+  const io::SectionView rank = c.section(rm["rank"].get<std::string>());
+  return std::make_unique<RowMapIdMap>(io::RowMap(tier.data, tier.size, rank.data, rank.size, rows, tier_rows, path),
+                                       tier.size + rank.size);
+}
+
+}  // namespace edo
