@@ -5,6 +5,10 @@
 #include <bit>
 #include <cstring>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 namespace edo::io {
 
 static_assert(std::endian::native == std::endian::little, "the rank section is read in place as little-endian u64");
@@ -26,12 +30,21 @@ std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uin
 
 namespace {
 
-// Bytes equal to t among p[0..n), eight at a time: a byte of x = word ^ t*0x01..
-// is zero exactly when the high bit of ~((x & 0x7f..) + 0x7f.. | x | 0x7f..) is set.
+// Bytes equal to t among p[0..n): 32 at a time with AVX2, then eight at a
+// time: a byte of x = word ^ t*0x01.. is zero exactly when its high bit in
+// ~((x & 0x7f..) + 0x7f.. | x | 0x7f..) is set.
 uint64_t count_byte(const uint8_t* p, uint64_t n, uint8_t t) {
   constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7fULL;
   const uint64_t pattern = 0x0101010101010101ULL * t;
   uint64_t count = 0, j = 0;
+#ifdef __AVX2__
+  const __m256i wanted = _mm256_set1_epi8(static_cast<char>(t));
+  for (; j + 32 <= n; j += 32) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + j));
+    count +=
+        static_cast<uint64_t>(std::popcount(static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, wanted)))));
+  }
+#endif
   for (; j + 8 <= n; j += 8) {
     uint64_t w;
     std::memcpy(&w, p + j, sizeof w);

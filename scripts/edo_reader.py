@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""An independent .edo reader, written from docs/FORMAT.md alone (standard
-library only), to show the spec is implementable and to cross-check the C++
-reader and writer.
+"""An independent .edo reader, written from docs/FORMAT.md alone, to show the spec is
+implementable and to cross-check the C++ reader and writer. Validation needs the standard
+library only; --decode needs numpy.
 
     edo_reader.py FILE                 validate (all rules of FORMAT.md section 6), print a summary
     edo_reader.py FILE --manifest      validate, print the manifest
     edo_reader.py FILE --section NAME --out PATH
                                        validate, write one section's payload to PATH
     edo_reader.py FILE --decode OUT.npy
-                                       validate, decode a one-tier file of a scalar codec
-                                       (fp32, fp16, bf16, int8/int4/int2[:group=G], bin) to
-                                       float32 with numpy, following FORMAT.md section 7
+                                       validate, decode the whole table to a float32 .npy
+                                       (FORMAT.md section 7 and "Tiered files"):
+                                       - one-tier files (edo-quantize) and tiered files (edo-pack:
+                                         the row map's tier bytes, rank checkpoints and, when
+                                         present, per-row local indices, all checked to agree);
+                                       - default tiers (one shared vector);
+                                       - scalar codecs fp32, fp16, bf16, fp8:e4m3|e5m2, bin,
+                                         int8/int4/int2[:group=G]: bit for bit as edo-unpack;
+                                       - pq, opq, rq (m=M,nbits=B) and pca:K,CODEC: pq and rq bit for
+                                         bit, opq and pca up to float rounding (sums in float64 here)
 
 Exit status 0 when the file is valid, 1 (with "FILE: problem" on stderr) when not.
 """
@@ -198,58 +205,319 @@ def validate(data, verify_sections=True):
     return manifest, sections, (major, minor)
 
 
-def parse_codec(spec):
-    """(name, bits, group or None) of a scalar codec spec (FORMAT.md 7.2)."""
-    stages = spec.split(",")
-    require(len(stages) == 1, "codec %r: --decode handles plain scalar codecs only" % spec)
-    parts = stages[0].split(":")
-    name, params = parts[0], parts[1:]
-    bits = {"fp32": 32, "fp16": 16, "bf16": 16, "int8": 8, "int4": 4, "int2": 2, "bin": 1}.get(name)
-    require(bits is not None, "codec %r: --decode does not handle it" % spec)
-    group = None
-    for p in params:
-        key, _, value = p.partition("=")
-        require(key == "group" and value.isdigit() and int(value) > 0, "codec %r: unknown parameter %r" % (spec, p))
-        group = int(value)
-    return name, bits, group
+# ---- decoding (FORMAT.md section 7 and "Tiered files"; needs numpy) ---------------------
+
+SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2, "bin": 1}
+PQ_PARAMS = {"pq": ("m", "nbits", "train"), "opq": ("m", "nbits", "train"),
+             "rq": ("m", "nbits", "beam", "train_beam", "refine")}
 
 
-def decode_scalar(data, manifest, sections):
+def parse_spec(spec):
+    """Stages [(name, [(key or "", value), ...]), ...] of a codec spec (FORMAT.md section 7):
+    stages separated by ",", a stage is name[:param...], a "," followed by key=value
+    continues the previous stage."""
+    stages = []
+    for piece in spec.split(","):
+        parts = piece.split(":")
+        if "=" in parts[0]:
+            require(stages, "codec %r starts with a parameter, not a codec name" % spec)
+        else:
+            require(parts[0], "codec %r has an empty stage" % spec)
+            stages.append((parts[0], []))
+            parts = parts[1:]
+        for p in parts:
+            key, eq, value = p.partition("=")
+            require(value if eq else key, "codec %r has an empty parameter" % spec)
+            stages[-1][1].append((key, value) if eq else ("", key))
+    return stages
+
+
+def keyed_params(spec, name, params, allowed):
+    out = {}
+    for key, value in params:
+        require(key in allowed, "codec %r: %s does not take parameter %r" % (spec, name, key or value))
+        require(key not in out, "codec %r: parameter %r given twice" % (spec, key))
+        out[key] = value
+    return out
+
+
+def positive_int(spec, what, value, low=1, high=1 << 24):
+    require(value.isdigit() and low <= int(value) <= high,
+            "codec %r: %s=%s is not an integer from %d to %d" % (spec, what, value, low, high))
+    return int(value)
+
+
+class Codec:
+    """One codec at one dimension: code_size, the state roles it needs with their shapes,
+    and decode(codes (n, code_size) uint8, state {role: float32 array}) -> (n, dim) float32."""
+
+    def __init__(self, spec, dim):
+        self.spec, self.dim = spec, dim
+        stages = parse_spec(spec)
+        name, params = stages[0]
+        if name == "pca":
+            require(len(stages) <= 2, "codec %r: pca takes one codec after it" % spec)
+            require(len(params) == 1 and params[0][0] == "", "codec %r: pca needs its dimension, pca:K" % spec)
+            self.k = positive_int(spec, "K", params[0][1], 1, dim)
+            inner = stages[1] if len(stages) == 2 else ("fp32", [])
+            require(inner[0] != "pca", "codec %r: pca must be the first stage" % spec)
+            self.inner = Codec(format_stage(inner), self.k)
+            self.kind = "pca"
+            self.code_size = self.inner.code_size
+            self.roles = dict(self.inner.roles, **{"pca.mean": [dim], "pca.components": [self.k, dim]})
+            require(len(self.roles) == len(self.inner.roles) + 2, "codec %r: state roles collide" % spec)
+            return
+        require(len(stages) == 1, "codec %r: %s must be the last stage (one codec per spec)" % (spec, name))
+        if name in SCALAR_BITS:
+            self.init_scalar(name, params)
+        elif name in PQ_PARAMS:
+            self.init_pq(name, params)
+        else:
+            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, pca)"
+                    % (spec, name, ", ".join(SCALAR_BITS)))
+
+    def init_scalar(self, name, params):
+        spec, dim = self.spec, self.dim
+        self.kind, self.bits, self.group, self.fp8 = name, SCALAR_BITS[name], dim, None
+        if name == "fp8":
+            p = keyed_params(spec, name, params, ("", "format"))
+            require(len(p) <= 1, "codec %r: fp8 format given twice" % spec)
+            self.fp8 = p.get("", p.get("format", "e4m3"))
+            require(self.fp8 in ("e4m3", "e5m2"), "codec %r: fp8 format is e4m3 or e5m2" % spec)
+        elif name.startswith("int"):
+            p = keyed_params(spec, name, params, ("group",))
+            if "group" in p:
+                self.group = min(positive_int(spec, "group", p["group"]), dim)
+        else:
+            keyed_params(spec, name, params, ())
+        self.groups = -(-dim // self.group)
+        self.header = 8 * self.groups if name.startswith("int") else 4 if name in ("fp8", "bin") else 0
+        self.code_size = self.header + (dim * self.bits + 7) // 8
+        self.roles = {}
+
+    def init_pq(self, name, params):
+        spec, dim = self.spec, self.dim
+        p = keyed_params(spec, name, params, PQ_PARAMS[name])
+        require("m" in p, "codec %r: %s needs m=M" % (spec, name))
+        self.kind, self.m = name, positive_int(spec, "m", p["m"], 1, dim if name != "rq" else 64)
+        self.nbits = positive_int(spec, "nbits", p.get("nbits", "8"), 4, 8)
+        require(p.get("train", "faiss") in ("faiss", "edo"), "codec %r: train is faiss or edo" % spec)
+        self.ksub = 1 << self.nbits
+        self.code_size = (self.m * self.nbits + 7) // 8
+        if name == "rq":
+            self.roles = {"rq.codebooks": [self.m, self.ksub, dim]}
+            return
+        # opq rotates into d2 = m * ceil(dim / m) columns, which split into equal sub-spaces.
+        self.d2 = self.m * -(-dim // self.m) if name == "opq" else dim
+        self.dsub = -(-self.d2 // self.m)
+        self.roles = {"pq.codebooks": [self.m, self.ksub, self.dsub]}
+        if name == "opq":
+            self.roles["opq.rotation"] = [self.d2, dim]
+
+    def decode(self, codes, state):
+        import numpy as np
+
+        n = codes.shape[0]
+        if self.kind == "pca":
+            y = self.inner.decode(codes, state).astype(np.float64)
+            x = state["pca.mean"].astype(np.float64) + y @ state["pca.components"].astype(np.float64)
+            return x.astype(np.float32)
+        if self.kind in PQ_PARAMS:
+            # Sub-code j: bits [j*B, (j+1)*B) of the row, least significant bit of byte 0 first.
+            bits = np.unpackbits(codes, axis=1, bitorder="little")[:, :self.m * self.nbits]
+            ids = (bits.reshape(n, self.m, self.nbits).astype(np.int64) << np.arange(self.nbits)).sum(axis=2)
+            if self.kind == "rq":
+                books = state["rq.codebooks"]
+                x = books[0][ids[:, 0]]
+                for j in range(1, self.m):  # float32 sums in order of j
+                    x = x + books[j][ids[:, j]]
+                return x
+            books = state["pq.codebooks"]
+            y = np.empty((n, self.d2), dtype=np.float32)
+            base, extra = divmod(self.d2, self.m)
+            for j in range(self.m):
+                begin, width = j * base + min(j, extra), base + (j < extra)
+                y[:, begin:begin + width] = books[j][ids[:, j], :width]
+            if self.kind == "pq":
+                return y
+            return (y.astype(np.float64) @ state["opq.rotation"].astype(np.float64)).astype(np.float32)
+        return self.decode_scalar(codes)
+
+    def decode_scalar(self, codes):
+        import numpy as np
+
+        n, dim, bits = codes.shape[0], self.dim, self.bits
+        payload = codes[:, self.header:]
+        if self.kind == "fp32":
+            return payload.copy().view("<f4").reshape(n, dim)
+        if self.kind == "fp16":
+            return payload.copy().view("<f2").astype(np.float32).reshape(n, dim)
+        if self.kind == "bf16":
+            return (payload.copy().view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(n, dim)
+        scale = codes[:, :4].copy().view("<f4")  # fp8 and bin: one scale a row
+        if self.kind == "fp8":
+            return fp8_table(self.fp8)[payload[:, :dim]] * scale
+        if self.kind == "bin":
+            signs = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim]
+            return np.where(signs == 1, -scale, scale).astype(np.float32)
+        # int8 / int4 / int2: value j is the bits [j*bits, (j+1)*bits) of the payload.
+        planes = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim * bits].reshape(n, dim, bits)
+        q = (planes.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(axis=2)
+        params = codes[:, :self.header].copy().view("<f4").reshape(n, self.groups, 2)
+        g = np.arange(dim) // self.group
+        # q * scale is exact in float64; one rounding to float32 equals the decoder's fma.
+        return (q * params[:, g, 0].astype(np.float64) + params[:, g, 1].astype(np.float64)).astype(np.float32)
+
+
+def format_stage(stage):
+    name, params = stage
+    return ":".join([name] + [k + "=" + v if k else v for k, v in params])
+
+
+def fp8_table(fmt):
+    """float32 value of each of the 256 fp8 codes (FORMAT.md 7.2)."""
     import numpy as np
 
-    rows, dim = manifest["rows"], manifest["dim"]
-    tiers = manifest["tiers"]
-    require(len(tiers) == 1 and tiers[0]["rows"] == rows, "--decode handles one-tier files only")
-    tier = tiers[0]
-    name, bits, group = parse_codec(tier["codec"])
-    group = group or dim
-    groups = -(-dim // group)
-    header = {"fp8": 4, "bin": 4}.get(name, 8 * groups if name.startswith("int") else 0)
-    code_size = header + (dim * bits + 7) // 8
-    require(tier.get("code_size") == code_size, "code_size %r, expected %d" % (tier.get("code_size"), code_size))
-    off, length, _ = sections[tier["sections"]["codes"]]
-    require(length == rows * code_size, "codes section has %d bytes, expected %d" % (length, rows * code_size))
-    codes = np.frombuffer(data, dtype=np.uint8, count=length, offset=off).reshape(rows, code_size)
-    payload = codes[:, header:]
-    if name == "fp32":
-        return payload.copy().view("<f4")
-    if name == "fp16":
-        return payload.copy().view("<f2").astype(np.float32)
-    if name == "bf16":
-        return (payload.copy().view("<u2").astype(np.uint32) << 16).view(np.float32)
-    if name == "bin":
-        scale = codes[:, :4].copy().view("<f4")
-        signs = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim]
-        return np.where(signs == 1, -scale, scale).astype(np.float32)
-    # int8 / int4 / int2: value j is the bits [j*bits, (j+1)*bits) of the payload.
-    bit_planes = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim * bits].reshape(rows, dim, bits)
-    q = (bit_planes.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(axis=2)
-    params = codes[:, :header].copy().view("<f4").reshape(rows, groups, 2)
-    g = np.arange(dim) // group
-    scale = params[:, g, 0].astype(np.float64)
-    offset = params[:, g, 1].astype(np.float64)
-    # q * scale is exact in float64; one rounding to float32 equals the decoder's fma.
-    return (q * scale + offset).astype(np.float32)
+    mant_bits, bias = (3, 7) if fmt == "e4m3" else (2, 15)
+    c = np.arange(256)
+    mag, negative = c & 0x7F, c >= 0x80
+    exp, mant = mag >> mant_bits, mag & ((1 << mant_bits) - 1)
+    value = np.where(exp == 0, mant * 2.0 ** (1 - bias - mant_bits),
+                     (1 + mant / 2.0 ** mant_bits) * 2.0 ** (exp.astype(np.float64) - bias))
+    bits = np.where(negative, -value, value).astype(np.float32).view(np.uint32)
+    special = (mag == 0x7F) if fmt == "e4m3" else (exp == 0x1F)
+    # e4m3: S.1111.111 is NaN; e5m2: exponent all ones is Inf (mantissa 0) or NaN.
+    special_bits = 0x7F800000 | np.where((fmt == "e4m3") | (mant != 0), 0x400000, 0)
+    bits = np.where(special, special_bits | (negative.astype(np.uint32) << 31), bits).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def section_array(data, sections, name, dtype, what):
+    import numpy as np
+
+    off, length, _ = sections[name]
+    size = np.dtype(dtype).itemsize
+    require(length % size == 0, "%s: section %r holds %d bytes, not a multiple of %d" % (what, name, length, size))
+    return np.frombuffer(data, dtype=dtype, count=length // size, offset=off)
+
+
+def tier_state(data, sections, tier, codec):
+    """The float32 state arrays of a codec tier, checked against what its codec needs."""
+    import numpy as np
+
+    what = "tier %r" % tier["name"]
+    roles = {r: s for r, s in tier["sections"].items() if r != "codes"}
+    for role in roles:
+        require(role in codec.roles, "%s: codec %r has no state %r" % (what, codec.spec, role))
+    shapes = tier.get("state_shapes", {})
+    require(isinstance(shapes, dict), "%s: state_shapes is not an object" % what)
+    state = {}
+    for role, shape in codec.roles.items():
+        require(role in roles, "%s: codec %r needs state %r, the tier names no such section" % (what, codec.spec, role))
+        require(shapes.get(role) == shape, "%s: state %r has shape %r, codec %r at dim %d needs %r"
+                % (what, role, shapes.get(role), codec.spec, codec.dim, shape))
+        values = section_array(data, sections, roles[role], "<f4", what)
+        count = 1
+        for d in shape:
+            count *= d
+        require(values.size == count, "%s: section %r holds %d floats, shape %r needs %d"
+                % (what, roles[role], values.size, shape, count))
+        require(np.isfinite(values).all(), "%s: state %r holds a value that is not finite" % (what, role))
+        state[role] = values.reshape(shape)
+    return state
+
+
+def decode_tier(data, manifest, sections, tier):
+    """(tier rows, dim) float32: the tier's rows in ascending row id order."""
+    import numpy as np
+
+    dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
+    roles = tier["sections"]
+    if tier["codec"] == "default":
+        require(set(roles) == {"vector"}, "%s: a default tier has exactly one section, 'vector'" % what)
+        require(tier.get("code_size", 0) == 0, "%s: a default tier has code_size 0" % what)
+        vector = section_array(data, sections, roles["vector"], "<f4", what)
+        require(vector.size == dim, "%s: vector holds %d floats, dim is %d" % (what, vector.size, dim))
+        return np.broadcast_to(vector, (rows, dim))
+    codec = Codec(tier["codec"], dim)
+    require(tier.get("code_size") == codec.code_size, "%s: code_size %r, codec %r at dim %d needs %d"
+            % (what, tier.get("code_size"), tier["codec"], dim, codec.code_size))
+    require("codes" in roles, "%s: no codes section" % what)
+    off, length, _ = sections[roles["codes"]]
+    require(length == rows * codec.code_size, "%s: codes section has %d bytes, %d rows of %d need %d"
+            % (what, length, rows, codec.code_size, rows * codec.code_size))
+    codes = np.frombuffer(data, dtype=np.uint8, count=length, offset=off).reshape(rows, codec.code_size)
+    state = tier_state(data, sections, tier, codec)
+    out = np.empty((rows, dim), dtype=np.float32)
+    for r0 in range(0, rows, 65536):  # bounded working memory on big tiers
+        out[r0:r0 + 65536] = codec.decode(codes[r0:r0 + 65536], state)
+    return out
+
+
+def row_map(data, manifest, sections):
+    """(tier of each row, index of each row within its tier), from the manifest's rowmap."""
+    import numpy as np
+
+    rows, tiers = manifest["rows"], manifest["tiers"]
+    ntiers = len(tiers)
+    rm = manifest["rowmap"]
+    require(isinstance(rm, dict), '"rowmap" is not an object')
+    require(rm.get("block") == 256, "rowmap block %r, this reader knows 256" % rm.get("block"))
+    require(1 <= ntiers <= 64, "row map for %d tiers (1 to 64 allowed)" % ntiers)
+    for key in ("tier", "rank") + (("local",) if "local" in rm else ()):
+        require(isinstance(rm.get(key), str) and rm[key] in sections, "rowmap %r names no section" % key)
+    tier = section_array(data, sections, rm["tier"], np.uint8, "row map")
+    require(tier.size == rows, "row map tier section holds %d bytes for %d rows" % (tier.size, rows))
+    blocks = -(-rows // 256)
+    rank_bytes = sections[rm["rank"]][1]
+    require(rank_bytes == blocks * ntiers * 8, "row map rank section holds %d bytes, %d blocks of %d tiers need %d"
+            % (rank_bytes, blocks, ntiers, blocks * ntiers * 8))
+    rank = section_array(data, sections, rm["rank"], "<u8", "row map").reshape(blocks, ntiers)
+    for i in np.flatnonzero(tier >= ntiers)[:1]:
+        raise Invalid("row map gives row %d tier %d of %d" % (i, tier[i], ntiers))
+    # From the tier bytes alone: row i is the k-th row of its tier when k rows of that tier come before it.
+    counted = np.zeros(rows, dtype=np.int64)
+    # From the rank checkpoints (FORMAT.md): rank[i / 256][t] plus the rows of tier t in [256 (i / 256), i).
+    ranked = np.zeros(rows, dtype=np.int64)
+    starts = np.arange(0, rows, 256)
+    block_start = np.arange(rows) // 256 * 256
+    for t in range(ntiers):
+        mask = tier == t
+        require(int(mask.sum()) == tiers[t]["rows"], "row map puts %d rows in tier %r, the manifest %d"
+                % (mask.sum(), tiers[t]["name"], tiers[t]["rows"]))
+        before = np.cumsum(mask) - mask  # rows of tier t in [0, i)
+        for b in np.flatnonzero(rank[:, t] != before[starts])[:1]:
+            raise Invalid("row map rank of tier %r at row %d is %d, the tier bytes say %d"
+                          % (tiers[t]["name"], starts[b], rank[b, t], before[starts[b]]))
+        counted[mask] = before[mask]
+        ranked[mask] = (rank[:, t].astype(np.int64)[block_start // 256] + before - before[block_start])[mask]
+    if "local" in rm:
+        local = section_array(data, sections, rm["local"], "<u4", "row map")
+        require(local.size == rows, "row map local section holds %d values for %d rows" % (local.size, rows))
+        for i in np.flatnonzero(local != counted)[:1]:
+            raise Invalid("row map local section gives row %d index %d in its tier, the tier bytes say %d"
+                          % (i, local[i], counted[i]))
+        return tier, local.astype(np.int64)
+    return tier, ranked
+
+
+def decode_table(data, manifest, sections):
+    """The whole table, (rows, dim) float32, decoded from every tier through the row map."""
+    import numpy as np
+
+    rows, dim, tiers = manifest["rows"], manifest["dim"], manifest["tiers"]
+    require(sum(t["rows"] for t in tiers) == rows, "the tiers hold %d rows, the table %d"
+            % (sum(t["rows"] for t in tiers), rows))
+    if "rowmap" not in manifest:
+        require(len(tiers) == 1, "%d tiers and no rowmap" % len(tiers))
+        require(tiers[0].get("first_row", 0) == 0, "first_row %r, expected 0" % tiers[0].get("first_row"))
+        return np.ascontiguousarray(decode_tier(data, manifest, sections, tiers[0]))
+    tier, index = row_map(data, manifest, sections)
+    out = np.empty((rows, dim), dtype=np.float32)
+    for t, info in enumerate(tiers):
+        mask = tier == t
+        out[mask] = decode_tier(data, manifest, sections, info)[index[mask]]
+    return out
 
 
 def main():
@@ -258,7 +526,8 @@ def main():
     ap.add_argument("--manifest", action="store_true", help="print the manifest as JSON")
     ap.add_argument("--section", help="section to extract (with --out)")
     ap.add_argument("--out", help="where to write the section payload")
-    ap.add_argument("--decode", metavar="OUT.npy", help="decode a one-tier scalar-codec file to float32 .npy")
+    ap.add_argument("--decode", metavar="OUT.npy",
+                    help="decode the whole table (any tiers, any codec above) to float32 .npy")
     args = ap.parse_args()
     if bool(args.section) != bool(args.out):
         ap.error("--section and --out go together")
@@ -272,9 +541,11 @@ def main():
             with open(args.out, "wb") as f:
                 f.write(data[off:off + length])
         if args.decode:
-            import numpy as np
-
-            decoded = decode_scalar(data, manifest, sections)
+            try:
+                import numpy as np
+            except ImportError:
+                raise Invalid("--decode needs numpy (validation does not)")
+            decoded = decode_table(data, manifest, sections)
             np.save(args.decode, decoded)
             return 0
     except (Invalid, OSError) as e:

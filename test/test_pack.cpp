@@ -174,7 +174,7 @@ TEST_CASE("pack: a packed file reads back tier by tier, deterministically") {
   CHECK(rep.tiers[2].rows == 600);
   CHECK(rep.tiers[3].rows == 100);
   CHECK(rep.gpu_bytes == 50 * dim * 4);
-  CHECK(rep.map_bytes == rows + 4 * 4 * 8);
+  CHECK(rep.map_bytes == rows + 4 * 4 * 8 + 4 * rows);  // tier bytes, rank checkpoints, local indices
   CHECK(rep.tiers[0].mass > 0.5);
 
   const edo::Reader reader = edo::Reader::open(dir.file("p.edo"));

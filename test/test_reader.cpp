@@ -96,15 +96,29 @@ TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of 
   std::memcpy(hostile.data() + rank_offset + 2 * 8, &huge, 8);
   edo::test::write_bytes(p.dir.file("h2.edo"), hostile);
   const edo::Reader r2 = edo::Reader::open(p.dir.file("h2.edo"));
-  const edo::Reader good = edo::Reader::open(p.path);
-  for (int64_t id = 256; id < 300; ++id) {
-    if (good.tier_of(static_cast<uint64_t>(id)) != 0) continue;
-    CHECK_THROWS_AS(r2.lookup(&id, 1, out.data()), edo::Error);
-  }
-  // The section checksums catch both when asked.
+  // Lookups read each row's index from the local section; range decodes and
+  // validation walk the checkpoints.
+  std::vector<float> block(44 * p.dim);
+  CHECK_THROWS_AS(r2.decode_rows(256, 44, block.data()), edo::Error);
+  CHECK_THROWS_AS(r2.validate_row_map(), edo::Error);
+  // A row's index within its tier (the local section) beyond the tier.
+  uint64_t local_offset = 0;
+  for (const auto& s : c.sections())
+    if (s.name == "rowmap/local") local_offset = s.offset;
+  REQUIRE(local_offset > 0);
+  hostile = bytes;
+  const uint32_t beyond = 0xfffffff0u;
+  std::memcpy(hostile.data() + local_offset + 7 * 4, &beyond, 4);
+  edo::test::write_bytes(p.dir.file("h3.edo"), hostile);
+  const edo::Reader r3 = edo::Reader::open(p.dir.file("h3.edo"));
+  const int64_t id7[] = {7};
+  CHECK(error_of([&] { r3.lookup(id7, 1, out.data()); }).find("corrupt at row 7") != std::string::npos);
+  CHECK(error_of([&] { r3.validate_row_map(); }).find("row 7") != std::string::npos);
+  // The section checksums catch them all when asked.
   edo::ReaderOptions verify;
   verify.verify = edo::io::Verify::all;
   CHECK_THROWS_AS(edo::Reader::open(p.dir.file("h2.edo"), verify), edo::Error);
+  CHECK_THROWS_AS(edo::Reader::open(p.dir.file("h3.edo"), verify), edo::Error);
   // Truncated.
   edo::test::write_bytes(p.dir.file("t.edo"), bytes.substr(0, bytes.size() / 2));
   CHECK(error_of([&] { edo::Reader::open(p.dir.file("t.edo")); }).find("t.edo") != std::string::npos);

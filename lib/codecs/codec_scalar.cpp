@@ -197,6 +197,16 @@ void half_to_floats(const uint8_t* in, size_t n, float* x) {
   for (; i + 8 <= n; i += 8) {
     _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
   }
+  if (i < n) {
+    // The last few values through the same instruction (the software
+    // conversion costs more than the vector one; both are exact).
+    alignas(16) uint8_t half[16] = {};
+    alignas(32) float wide[8];
+    std::memcpy(half, in + 2 * i, 2 * (n - i));
+    _mm256_store_ps(wide, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(half))));
+    std::memcpy(x + i, wide, (n - i) * sizeof(float));
+    return;
+  }
 #endif
   for (; i < n; ++i) {
     uint16_t h;
@@ -368,7 +378,16 @@ class ScalarCodec final : public Codec {
   void decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
                      float* x) const override {
     std::vector<uint8_t> q(math::is_affine(L_.kind) && L_.bits != 8 ? L_.dim : 0);
-    for (size_t k = 0; k < n; ++k) decode_row(codes + rows[k] * L_.code_size, x + dst[k] * L_.dim, q.data());
+    // Ids come in any order, so nearly every code row is a cache miss:
+    // fetching a few rows ahead keeps several misses in flight at once.
+    constexpr size_t kAhead = 8;
+    for (size_t k = 0; k < n; ++k) {
+      if (k + kAhead < n) {
+        const uint8_t* next = codes + rows[k + kAhead] * L_.code_size;
+        for (uint32_t b = 0; b < L_.code_size; b += 64) __builtin_prefetch(next + b);
+      }
+      decode_row(codes + rows[k] * L_.code_size, x + dst[k] * L_.dim, q.data());
+    }
   }
 
  private:

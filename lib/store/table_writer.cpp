@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -246,6 +247,20 @@ std::vector<float> tier_sample(io::TableReader& input, const std::vector<uint8_t
   return sample;
 }
 
+// Each row's index within its tier, u32 little-endian, streamed in 64 KiB pieces.
+void write_local_indices(io::ContainerWriter& writer, const std::vector<uint8_t>& tier_of_row, size_t ntiers) {
+  static_assert(std::endian::native == std::endian::little, "the local section is little-endian u32");
+  std::vector<uint32_t> next(ntiers, 0), piece;
+  writer.begin_section("rowmap/local");
+  for (uint64_t r0 = 0; r0 < tier_of_row.size(); r0 += 16384) {
+    const uint64_t m = std::min<uint64_t>(16384, tier_of_row.size() - r0);
+    piece.resize(m);
+    for (uint64_t i = 0; i < m; ++i) piece[i] = next[tier_of_row[r0 + i]]++;
+    writer.append(piece.data(), m * sizeof(uint32_t));
+  }
+  writer.end_section();
+}
+
 struct PassState {
   io::TableReader& input;
   const TableLayout& layout;
@@ -392,6 +407,12 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     writer.add_section("rowmap/rank", rank.data(), rank.size() * sizeof(uint64_t));
     manifest["rowmap"] = {{"tier", "rowmap/tier"}, {"rank", "rowmap/rank"}, {"block", io::kRowMapBlock}};
     rep.map_bytes = rows + rank.size() * sizeof(uint64_t);
+    if (std::all_of(rep.tiers.begin(), rep.tiers.end(),
+                    [](const TierWriteReport& t) { return t.rows <= UINT32_MAX; })) {
+      write_local_indices(writer, layout.tier_of_row, ntiers);
+      manifest["rowmap"]["local"] = "rowmap/local";
+      rep.map_bytes += rows * sizeof(uint32_t);
+    }
   }
   manifest["provenance"] = {{"tool", opt.tool},
                             {"version", EDO_VERSION_STRING},

@@ -198,22 +198,40 @@ class IdentityMap final : public IdMap {
   uint64_t rows_;
 };
 
+// The packed row map: tier bytes, rank checkpoints and, in files written
+// since edo 0.2, each row's index within its tier (u32). With that section
+// an id resolves with two loads; without it (older files, or a tier of 2^32
+// rows or more) by the rank checkpoints and a count of at most 255 bytes.
 class RowMapIdMap final : public IdMap {
  public:
-  RowMapIdMap(io::RowMap map, uint64_t bytes) : map_(std::move(map)), bytes_(bytes) {}
+  RowMapIdMap(io::RowMap map, const uint8_t* local, uint64_t bytes)
+      : map_(std::move(map)), local_(local), bytes_(bytes) {
+    for (uint32_t t = 0; t < map_.tiers(); ++t) tier_rows_.push_back(map_.tier_rows(t));
+  }
   IdMapKind kind() const override { return IdMapKind::row_map; }
 
   size_t resolve(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const override {
     const uint64_t rows = map_.rows();
     const uint32_t unknown = map_.tiers();
+    const uint8_t* bytes = map_.tier_bytes();
     for (size_t k = 0; k < n; ++k) {
       if (ids[k] < 0 || static_cast<uint64_t>(ids[k]) >= rows) {
         tier[k] = unknown;
         local[k] = 0;
         continue;
       }
+      const uint64_t row = static_cast<uint64_t>(ids[k]);
+      if (local_) {
+        const uint32_t t = bytes[row];
+        uint32_t index;
+        std::memcpy(&index, local_ + row * sizeof index, sizeof index);
+        if (t >= unknown || index >= tier_rows_[t]) return k;
+        tier[k] = t;
+        local[k] = index;
+        continue;
+      }
       io::RowMap::Location loc;
-      if (!map_.try_locate(static_cast<uint64_t>(ids[k]), loc)) return k;
+      if (!map_.try_locate(row, loc)) return k;
       tier[k] = loc.tier;
       local[k] = loc.index;
     }
@@ -229,19 +247,32 @@ class RowMapIdMap final : public IdMap {
     const uint8_t* bytes = map_.tier_bytes();
     for (uint64_t i = 0; i < count; ++i) {
       const uint32_t t = bytes[begin + i];
-      if (t >= tiers || next[t] >= map_.tier_rows(t))
-        EDO_FAIL("{}: row map is corrupt at row {}", map_.path(), begin + i);
+      if (t >= tiers || next[t] >= tier_rows_[t]) EDO_FAIL("{}: row map is corrupt at row {}", map_.path(), begin + i);
       tier[i] = t;
       local[i] = next[t]++;
     }
   }
 
-  void validate() const override { map_.validate(); }
+  void validate() const override {
+    map_.validate();
+    if (!local_) return;
+    std::vector<uint64_t> next(map_.tiers(), 0);
+    const uint8_t* bytes = map_.tier_bytes();
+    for (uint64_t r = 0; r < map_.rows(); ++r) {
+      uint32_t index;
+      std::memcpy(&index, local_ + r * sizeof index, sizeof index);
+      if (index != next[bytes[r]]++)
+        EDO_FAIL("{}: row map gives row {} index {} in its tier, the tier bytes say {}", map_.path(), r, index,
+                 next[bytes[r]] - 1);
+    }
+  }
   uint64_t bytes() const override { return bytes_; }
 
  private:
   io::RowMap map_;
+  const uint8_t* local_;
   uint64_t bytes_;
+  std::vector<uint64_t> tier_rows_;
 };
 
 }  // namespace
@@ -274,8 +305,18 @@ std::unique_ptr<IdMap> open_id_map(const io::Container& c, const std::vector<uin
     EDO_FAIL("{}: rowmap block {} (this reader knows {})", path, rm["block"].get<uint64_t>(), io::kRowMapBlock);
   const io::SectionView tier = c.section(rm["tier"].get<std::string>());
   const io::SectionView rank = c.section(rm["rank"].get<std::string>());
-  return std::make_unique<RowMapIdMap>(io::RowMap(tier.data, tier.size, rank.data, rank.size, rows, tier_rows, path),
-                                       tier.size + rank.size);
+  io::RowMap map(tier.data, tier.size, rank.data, rank.size, rows, tier_rows, path);
+  uint64_t bytes = tier.size + rank.size;
+  const uint8_t* local = nullptr;
+  if (rm.contains("local")) {
+    if (!rm["local"].is_string()) EDO_FAIL("{}: rowmap 'local' is not a section name", path);
+    const io::SectionView v = c.section(rm["local"].get<std::string>());
+    if (v.size / sizeof(uint32_t) != rows || v.size % sizeof(uint32_t) != 0)
+      EDO_FAIL("{}: row map local section holds {} bytes for {} rows of 4 bytes", path, v.size, rows);
+    local = v.data;
+    bytes += v.size;
+  }
+  return std::make_unique<RowMapIdMap>(std::move(map), local, bytes);
 }
 
 }  // namespace edo

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The independent Python reader (scripts/edo_reader.py --decode) against the C++
+# one (edo-unpack): one-tier files of every codec family, tiered files from
+# edo-pack (row map, default tiers, trained tiers), the committed golden files,
+# and corrupt row maps and state that the reader must refuse.
+# Scalar codecs and default tiers decode bit for bit; pq and rq too (a lookup,
+# and float32 sums in the order FORMAT.md gives); opq and pca (float sums in
+# another order) within max |py - C++| <= 1e-5 * max |C++|.
+# usage: py_reader.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build="$1"; src="$2"
+py=/usr/bin/python3
+reader="$src/scripts/edo_reader.py"
+if ! "$py" -c 'import numpy' 2>/dev/null; then
+  echo "py_reader: skipped ($py has no numpy)"
+  exit 0
+fi
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/checks.bash"
+Q="$build/edo-quantize"; K="$build/edo-pack"; U="$build/edo-unpack"
+# One thread: the answer is the same, and a busy machine trains far faster so.
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+quick=(-q --threads 1 --train-rows 512)
+
+"$py" - "$src/data-samples/glove.6B.50d.10k.npy" "$work" <<'PY'
+import sys, numpy as np
+np.save(sys.argv[2] + "/g.npy", np.ascontiguousarray(np.load(sys.argv[1])[:2000], dtype=np.float32))
+np.save(sys.argv[2] + "/zipf.npy", 1.0 / (np.arange(2000) + 1))
+PY
+g="$work/g.npy"
+
+# decode NAME.edo MODE: edo-unpack and the Python reader; MODE exact or tol, checked at the end.
+checks=()
+decode() {
+  local f="$work/$1.edo"
+  expect 0 "$U" "$f" -o "$work/$1.cpp.npy" -q
+  expect 0 "$py" "$reader" "$f" --decode "$work/$1.py.npy"
+  checks+=("$work/$1.py.npy" "$work/$1.cpp.npy" "$2")
+}
+
+# --- one-tier files: every scalar codec, and the trained codecs with uneven splits
+n=0
+for spec in fp32 fp16 bf16 fp8:e4m3 fp8:e5m2 int8 int4:group=10 int2:group=7 bin \
+            pq:m=10 pq:m=12,nbits=5 rq:m=4,nbits=6 opq:m=10 opq:m=12,nbits=4 \
+            pca:16 pca:16,int8 pca:20,pq:m=7,nbits=6; do
+  n=$((n + 1))
+  case "$spec" in opq* | pca*) mode=tol ;; *) mode=exact ;; esac
+  expect 0 "$Q" "$g" -o "$work/q$n.edo" --codec "$spec" "${quick[@]}"
+  decode "q$n" "$mode"
+done
+
+# --- tiered files: a row map (with its local indices), default, scalar and trained tiers
+expect 0 "$K" "$g" -o "$work/packed.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier hot:rows=5%:fp16:gpu --tier warm:rows=30%:int8 --tier cold:rows=50%:pq:m=10:disk --tier rare:rest:default
+decode packed exact
+expect 0 "$K" "$g" -o "$work/mixed.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier a:rows=10%:pca:16,int8:gpu --tier b:rows=20%:opq:m=5:nbits=5 --tier c:rows=30%:rq:m=3:nbits=5 \
+  --tier d:rows=20%:fp8:e5m2 --tier e:rows=10%:default --tier f:rest:bin
+decode mixed tol
+
+# --- golden files (written by older tools; packed.edo has no local indices)
+for f in "$src"/test/data/golden/*.edo; do
+  name=$(basename "$f" .edo)
+  expect 0 "$py" "$reader" "$f" --decode "$work/golden_$name.py.npy"
+  case "$name" in *pca*) mode=tol ;; *) mode=exact ;; esac
+  checks+=("$work/golden_$name.py.npy" "$src/test/data/golden/$name.decoded.npy" "$mode")
+done
+
+"$py" - "${checks[@]}" <<'PY' || fail "the Python reader and edo-unpack disagree (above)"
+import os, sys, numpy as np
+args, bad = sys.argv[1:], 0
+for i in range(0, len(args), 3):
+    mine, theirs, mode = args[i:i + 3]
+    name = os.path.basename(mine)
+    try:
+        a, b = np.load(mine), np.load(theirs)
+    except OSError as e:
+        print("%s: %s" % (name, e)); bad += 1; continue
+    if a.shape != b.shape or a.dtype != np.float32 or b.dtype != np.float32:
+        print("%s: %s %s, edo-unpack %s %s" % (name, a.shape, a.dtype, b.shape, b.dtype)); bad += 1; continue
+    if mode == "exact":
+        if not np.array_equal(a.view(np.uint32), b.view(np.uint32)):
+            print("%s: not bit for bit (%d values differ)" % (name, (a.view(np.uint32) != b.view(np.uint32)).sum()))
+            bad += 1
+        continue
+    diff, scale = np.abs(a.astype(np.float64) - b).max(), np.abs(b).max()
+    if not diff <= 1e-5 * scale:
+        print("%s: max |diff| %.3g > 1e-5 * max |x| = %.3g" % (name, diff, 1e-5 * scale)); bad += 1
+sys.exit(1 if bad else 0)
+PY
+
+# --- corrupt maps and state, resealed (checksums fixed) so only the decoder can object
+# reseal IN OUT SECTION PYTHON-EXPR: OUT is IN with the section's payload p (a numpy array
+# of the expression's dtype) changed by the expression, and every checksum made right again.
+reseal() {
+  "$py" - "$1" "$2" "$3" "$4" "$src/scripts" <<'PY'
+import json, struct, sys
+import numpy as np
+sys.path.insert(0, sys.argv[5])
+from edo_reader import xxh64
+data = bytearray(open(sys.argv[1], "rb").read())
+moff, mlen = struct.unpack_from("<QQ", data, 24)
+text = bytes(data[moff:moff + mlen])
+s = [s for s in json.loads(text)["sections"] if s["name"] == sys.argv[3]][0]
+dtype, expr = sys.argv[4].split(":", 1)
+p = np.frombuffer(data, dtype=dtype, count=s["length"] // np.dtype(dtype).itemsize, offset=s["offset"]).copy()
+exec(expr)
+data[s["offset"]:s["offset"] + s["length"]] = p.tobytes()
+new = text.replace(s["xxh64"].encode(), b"%016x" % xxh64(p.tobytes()))
+data[moff:moff + mlen] = new
+struct.pack_into("<Q", data, 40, xxh64(new))
+struct.pack_into("<Q", data, 56, xxh64(bytes(data[:56])))
+open(sys.argv[2], "wb").write(data)
+PY
+}
+P="$work/packed.edo"
+# A sound reseal still decodes (the helper changes nothing else).
+reseal "$P" "$work/same.edo" rowmap/local "<u4:pass" || fail "reseal failed"
+expect 0 "$py" "$reader" "$work/same.edo" --decode "$work/same.npy"
+cmp -s "$work/same.npy" "$work/packed.py.npy" || fail "a resealed, unchanged file decodes differently"
+reseal "$P" "$work/b1.edo" rowmap/local "<u4:p[[0, 1]] = p[[1, 0]]"
+expect 1 "$py" "$reader" "$work/b1.edo" --decode "$work/x.npy"; err_has "b1.edo: row map local section gives row 0"
+reseal "$P" "$work/b2.edo" rowmap/rank "<u8:p[4] += 1"
+expect 1 "$py" "$reader" "$work/b2.edo" --decode "$work/x.npy"
+err_has "b2.edo: row map rank of tier 'hot' at row 256 is 101, the tier bytes say 100"
+reseal "$P" "$work/b3.edo" rowmap/tier "u1:p[1999] = 4"
+expect 1 "$py" "$reader" "$work/b3.edo" --decode "$work/x.npy"; err_has "b3.edo: row map gives row 1999 tier 4 of 4"
+reseal "$P" "$work/b4.edo" rowmap/tier "u1:p[1999] = 0"
+expect 1 "$py" "$reader" "$work/b4.edo" --decode "$work/x.npy"; err_has "b4.edo: row map puts 101 rows in tier 'hot'"
+reseal "$P" "$work/b5.edo" cold/pq.codebooks "<f4:p[7] = np.nan"
+expect 1 "$py" "$reader" "$work/b5.edo" --decode "$work/x.npy"
+err_has "b5.edo: tier 'cold': state 'pq.codebooks' holds a value that is not finite"
+[ ! -e "$work/x.npy" ] || fail "a refused file left an output"
+
+[ "$failures" = 0 ] || { echo "py_reader: $failures failure(s)"; exit 1; }
+echo "py_reader: ok"
