@@ -13,8 +13,8 @@ namespace {
 
 // Nearest neighbours of a few probe rows in the original and the compressed
 // table, side by side, by word when a vocabulary is given.
-void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric, uint64_t n,
-                     std::vector<std::string> probes, const std::string& vocab_path) {
+void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric,
+                     edo::Device device, uint64_t n, std::vector<std::string> probes, const std::string& vocab_path) {
   std::vector<std::string> vocab;
   if (!vocab_path.empty()) vocab = edo::io::read_vocab(vocab_path, original.rows());
   if (probes.empty()) {
@@ -47,6 +47,7 @@ void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compr
   edo::KnnOptions opt;
   opt.metric = metric;
   opt.k = n;
+  opt.device = device;
   opt.exclude.assign(ids.begin(), ids.end());
   const edo::MatrixView q{queries.data(), ids.size(), dim};
   const edo::KnnResult before = edo::knn(q, original, opt);
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
       "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json\n"
       "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris",
       "edo-eval"};
-  std::string original_path, compressed_path;
+  std::string original_path, compressed_path, device = "auto";
   bool json = false;
   int threads = 0;
   edo::cli::EvalFlags flags;
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
   app.add_option("COMPRESSED", compressed_path, "The compressed table (.edo) or its decoded copy")->required();
   flags.add_to(app, true);
   app.add_flag("--json", json, "Print the report as JSON on stdout");
+  app.add_option("--device", device,
+                 "auto (GPU when present), cpu or cuda (an error without a GPU), for the k-NN scores")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   uint64_t show = 0;
   std::string vocab;
   std::vector<std::string> probes;
@@ -107,24 +111,19 @@ int main(int argc, char** argv) {
     flags.add_paths(paths);
     paths.check();
     const auto gates = flags.parsed_gates();
+    const edo::Device dev = edo::select_device(device);
     auto original = edo::open_any_table(original_path);
     auto compressed = edo::open_any_table(compressed_path);
     if (original->rows() != compressed->rows() || original->dim() != compressed->dim())
       EDO_FAIL("{}: shape {} x {} does not match {} ({} x {})", compressed_path, compressed->rows(), compressed->dim(),
                original_path, original->rows(), original->dim());
-    edo::EvalResult result = edo::evaluate(*original, *compressed, flags.options(original->rows(), flags.seed));
+    edo::EvalResult result = edo::evaluate(*original, *compressed, flags.options(original->rows(), flags.seed, dev));
     edo::add_memory_metrics(result, *original, *compressed);
     const auto outcomes = edo::check_gates(gates, result);
-    if (json) {
-      std::puts(edo::to_json(result, outcomes).dump(2).c_str());
-    } else {
-      std::printf("%s vs %s (%s)\n", original_path.c_str(), compressed_path.c_str(), edo::metric_name(result.metric));
-      edo::cli::print_metrics(result);
-      for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
-    }
-    if (show > 0) {
-      show_neighbours(*original, *compressed, result.metric, show, probes, vocab);
-    }
+    const std::string report = json ? edo::to_json(result, outcomes).dump(2) + "\n"
+                                    : edo::to_text(result, outcomes, original_path, compressed_path);
+    std::fputs(report.c_str(), stdout);
+    if (show > 0) show_neighbours(*original, *compressed, result.metric, dev, show, probes, vocab);
     return edo::cli::finish_gates("edo-eval", flags, result, outcomes);
   });
 }

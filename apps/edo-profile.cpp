@@ -8,7 +8,7 @@
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
 
-#include <fstream>
+#include <optional>
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
       "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
       "edo-profile"};
-  std::string input, freq;
+  std::string input, freq, device = "auto";
   bool json = false, quiet = false;
   int threads = 0;
   edo::ProfileOptions opt;
@@ -35,6 +35,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--near-zero", opt.near_zero, "Absolute near-zero threshold (default: 1% of the sample's RMS value)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--device", device,
+                 "auto (GPU when present), cpu or cuda (an error without a GPU), for the PCA covariance")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   bool plan = false;
   std::vector<std::string> budget;
   std::string plan_config, plan_metric = "cos";
@@ -64,6 +67,8 @@ int main(int argc, char** argv) {
     if (!plan && (!budget.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !plan_config.empty()))
       EDO_USAGE_FAIL("--budget, --max-bytes, --gpu-bytes and --plan-config go with --plan");
     edo::cli::PathGuard().input(input).input(freq).output("--plan-config", plan_config).check();
+    if (plan && budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
+    opt.device = edo::select_device(device);
     auto table = edo::open_any_table(input);
     nlohmann::json container;
     if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))
@@ -75,41 +80,30 @@ int main(int argc, char** argv) {
       p.skew = edo::access_skew(edo::io::read_frequencies(freq, p.rows));
       p.has_skew = true;
     }
-    nlohmann::json profile_json = edo::to_json(p);
-    if (!container.is_null()) profile_json["container"] = container;
-    const std::string profile_text =
-        (container.is_null() ? "" : edo::container_summary_text(container) + "\ndecoded rows: ") + edo::to_text(p);
-    if (!plan) {
-      std::fputs(json ? (profile_json.dump(2) + "\n").c_str() : profile_text.c_str(), stdout);
-      return 0;
-    }
-    if (budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
-    for (const auto& b : budget) plan_opt.budget.push_back(edo::parse_gate(b));
-    if (!freq.empty()) plan_opt.freq = edo::io::read_frequencies(freq, p.rows);
-    plan_opt.seed = opt.seed;
-    plan_opt.metric = edo::parse_metric(plan_metric);
-    edo::cli::Progress plan_progress("edo-profile: plan candidates", quiet);
-    auto plan_report = plan_progress.callback();
-    if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };
-    const edo::PlanResult result = edo::plan_tiers(*table, plan_opt);
-    if (result.chosen >= 0 && !plan_config.empty()) {
-      const std::string text = edo::plan_config(result).dump(2) + "\n";
-      edo::io::AtomicFile f(plan_config);
-      f.write(text.data(), text.size());
-      f.commit();
-    }
-    if (json) {
-      profile_json["plan"] = edo::to_json(result);
-      std::puts(profile_json.dump(2).c_str());
-    } else {
-      std::fputs(profile_text.c_str(), stdout);
-      std::fputs(("\n" + edo::to_text(result)).c_str(), stdout);
-      if (result.chosen >= 0) {
-        std::printf("\n  config (edo-pack --config):\n%s\n", edo::plan_config(result).dump(2).c_str());
-        if (!plan_config.empty()) std::printf("  written to %s\n", plan_config.c_str());
+    std::optional<edo::PlanResult> result;
+    if (plan) {
+      for (const auto& b : budget) plan_opt.budget.push_back(edo::parse_gate(b));
+      if (!freq.empty()) plan_opt.freq = edo::io::read_frequencies(freq, p.rows);
+      plan_opt.seed = opt.seed;
+      plan_opt.metric = edo::parse_metric(plan_metric);
+      edo::cli::Progress plan_progress("edo-profile: plan candidates", quiet);
+      auto plan_report = plan_progress.callback();
+      if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };
+      result = edo::plan_tiers(*table, plan_opt);
+      if (result->chosen >= 0 && !plan_config.empty()) {
+        const std::string text = edo::plan_config(*result).dump(2) + "\n";
+        edo::io::AtomicFile f(plan_config);
+        f.write(text.data(), text.size());
+        f.commit();
       }
     }
-    if (result.chosen < 0) {
+    const edo::PlanResult* chosen = result ? &*result : nullptr;
+    if (json) {
+      std::fputs((edo::profile_report_json(p, container, chosen).dump(2) + "\n").c_str(), stdout);
+    } else {
+      std::fputs(edo::profile_report_text(p, container, chosen, plan_config).c_str(), stdout);
+    }
+    if (result && result->chosen < 0) {
       std::fprintf(stderr, "edo-profile: no candidate plan met the budget\n");
       return static_cast<int>(edo::ExitCode::gate);
     }

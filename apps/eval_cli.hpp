@@ -61,8 +61,11 @@ struct EvalFlags {
     return out;
   }
 
-  EvalOptions options(uint64_t rows, uint64_t seed_value) const {
+  // `device`: where the k-NN scores are computed; a tool passes its own
+  // --device, so that its --eval gives what edo-eval --device gives.
+  EvalOptions options(uint64_t rows, uint64_t seed_value, Device device = Device::cpu) const {
     EvalOptions o;
+    o.device = device;
     o.metric = parse_metric(metric);
     o.ks = ks;
     o.queries = queries;
@@ -152,9 +155,7 @@ inline void write_text_file(const std::string& path, const std::string& text) {
 }
 
 // Prints the metrics one a line ("name  value") to stdout.
-inline void print_metrics(const EvalResult& r) {
-  for (const auto& [name, value] : r.metrics()) std::printf("  %-22s %.6g\n", name.c_str(), value);
-}
+inline void print_metrics(const EvalResult& r) { std::fputs(metrics_text(r).c_str(), stdout); }
 
 // Writes the requested reports, prints failed gates on stderr, returns the exit code (0 or 3).
 inline int finish_gates(const char* tool, const EvalFlags& flags, const EvalResult& result,

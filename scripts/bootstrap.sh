@@ -10,6 +10,7 @@ packages=(
   libxxhash-dev libzip-dev zlib1g-dev
   clang libclang-rt-dev          # libFuzzer targets
   clang-format                   # the house style, checked by ctest (cli.format)
+  universal-ctags                # function lengths, checked by ctest (cli.function_length)
   python3-numpy                  # independent cross-checks in tests and benchmarks
 )
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace edo;
 using doctest::Approx;
@@ -336,4 +337,101 @@ TEST_CASE("eval: mismatched or bad inputs are reported") {
   b.ks = {50};
   const EvalResult r = evaluate_files(dir.file("a.npy"), dir.file("c.npy"), b);
   CHECK(r.at("recall@50") == 1.0);
+}
+
+// ---- RowErrorStats: the one reconstruction-statistics implementation -----------------------------
+
+TEST_CASE("eval: RowErrorStats gives evaluate()'s numbers, by rows, by blocks or merged") {
+  const auto x = glove();
+  const uint64_t rows = 10000, dim = 50;
+  std::vector<float> y(x);
+  for (uint64_t i = 0; i < y.size(); ++i) y[i] = std::round(y[i] * 8.0f) / 8.0f;
+  test::TempDir dir;
+  write_pair(dir, x, y, rows, dim);
+  EvalOptions o;
+  o.queries = 10;
+  o.ks = {1};
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+
+  RowErrorStats by_rows(dim, rows), by_blocks(dim, rows), first(dim, rows), second(dim, rows);
+  for (uint64_t i = 0; i < rows; ++i) by_rows.add(row_error(x.data() + i * dim, y.data() + i * dim, dim));
+  for (uint64_t b = 0; b < rows; b += 999) {
+    const uint64_t n = std::min<uint64_t>(999, rows - b);
+    by_blocks.add(x.data() + b * dim, y.data() + b * dim, n);
+  }
+  first.add(x.data(), y.data(), 4000);
+  second.add(x.data() + 4000 * dim, y.data() + 4000 * dim, rows - 4000);
+  first.merge(second);
+  const RowErrorSummary s = by_rows.finish(), sb = by_blocks.finish(), sm = first.finish();
+  CHECK(s.rows == rows);
+  CHECK(s.rel_fro == r.at("rel_fro"));
+  CHECK(s.mse == r.at("mse"));
+  CHECK(s.cos_mean == r.at("cos.mean"));
+  CHECK(s.cos_min == r.at("cos.min"));
+  CHECK(s.cos_p1 == r.at("cos.p1"));
+  CHECK(s.cos_p5 == r.at("cos.p5"));
+  CHECK(s.max_abs == r.at("max_abs"));
+  CHECK(sb.cos_mean == s.cos_mean);  // the same order of additions: the same bits
+  CHECK(sb.cos_p1 == s.cos_p1);
+  CHECK(sb.mse == s.mse);
+  CHECK(sm.rows == rows);
+  CHECK(sm.cos_min == s.cos_min);
+  CHECK(sm.cos_p1 == s.cos_p1);
+  CHECK(sm.cos_p5 == s.cos_p5);
+  CHECK(sm.max_abs == s.max_abs);
+  CHECK(sm.cos_mean == Approx(s.cos_mean).epsilon(1e-12));
+  CHECK(sm.rel_fro == Approx(s.rel_fro).epsilon(1e-12));
+}
+
+TEST_CASE("eval: RowErrorStats ranks a NaN cosine below every number") {
+  const uint64_t dim = 2;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // Rows: exact, a NaN in the original, an Inf in the decoded row, a zero row, orthogonal.
+  const std::vector<float> x = {1, 0, nan, 1, 1, 1, 0, 0, 1, 0};
+  const std::vector<float> y = {1, 0, 1, 1, inf, 1, 0, 0, 0, 1};
+  RowErrorStats st(dim, 5);
+  st.add(x.data(), y.data(), 5);
+  const RowErrorSummary s = st.finish();
+  CHECK(s.rows == 5);
+  CHECK(std::isnan(s.cos_min));  // NaN beats the orthogonal row's 0
+  CHECK(std::isnan(s.cos_p1));   // rank 1 of 5: the lowest, NaN
+  CHECK(std::isnan(s.cos_p5));
+  CHECK(std::isnan(s.cos_mean));  // sums propagate NaN
+  CHECK(std::isnan(s.max_abs));
+  // Without the broken rows, the lowest is the orthogonal row; a zero row
+  // matched by a zero row has cosine 1.
+  RowErrorStats clean(dim, 3);
+  for (uint64_t i : {0u, 3u, 4u}) clean.add(row_error(x.data() + i * dim, y.data() + i * dim, dim));
+  const RowErrorSummary c = clean.finish();
+  CHECK(c.cos_min == 0.0);
+  CHECK(c.cos_mean == Approx(2.0 / 3.0));
+  CHECK(c.max_abs == 1.0);
+  // The same rule whichever part a NaN row lands in when merging.
+  RowErrorStats a(dim, 5), b(dim, 5);
+  a.add(row_error(x.data(), y.data(), dim));
+  b.add(row_error(x.data() + 2, y.data() + 2, dim));
+  a.merge(b);
+  CHECK(std::isnan(a.finish().cos_min));
+  b.merge(RowErrorStats(dim, 5));
+  CHECK(std::isnan(b.finish().cos_min));
+}
+
+TEST_CASE("eval: RowErrorStats weights, empty sets and sizing") {
+  const std::vector<float> x = {1, 0, 0, 1}, y = {1, 0, 1, 0};
+  RowErrorStats w(2);
+  w.add(row_error(x.data(), y.data(), 2), 3.0);
+  w.add(row_error(x.data() + 2, y.data() + 2, 2), 0.0);  // weight 0: left out
+  RowErrorSummary s = w.finish();
+  CHECK(s.rows == 1);
+  CHECK(s.cos_min == 1.0);
+  CHECK(s.cos_mean == 1.0);
+  CHECK(s.mse == 0.0);
+  CHECK(std::isnan(s.cos_p1));  // no percentiles asked for
+  const RowErrorSummary e = RowErrorStats(2).finish();
+  CHECK(e.rows == 0);
+  CHECK(std::isnan(e.cos_min));
+  RowErrorStats small(2, 1);
+  small.add(x.data(), y.data(), 2);
+  CHECK(test::error_of([&] { small.finish(); }).find("sized for") != std::string::npos);
+  CHECK(test::error_of([&] { small.merge(RowErrorStats(3)); }).find("dimension 3") != std::string::npos);
 }

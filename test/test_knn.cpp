@@ -6,11 +6,8 @@
 #include <edo/knn.hpp>
 #include <edo/random.hpp>
 
-#if EDO_HAVE_CUDA
-#include <edo/cuda/knn.cuh>
-#endif
-
 #include <omp.h>
+#include <edo/device.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -303,15 +300,17 @@ TEST_CASE("knn: bad arguments are usage errors") {
   auto t = io::open_table(dir.file("t.npy"));
   const std::string msg = test::error_of([&] { knn(MatrixView{db.data(), 5, 4}, *t, o); });
   CHECK(msg.find("t.npy: dimension 2 does not match") != std::string::npos);
-#if !EDO_HAVE_CUDA
-  o.device = KnnDevice::cuda;
-  CHECK(test::error_of([&] { knn(d, d, o); }).find("no CUDA support") != std::string::npos);
-#endif
+  if (!cuda_available()) {
+    // Never a silent fallback to the CPU: a clean error naming the reason.
+    o.device = Device::cuda;
+    const std::string why = test::error_of([&] { knn(d, d, o); });
+    CHECK(why.find("--device cuda") != std::string::npos);
+    CHECK((why.find("no CUDA GPU") != std::string::npos || why.find("without CUDA") != std::string::npos));
+  }
 }
 
-TEST_CASE("knn: cuBLAS path matches the CPU") {
-#if EDO_HAVE_CUDA
-  if (cuda::knn_device_count() == 0) {
+TEST_CASE("knn cuda: cuBLAS path matches the CPU") {
+  if (!cuda_available()) {
     MESSAGE("no CUDA device: GPU k-NN test skipped");
     return;
   }
@@ -324,12 +323,9 @@ TEST_CASE("knn: cuBLAS path matches the CPU") {
   const MatrixView di{ints.data(), rows, dim}, qi{int_qs.data(), nq, dim};
   for_each_metric(20, [&](KnnOptions o) {
     KnnOptions g = o;
-    g.device = KnnDevice::cuda;
+    g.device = Device::cuda;
     check_close(knn(q, d, g), knn(q, d, o), 1e-5f);
     // Integer data: exact on both sides, so identical lists, ties included.
     check_identical(knn(qi, di, g), knn(qi, di, o));
   });
-#else
-  MESSAGE("built without CUDA: GPU k-NN test skipped");
-#endif
 }

@@ -1,5 +1,6 @@
 // Spec grammar, the traits table and the factory.
 #include "codec_impl.hpp"
+#include "pq_codecs.hpp"
 
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
@@ -335,16 +336,16 @@ const std::vector<CodecTraits>& codec_list() {
        nullptr},
       {"pq", "pq:m=M[,nbits=B][,train=faiss|edo]",
        "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), bit-packed codes",
-       "M*B/d", true, false, make_pq, nullptr},
+       "M*B/d", true, false, make_pq_decoder, nullptr},
       {"opq", "opq:m=M[,nbits=B][,train=faiss|edo]",
-       "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space", "M*B/d", true, false, make_pq,
-       nullptr},
+       "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space", "M*B/d", true, false,
+       make_pq_decoder, nullptr},
       {"rq", "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R]",
        "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T (default "
        "min(W, 2)), then R codebook refit rounds (default 2)",
-       "M*B/d", true, false, make_rq, nullptr},
+       "M*B/d", true, false, make_rq_decoder, nullptr},
       {"pca", "pca:K,CODEC", "PCA to K dims (seeded sample fit), then CODEC on the projections (fp32 if omitted)",
-       "CODEC's bits * K/d", true, true, make_pca, pca_output_dim},
+       "CODEC's bits * K/d", true, true, make_pca_decoder, pca_output_dim},
   };
   return table;
 }
@@ -356,7 +357,7 @@ const CodecTraits* find_codec(std::string_view name) {
   return nullptr;
 }
 
-std::unique_ptr<Codec> make_codec(std::string_view spec, size_t dim) {
+std::unique_ptr<Codec> detail::assemble_codec(std::string_view spec, size_t dim, const StageMaker& make) {
   const std::vector<SpecStage> stages = parse_spec(spec);
   detail::check_dim(spec, dim);
   std::vector<const CodecTraits*> traits;
@@ -374,21 +375,27 @@ std::unique_ptr<Codec> make_codec(std::string_view spec, size_t dim) {
       EDO_USAGE_FAIL("codec spec '{}': '{}' must be the last stage (one codec per spec)", spec, stages[i].name);
     }
   }
-  if (!traits[0]->transform) return traits[0]->make(stages[0], dim, nullptr);
+  if (!traits[0]->transform) return make(*traits[0], stages[0], dim, nullptr);
   const size_t inner_dim = traits[0]->output_dim(stages[0], dim);
   const SpecStage fp32{"fp32", {}};
   const SpecStage& inner_stage = stages.size() > 1 ? stages[1] : fp32;
-  const CodecTraits* inner_traits = find_codec(inner_stage.name);
-  auto inner = inner_traits->make(inner_stage, inner_dim, nullptr);
-  return traits[0]->make(stages[0], dim, std::move(inner));
+  auto inner = make(*find_codec(inner_stage.name), inner_stage, inner_dim, nullptr);
+  return make(*traits[0], stages[0], dim, std::move(inner));
 }
 
-size_t code_size(std::string_view spec, size_t dim) { return make_codec(spec, dim)->code_size(); }
+std::unique_ptr<Codec> make_decoder(std::string_view spec, size_t dim) {
+  return detail::assemble_codec(
+      spec, dim, [](const CodecTraits& t, const SpecStage& stage, size_t d, std::unique_ptr<Codec> inner) {
+        return t.make(stage, d, std::move(inner));
+      });
+}
+
+size_t code_size(std::string_view spec, size_t dim) { return make_decoder(spec, dim)->code_size(); }
 
 double bits_per_value(std::string_view spec, size_t dim) {
   return static_cast<double>(code_size(spec, dim)) * 8.0 / static_cast<double>(dim);
 }
 
-std::string canonical_spec(std::string_view spec, size_t dim) { return make_codec(spec, dim)->spec(); }
+std::string canonical_spec(std::string_view spec, size_t dim) { return make_decoder(spec, dim)->spec(); }
 
 }  // namespace edo

@@ -5,6 +5,7 @@
 #include <edo/codec.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,6 +31,13 @@ class StageParams {
 
 void check_dim(std::string_view spec, size_t dim);
 
+// Builds a spec's stages, checking their order ([transform] codec), with
+// `make` choosing the implementation of each stage: the traits' decoders
+// (make_decoder) or the full codecs (make_codec).
+using StageMaker = std::function<std::unique_ptr<Codec>(const CodecTraits&, const SpecStage&, size_t dim,
+                                                        std::unique_ptr<Codec> inner)>;
+std::unique_ptr<Codec> assemble_codec(std::string_view spec, size_t dim, const StageMaker& make);
+
 // Checks rows for NaN/Inf and, for narrow floats, for values that would
 // overflow to Inf (magnitude bits >= limit_bits). Throws naming the input,
 // row and column of the first offender.
@@ -39,6 +47,7 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
 // Every scalar codec (fp32 fp16 bf16 fp8 int8 int4 int2 bin), by stage name.
 std::unique_ptr<Codec> make_scalar(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
+std::unique_ptr<Codec> make_pca_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 size_t pca_output_dim(const SpecStage&, size_t dim);
 // pq and opq (by stage name), rq: codec_pq.cpp.
 std::unique_ptr<Codec> make_pq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);

@@ -305,34 +305,6 @@ void pq_encode(const math::PqGeometry& g, const float* codebooks, const float* x
   pack_codes(g, assign.data(), n, codes);
 }
 
-void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t* codes, size_t n, float* x,
-               Device device) {
-  if (n == 0) return;
-  if (device == Device::cuda) {
-    check_gpu_build(device);
-#ifdef EDO_HAVE_CUDA
-    const size_t cb_bytes = static_cast<size_t>(g.m) * g.ksub * g.dsub * sizeof(float);
-    DeviceBuffer dc(n * g.code_size), dcb(cb_bytes), dx(n * g.dim * sizeof(float));
-    dc.upload(codes, dc.bytes());
-    dcb.upload(codebooks, cb_bytes);
-    cuda::pq_decode(g, dcb.as<float>(), dc.as<uint8_t>(), n, dx.as<float>());
-    check_cuda_launch("pq_decode");
-    dx.download(x, dx.bytes());
-#endif
-    return;
-  }
-#pragma omp parallel for schedule(static) if (n > 4096)
-  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
-    const size_t r = static_cast<size_t>(ri);
-    const uint8_t* code = codes + r * g.code_size;
-    for (uint32_t j = 0; j < g.m; ++j) {
-      const uint32_t c = math::pq_get_code(code, j, g.nbits);
-      const float* cent = codebooks + (static_cast<size_t>(j) * g.ksub + c) * g.dsub;
-      std::memcpy(x + r * g.dim + math::pq_sub_begin(g, j), cent, math::pq_sub_width(g, j) * sizeof(float));
-    }
-  }
-}
-
 std::vector<float> pq_pad_rows(const math::PqGeometry& g, const float* x, size_t n) {
   const size_t padded = static_cast<size_t>(g.m) * g.dsub;
   std::vector<float> out(n * padded, 0.0f);

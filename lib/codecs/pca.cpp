@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 
 extern "C" void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
@@ -34,84 +35,146 @@ std::vector<size_t> sample_rows(size_t n, size_t want, uint64_t seed) {
   return rows;
 }
 
-enum class Launch { project, reconstruct };
+}  // namespace
 
-// Uploads the model and n rows of `in_width` floats, runs one kernel, and
-// downloads n rows of `out_width` floats.
-void run_on_gpu(const PcaModel& m, const float* in, size_t n, size_t in_width, float* out, size_t out_width,
-                Launch which) {
+namespace {
+
+// Rows per centred block: 16 MiB of doubles, so memory stays bounded however
+// many rows are sampled.
+size_t covariance_block_rows(size_t dim) { return std::max<size_t>(1, (size_t{16} << 20) / (dim * sizeof(double))); }
+
+// Adds one centred block's A^T A to the upper triangle of the covariance: on
+// the CPU with BLAS, on a GPU into `gpu_cov` (device memory of the same layout).
+class CovarianceSum {
+ public:
+  CovarianceSum(size_t dim, size_t block, Device device) : dim_(dim), device_(device) {
 #ifdef EDO_HAVE_CUDA
-  DeviceBuffer din(n * in_width * sizeof(float)), dmean(m.dim * sizeof(float)), dcomp(m.k * m.dim * sizeof(float)),
-      dout(n * out_width * sizeof(float));
-  din.upload(in, din.bytes());
-  dmean.upload(m.mean.data(), dmean.bytes());
-  dcomp.upload(m.components.data(), dcomp.bytes());
-  if (which == Launch::project) {
-    cuda::pca_project(din.as<float>(), n, dmean.as<float>(), dcomp.as<float>(), m.dim, m.k, dout.as<float>());
-  } else {
-    cuda::pca_reconstruct(din.as<float>(), n, dmean.as<float>(), dcomp.as<float>(), m.dim, m.k, dout.as<float>());
-  }
-  check_cuda_launch(which == Launch::project ? "pca_project" : "pca_reconstruct");
-  dout.download(out, dout.bytes());
+    if (device == Device::cuda) {
+      gpu_cov_ = std::make_unique<DeviceBuffer>(dim * dim * sizeof(double));
+      gpu_block_ = std::make_unique<DeviceBuffer>(block * dim * sizeof(double));
+      const std::vector<double> zeros(dim * dim, 0.0);
+      gpu_cov_->upload(zeros.data(), gpu_cov_->bytes());
+    }
 #else
-  (void)m, (void)in, (void)n, (void)in_width, (void)out, (void)out_width, (void)which;
-  require_device(Device::cuda);
+    (void)block;
+    require_device(device);
 #endif
+  }
+
+  void add(const double* centred, size_t len, std::vector<double>& cov) {
+#ifdef EDO_HAVE_CUDA
+    if (device_ == Device::cuda) {
+      gpu_block_->upload(centred, len * dim_ * sizeof(double));
+      cuda::syrk_upper_accumulate(gpu_block_->as<double>(), len, dim_, gpu_cov_->as<double>());
+      check_cuda_launch("syrk_upper_accumulate");
+      return;
+    }
+#endif
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(dim_), static_cast<int>(len), 1.0, centred,
+                static_cast<int>(dim_), 1.0, cov.data(), static_cast<int>(dim_));
+  }
+
+  void finish(std::vector<double>& cov) {
+#ifdef EDO_HAVE_CUDA
+    if (device_ == Device::cuda) gpu_cov_->download(cov.data(), gpu_cov_->bytes());
+#else
+    (void)cov;
+#endif
+  }
+
+ private:
+  size_t dim_;
+  Device device_;
+#ifdef EDO_HAVE_CUDA
+  std::unique_ptr<DeviceBuffer> gpu_cov_, gpu_block_;
+#endif
+};
+
+// Eigenvalues (ascending, LAPACK's order) of the symmetric matrix whose upper
+// triangle (row-major) `a` holds; with `vectors`, `a` is overwritten by the
+// eigenvectors, one per row, in the same order.
+std::vector<double> symmetric_eigen(std::vector<double>& a, size_t dim, bool vectors) {
+  // Row-major upper triangle == column-major lower triangle. Eigenvectors
+  // come back as columns (column-major), i.e. rows of our row-major array.
+  const int nd = static_cast<int>(dim);
+  const char* jobz = vectors ? "V" : "N";
+  std::vector<double> w(dim);
+  int info = 0, lwork = -1, liwork = -1, iwork_query = 0;
+  double work_query = 0;
+  dsyevd_(jobz, "L", &nd, a.data(), &nd, w.data(), &work_query, &lwork, &iwork_query, &liwork, &info, 1, 1);
+  if (info != 0) EDO_FAIL("pca: LAPACK dsyevd workspace query failed (info {})", info);
+  lwork = static_cast<int>(work_query);
+  liwork = iwork_query;
+  std::vector<double> work(static_cast<size_t>(std::max(lwork, 1)));
+  std::vector<int> iwork(static_cast<size_t>(std::max(liwork, 1)));
+  dsyevd_(jobz, "L", &nd, a.data(), &nd, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
+  if (info != 0) EDO_FAIL("pca: LAPACK dsyevd did not converge (info {})", info);
+  return w;
 }
 
 }  // namespace
+
+CovarianceEigen covariance_eigen(const float* x, size_t n, size_t dim, std::span<const size_t> rows, bool vectors,
+                                 Device device) {
+  const size_t s = rows.empty() ? n : rows.size();
+  if (s == 0) EDO_FAIL("pca: no rows to fit on");
+  if (dim == 0 || dim > static_cast<size_t>(INT32_MAX / 2)) EDO_USAGE_FAIL("pca: dimension {} is out of range", dim);
+  auto row_of = [&](size_t i) { return x + (rows.empty() ? i : rows[i]) * dim; };
+
+  CovarianceEigen out;
+  std::vector<double> mean(dim, 0.0);
+  for (size_t i = 0; i < s; ++i) {
+    const float* row = row_of(i);
+    for (size_t j = 0; j < dim; ++j) mean[j] += static_cast<double>(row[j]);
+  }
+  for (double& m : mean) m /= static_cast<double>(s);
+
+  // Covariance = sum of centred blocks' A^T A, accumulated in double.
+  std::vector<double> cov(dim * dim, 0.0);
+  const size_t block = std::min(covariance_block_rows(dim), s);
+  std::vector<double> centred(block * dim);
+  CovarianceSum sum(dim, block, device);
+  for (size_t b = 0; b < s; b += block) {
+    const size_t len = std::min(block, s - b);
+    for (size_t i = 0; i < len; ++i) {
+      const float* row = row_of(b + i);
+      for (size_t j = 0; j < dim; ++j) centred[i * dim + j] = static_cast<double>(row[j]) - mean[j];
+    }
+    sum.add(centred.data(), len, cov);
+  }
+  sum.finish(cov);
+  for (double& c : cov) c /= static_cast<double>(s);
+
+  const std::vector<double> w = symmetric_eigen(cov, dim, vectors);
+  out.values.resize(dim);
+  for (size_t i = 0; i < dim; ++i) out.values[i] = std::max(0.0, w[dim - 1 - i]);  // largest first
+  if (vectors) {
+    for (size_t i = 0; i < dim / 2; ++i)
+      std::swap_ranges(cov.begin() + static_cast<std::ptrdiff_t>(i * dim),
+                       cov.begin() + static_cast<std::ptrdiff_t>((i + 1) * dim),
+                       cov.begin() + static_cast<std::ptrdiff_t>((dim - 1 - i) * dim));
+    out.vectors = std::move(cov);
+  }
+  out.mean = std::move(mean);
+  return out;
+}
 
 PcaModel fit_pca(const float* x, size_t n, size_t dim, size_t k, uint64_t seed, size_t max_sample) {
   if (n == 0) EDO_FAIL("pca: no rows to fit on");
   if (k == 0 || k > dim) EDO_USAGE_FAIL("pca:{}: K must be from 1 to the input dimension {}", k, dim);
   if (dim > static_cast<size_t>(INT32_MAX / 2)) EDO_USAGE_FAIL("pca: dimension {} is too large", dim);
   const std::vector<size_t> rows = sample_rows(n, std::min(n, std::max<size_t>(max_sample, 1)), seed);
-  const size_t s = rows.size();
-
-  std::vector<double> mean(dim, 0.0);
-  for (size_t r : rows) {
-    for (size_t j = 0; j < dim; ++j) mean[j] += static_cast<double>(x[r * dim + j]);
-  }
-  for (double& m : mean) m /= static_cast<double>(s);
-
-  // Covariance = sum of centred blocks' A^T A, accumulated by BLAS in double.
-  std::vector<double> cov(dim * dim, 0.0);
-  const size_t block = std::max<size_t>(1, (size_t{16} << 20) / (dim * sizeof(double)));
-  std::vector<double> centred(std::min(block, s) * dim);
-  for (size_t b = 0; b < s; b += block) {
-    const size_t len = std::min(block, s - b);
-    for (size_t i = 0; i < len; ++i) {
-      const float* row = x + rows[b + i] * dim;
-      for (size_t j = 0; j < dim; ++j) centred[i * dim + j] = static_cast<double>(row[j]) - mean[j];
-    }
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, static_cast<int>(dim), static_cast<int>(len), 1.0,
-                centred.data(), static_cast<int>(dim), 1.0, cov.data(), static_cast<int>(dim));
-  }
-  for (double& c : cov) c /= static_cast<double>(s);
-
-  // Row-major upper triangle == column-major lower triangle. Eigenvectors
-  // come back as columns (column-major), i.e. rows of our row-major array.
-  const int nd = static_cast<int>(dim);
-  std::vector<double> w(dim);
-  int info = 0, lwork = -1, liwork = -1, iwork_query = 0;
-  double work_query = 0;
-  dsyevd_("V", "L", &nd, cov.data(), &nd, w.data(), &work_query, &lwork, &iwork_query, &liwork, &info, 1, 1);
-  if (info != 0) EDO_FAIL("pca: LAPACK dsyevd workspace query failed (info {})", info);
-  lwork = static_cast<int>(work_query);
-  liwork = iwork_query;
-  std::vector<double> work(static_cast<size_t>(std::max(lwork, 1)));
-  std::vector<int> iwork(static_cast<size_t>(std::max(liwork, 1)));
-  dsyevd_("V", "L", &nd, cov.data(), &nd, w.data(), work.data(), &lwork, iwork.data(), &liwork, &info, 1, 1);
-  if (info != 0) EDO_FAIL("pca: LAPACK dsyevd did not converge (info {})", info);
+  // On the CPU always: the model is stored, and must not depend on the device.
+  const CovarianceEigen e = covariance_eigen(x, n, dim, rows, true, Device::cpu);
 
   PcaModel m;
   m.dim = dim;
   m.k = k;
   m.mean.resize(dim);
-  for (size_t j = 0; j < dim; ++j) m.mean[j] = static_cast<float>(mean[j]);
+  for (size_t j = 0; j < dim; ++j) m.mean[j] = static_cast<float>(e.mean[j]);
   m.components.resize(k * dim);
   for (size_t i = 0; i < k; ++i) {
-    const double* v = cov.data() + (dim - 1 - i) * dim;  // eigenvalues ascend
+    const double* v = e.vectors.data() + i * dim;
     size_t big = 0;
     for (size_t j = 1; j < dim; ++j) {
       if (std::fabs(v[j]) > std::fabs(v[big])) big = j;
@@ -119,68 +182,8 @@ PcaModel fit_pca(const float* x, size_t n, size_t dim, size_t k, uint64_t seed, 
     const double sign = v[big] < 0 ? -1.0 : 1.0;
     for (size_t j = 0; j < dim; ++j) m.components[i * dim + j] = static_cast<float>(sign * v[j]);
   }
-  m.variance.resize(dim);
-  for (size_t i = 0; i < dim; ++i) m.variance[i] = std::max(0.0, w[dim - 1 - i]);
+  m.variance = e.values;
   return m;
-}
-
-void pca_project(const PcaModel& m, const float* x, size_t n, float* y, Device device, Impl impl) {
-  const size_t dim = m.dim, k = m.k;
-  if (n == 0) return;
-  if (device == Device::cuda) return run_on_gpu(m, x, n, dim, y, k, Launch::project);
-  if (impl == Impl::reference) {
-    for (size_t r = 0; r < n; ++r) {
-      for (size_t i = 0; i < k; ++i) {
-        y[r * k + i] = math::pca_project_one(x + r * dim, m.mean.data(), m.components.data() + i * dim, dim);
-      }
-    }
-    return;
-  }
-  // Transposed components let the inner loop run across outputs (vectorised)
-  // while each output still sums over j in order, as the reference does.
-  std::vector<float> ct(dim * k);
-  for (size_t i = 0; i < k; ++i) {
-    for (size_t j = 0; j < dim; ++j) ct[j * k + i] = m.components[i * dim + j];
-  }
-  const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (parallel_worth(n * dim * k))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + static_cast<size_t>(r) * dim;
-    float* yr = y + static_cast<size_t>(r) * k;
-    std::fill(yr, yr + k, 0.0f);
-    for (size_t j = 0; j < dim; ++j) {
-      const float xc = xr[j] - m.mean[j];
-      const float* cj = ct.data() + j * k;
-      for (size_t i = 0; i < k; ++i) yr[i] = fmaf(xc, cj[i], yr[i]);
-    }
-  }
-}
-
-void pca_reconstruct(const PcaModel& m, const float* y, size_t n, float* x, Device device, Impl impl) {
-  const size_t dim = m.dim, k = m.k;
-  if (n == 0) return;
-  if (device == Device::cuda) return run_on_gpu(m, y, n, k, x, dim, Launch::reconstruct);
-  if (impl == Impl::reference) {
-    for (size_t r = 0; r < n; ++r) {
-      for (size_t j = 0; j < dim; ++j) {
-        x[r * dim + j] = math::pca_reconstruct_one(y + r * k, m.components.data(), k, dim, j, m.mean[j]);
-      }
-    }
-    return;
-  }
-  const int64_t rows = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (parallel_worth(n * dim * k))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y + static_cast<size_t>(r) * k;
-    float* xr = x + static_cast<size_t>(r) * dim;
-    std::fill(xr, xr + dim, 0.0f);
-    for (size_t i = 0; i < k; ++i) {
-      const float yi = yr[i];
-      const float* ci = m.components.data() + i * dim;
-      for (size_t j = 0; j < dim; ++j) xr[j] = fmaf(yi, ci[j], xr[j]);
-    }
-    for (size_t j = 0; j < dim; ++j) xr[j] += m.mean[j];
-  }
 }
 
 size_t pca_dims_for_variance(const std::vector<double>& variance, double fraction) {

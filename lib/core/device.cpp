@@ -2,10 +2,53 @@
 #include <edo/error.hpp>
 
 #ifdef EDO_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include <edo/cuda_check.hpp>
 #endif
 
+#include <cstring>
+
 namespace edo {
+
+namespace detail {
+
+namespace {
+
+// "kernels/knn.cu" rather than the build's absolute path.
+const char* source_path(const char* file) {
+  const char* best = file;
+  for (const char* root : {"/lib/", "/kernels/", "/apps/", "/formats/", "/test/"}) {
+    if (const char* at = std::strstr(file, root)) {
+      if (best == file || at < best) best = at + 1;
+    }
+  }
+  return best;
+}
+
+// "cudaMemcpy" from "cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice)":
+// the arguments say nothing to a user, and a cuBLAS call has thirteen.
+std::string callee(const char* call) {
+  std::string s(call);
+  if (s.empty() || s.back() != ')') return s;
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    depth += s[i] == ')' ? 1 : s[i] == '(' ? -1 : 0;
+    if (depth == 0) return s.substr(0, i);
+  }
+  return s;
+}
+
+}  // namespace
+
+void cuda_fail(const char* library, const char* status, const char* call, const char* file, int line) {
+  throw Error(fmt::format("{}: {} failed: {} ({}:{})", library, callee(call), status, source_path(file), line), file,
+              line);
+}
+
+void cuda_error(const std::string& message, const char* file, int line) {
+  throw Error(fmt::format("{} ({}:{})", message, source_path(file), line), file, line);
+}
+
+}  // namespace detail
 
 const char* device_name(Device d) { return d == Device::cuda ? "cuda" : "cpu"; }
 
@@ -37,35 +80,32 @@ void require_device(Device d) {
 }
 
 #ifdef EDO_HAVE_CUDA
-static void check_cuda(cudaError_t e, const char* what, size_t bytes) {
-  if (e != cudaSuccess) EDO_FAIL("cuda: {} of {} bytes failed: {}", what, bytes, cudaGetErrorString(e));
-}
-
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   require_device(Device::cuda);
-  if (bytes) check_cuda(cudaMalloc(&ptr_, bytes), "cudaMalloc", bytes);
+  if (bytes) EDO_CUDA_TRY(cudaMalloc(&ptr_, bytes));
 }
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) cudaFree(ptr_);
+  // A destructor cannot throw; a failed free leaves nothing to undo.
+  if (ptr_) (void)cudaFree(ptr_);
 }
 void DeviceBuffer::upload(const void* host, size_t bytes) {
   EDO_CHECK(bytes <= bytes_, "cuda: upload of {} bytes into a buffer of {}", bytes, bytes_);
-  if (bytes) check_cuda(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice), "upload", bytes);
+  if (bytes) EDO_CUDA_TRY(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
 }
 void DeviceBuffer::download(void* host, size_t bytes) const {
   EDO_CHECK(bytes <= bytes_, "cuda: download of {} bytes from a buffer of {}", bytes, bytes_);
-  if (bytes) check_cuda(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost), "download", bytes);
+  if (bytes) EDO_CUDA_TRY(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
 }
-void check_cuda_launch(const char* what) {
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) EDO_FAIL("cuda: kernel {} failed: {}", what, cudaGetErrorString(e));
+void check_cuda_launch(const char* what, std::source_location where) {
+  detail::cuda_check(cudaGetLastError(), (std::string("kernel ") + what).c_str(), where.file_name(),
+                     static_cast<int>(where.line()));
 }
 #else
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) { require_device(Device::cuda); }
 DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(const void*, size_t) { require_device(Device::cuda); }
 void DeviceBuffer::download(void*, size_t) const { require_device(Device::cuda); }
-void check_cuda_launch(const char*) { require_device(Device::cuda); }
+void check_cuda_launch(const char*, std::source_location) { require_device(Device::cuda); }
 #endif
 
 Device select_device(std::string_view request) {

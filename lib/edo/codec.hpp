@@ -176,8 +176,9 @@ struct CodecTraits {
   const char* bits_formula;  // bits per value, d = dim, G = group
   bool trainable;
   bool transform;  // a prefix stage that feeds another codec (pca)
-  // Builds the codec for one stage at `dim`; `inner` is the next codec for a
-  // transform (null for a plain codec). Usage error on bad params or dim.
+  // Builds the decoder for one stage at `dim` (make_decoder; for plain scalar
+  // codecs the full codec); `inner` is the next codec for a transform (null
+  // for a plain codec). Usage error on bad params or dim.
   std::unique_ptr<Codec> (*make)(const SpecStage& stage, size_t dim, std::unique_ptr<Codec> inner);
   // Output dimension of a transform stage (null for plain codecs).
   size_t (*output_dim)(const SpecStage& stage, size_t dim);
@@ -188,8 +189,13 @@ const std::vector<CodecTraits>& codec_list();
 const CodecTraits* find_codec(std::string_view name);  // null when unknown
 
 // Builds a codec (untrained if it needs training). Usage error on a bad spec
-// or a dimension the spec cannot take.
+// or a dimension the spec cannot take. Part of edo::edo (trained codecs
+// train with FAISS and encode with BLAS).
 std::unique_ptr<Codec> make_codec(std::string_view spec, size_t dim);
+// The same codec as far as reading goes: spec, sizes, load_state, decode,
+// decode_gather and ADC scoring, with no FAISS, BLAS or LAPACK behind it;
+// train() and encode() of a trained codec throw. What edo::reader builds.
+std::unique_ptr<Codec> make_decoder(std::string_view spec, size_t dim);
 // Sizes without training, for footprint reports.
 size_t code_size(std::string_view spec, size_t dim);
 double bits_per_value(std::string_view spec, size_t dim);  // code_size * 8 / dim

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <source_location>
 #include <string>
 #include <string_view>
 
@@ -25,7 +26,8 @@ Device select_device(std::string_view request);
 void require_device(Device d);
 
 // GPU memory owned by the host (RAII); every call throws edo::Error on a CUDA
-// failure, and constructing one in a build without CUDA throws too.
+// failure, and constructing one in a build without CUDA throws too. Usable
+// from .cu files (this header needs no fmt).
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(size_t bytes);
@@ -46,7 +48,9 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Throws edo::Error naming `what` when the last kernel launch failed.
-void check_cuda_launch(const char* what);
+// Throws edo::Error naming kernel `what` and the caller's file and line when
+// the last kernel launch failed. (Calls of the CUDA runtime itself are
+// checked with EDO_CUDA_TRY, edo/cuda_check.hpp.)
+void check_cuda_launch(const char* what, std::source_location where = std::source_location::current());
 
 }  // namespace edo

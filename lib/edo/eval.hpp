@@ -7,6 +7,7 @@
 // of per-row cosines (8 bytes per 20 rows, for the exact percentiles).
 #pragma once
 
+#include <edo/device.hpp>
 #include <edo/knn.hpp>
 
 #include <cstdint>
@@ -61,7 +62,73 @@ struct EvalOptions {
   std::vector<std::string> group_names;
   // Rows per streamed block; 0 lets the readers choose.
   uint64_t block_rows = 0;
-  KnnDevice device = KnnDevice::cpu;
+  // Where the k-NN scores are computed (KnnOptions::device).
+  Device device = Device::cpu;
+};
+
+// One row's reconstruction numbers, in double.
+struct RowError {
+  double err2 = 0;           // |x - y|^2
+  double norm2 = 0;          // |x|^2 (the original)
+  double decoded_norm2 = 0;  // |y|^2
+  // cosine(x, y): 1 when both rows are zero, 0 when only one is; NaN when
+  // a value of either row is NaN or infinite.
+  double cos = 0;
+  double max_abs = 0;  // max |x_j - y_j|; NaN when any difference is NaN
+};
+
+// The numbers of row x (original) and y (decoded), dim values each.
+RowError row_error(const float* x, const float* y, uint64_t dim);
+
+// What RowErrorStats reports (docs/EVAL.md, "NaN and Inf rows").
+struct RowErrorSummary {
+  uint64_t rows = 0;    // rows added with a positive weight
+  double rel_fro = 0;   // sqrt(sum w err2 / sum w norm2); 0 when both sums are 0, +inf when only the norms' is
+  double mse = 0;       // sum w err2 / (sum w * dim)
+  double cos_mean = 0;  // sum w cos / sum w
+  double cos_min = 0;   // lowest cosine (a NaN ranks lowest: the rule below); NaN with no rows
+  double cos_p1 = 0;    // nearest-rank 1st and 5th percentiles of the cosines,
+  double cos_p5 = 0;    // NaN unless percentiles were asked for
+  double max_abs = 0;   // largest |x_j - y_j|, NaN when any difference is NaN
+};
+
+// Reconstruction statistics over rows: the one implementation behind
+// edo-eval's rel_fro, mse, cos.* and max_abs (and their w.* and per-group
+// forms). Rows must be added in table order for sums that do not depend on
+// blocking or thread count.
+//
+// NaN rule: a NaN cosine (a row holding NaN or Inf, in either table) ranks
+// below every number, so cos.min is NaN when any row's cosine is NaN and a
+// NaN row counts among the lowest for cos.p1 and cos.p5; cos.mean and the
+// sums propagate NaN as arithmetic does; max_abs is NaN when any difference
+// is NaN. A broken row therefore always shows, never hides.
+class RowErrorStats {
+ public:
+  // `percentile_rows` > 0 keeps the lowest 5% of that many cosines (8 bytes
+  // per 20 rows) for cos_p1 and cos_p5: it must be at least the number of
+  // rows that will be added (the table's rows). 0 keeps none.
+  explicit RowErrorStats(uint64_t dim, uint64_t percentile_rows = 0);
+
+  // Adds one row; a row of weight <= 0 is left out entirely.
+  void add(const RowError& e, double weight = 1.0);
+  // Adds `rows` rows of original x and decoded y (rows x dim floats each),
+  // their numbers computed in parallel and added in order, weight 1.
+  void add(const float* x, const float* y, uint64_t rows);
+  // Adds `other`'s rows as if they followed this one's (same dim). The sums
+  // are then those of the two parts added, which may round differently from
+  // adding every row to one accumulator.
+  void merge(const RowErrorStats& other);
+  RowErrorSummary finish() const;
+
+ private:
+  uint64_t dim_;
+  uint64_t percentile_rows_;
+  uint64_t keep_ = 0;           // lowest cosines kept
+  std::vector<double> lowest_;  // a max-heap under the NaN-lowest order
+  uint64_t rows_ = 0;
+  double weight_ = 0, err2_ = 0, norm2_ = 0, cos_ = 0, max_abs_ = 0;
+  double cos_min_;
+  std::vector<RowError> scratch_;
 };
 
 // Named metrics in insertion order. Names are stable: gates and reports

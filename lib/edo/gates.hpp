@@ -52,5 +52,12 @@ nlohmann::json to_json(const EvalResult& result, const std::vector<GateOutcome>&
 // A metrics table and, when there are gates, a gate table with pass/fail:
 // GitHub-flavoured Markdown for a CI job summary.
 std::string to_markdown(const EvalResult& result, const std::vector<GateOutcome>& gates = {});
+// The metrics one a line ("  recall@10              0.9312"), as every tool
+// prints them.
+std::string metrics_text(const EvalResult& result);
+// edo-eval's text report: "ORIGINAL vs COMPRESSED (metric)", the metrics,
+// then one "gate ..." line per gate.
+std::string to_text(const EvalResult& result, const std::vector<GateOutcome>& gates, const std::string& original,
+                    const std::string& compressed);
 
 }  // namespace edo

@@ -26,6 +26,8 @@
 // excluded row), the tail of a result list holds id -1 and score NaN.
 #pragma once
 
+#include <edo/device.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -44,8 +46,6 @@ enum class Metric : uint8_t { ip, l2, cos };
 Metric parse_metric(std::string_view name);
 const char* metric_name(Metric m);
 
-enum class KnnDevice : uint8_t { cpu, cuda };
-
 struct KnnOptions {
   Metric metric = Metric::l2;
   uint64_t k = 10;
@@ -57,7 +57,7 @@ struct KnnOptions {
   // cuda: scores by cuBLAS on the first GPU (an error when there is none);
   // selection stays on the host, so results match the CPU up to float
   // summation order.
-  KnnDevice device = KnnDevice::cpu;
+  Device device = Device::cpu;
 };
 
 // Top-k lists of nq queries, row-major: query q's list is ids[q*k, q*k+k).

@@ -124,6 +124,11 @@ struct TableWriteReport {
   std::vector<TierWriteReport> tiers;
 };
 
+// Bytes of the row map write_table() writes for `rows` rows in `tiers`
+// tiers (more than one): a tier byte per row, rank checkpoints, and a u32
+// index within the tier per row when the table has fewer than 2^32 rows.
+uint64_t row_map_bytes(uint64_t rows, size_t tiers);
+
 // The compression ratio everywhere edo prints one: the table's bytes as
 // fp32 over the bytes of the whole file (docs/EVAL.md).
 double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes);

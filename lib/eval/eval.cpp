@@ -1,6 +1,7 @@
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/io/table.hpp>
+#include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
 
@@ -46,16 +47,24 @@ std::string EvalResult::names() const {
 
 namespace {
 
-// Per-row reconstruction numbers, in double.
-struct RowError {
-  double err2;   // |x - x^|^2
-  double norm2;  // |x|^2
-  double cos;    // cosine(x, x^): 1 when both are zero, 0 when one is
-  double max_abs;
-};
-
 // NaN propagates: a NaN anywhere in a row makes that row's max NaN.
 inline double nan_max(double m, double a) { return (std::isnan(a) || a > m) ? a : m; }
+
+// NaN counts as the lowest cosine, so a broken row shows in min and p1.
+inline bool cos_less(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
+
+// Nearest rank: the ceil(p/100 * n)-th smallest value (1-based), at least 1.
+uint64_t percentile_rank(uint64_t n, uint64_t p) {
+  return std::max<uint64_t>(1, n / 100 * p + ((n % 100) * p + 99) / 100);
+}
+
+// |X - X^|_F / |X|_F; an all-zero original counts as 0 when reproduced exactly.
+double relative(double err2, double norm2) {
+  if (norm2 == 0) return err2 == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(err2 / norm2);
+}
+
+}  // namespace
 
 RowError row_error(const float* x, const float* y, uint64_t dim) {
   double err2 = 0, nx = 0, ny = 0, dot = 0, max_abs = 0;
@@ -74,125 +83,89 @@ RowError row_error(const float* x, const float* y, uint64_t dim) {
     cos = 0;
   else
     cos = dot / (std::sqrt(nx) * std::sqrt(ny));
-  return {err2, nx, cos, max_abs};
+  return {err2, nx, ny, cos, max_abs};
 }
 
-// NaN counts as the lowest cosine, so a broken row shows in min and p1.
-inline bool cos_less(double a, double b) { return (std::isnan(a) && !std::isnan(b)) || a < b; }
+RowErrorStats::RowErrorStats(uint64_t dim, uint64_t percentile_rows)
+    : dim_(dim), percentile_rows_(percentile_rows), cos_min_(std::numeric_limits<double>::infinity()) {
+  if (percentile_rows > 0) keep_ = percentile_rank(percentile_rows, 5);
+}
 
-// Streaming sums of RowError; rows must be added in table order so the
-// totals are the same whatever the blocking and thread count.
-class ReconstructionStats {
- public:
-  ReconstructionStats(uint64_t rows, const std::vector<double>* freq) : rows_(rows), freq_(freq) {
-    lowest_keep_ = std::max<uint64_t>(1, percentile_rank(rows, 5));
+void RowErrorStats::add(const RowError& e, double weight) {
+  if (!(weight > 0)) return;
+  ++rows_;
+  weight_ += weight;
+  err2_ += weight * e.err2;
+  norm2_ += weight * e.norm2;
+  cos_ += weight * e.cos;
+  max_abs_ = nan_max(max_abs_, e.max_abs);
+  if (cos_less(e.cos, cos_min_)) cos_min_ = e.cos;
+  if (keep_ == 0) return;
+  // A max-heap of the lowest cosines seen so far.
+  if (lowest_.size() < keep_) {
+    lowest_.push_back(e.cos);
+    std::push_heap(lowest_.begin(), lowest_.end(), cos_less);
+  } else if (cos_less(e.cos, lowest_.front())) {
+    std::pop_heap(lowest_.begin(), lowest_.end(), cos_less);
+    lowest_.back() = e.cos;
+    std::push_heap(lowest_.begin(), lowest_.end(), cos_less);
   }
+}
 
-  void add(uint64_t row, const RowError& e) {
-    err2_ += e.err2;
-    norm2_ += e.norm2;
-    cos_sum_ += e.cos;
-    max_abs_ = nan_max(max_abs_, e.max_abs);
-    // A max-heap of the lowest cosines seen so far.
-    if (lowest_.size() < lowest_keep_) {
-      lowest_.push_back(e.cos);
+void RowErrorStats::add(const float* x, const float* y, uint64_t rows) {
+  scratch_.resize(rows);
+#pragma omp parallel for schedule(static) if (parallel_worth(rows * dim_))
+  for (int64_t i = 0; i < static_cast<int64_t>(rows); ++i) {
+    const uint64_t off = static_cast<uint64_t>(i) * dim_;
+    scratch_[static_cast<uint64_t>(i)] = row_error(x + off, y + off, dim_);
+  }
+  for (uint64_t i = 0; i < rows; ++i) add(scratch_[i]);
+}
+
+void RowErrorStats::merge(const RowErrorStats& other) {
+  if (other.dim_ != dim_) EDO_FAIL("RowErrorStats: merging rows of dimension {} into {}", other.dim_, dim_);
+  rows_ += other.rows_;
+  weight_ += other.weight_;
+  err2_ += other.err2_;
+  norm2_ += other.norm2_;
+  cos_ += other.cos_;
+  max_abs_ = nan_max(max_abs_, other.max_abs_);
+  if (cos_less(other.cos_min_, cos_min_)) cos_min_ = other.cos_min_;
+  if (keep_ == 0) return;
+  for (double c : other.lowest_) {
+    if (lowest_.size() < keep_) {
+      lowest_.push_back(c);
       std::push_heap(lowest_.begin(), lowest_.end(), cos_less);
-    } else if (cos_less(e.cos, lowest_.front())) {
+    } else if (cos_less(c, lowest_.front())) {
       std::pop_heap(lowest_.begin(), lowest_.end(), cos_less);
-      lowest_.back() = e.cos;
+      lowest_.back() = c;
       std::push_heap(lowest_.begin(), lowest_.end(), cos_less);
     }
-    if (freq_) {
-      const double w = (*freq_)[row];
-      if (w > 0) {
-        w_err2_ += w * e.err2;
-        w_norm2_ += w * e.norm2;
-        w_cos_ += w * e.cos;
-        w_sum_ += w;
-        if (cos_less(e.cos, w_cos_min_)) w_cos_min_ = e.cos;
-      }
-    }
   }
+}
 
-  void report(EvalResult& r, uint64_t dim) {
-    std::sort(lowest_.begin(), lowest_.end(), cos_less);
-    const double values = static_cast<double>(rows_) * static_cast<double>(dim);
-    r.set("rel_fro", relative(err2_, norm2_));
-    r.set("mse", err2_ / values);
-    r.set("cos.mean", cos_sum_ / static_cast<double>(rows_));
-    r.set("cos.p1", lowest_[percentile_rank(rows_, 1) - 1]);
-    r.set("cos.p5", lowest_[percentile_rank(rows_, 5) - 1]);
-    r.set("cos.min", lowest_.front());
-    r.set("max_abs", max_abs_);
+RowErrorSummary RowErrorStats::finish() const {
+  if (keep_ > 0 && rows_ > percentile_rows_)
+    EDO_FAIL("RowErrorStats: {} rows added, more than the {} its percentiles were sized for", rows_, percentile_rows_);
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  RowErrorSummary s;
+  s.rows = rows_;
+  s.rel_fro = relative(err2_, norm2_);
+  s.mse = err2_ / (weight_ * static_cast<double>(dim_));
+  s.cos_mean = cos_ / weight_;
+  s.cos_min = rows_ ? cos_min_ : nan;
+  s.max_abs = rows_ ? max_abs_ : nan;
+  s.cos_p1 = s.cos_p5 = nan;
+  if (keep_ > 0 && rows_ > 0) {
+    std::vector<double> sorted = lowest_;
+    std::sort(sorted.begin(), sorted.end(), cos_less);
+    s.cos_p1 = sorted[percentile_rank(rows_, 1) - 1];
+    s.cos_p5 = sorted[percentile_rank(rows_, 5) - 1];
   }
+  return s;
+}
 
-  void report_weighted(EvalResult& r, uint64_t dim) const {
-    if (freq_) {
-      r.set("w.rel_fro", relative(w_err2_, w_norm2_));
-      r.set("w.mse", w_err2_ / (w_sum_ * static_cast<double>(dim)));
-      r.set("w.cos.mean", w_cos_ / w_sum_);
-      r.set("w.cos.min", w_cos_min_);
-    }
-  }
-
-  // Nearest rank: the ceil(p/100 * n)-th smallest value (1-based), at least 1.
-  static uint64_t percentile_rank(uint64_t n, uint64_t p) {
-    return std::max<uint64_t>(1, n / 100 * p + ((n % 100) * p + 99) / 100);
-  }
-
- private:
-  // |X - X^|_F / |X|_F; an all-zero original counts as 0 when reproduced exactly.
-  static double relative(double err2, double norm2) {
-    if (norm2 == 0) return err2 == 0 ? 0.0 : std::numeric_limits<double>::infinity();
-    return std::sqrt(err2 / norm2);
-  }
-
-  uint64_t rows_;
-  const std::vector<double>* freq_;
-  uint64_t lowest_keep_;
-  std::vector<double> lowest_;
-  double err2_ = 0, norm2_ = 0, cos_sum_ = 0, max_abs_ = 0;
-  double w_err2_ = 0, w_norm2_ = 0, w_cos_ = 0, w_sum_ = 0;
-  double w_cos_min_ = std::numeric_limits<double>::infinity();
-};
-
-// Reconstruction sums per row group (EvalOptions::groups), in row order.
-class GroupStats {
- public:
-  explicit GroupStats(const EvalOptions& opts) : opts_(opts), sums_(opts.group_names.size()) {}
-
-  void add(uint64_t row, const RowError& e) {
-    if (opts_.groups.empty()) return;
-    Sums& s = sums_[opts_.groups[row]];
-    s.err2 += e.err2;
-    s.norm2 += e.norm2;
-    s.cos += e.cos;
-    if (cos_less(e.cos, s.cos_min)) s.cos_min = e.cos;
-    ++s.rows;
-  }
-
-  void report(EvalResult& r, uint64_t dim) const {
-    for (size_t g = 0; g < sums_.size(); ++g) {
-      const Sums& s = sums_[g];
-      const std::string& name = opts_.group_names[g];
-      r.set(name + ".rows", static_cast<double>(s.rows));
-      if (s.rows == 0) continue;
-      r.set(name + ".rel_fro", s.norm2 > 0 ? std::sqrt(s.err2 / s.norm2) : (s.err2 == 0 ? 0.0 : HUGE_VAL));
-      r.set(name + ".mse", s.err2 / (static_cast<double>(s.rows) * static_cast<double>(dim)));
-      r.set(name + ".cos.mean", s.cos / static_cast<double>(s.rows));
-      r.set(name + ".cos.min", s.cos_min);
-    }
-  }
-
- private:
-  struct Sums {
-    double err2 = 0, norm2 = 0, cos = 0;
-    double cos_min = std::numeric_limits<double>::infinity();
-    uint64_t rows = 0;
-  };
-  const EvalOptions& opts_;
-  std::vector<Sums> sums_;
-};
+namespace {
 
 // The label most frequent among the first `votes` valid neighbours; ties go
 // to the smallest label. nullopt when the list is empty.
@@ -256,6 +229,32 @@ void report_queries(EvalResult& r, const std::string& prefix, const std::vector<
     r.set(prefix + "accuracy.compressed", right_approx / total);
     r.set(prefix + "accuracy_drop", (right_truth - right_approx) / total);
   }
+}
+
+void report_reconstruction(EvalResult& r, const RowErrorSummary& s) {
+  r.set("rel_fro", s.rel_fro);
+  r.set("mse", s.mse);
+  r.set("cos.mean", s.cos_mean);
+  r.set("cos.p1", s.cos_p1);
+  r.set("cos.p5", s.cos_p5);
+  r.set("cos.min", s.cos_min);
+  r.set("max_abs", s.max_abs);
+}
+
+void report_weighted(EvalResult& r, const RowErrorSummary& s) {
+  r.set("w.rel_fro", s.rel_fro);
+  r.set("w.mse", s.mse);
+  r.set("w.cos.mean", s.cos_mean);
+  r.set("w.cos.min", s.cos_min);
+}
+
+void report_group(EvalResult& r, const std::string& name, const RowErrorSummary& s) {
+  r.set(name + ".rows", static_cast<double>(s.rows));
+  if (s.rows == 0) return;
+  r.set(name + ".rel_fro", s.rel_fro);
+  r.set(name + ".mse", s.mse);
+  r.set(name + ".cos.mean", s.cos_mean);
+  r.set(name + ".cos.min", s.cos_min);
 }
 
 void check_inputs(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts) {
@@ -368,8 +367,9 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   if (coded && coded->codes_codec() && coded->codes_codec()->adc())
     adc_search = std::make_unique<AdcSearch>(*coded->codes_codec(), queries, ko);
 
-  ReconstructionStats stats(rows, opts.freq.empty() ? nullptr : &opts.freq);
-  GroupStats group_stats(opts);
+  RowErrorStats stats(dim, rows);
+  RowErrorStats weighted_stats(dim);
+  std::vector<RowErrorStats> group_stats(opts.group_names.size(), RowErrorStats(dim));
   const uint64_t block = opts.block_rows ? opts.block_rows : std::min(original.block_rows(), compressed.block_rows());
   // The original block is copied: the two readers may be one object, and a
   // reader's block pointer only lives until its next call.
@@ -389,8 +389,9 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
       errors[static_cast<uint64_t>(i)] = row_error(x + off, y + off, dim);
     }
     for (uint64_t i = 0; i < n; ++i) {
-      stats.add(begin + i, errors[i]);
-      group_stats.add(begin + i, errors[i]);
+      stats.add(errors[i]);
+      if (!opts.freq.empty()) weighted_stats.add(errors[i], opts.freq[begin + i]);
+      if (!opts.groups.empty()) group_stats[opts.groups[begin + i]].add(errors[i]);
     }
   }
   const KnnResult truth = truth_search.finish();
@@ -405,7 +406,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   for (uint64_t row : uniform) set.push_back({index_of(row), 1.0});
   report_queries(r, "", set, query_rows, truth, approx, opts);
   if (adc_search) report_queries(r, "adc.", set, query_rows, truth, adc_search->finish(), opts);
-  stats.report(r, dim);
+  report_reconstruction(r, stats.finish());
   for (uint32_t g = 0; g < opts.group_names.size() && !opts.groups.empty(); ++g) {
     std::vector<QueryWeight> in_group;
     for (const QueryWeight& qw : set)
@@ -413,13 +414,13 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
     r.set(opts.group_names[g] + ".queries", static_cast<double>(in_group.size()));
     if (!in_group.empty()) report_queries(r, opts.group_names[g] + ".", in_group, query_rows, truth, approx, opts);
   }
-  group_stats.report(r, dim);
+  for (size_t g = 0; g < group_stats.size(); ++g) report_group(r, opts.group_names[g], group_stats[g].finish());
   if (!opts.freq.empty()) {
     set.clear();
     for (uint64_t i = 0; i < weighted.size(); ++i) set.push_back({index_of(weighted[i]), weighted_w[i]});
     r.set("w.queries", static_cast<double>(weighted.size()));
     report_queries(r, "w.", set, query_rows, truth, approx, opts);
-    stats.report_weighted(r, dim);
+    report_weighted(r, weighted_stats.finish());
   }
   return r;
 }

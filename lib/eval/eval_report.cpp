@@ -54,4 +54,18 @@ std::string to_markdown(const EvalResult& result, const std::vector<GateOutcome>
   return md;
 }
 
+std::string metrics_text(const EvalResult& result) {
+  std::string s;
+  for (const auto& [name, value] : result.metrics()) s += fmt::format("  {:<22} {:.6g}\n", name, value);
+  return s;
+}
+
+std::string to_text(const EvalResult& result, const std::vector<GateOutcome>& gates, const std::string& original,
+                    const std::string& compressed) {
+  std::string s = fmt::format("{} vs {} ({})\n", original, compressed, metric_name(result.metric));
+  s += metrics_text(result);
+  for (const auto& o : gates) s += fmt::format("  gate {}\n", o.message);
+  return s;
+}
+
 }  // namespace edo

@@ -10,7 +10,6 @@
 #include <climits>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 
 #if EDO_HAVE_CUDA
 #include <edo/cuda/knn.cuh>
@@ -156,20 +155,6 @@ std::vector<float> query_aux(MatrixView queries, Metric metric) {
   return aux;
 }
 
-#if EDO_HAVE_CUDA
-// The CUDA side reports failures as std::runtime_error; give them edo's form.
-template <class Fn>
-void on_device(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    EDO_FAIL("{}", e.what());
-  }
-}
-#endif
-
 }  // namespace
 
 struct KnnSearch::Impl {
@@ -272,11 +257,11 @@ struct KnnSearch::Impl {
 
 #if EDO_HAVE_CUDA
   void process_tile_on_device(const float* rows, uint64_t row_count) {
-    on_device([&] { device->upload_rows(rows, row_count); });
+    device->upload_rows(rows, row_count);
     device_scores.resize(std::min(kDeviceQueryTile, nq) * row_count);
     for (uint64_t q0 = 0; q0 < nq; q0 += kDeviceQueryTile) {
       const uint64_t qn = std::min(kDeviceQueryTile, nq - q0);
-      on_device([&] { device->dots(q0, qn, 0, row_count, device_scores.data()); });
+      device->dots(q0, qn, 0, row_count, device_scores.data());
 #pragma omp parallel for schedule(static)
       for (int64_t i = 0; i < static_cast<int64_t>(qn); ++i)
         select(q0 + static_cast<uint64_t>(i), device_scores.data() + static_cast<uint64_t>(i) * row_count, row_count);
@@ -295,12 +280,12 @@ KnnSearch::KnnSearch(MatrixView queries, const KnnOptions& opts) : impl_(std::ma
   s.queries.assign(queries.data, queries.data + queries.rows * queries.dim);
   s.q_aux = query_aux(queries, opts.metric);
   s.heaps.resize(s.nq);
-  if (opts.device == KnnDevice::cuda) {
+  if (opts.device == Device::cuda) {
 #if EDO_HAVE_CUDA
-    on_device([&] { s.device = std::make_unique<cuda::DeviceDots>(s.queries.data(), s.nq, s.dim); });
+    s.device = std::make_unique<cuda::DeviceDots>(s.queries.data(), s.nq, s.dim);
     s.tile_rows = kDeviceRowTile;
 #else
-    EDO_USAGE_FAIL("k-NN: --device cuda requested but this build has no CUDA support");
+    require_device(Device::cuda);  // throws: this build has no CUDA
 #endif
   }
   s.x_aux.resize(s.tile_rows);

@@ -1,11 +1,11 @@
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
+#include <edo/pca.hpp>
 #include <edo/profile.hpp>
 #include <edo/random.hpp>
 
 #include "big_array.hpp"
 
-#include <cblas.h>
 #include <fmt/format.h>
 #include <omp.h>
 // Inlined from the header so the row hash is compiled for the build's CPU
@@ -21,9 +21,6 @@
 #include <map>
 #include <numeric>
 #include <tuple>
-
-extern "C" void dsyev_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
-                       double* work, const int* lwork, int* info, size_t jobz_len, size_t uplo_len);
 
 namespace edo {
 namespace {
@@ -334,33 +331,6 @@ std::pair<uint64_t, uint64_t> count_duplicates(detail::BigArray<uint64_t>& hashe
   return {rows, groups};
 }
 
-// Eigenvalues of the sample covariance, largest first.
-std::vector<double> covariance_spectrum(const std::vector<float>& rows, uint64_t n, uint64_t dim) {
-  std::vector<double> centered(n * dim);
-  std::vector<double> mean(dim, 0.0);
-  for (uint64_t i = 0; i < n; ++i)
-    for (uint64_t j = 0; j < dim; ++j) mean[j] += rows[i * dim + j];
-  for (auto& m : mean) m /= static_cast<double>(n);
-  for (uint64_t i = 0; i < n; ++i)
-    for (uint64_t j = 0; j < dim; ++j) centered[i * dim + j] = rows[i * dim + j] - mean[j];
-  const int d = static_cast<int>(dim);
-  std::vector<double> cov(dim * dim, 0.0);
-  cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, d, static_cast<int>(n), 1.0 / static_cast<double>(n - 1),
-              centered.data(), d, 0.0, cov.data(), d);
-  std::vector<double> eig(dim);
-  int info = 0, lwork = -1;
-  double query = 0;
-  // Row-major upper is column-major lower.
-  dsyev_("N", "L", &d, cov.data(), &d, eig.data(), &query, &lwork, &info, 1, 1);
-  lwork = std::max(1, static_cast<int>(query));
-  std::vector<double> work(static_cast<size_t>(lwork));
-  dsyev_("N", "L", &d, cov.data(), &d, eig.data(), work.data(), &lwork, &info, 1, 1);
-  if (info != 0) EDO_FAIL("PCA: LAPACK dsyev failed (info {})", info);
-  std::reverse(eig.begin(), eig.end());
-  for (auto& e : eig) e = std::max(e, 0.0);
-  return eig;
-}
-
 }  // namespace
 
 std::vector<Footprint> codec_footprints(uint64_t rows, uint64_t dim) {
@@ -448,18 +418,43 @@ AccessSkew access_skew(const std::vector<double>& counts) {
   return s;
 }
 
-TableProfile profile_table(io::TableReader& table, const ProfileOptions& options) {
-  TableProfile p;
-  p.path = table.path();
-  p.format = table.format();
-  p.dtype = io::dtype_name(table.dtype());
-  p.rows = table.rows();
-  p.dim = table.dim();
-  p.payload_bytes = table.payload_bytes();
-  p.values = p.rows * p.dim;
-  const uint64_t dim = p.dim;
+namespace {
 
-  // 1. The seeded sample: value percentiles, PCA, and the near-zero threshold.
+// Step 1a. The PCA spectrum of the sample: explained-variance fractions and
+// the dimensions that keep 90/95/99% of the variance.
+void profile_pca(TableProfile& p, const std::vector<float>& sample, uint64_t sample_n, const ProfileOptions& options) {
+  const uint64_t dim = p.dim;
+  if (dim > options.max_pca_dim) {
+    p.pca_skipped_reason = fmt::format("dimension {} is above the PCA limit {}", dim, options.max_pca_dim);
+    return;
+  }
+  if (sample_n < 2) {
+    p.pca_skipped_reason = "fewer than 2 finite rows in the sample";
+    return;
+  }
+  const std::vector<double> eig = covariance_eigen(sample.data(), sample_n, dim, {}, false, options.device).values;
+  const double total = std::accumulate(eig.begin(), eig.end(), 0.0);
+  if (!(total > 0)) {
+    p.pca_skipped_reason = "the sample has zero variance";
+    return;
+  }
+  p.pca_done = true;
+  for (double e : eig) p.pca_explained.push_back(e / total);
+  double cum = 0;
+  size_t share_i = 0;
+  for (size_t k = 0; k < eig.size() && share_i < std::size(kVarianceShares); ++k) {
+    cum += p.pca_explained[k];
+    while (share_i < std::size(kVarianceShares) && cum >= kVarianceShares[share_i] / 100.0 - 1e-12) {
+      p.pca_dims_for.emplace_back(kVarianceShares[share_i], k + 1);
+      ++share_i;
+    }
+  }
+  while (share_i < std::size(kVarianceShares)) p.pca_dims_for.emplace_back(kVarianceShares[share_i++], dim);
+}
+
+// Step 1. The seeded sample: value percentiles, PCA, and the near-zero threshold.
+void profile_sample(io::TableReader& table, const ProfileOptions& options, TableProfile& p) {
+  const uint64_t dim = p.dim;
   const uint64_t sample_cap = std::max<uint64_t>(1, std::min(options.sample_rows, kMaxSampleValues / dim));
   const std::vector<uint64_t> sample_ids = sample_indices(p.rows, sample_cap, options.seed);
   std::vector<float> sample;  // finite rows only
@@ -474,50 +469,64 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
   for (float v : sample) sample_sumsq += static_cast<double>(v) * v;
   const double sample_rms = sample_n ? std::sqrt(sample_sumsq / static_cast<double>(sample.size())) : 0.0;
   p.near_zero_threshold = options.near_zero > 0 ? options.near_zero : 0.01 * sample_rms;
+  profile_pca(p, sample, sample_n, options);
+  p.value_percentiles = percentiles(sample, {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9});
+}
 
-  if (dim > options.max_pca_dim) {
-    p.pca_skipped_reason = fmt::format("dimension {} is above the PCA limit {}", dim, options.max_pca_dim);
-  } else if (sample_n < 2) {
-    p.pca_skipped_reason = "fewer than 2 finite rows in the sample";
-  } else {
-    std::vector<double> eig = covariance_spectrum(sample, sample_n, dim);
-    const double total = std::accumulate(eig.begin(), eig.end(), 0.0);
-    if (total > 0) {
-      p.pca_done = true;
-      for (double e : eig) p.pca_explained.push_back(e / total);
-      double cum = 0;
-      size_t share_i = 0;
-      for (size_t k = 0; k < eig.size() && share_i < std::size(kVarianceShares); ++k) {
-        cum += p.pca_explained[k];
-        while (share_i < std::size(kVarianceShares) && cum >= kVarianceShares[share_i] / 100.0 - 1e-12) {
-          p.pca_dims_for.emplace_back(kVarianceShares[share_i], k + 1);
-          ++share_i;
-        }
+// What the streaming pass leaves: totals, and per row its norm and hash.
+struct StreamResult {
+  ChunkTotals total;
+  detail::BigArray<float> norms;
+  detail::BigArray<uint64_t> hashes;
+};
+
+// Rows are folded into totals in fixed chunks of kChunkRows global rows.
+constexpr uint64_t kChunkRows = 2048;
+
+// Step 2a. Rows [chunk_begin, chunk_end) into one chunk's totals, read
+// piece_rows at a time into `piece` when the reader allows concurrent reads,
+// else taken from `block` (rows from block_begin on, in memory).
+void scan_chunk(io::TableReader& table, const float* block, uint64_t block_begin, uint64_t chunk_begin,
+                uint64_t chunk_end, uint64_t piece_rows, float near, std::vector<float>& piece, ChunkTotals& t,
+                StreamResult& out) {
+  const uint64_t dim = table.dim();
+  LaneTotals lanes;
+  for (uint64_t p0 = chunk_begin; p0 < chunk_end; p0 += piece_rows) {
+    const uint64_t p1 = std::min(chunk_end, p0 + piece_rows);
+    const float* rows = block ? block + (p0 - block_begin) * dim : piece.data();
+    if (!block) table.read_f32_concurrent(p0, p1 - p0, piece.data());
+    for (uint64_t r = p0; r < p1; ++r) {
+      const float* row = rows + (r - p0) * dim;
+      out.hashes[r] = XXH3_64bits(row, dim * sizeof(float));
+      float sum, sumsq;
+      if (finite_row_stats(row, dim, near, lanes, sum, sumsq)) {
+        t.add_finite(sum, sumsq);
+        out.norms[r] = std::sqrt(sumsq);
+        t.add_norm(out.norms[r]);
+      } else {
+        t.add(nonfinite_row_stats(row, dim, near), r);
+        out.norms[r] = std::numeric_limits<float>::quiet_NaN();
       }
-      while (share_i < std::size(kVarianceShares)) p.pca_dims_for.emplace_back(kVarianceShares[share_i++], dim);
-    } else {
-      p.pca_skipped_reason = "the sample has zero variance";
     }
   }
-  p.value_percentiles = percentiles(sample, {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9});
-  sample = {};
+  t.fold(lanes);
+}
 
-  // 2. The streaming pass over every row. Rows are folded into totals in
-  // fixed chunks of kChunkRows global rows, each summed in row order and the
-  // chunks in chunk order: the same arithmetic whatever the thread count and
-  // block size, with no serial per-row loop. Where the reader allows it
-  // (npy), each thread preads its rows in cache-sized pieces: cheaper than
-  // faulting in the mapped block and dropping it again, and the file's pages
-  // never count against this process.
-  detail::BigArray<float> norms(p.rows);
-  detail::BigArray<uint64_t> hashes(p.rows);
+// Step 2. The streaming pass over every row. Chunks are each summed in row
+// order and folded in chunk order: the same arithmetic whatever the thread
+// count and block size, with no serial per-row loop. Where the reader allows
+// it (npy), each thread preads its rows in cache-sized pieces: cheaper than
+// faulting in the mapped block and dropping it again, and the file's pages
+// never count against this process.
+StreamResult stream_rows(io::TableReader& table, const ProfileOptions& options, const TableProfile& p) {
+  const uint64_t dim = p.dim;
+  StreamResult out{ChunkTotals{}, detail::BigArray<float>(p.rows), detail::BigArray<uint64_t>(p.rows)};
   const uint64_t block = table.block_rows(options.block_bytes);
   const auto near = static_cast<float>(p.near_zero_threshold);
-  constexpr uint64_t kChunkRows = 2048;
   const bool concurrent = table.concurrent_reads();
   const uint64_t piece_rows = std::clamp<uint64_t>((uint64_t{128} << 10) / (dim * sizeof(float)), 1, kChunkRows);
   std::vector<ChunkTotals> chunks;
-  ChunkTotals total, carry;  // carry: the chunk that continues into the next block
+  ChunkTotals carry;  // the chunk that continues into the next block
   for (uint64_t begin = 0; begin < p.rows; begin += block) {
     const uint64_t n = std::min(block, p.rows - begin);
     const uint64_t end = begin + n;
@@ -532,45 +541,29 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
       std::vector<float> piece(concurrent ? piece_rows * dim : 0);
 #pragma omp for schedule(dynamic, 4)
       for (int64_t c = 0; c < static_cast<int64_t>(chunk_count); ++c) {
-        const uint64_t chunk_begin = std::max(begin, (first_chunk + static_cast<uint64_t>(c)) * kChunkRows);
-        const uint64_t chunk_end = std::min(end, (first_chunk + static_cast<uint64_t>(c) + 1) * kChunkRows);
-        ChunkTotals& t = chunks[c];
-        LaneTotals lanes;
-        for (uint64_t p0 = chunk_begin; p0 < chunk_end; p0 += piece_rows) {
-          const uint64_t p1 = std::min(chunk_end, p0 + piece_rows);
-          const float* rows = x ? x + (p0 - begin) * dim : piece.data();
-          if (concurrent) {
-            try {
-              table.read_f32_concurrent(p0, p1 - p0, piece.data());
-            } catch (...) {
+        const uint64_t chunk = first_chunk + static_cast<uint64_t>(c);
+        try {
+          scan_chunk(table, x, begin, std::max(begin, chunk * kChunkRows), std::min(end, (chunk + 1) * kChunkRows),
+                     piece_rows, near, piece, chunks[static_cast<uint64_t>(c)], out);
+        } catch (...) {
 #pragma omp critical(edo_profile_failure)
-              if (!failure) failure = std::current_exception();
-              break;
-            }
-          }
-          for (uint64_t r = p0; r < p1; ++r) {
-            const float* row = rows + (r - p0) * dim;
-            hashes[r] = XXH3_64bits(row, dim * sizeof(float));
-            float sum, sumsq;
-            if (finite_row_stats(row, dim, near, lanes, sum, sumsq)) {
-              t.add_finite(sum, sumsq);
-              norms[r] = std::sqrt(sumsq);
-              t.add_norm(norms[r]);
-            } else {
-              t.add(nonfinite_row_stats(row, dim, near), r);
-              norms[r] = std::numeric_limits<float>::quiet_NaN();
-            }
-          }
+          if (!failure) failure = std::current_exception();
         }
-        t.fold(lanes);
       }
     }
     if (failure) std::rethrow_exception(failure);
     const bool last_open = end % kChunkRows != 0 && end < p.rows;
-    for (uint64_t c = 0; c + (last_open ? 1 : 0) < chunk_count; ++c) total.merge(chunks[c]);
+    for (uint64_t c = 0; c + (last_open ? 1 : 0) < chunk_count; ++c) out.total.merge(chunks[c]);
     carry = last_open ? chunks[chunk_count - 1] : ChunkTotals{};
     if (options.progress) options.progress(end, p.rows);
   }
+  return out;
+}
+
+// Step 3. Value statistics from the totals, then row norms (one histogram
+// pass) and duplicates (buckets sorted in parallel).
+void summarise(TableProfile& p, StreamResult& s) {
+  const ChunkTotals& total = s.total;
   p.nan_count = total.nan;
   p.inf_count = total.inf;
   p.zero_count = total.zeros;
@@ -584,213 +577,34 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
     p.rms = std::sqrt(total.sumsq / static_cast<double>(finite));
     p.stddev = std::sqrt(std::max(0.0, total.sumsq / static_cast<double>(finite) - p.mean * p.mean));
   }
-
-  // 3. Row norms (one histogram pass), then duplicates (buckets sorted in parallel).
   if (total.finite_rows > 0) {
     p.zero_rows = total.zero_rows;
     p.norm_mean = total.norm_sum / static_cast<double>(total.finite_rows);
     p.norm_min = total.norm_min;
     p.norm_max = total.norm_max;
-    p.norm_percentiles = nonneg_percentiles(norms, {1, 5, 25, 50, 75, 95, 99});
+    p.norm_percentiles = nonneg_percentiles(s.norms, {1, 5, 25, 50, 75, 95, 99});
   }
-  norms = {};
-  std::tie(p.duplicate_rows, p.duplicate_groups) = count_duplicates(hashes);
-  p.footprints = codec_footprints(p.rows, p.dim);
-  return p;
-}
-
-nlohmann::json to_json(const TableProfile& p) {
-  using nlohmann::json;
-  auto pct = [](const std::vector<Percentile>& v) {
-    json j = json::object();
-    for (const auto& x : v) j[fmt::format("p{:g}", x.q)] = x.value;
-    return j;
-  };
-  json j;
-  j["path"] = p.path;
-  j["format"] = p.format;
-  j["dtype"] = p.dtype;
-  j["rows"] = p.rows;
-  j["dim"] = p.dim;
-  j["bytes"] = p.payload_bytes;
-  j["nonfinite"] = {{"nan", p.nan_count},
-                    {"inf", p.inf_count},
-                    {"first_row", p.first_nonfinite_row < 0 ? json(nullptr) : json(p.first_nonfinite_row)}};
-  const double values = static_cast<double>(p.values);
-  j["zeros"] = {{"count", p.zero_count}, {"fraction", static_cast<double>(p.zero_count) / values}};
-  j["near_zero"] = {{"threshold", p.near_zero_threshold},
-                    {"count", p.near_zero_count},
-                    {"fraction", static_cast<double>(p.near_zero_count) / values}};
-  j["values"] = {{"min", p.min},    {"max", p.max}, {"mean", p.mean},
-                 {"std", p.stddev}, {"rms", p.rms}, {"percentiles", pct(p.value_percentiles)}};
-  j["sample_rows"] = p.sample_rows;
-  j["row_norms"] = {{"min", p.norm_min},
-                    {"max", p.norm_max},
-                    {"mean", p.norm_mean},
-                    {"zero_rows", p.zero_rows},
-                    {"percentiles", pct(p.norm_percentiles)}};
-  j["duplicates"] = {{"rows", p.duplicate_rows}, {"groups", p.duplicate_groups}};
-  if (p.pca_done) {
-    json dims = json::object();
-    for (const auto& [share, k] : p.pca_dims_for) dims[fmt::format("{:g}%", share)] = k;
-    j["pca"] = {{"sample_rows", p.sample_rows}, {"dims_for_variance", dims}, {"explained", p.pca_explained}};
-  } else {
-    j["pca"] = {{"skipped", p.pca_skipped_reason}};
-  }
-  json fps = json::array();
-  for (const auto& f : p.footprints)
-    fps.push_back({{"name", f.name},
-                   {"spec", f.spec},
-                   {"bytes", f.bytes},
-                   {"ratio", f.ratio},
-                   {"bits_per_value", f.bits_per_value},
-                   {"note", f.note}});
-  j["footprints"] = fps;
-  if (p.has_skew) {
-    json cover = json::object();
-    for (const auto& [share, rows] : p.skew.rows_for_share) cover[fmt::format("{:g}%", share)] = rows;
-    j["access"] = {{"total_lookups", p.skew.total},
-                   {"rows_accessed", p.skew.rows_accessed},
-                   {"rows_covering", cover},
-                   {"zipf_exponent", p.skew.zipf_exponent},
-                   {"zipf_r2", p.skew.zipf_r2}};
-  }
-  return j;
-}
-
-namespace {
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
-}
-
-std::string percent(uint64_t part, uint64_t whole) {
-  return fmt::format("{:.3g}%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  s.norms = {};
+  std::tie(p.duplicate_rows, p.duplicate_groups) = count_duplicates(s.hashes);
 }
 
 }  // namespace
 
-std::string to_text(const TableProfile& p) {
-  std::string s;
-  auto line = [&](const char* key, const std::string& value) { s += fmt::format("  {:<14}{}\n", key, value); };
-  s += fmt::format("{}\n", p.path);
-  line("format", fmt::format("{}, {}, {} x {} ({} values, {})", p.format, p.dtype, p.rows, p.dim, p.values,
-                             human_bytes(static_cast<double>(p.payload_bytes))));
-  if (p.nan_count + p.inf_count == 0) {
-    line("non-finite", "none");
-  } else {
-    line("non-finite", fmt::format("{} NaN, {} Inf (first in row {}); left out of every statistic below", p.nan_count,
-                                   p.inf_count, p.first_nonfinite_row));
-  }
-  line("zeros", fmt::format("{} ({})", p.zero_count, percent(p.zero_count, p.values)));
-  line("near-zero", fmt::format("{} ({}) with |x| < {:.4g}", p.near_zero_count, percent(p.near_zero_count, p.values),
-                                p.near_zero_threshold));
-  line("values", fmt::format("min {:.6g}  max {:.6g}  mean {:.6g}  std {:.6g}", p.min, p.max, p.mean, p.stddev));
-  std::string pv;
-  for (const auto& x : p.value_percentiles) pv += fmt::format("p{:g} {:.4g}  ", x.q, x.value);
-  line("percentiles", pv + fmt::format("({} sampled rows)", p.sample_rows));
-  std::string pn = fmt::format("min {:.4g}  ", p.norm_min);
-  for (const auto& x : p.norm_percentiles) pn += fmt::format("p{:g} {:.4g}  ", x.q, x.value);
-  pn += fmt::format("max {:.4g}  mean {:.4g}", p.norm_max, p.norm_mean);
-  line("row norms", pn);
-  line("zero rows", fmt::format("{}", p.zero_rows));
-  line("duplicates",
-       fmt::format("{} rows repeat an earlier row ({} distinct rows repeated)", p.duplicate_rows, p.duplicate_groups));
-  if (p.pca_done) {
-    std::string pc;
-    for (const auto& [share, k] : p.pca_dims_for) pc += fmt::format("{:g}%: {} dims  ", share, k);
-    line("PCA", pc + fmt::format("(of {}, {} sampled rows)", p.dim, p.sample_rows));
-  } else {
-    line("PCA", "skipped: " + p.pca_skipped_reason);
-  }
-  s += "\nfootprint\n";
-  s += fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "ratio", "bits/value");
-  for (const auto& f : p.footprints)
-    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
-  if (p.has_skew) {
-    s += "\naccess skew\n";
-    line("lookups", fmt::format("{:.6g} over {} rows ({} never looked up)", p.skew.total, p.skew.rows_accessed,
-                                p.rows - p.skew.rows_accessed));
-    std::string cov;
-    for (const auto& [share, rows] : p.skew.rows_for_share)
-      cov += fmt::format("{:g}%: {} rows ({})  ", share, rows, percent(rows, p.rows));
-    line("covered by", cov);
-    line("Zipf fit", fmt::format("exponent {:.3f} (r^2 {:.3f})", p.skew.zipf_exponent, p.skew.zipf_r2));
-  }
-  return s;
-}
-
-nlohmann::json container_summary(const io::Container& c) {
-  using nlohmann::json;
-  const json& m = c.manifest();
-  json tiers = json::array();
-  for (size_t t = 0; t < c.tiers().size(); ++t) {
-    const io::TierInfo& tier = c.tiers()[t];
-    uint64_t bytes = 0;
-    json roles = json::object();
-    for (const auto& [role, name] : tier.sections) {
-      const uint64_t len = c.section(name).size;
-      bytes += len;
-      roles[role] = len;
-    }
-    tiers.push_back({{"name", tier.name},
-                     {"codec", tier.codec},
-                     {"rows", tier.rows},
-                     {"residency", tier.residency.empty() ? json(nullptr) : json(tier.residency)},
-                     {"bytes", bytes},
-                     {"section_bytes", roles}});
-  }
-  uint64_t data_bytes = 0;
-  for (const auto& s : c.sections()) data_bytes += s.length;
-  const uint64_t fp32 = c.rows() * c.dim() * 4;
-  json j = {{"path", c.path()},
-            {"format_version", fmt::format("1.{}", c.minor_version())},
-            {"rows", c.rows()},
-            {"dim", c.dim()},
-            {"file_bytes", c.file_size()},
-            {"data_bytes", data_bytes},
-            {"fp32_bytes", fp32},
-            {"ratio", data_bytes ? static_cast<double>(fp32) / static_cast<double>(data_bytes) : 0.0},
-            {"bits_per_value", static_cast<double>(data_bytes) * 8.0 / static_cast<double>(c.rows() * c.dim())},
-            {"sections", c.sections().size()},
-            {"tiers", tiers},
-            {"provenance", m.value("provenance", json::object())}};
-  if (m.contains("eval")) j["eval"] = m["eval"];
-  return j;
-}
-
-std::string container_summary_text(const nlohmann::json& j) {
-  std::string s = fmt::format("{}\n", j["path"].get<std::string>());
-  auto line = [&](const char* key, const std::string& value) { s += fmt::format("  {:<14}{}\n", key, value); };
-  line("container", fmt::format(".edo {}, {} bytes, {} sections", j["format_version"].get<std::string>(),
-                                j["file_bytes"].get<uint64_t>(), j["sections"].get<uint64_t>()));
-  line("table", fmt::format("{} x {}", j["rows"].get<uint64_t>(), j["dim"].get<uint64_t>()));
-  line("footprint",
-       fmt::format("{} data bytes vs {} as fp32: {:.2f}x, {:.3g} bits a value", j["data_bytes"].get<uint64_t>(),
-                   j["fp32_bytes"].get<uint64_t>(), j["ratio"].get<double>(), j["bits_per_value"].get<double>()));
-  for (const auto& t : j["tiers"]) {
-    line("tier", fmt::format("{}: {} rows, codec {}, {} bytes{}", t["name"].get<std::string>(),
-                             t["rows"].get<uint64_t>(), t["codec"].get<std::string>(), t["bytes"].get<uint64_t>(),
-                             t["residency"].is_string() ? ", " + t["residency"].get<std::string>() : ""));
-  }
-  const auto& prov = j["provenance"];
-  if (prov.contains("tool"))
-    line("made by", fmt::format("{} {} from {} (seed {})", prov.value("tool", "?"), prov.value("version", "?"),
-                                prov.value("source", "?"), prov.contains("seed") ? prov["seed"].dump() : "?"));
-  if (j.contains("eval")) {
-    std::string ev;
-    for (const char* key : {"recall@10", "cos.mean", "cos.min", "ratio"})
-      if (j["eval"].contains(key) && j["eval"][key].is_number())
-        ev += fmt::format("{} {:.4g}  ", key, j["eval"][key].get<double>());
-    line("stored eval", ev);
-  }
-  return s;
+TableProfile profile_table(io::TableReader& table, const ProfileOptions& options) {
+  require_device(options.device);
+  TableProfile p;
+  p.path = table.path();
+  p.format = table.format();
+  p.dtype = io::dtype_name(table.dtype());
+  p.rows = table.rows();
+  p.dim = table.dim();
+  p.payload_bytes = table.payload_bytes();
+  p.values = p.rows * p.dim;
+  profile_sample(table, options, p);
+  StreamResult streamed = stream_rows(table, options, p);
+  summarise(p, streamed);
+  p.footprints = codec_footprints(p.rows, p.dim);
+  return p;
 }
 
 }  // namespace edo

@@ -247,55 +247,60 @@ class SampleCodecs {
 
 }  // namespace
 
-PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
-  const uint64_t rows = table.rows(), dim = table.dim();
-  if (opt.budget.empty()) EDO_USAGE_FAIL("plan: no budget given (e.g. --budget 'recall@10>=0.98')");
-  if (!opt.freq.empty() && opt.freq.size() != rows)
-    EDO_USAGE_FAIL("plan: {} frequencies for {} rows of {}", opt.freq.size(), rows, table.path());
-  if (rows < 2) EDO_USAGE_FAIL("{}: planning needs at least 2 rows", table.path());
-  PlanResult res;
-  res.rows = rows;
-  res.dim = dim;
-  res.fp32_bytes = rows * dim * 4;
-  res.order = opt.freq.empty() ? "norm" : "frequency";
+namespace {
+
+// With frequencies, a budget metric without "w." is read as its access-weighted form.
+std::vector<Gate> weighted_budget(const PlanOptions& opt) {
+  std::vector<Gate> budget;
   for (Gate g : opt.budget) {
     if (!opt.freq.empty() && !g.metric.starts_with("w.")) {
       g.metric = "w." + g.metric;
       g.expression = fmt::format("{} {} {}", g.metric, gate_op_text(g.op), g.threshold);
     }
-    res.budget.push_back(g);
+    budget.push_back(g);
   }
+  return budget;
+}
 
-  // The hot order over the whole table; each sample row keeps its position.
-  std::vector<uint64_t> order;
-  if (opt.freq.empty()) {
-    order = hot_order(detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms);
-  } else {
-    order = hot_order(opt.freq);
-  }
+// The seeded rows candidates are evaluated on, each with its position in the
+// hot order of the whole table and its access count.
+struct PlanSample {
+  std::vector<uint64_t> ids;
+  std::vector<float> x;
+  std::vector<double> freq;
+  std::vector<uint64_t> position;
+};
+
+PlanSample draw_sample(io::TableReader& table, const PlanOptions& opt, const std::vector<uint64_t>& order) {
+  const uint64_t rows = table.rows(), dim = table.dim();
   std::vector<uint64_t> position(rows);
   for (uint64_t k = 0; k < rows; ++k) position[order[k]] = k;
-  const std::vector<uint64_t> ids = sample_indices(rows, opt.sample_rows, opt.seed);
-  const uint64_t n = ids.size();
-  res.sample_rows = n;
-  std::vector<float> x(n * dim);
-  std::vector<double> sample_freq;
-  std::vector<uint64_t> sample_pos(n);
-  for (uint64_t s = 0; s < n; ++s) {
-    table.read_f32(ids[s], 1, x.data() + s * dim);
-    sample_pos[s] = position[ids[s]];
-    if (!opt.freq.empty()) sample_freq.push_back(opt.freq[ids[s]]);
+  PlanSample s;
+  s.ids = sample_indices(rows, opt.sample_rows, opt.seed);
+  const uint64_t n = s.ids.size();
+  s.x.resize(n * dim);
+  s.position.resize(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    table.read_f32(s.ids[i], 1, s.x.data() + i * dim);
+    s.position[i] = position[s.ids[i]];
+    if (!opt.freq.empty()) s.freq.push_back(opt.freq[s.ids[i]]);
   }
-  if (!opt.freq.empty() && !(std::accumulate(sample_freq.begin(), sample_freq.end(), 0.0) > 0))
+  if (!opt.freq.empty() && !(std::accumulate(s.freq.begin(), s.freq.end(), 0.0) > 0))
     EDO_FAIL("plan: every sampled row has frequency 0; raise --sample-rows");
+  return s;
+}
 
-  const std::vector<LadderCodec> ladder = build_ladder(opt, dim, x.data(), n, ids.data(), table.path());
+// Every candidate with its cuts and bytes; those within the caps, cheapest
+// first (with a byte cap, most bytes first: the best under the cap wins).
+std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladder, const std::vector<uint64_t>& order,
+                                           const PlanOptions& opt, PlanResult& res) {
   std::vector<Candidate> cands = generate(ladder, opt.cuts);
+  const uint64_t rows = order.size();
   const std::vector<double> no_weights;
   for (Candidate& c : cands) {
     c.cuts = tier_cuts(c.tiers, order, no_weights);
-    const uint64_t ntiers = c.tiers.size();
-    c.bytes = ntiers > 1 ? rows + (rows + io::kRowMapBlock - 1) / io::kRowMapBlock * ntiers * 8 : 0;
+    const size_t ntiers = c.tiers.size();
+    c.bytes = ntiers > 1 ? row_map_bytes(rows, ntiers) : 0;
     for (size_t t = 0; t < ntiers; ++t) {
       const LadderCodec& lc = ladder[c.codec[t]];
       const uint64_t b = (c.cuts[t + 1] - c.cuts[t]) * lc.code_size + lc.state_bytes;
@@ -311,31 +316,60 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
     else
       eligible.push_back(std::move(c));
   }
-  // Cheapest first; with a byte cap, most bytes (most precise) first, since the best under the cap wins.
   std::stable_sort(eligible.begin(), eligible.end(), [&](const Candidate& a, const Candidate& b) {
     return opt.max_bytes ? a.bytes > b.bytes : a.bytes < b.bytes;
   });
+  return eligible;
+}
 
-  EvalOptions eo;
-  eo.metric = opt.metric;
-  eo.ks = ks_of(res.budget);
-  eo.queries = opt.queries;
-  eo.seed = opt.seed;
-  eo.freq = sample_freq;
-  MatrixTable original("plan sample", x.data(), n, dim);
-  std::vector<float> y(n * dim);
-  SampleCodecs codecs(ladder, x, sample_freq, dim, opt);
-  std::vector<const Candidate*> failed;
-  std::vector<bool> seen(eligible.size(), false);
-  double best_margin = -HUGE_VAL;
-  uint64_t best_bytes = UINT64_MAX;
-  uint64_t done = 0;
-  auto try_candidate = [&](size_t i) {
-    const Candidate& c = eligible[i];
-    seen[i] = true;
-    if (opt.progress) opt.progress(++done, eligible.size());
-    if (std::any_of(failed.begin(), failed.end(), [&](const Candidate* f) { return no_more_precise(c, *f); })) {
-      ++res.dominated;
+// Evaluates candidates on the sample, skipping those no more precise than
+// one that failed, and keeps the best that passes in `res`.
+class CandidateSearch {
+ public:
+  CandidateSearch(const std::vector<Candidate>& eligible, const std::vector<LadderCodec>& ladder,
+                  const PlanSample& sample, uint64_t dim, const PlanOptions& opt, PlanResult& res)
+      : eligible_(eligible),
+        sample_(sample),
+        dim_(dim),
+        opt_(opt),
+        res_(res),
+        codecs_(ladder, sample.x, sample.freq, dim, opt),
+        original_("plan sample", sample.x.data(), sample.ids.size(), dim),
+        y_(sample.x.size()),
+        seen_(eligible.size(), false) {
+    eo_.metric = opt.metric;
+    eo_.ks = ks_of(res.budget);
+    eo_.queries = opt.queries;
+    eo_.seed = opt.seed;
+    eo_.freq = sample.freq;
+  }
+
+  // Probes first: for each codec as the coldest, its most precise candidate.
+  // A probe that fails rules out every plan no more precise than it, which in
+  // practice is most of the plans that end in that codec. Then the rest,
+  // cheapest first, until nothing cheaper than the best remains.
+  void run(size_t ladder_size) {
+    if (!opt_.max_bytes) {
+      for (size_t last = ladder_size; last-- > 0;) {
+        std::optional<size_t> probe;
+        for (size_t i = 0; i < eligible_.size(); ++i)
+          if (eligible_[i].codec.back() == last && (!probe || eligible_[i].bytes > eligible_[*probe].bytes)) probe = i;
+        if (probe) try_candidate(*probe);
+      }
+    }
+    for (size_t i = 0; i < eligible_.size(); ++i) {
+      if (!opt_.max_bytes && eligible_[i].bytes >= best_bytes_) break;
+      if (!seen_[i]) try_candidate(i);
+    }
+  }
+
+ private:
+  void try_candidate(size_t i) {
+    const Candidate& c = eligible_[i];
+    seen_[i] = true;
+    if (opt_.progress) opt_.progress(++done_, eligible_.size());
+    if (std::any_of(failed_.begin(), failed_.end(), [&](const Candidate* f) { return no_more_precise(c, *f); })) {
+      ++res_.dominated;
       return;
     }
     PlanCandidate pc;
@@ -343,49 +377,79 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
     pc.bytes = c.bytes;
     pc.gpu_bytes = c.gpu_bytes;
     try {
-      std::vector<std::vector<uint64_t>> members(c.tiers.size());
-      for (uint64_t s = 0; s < n; ++s)
-        members[static_cast<size_t>(std::upper_bound(c.cuts.begin(), c.cuts.end(), sample_pos[s]) - c.cuts.begin() - 1)]
-            .push_back(s);
-      for (size_t t = 0; t < c.tiers.size(); ++t) codecs.decode(c.codec[t], members[t], y.data());
-      MatrixTable decoded("plan candidate", y.data(), n, dim);
-      const EvalResult r = evaluate(original, decoded, eo);
-      const std::vector<GateOutcome> outcomes = check_gates(res.budget, r);
-      pc.evaluated = true;
-      pc.passed = all_passed(outcomes);
-      double margin = HUGE_VAL;
-      for (const GateOutcome& o : outcomes) {
-        pc.metrics.emplace_back(o.gate.metric, o.value);
-        margin = std::min(margin, o.margin);
-      }
-      if (!pc.passed) failed.push_back(&c);
-      const bool better = opt.max_bytes ? margin > best_margin : c.bytes < best_bytes;
-      if (pc.passed && (res.chosen < 0 || better)) {
-        res.chosen = static_cast<int>(res.tried.size());
-        best_margin = margin;
-        best_bytes = c.bytes;
-      }
+      evaluate_candidate(c, pc);
     } catch (const Error& e) {
       if (e.code() == ExitCode::usage) throw;  // a budget naming an unknown metric
       pc.error = e.what();
     }
-    res.tried.push_back(std::move(pc));
-  };
-  // Probes: for each codec as the coldest, its most precise candidate. A
-  // probe that fails rules out every plan no more precise than it, which in
-  // practice is most of the plans that end in that codec.
-  if (!opt.max_bytes) {
-    for (size_t last = ladder.size(); last-- > 0;) {
-      std::optional<size_t> probe;
-      for (size_t i = 0; i < eligible.size(); ++i)
-        if (eligible[i].codec.back() == last && (!probe || eligible[i].bytes > eligible[*probe].bytes)) probe = i;
-      if (probe) try_candidate(*probe);
+    res_.tried.push_back(std::move(pc));
+  }
+
+  void evaluate_candidate(const Candidate& c, PlanCandidate& pc) {
+    const uint64_t n = sample_.ids.size();
+    std::vector<std::vector<uint64_t>> members(c.tiers.size());
+    for (uint64_t s = 0; s < n; ++s)
+      members[static_cast<size_t>(std::upper_bound(c.cuts.begin(), c.cuts.end(), sample_.position[s]) - c.cuts.begin() -
+                                  1)]
+          .push_back(s);
+    for (size_t t = 0; t < c.tiers.size(); ++t) codecs_.decode(c.codec[t], members[t], y_.data());
+    MatrixTable decoded("plan candidate", y_.data(), n, dim_);
+    const EvalResult r = evaluate(original_, decoded, eo_);
+    const std::vector<GateOutcome> outcomes = check_gates(res_.budget, r);
+    pc.evaluated = true;
+    pc.passed = all_passed(outcomes);
+    double margin = HUGE_VAL;
+    for (const GateOutcome& o : outcomes) {
+      pc.metrics.emplace_back(o.gate.metric, o.value);
+      margin = std::min(margin, o.margin);
+    }
+    if (!pc.passed) failed_.push_back(&c);
+    const bool better = opt_.max_bytes ? margin > best_margin_ : c.bytes < best_bytes_;
+    if (pc.passed && (res_.chosen < 0 || better)) {
+      res_.chosen = static_cast<int>(res_.tried.size());
+      best_margin_ = margin;
+      best_bytes_ = c.bytes;
     }
   }
-  for (size_t i = 0; i < eligible.size(); ++i) {
-    if (!opt.max_bytes && eligible[i].bytes >= best_bytes) break;  // cheapest first: nothing smaller remains
-    if (!seen[i]) try_candidate(i);
-  }
+
+  const std::vector<Candidate>& eligible_;
+  const PlanSample& sample_;
+  uint64_t dim_;
+  const PlanOptions& opt_;
+  PlanResult& res_;
+  SampleCodecs codecs_;
+  MatrixTable original_;
+  EvalOptions eo_;
+  std::vector<float> y_;
+  std::vector<const Candidate*> failed_;
+  std::vector<bool> seen_;
+  double best_margin_ = -HUGE_VAL;
+  uint64_t best_bytes_ = UINT64_MAX;
+  uint64_t done_ = 0;
+};
+
+}  // namespace
+
+PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
+  const uint64_t rows = table.rows(), dim = table.dim();
+  if (opt.budget.empty()) EDO_USAGE_FAIL("plan: no budget given (e.g. --budget 'recall@10>=0.98')");
+  if (!opt.freq.empty() && opt.freq.size() != rows)
+    EDO_USAGE_FAIL("plan: {} frequencies for {} rows of {}", opt.freq.size(), rows, table.path());
+  if (rows < 2) EDO_USAGE_FAIL("{}: planning needs at least 2 rows", table.path());
+  PlanResult res;
+  res.rows = rows;
+  res.dim = dim;
+  res.fp32_bytes = rows * dim * 4;
+  res.order = opt.freq.empty() ? "norm" : "frequency";
+  res.budget = weighted_budget(opt);
+  const std::vector<uint64_t> order =
+      hot_order(opt.freq.empty() ? detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms : opt.freq);
+  const PlanSample sample = draw_sample(table, opt, order);
+  res.sample_rows = sample.ids.size();
+  const std::vector<LadderCodec> ladder =
+      build_ladder(opt, dim, sample.x.data(), sample.ids.size(), sample.ids.data(), table.path());
+  const std::vector<Candidate> eligible = eligible_candidates(ladder, order, opt, res);
+  CandidateSearch(eligible, ladder, sample, dim, opt, res).run(ladder.size());
   return res;
 }
 

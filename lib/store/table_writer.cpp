@@ -23,6 +23,11 @@ namespace edo {
 
 double ReconSums::rel_frobenius() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
 
+uint64_t row_map_bytes(uint64_t rows, size_t tiers) {
+  const uint64_t rank = (rows + io::kRowMapBlock - 1) / io::kRowMapBlock * tiers * sizeof(uint64_t);
+  return rows + rank + (rows <= UINT32_MAX ? rows * sizeof(uint32_t) : 0);
+}
+
 double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
   return file_bytes ? static_cast<double>(fp32_bytes) / static_cast<double>(file_bytes) : 0.0;
 }
@@ -406,13 +411,11 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     writer.add_section("rowmap/tier", layout.tier_of_row.data(), rows);
     writer.add_section("rowmap/rank", rank.data(), rank.size() * sizeof(uint64_t));
     manifest["rowmap"] = {{"tier", "rowmap/tier"}, {"rank", "rowmap/rank"}, {"block", io::kRowMapBlock}};
-    rep.map_bytes = rows + rank.size() * sizeof(uint64_t);
-    if (std::all_of(rep.tiers.begin(), rep.tiers.end(),
-                    [](const TierWriteReport& t) { return t.rows <= UINT32_MAX; })) {
+    if (rows <= UINT32_MAX) {
       write_local_indices(writer, layout.tier_of_row, ntiers);
       manifest["rowmap"]["local"] = "rowmap/local";
-      rep.map_bytes += rows * sizeof(uint32_t);
     }
+    rep.map_bytes = row_map_bytes(rows, ntiers);
   }
   manifest["provenance"] = {{"tool", opt.tool},
                             {"version", EDO_VERSION_STRING},

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, builds test/find_package (a
-# separate CMake project using find_package(edo)) against it, and checks that
-# its example_lookup returns the same rows as the in-tree build.
+# separate CMake project using find_package(edo COMPONENTS reader)) against
+# it, checks that its example_lookup links the reader library alone, and that
+# it returns the same rows as the in-tree build.
 #   pack_find_package.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -19,6 +20,16 @@ fi
 if ! cmake --build "$tmp/consumer" -j2 >"$tmp/build.log" 2>&1; then
   cat "$tmp/build.log"; exit 1
 fi
+
+# A serving program links edo::reader alone: no FAISS, HDF5, BLAS, LAPACK or
+# CUDA runtime among its libraries, none linked in statically either.
+for exe in "$tmp/consumer/example_lookup" "$build/example_lookup"; do
+  if readelf -d "$exe" | grep NEEDED | grep -Ei 'faiss|hdf5|blas|lapack|cudart|zip'; then
+    echo "$exe: needs a library edo::reader must not pull in"; exit 1
+  fi
+  n=$(nm -C "$exe" | grep -c -E 'faiss::|cblas_|dsyevd|H5[A-Z]' || true)
+  [ "$n" -eq 0 ] || { echo "$exe: $n FAISS/BLAS/LAPACK/HDF5 symbols linked in"; exit 1; }
+done
 
 "$build/edo-pack" "$src/data-samples/glove.6B.50d.10k.npy" -o "$tmp/g.edo" -q \
   --tier hot:rows=5%:fp16:gpu --tier cold:rest:int8 >/dev/null

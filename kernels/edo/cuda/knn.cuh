@@ -1,18 +1,20 @@
-// cuBLAS inner products for exact k-NN (lib/knn.cpp does the selection on
-// the host). Host launchers only, so g++ can include this header. Failures
-// throw std::runtime_error (this file's .cu cannot include fmt).
+// cuBLAS inner products for exact k-NN (lib/eval/knn.cpp does the selection
+// on the host). Host launchers only, so g++ can include this header.
+// Failures throw edo::Error (EDO_CUDA_TRY, edo/cuda_check.hpp).
 #pragma once
 
+#include <edo/device.hpp>
+
 #include <cstdint>
+#include <memory>
 
 namespace edo::cuda {
 
-// Number of CUDA devices the driver reports; 0 when there is no driver, no
-// device, or the runtime fails to initialise.
-int knn_device_count();
+class CublasHandle;  // kernels/knn.cu
 
 // Holds the query set on the GPU and computes query x row dot products for
-// one uploaded block of database rows at a time.
+// one uploaded block of database rows at a time. Every device allocation and
+// the cuBLAS handle are owned members, so nothing leaks when a step throws.
 class DeviceDots {
  public:
   // Uploads nq x dim queries to device 0. Throws without a GPU.
@@ -30,13 +32,11 @@ class DeviceDots {
  private:
   uint64_t nq_ = 0;
   uint64_t dim_ = 0;
-  uint64_t row_capacity_ = 0;
   uint64_t rows_ = 0;
-  uint64_t out_capacity_ = 0;
-  float* d_queries_ = nullptr;
-  float* d_rows_ = nullptr;
-  float* d_out_ = nullptr;
-  void* handle_ = nullptr;  // cublasHandle_t
+  std::unique_ptr<CublasHandle> handle_;
+  std::unique_ptr<DeviceBuffer> queries_;
+  std::unique_ptr<DeviceBuffer> rows_buffer_;  // grows, never shrinks
+  std::unique_ptr<DeviceBuffer> scores_;       // likewise
 };
 
 }  // namespace edo::cuda

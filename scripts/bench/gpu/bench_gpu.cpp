@@ -541,13 +541,13 @@ void section_knn(Report& rep, const Config& cfg) {
   edo::KnnOptions o;
   o.k = k;
   o.metric = edo::Metric::l2;
-  o.device = edo::KnnDevice::cuda;
+  o.device = edo::Device::cuda;
   const edo::MatrixView d{db.data(), rows, dim}, q{qs.data(), nq, dim};
   // Warm-up: loads cuBLAS and creates its handle.
   (void)edo::knn(edo::MatrixView{qs.data(), 1, dim}, edo::MatrixView{db.data(), 1024, dim}, o);
   edo::KnnResult gpu;
   const double tg = best_host_seconds(cfg.quick ? 1 : 2, [&] { gpu = edo::knn(q, d, o); });
-  o.device = edo::KnnDevice::cpu;
+  o.device = edo::Device::cpu;
   edo::KnnResult cpu;
   const double tc = best_host_seconds(1, [&] { cpu = edo::knn(q, d, o); });
   size_t same = 0;

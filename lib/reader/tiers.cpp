@@ -96,7 +96,7 @@ class CodecTier final : public TierView {
     const std::string& path = c.path();
     stats_ = base_stats(info, TierKind::codec);
     try {
-      codec_ = make_codec(info.codec, c.dim());
+      codec_ = make_decoder(info.codec, c.dim());
     } catch (const Error& e) {
       EDO_FAIL("{}", tier_error(path, info.name, e.what()));
     }

@@ -1,0 +1,345 @@
+// The decoding half of pq, opq and rq (pq_codecs.hpp): no FAISS, no BLAS.
+#include "pq_codecs.hpp"
+
+#include <edo/error.hpp>
+#include <edo/parallel.hpp>
+
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/pq.cuh>
+#endif
+
+#include <cmath>
+#include <cstring>
+
+namespace edo {
+
+void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t* codes, size_t n, float* x,
+               Device device) {
+  if (n == 0) return;
+  if (device == Device::cuda) {
+    require_device(device);
+#ifdef EDO_HAVE_CUDA
+    const size_t cb_bytes = static_cast<size_t>(g.m) * g.ksub * g.dsub * sizeof(float);
+    DeviceBuffer dc(n * g.code_size), dcb(cb_bytes), dx(n * g.dim * sizeof(float));
+    dc.upload(codes, dc.bytes());
+    dcb.upload(codebooks, cb_bytes);
+    cuda::pq_decode(g, dcb.as<float>(), dc.as<uint8_t>(), n, dx.as<float>());
+    check_cuda_launch("pq_decode");
+    dx.download(x, dx.bytes());
+#endif
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+    const size_t r = static_cast<size_t>(ri);
+    const uint8_t* code = codes + r * g.code_size;
+    for (uint32_t j = 0; j < g.m; ++j) {
+      const uint32_t c = math::pq_get_code(code, j, g.nbits);
+      const float* cent = codebooks + (static_cast<size_t>(j) * g.ksub + c) * g.dsub;
+      std::memcpy(x + r * g.dim + math::pq_sub_begin(g, j), cent, math::pq_sub_width(g, j) * sizeof(float));
+    }
+  }
+}
+
+}  // namespace edo
+
+namespace edo::detail {
+
+namespace {
+constexpr size_t kMinBits = 4, kMaxBits = 8;
+
+[[noreturn]] void decode_only(const std::string& spec, const char* what) {
+  EDO_FAIL("{}: this program links the reader library only, which decodes; {} needs edo::edo", spec, what);
+}
+
+uint32_t read_m(const StageParams& p, const SpecStage& stage, size_t dim) {
+  const std::string* m = p.get("m");
+  if (!m) EDO_USAGE_FAIL("codec '{}': needs m=M, the number of sub-codes", stage.name);
+  const size_t v = p.get_size(*m, "m", 4096);
+  if (v > dim) {
+    EDO_USAGE_FAIL("codec '{}': m={} is more sub-spaces than the {} input dimensions (use m <= {})", stage.name, v, dim,
+                   dim);
+  }
+  return static_cast<uint32_t>(v);
+}
+
+uint32_t read_nbits(const StageParams& p, const SpecStage& stage) {
+  const std::string* b = p.get("nbits");
+  if (!b) return 8;
+  const size_t v = p.get_size(*b, "nbits", 64);
+  if (v < kMinBits || v > kMaxBits) {
+    EDO_USAGE_FAIL("codec '{}': nbits={} is out of range (4 to 8 bits per sub-code)", stage.name, v);
+  }
+  return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+void check_blob(const std::string& spec, const NamedBlob& b, const std::vector<uint64_t>& shape) {
+  if (b.shape != shape) {
+    EDO_FAIL("{}: state blob '{}' has shape ({}), expected ({})", spec, b.name, fmt::join(b.shape, ", "),
+             fmt::join(shape, ", "));
+  }
+  uint64_t count = 1;
+  for (uint64_t d : shape) count *= d;
+  if (b.values.size() != count) {
+    EDO_FAIL("{}: state blob '{}' holds {} values, its shape needs {}", spec, b.name, b.values.size(), count);
+  }
+  for (size_t i = 0; i < b.values.size(); ++i) {
+    if (!std::isfinite(b.values[i])) EDO_FAIL("{}: state blob '{}' value {} is not finite", spec, b.name, i);
+  }
+}
+
+// The blobs named in `names`, in that order; anything missing, repeated or
+// extra is an error.
+std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vector<NamedBlob>& blobs,
+                                         std::initializer_list<const char*> names) {
+  std::vector<const NamedBlob*> out(names.size(), nullptr);
+  for (const NamedBlob& b : blobs) {
+    size_t i = 0;
+    for (const char* name : names) {
+      if (b.name == name) break;
+      ++i;
+    }
+    if (i == names.size()) EDO_FAIL("{}: unexpected state blob '{}'", spec, b.name);
+    if (out[i]) EDO_FAIL("{}: state blob '{}' appears twice", spec, b.name);
+    out[i] = &b;
+  }
+  size_t i = 0;
+  for (const char* name : names) {
+    if (!out[i++]) EDO_FAIL("{}: state lacks '{}'", spec, name);
+  }
+  return out;
+}
+
+PqParams parse_pq_params(const SpecStage& stage, size_t dim) {
+  PqParams out;
+  out.rotate = stage.name == "opq";
+  const char* grammar = out.rotate ? "opq:m=M[,nbits=B][,train=faiss|edo]" : "pq:m=M[,nbits=B][,train=faiss|edo]";
+  StageParams p(stage, grammar, false, {"m", "nbits", "train"});
+  out.m = read_m(p, stage, dim);
+  out.nbits = read_nbits(p, stage);
+  if (const std::string* t = p.get("train")) {
+    if (*t == "edo") {
+      out.trainer = PqTrainer::edo;
+    } else if (*t != "faiss") {
+      EDO_USAGE_FAIL("codec '{}': train={} is not 'faiss' or 'edo' (expected {})", stage.name, *t, grammar);
+    }
+  }
+  if (out.rotate && static_cast<uint64_t>(out.m) * ((dim + out.m - 1) / out.m) > kMaxCodecDim) {
+    EDO_USAGE_FAIL("codec 'opq': dimension {} is too large", dim);
+  }
+  return out;
+}
+
+RqParams parse_rq_params(const SpecStage& stage) {
+  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R]";
+  StageParams p(stage, grammar, false, {"m", "nbits", "beam", "train_beam", "refine"});
+  RqParams out;
+  out.m = static_cast<uint32_t>(p.get("m") ? p.get_size(*p.get("m"), "m", 64) : 0);
+  if (out.m == 0) EDO_USAGE_FAIL("codec 'rq': needs m=M, the number of codebooks (expected {})", grammar);
+  out.nbits = read_nbits(p, stage);
+  out.beam = static_cast<uint32_t>(p.get("beam") ? p.get_size(*p.get("beam"), "beam", 256) : kRqDefaultBeam);
+  out.train_beam = p.get("train_beam") ? static_cast<uint32_t>(p.get_size(*p.get("train_beam"), "train_beam", 256))
+                                       : std::min(out.beam, kRqDefaultTrainBeam);
+  out.refine = kRqDefaultRefine;
+  if (const std::string* r = p.get("refine"))
+    out.refine = *r == "0" ? 0 : static_cast<uint32_t>(p.get_size(*r, "refine", 50));
+  return out;
+}
+
+// ---- pq and opq ----------------------------------------------------------------------------
+
+PqDecoder::PqDecoder(size_t dim, const PqParams& p) : rotate_(p.rotate), dim_(dim), trainer_(p.trainer) {
+  const uint32_t d = static_cast<uint32_t>(dim);
+  g_ = math::pq_geometry(p.rotate ? p.m * ((d + p.m - 1) / p.m) : d, p.m, p.nbits);
+}
+
+std::string PqDecoder::spec() const {
+  return fmt::format("{}:m={},nbits={}{}", rotate_ ? "opq" : "pq", g_.m, g_.nbits,
+                     trainer_ == PqTrainer::edo ? ",train=edo" : "");
+}
+
+void PqDecoder::train(const float*, size_t, uint64_t) { decode_only(spec(), "training"); }
+
+void PqDecoder::encode(const float*, size_t, uint8_t*, const EncodeOptions&) const { decode_only(spec(), "encoding"); }
+
+void PqDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const {
+  require_trained();
+  require_device(opt.device);
+  if (!rotate_) return pq_decode(g_, codebooks_.data(), codes, n, x, opt.device);
+  std::vector<float> y(n * g_.dim);
+  pq_decode(g_, codebooks_.data(), codes, n, y.data(), opt.device);
+  unrotate(y.data(), n, x);
+}
+
+std::vector<NamedBlob> PqDecoder::state() const {
+  require_trained();
+  std::vector<NamedBlob> out = {{"pq.codebooks", {g_.m, g_.ksub, g_.dsub}, codebooks_}};
+  if (rotate_) out.push_back({"opq.rotation", {g_.dim, dim_}, rotation_});
+  return out;
+}
+
+void PqDecoder::load_state(const std::vector<NamedBlob>& blobs) {
+  const std::string s = spec();
+  std::vector<const NamedBlob*> b =
+      rotate_ ? take_blobs(s, blobs, {"pq.codebooks", "opq.rotation"}) : take_blobs(s, blobs, {"pq.codebooks"});
+  check_blob(s, *b[0], {g_.m, g_.ksub, g_.dsub});
+  if (rotate_) {
+    check_blob(s, *b[1], {g_.dim, dim_});
+    rotation_ = b[1]->values;
+  }
+  codebooks_ = b[0]->values;
+}
+
+void PqDecoder::adc_tables(const float* queries, size_t nq, float* tables) const {
+  require_trained();
+  std::vector<float> rotated;
+  if (rotate_) {
+    rotated.resize(nq * g_.dim);
+    rotate(queries, nq, rotated.data());
+    queries = rotated.data();
+  }
+#pragma omp parallel for schedule(static) if (parallel_worth(nq * adc_table_size()))
+  for (int64_t qi = 0; qi < static_cast<int64_t>(nq); ++qi) {
+    const float* q = queries + static_cast<size_t>(qi) * g_.dim;
+    float* t = tables + static_cast<size_t>(qi) * adc_table_size();
+    for (uint32_t j = 0; j < g_.m; ++j) {
+      const float* qs = q + math::pq_sub_begin(g_, j);
+      const uint32_t w = math::pq_sub_width(g_, j);
+      for (uint32_t k = 0; k < g_.ksub; ++k) {
+        const float* c = codebooks_.data() + (static_cast<size_t>(j) * g_.ksub + k) * g_.dsub;
+        float s = 0;
+        for (uint32_t c_i = 0; c_i < w; ++c_i) s = std::fma(qs[c_i], c[c_i], s);
+        t[static_cast<size_t>(j) * g_.ksub + k] = s;
+      }
+    }
+  }
+}
+
+void PqDecoder::adc_inner_products(const float* table, const uint8_t* codes, size_t n, float* ip) const {
+  for (size_t r = 0; r < n; ++r) {
+    const uint8_t* code = codes + r * g_.code_size;
+    float s = 0;
+    for (uint32_t j = 0; j < g_.m; ++j)
+      s += table[static_cast<size_t>(j) * g_.ksub + math::pq_get_code(code, j, g_.nbits)];
+    ip[r] = s;
+  }
+}
+
+void PqDecoder::require_trained() const {
+  if (codebooks_.empty()) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
+}
+
+// y (n x g_.dim) = x A^T, each output a fixed-order fma chain.
+void PqDecoder::rotate(const float* x, size_t n, float* y) const {
+  const size_t d2 = g_.dim;
+#pragma omp parallel for schedule(static) if (n * d2 * dim_ > 1000000)
+  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+    const float* xr = x + static_cast<size_t>(ri) * dim_;
+    for (size_t i = 0; i < d2; ++i) {
+      const float* a = rotation_.data() + i * dim_;
+      float s = 0;
+      for (size_t j = 0; j < dim_; ++j) s = std::fma(a[j], xr[j], s);
+      y[static_cast<size_t>(ri) * d2 + i] = s;
+    }
+  }
+}
+
+// x (n x dim) = y A: A's columns are orthonormal, so A^T inverts it.
+void PqDecoder::unrotate(const float* y, size_t n, float* x) const {
+  const size_t d2 = g_.dim;
+#pragma omp parallel for schedule(static) if (n * d2 * dim_ > 1000000)
+  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+    const float* yr = y + static_cast<size_t>(ri) * d2;
+    float* xr = x + static_cast<size_t>(ri) * dim_;
+    for (size_t j = 0; j < dim_; ++j) xr[j] = 0;
+    for (size_t i = 0; i < d2; ++i) {
+      const float* a = rotation_.data() + i * dim_;
+      for (size_t j = 0; j < dim_; ++j) xr[j] = std::fma(a[j], yr[i], xr[j]);
+    }
+  }
+}
+
+// ---- rq ------------------------------------------------------------------------------------
+
+RqDecoder::RqDecoder(size_t dim, const RqParams& p)
+    : dim_(dim), p_(p), ksub_(1u << p.nbits), code_size_((p.m * p.nbits + 7) / 8) {}
+
+std::string RqDecoder::spec() const {
+  return fmt::format("rq:m={},nbits={},beam={},train_beam={},refine={}", p_.m, p_.nbits, p_.beam, p_.train_beam,
+                     p_.refine);
+}
+
+void RqDecoder::train(const float*, size_t, uint64_t) { decode_only(spec(), "training"); }
+
+void RqDecoder::encode(const float*, size_t, uint8_t*, const EncodeOptions&) const { decode_only(spec(), "encoding"); }
+
+void RqDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const {
+  require_trained();
+  require_device(opt.device);
+#pragma omp parallel for schedule(static) if (n > 4096)
+  for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+    const size_t r = static_cast<size_t>(ri);
+    decode_row(codes + r * code_size_, x + r * dim_);
+  }
+}
+
+std::vector<NamedBlob> RqDecoder::state() const {
+  require_trained();
+  return {{"rq.codebooks", {p_.m, ksub_, dim_}, codebooks_}};
+}
+
+void RqDecoder::load_state(const std::vector<NamedBlob>& blobs) {
+  const std::vector<const NamedBlob*> b = take_blobs(spec(), blobs, {"rq.codebooks"});
+  check_blob(spec(), *b[0], {p_.m, ksub_, dim_});
+  codebooks_ = b[0]->values;
+}
+
+void RqDecoder::adc_tables(const float* queries, size_t nq, float* tables) const {
+  require_trained();
+#pragma omp parallel for schedule(static) if (parallel_worth(nq * adc_table_size()))
+  for (int64_t qi = 0; qi < static_cast<int64_t>(nq); ++qi) {
+    const float* q = queries + static_cast<size_t>(qi) * dim_;
+    float* t = tables + static_cast<size_t>(qi) * adc_table_size();
+    for (size_t e = 0; e < adc_table_size(); ++e) {
+      const float* c = codebooks_.data() + e * dim_;
+      float s = 0;
+      for (size_t i = 0; i < dim_; ++i) s = std::fma(q[i], c[i], s);
+      t[e] = s;
+    }
+  }
+}
+
+void RqDecoder::adc_inner_products(const float* table, const uint8_t* codes, size_t n, float* ip) const {
+  for (size_t r = 0; r < n; ++r) {
+    const uint8_t* code = codes + r * code_size_;
+    float s = 0;
+    for (uint32_t j = 0; j < p_.m; ++j)
+      s += table[static_cast<size_t>(j) * ksub_ + math::pq_get_code(code, j, p_.nbits)];
+    ip[r] = s;
+  }
+}
+
+void RqDecoder::require_trained() const {
+  if (codebooks_.empty()) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
+}
+
+void RqDecoder::decode_row(const uint8_t* code, float* x) const {
+  const float* c0 = codeword(0, math::pq_get_code(code, 0, p_.nbits));
+  for (size_t i = 0; i < dim_; ++i) x[i] = c0[i];
+  for (uint32_t j = 1; j < p_.m; ++j) {
+    const float* c = codeword(j, math::pq_get_code(code, j, p_.nbits));
+    for (size_t i = 0; i < dim_; ++i) x[i] += c[i];
+  }
+}
+
+std::unique_ptr<Codec> make_pq_decoder(const SpecStage& stage, size_t dim, std::unique_ptr<Codec>) {
+  return std::make_unique<PqDecoder>(dim, parse_pq_params(stage, dim));
+}
+
+std::unique_ptr<Codec> make_rq_decoder(const SpecStage& stage, size_t dim, std::unique_ptr<Codec>) {
+  return std::make_unique<RqDecoder>(dim, parse_rq_params(stage));
+}
+
+}  // namespace edo::detail
