@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     int code = 0;
     if (eval_wanted) {
       auto packed = edo::EdoTable::open(target);
-      edo::EvalOptions eo = eval_flags.options(table->rows(), seed);
+      edo::EvalOptions eo = eval_flags.options(table->rows(), seed, opt.device);
       if (eo.freq.empty()) eo.freq = opt.freq;
       for (const auto& t : packed->reader().tiers()) eo.group_names.push_back(t.name);
       eo.groups.resize(table->rows());

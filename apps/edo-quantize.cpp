@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     int code = 0;
     if (eval_wanted) {
       auto decoded = edo::EdoTable::open(target);
-      result = edo::evaluate(*table, *decoded, eval_flags.options(table->rows(), seed));
+      result = edo::evaluate(*table, *decoded, eval_flags.options(table->rows(), seed, opt.device));
       edo::add_memory_metrics(result, *table, *decoded);
       outcomes = edo::check_gates(gates, result);
       code = edo::cli::finish_gates("edo-quantize", eval_flags, result, outcomes);

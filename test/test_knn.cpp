@@ -300,6 +300,13 @@ TEST_CASE("knn: bad arguments are usage errors") {
   auto t = io::open_table(dir.file("t.npy"));
   const std::string msg = test::error_of([&] { knn(MatrixView{db.data(), 5, 4}, *t, o); });
   CHECK(msg.find("t.npy: dimension 2 does not match") != std::string::npos);
+}
+
+TEST_CASE("knn cuda: --device cuda without a GPU is an error, never a fallback") {
+  const std::vector<float> db(20, 1.0f);
+  const MatrixView d{db.data(), 10, 2};
+  KnnOptions o;
+  o.k = 3;
   if (!cuda_available()) {
     // Never a silent fallback to the CPU: a clean error naming the reason.
     o.device = Device::cuda;

@@ -7,6 +7,7 @@
 
 #include <edo/codec.hpp>
 #include <edo/device.hpp>
+#include <edo/eval.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 #include <edo/tier.hpp>
@@ -15,7 +16,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,17 +38,6 @@ struct WriteOptions {
   std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
 };
 
-// Reconstruction sums of the rows a tier stored, in table row order (so
-// they do not depend on the thread count). A row's cosine with its decoded
-// form is 1 when both are zero, 0 when one is.
-struct ReconSums {
-  double err2 = 0, ref2 = 0, cos_sum = 0;
-  double cos_min = std::numeric_limits<double>::infinity();
-  uint64_t rows = 0;
-  double rel_frobenius() const;  // sqrt(err2 / ref2), or sqrt(err2) for an all-zero table
-  double cos_mean() const { return rows ? cos_sum / static_cast<double>(rows) : 1.0; }
-};
-
 // Writes one tier of one kind. The writer calls, in this order: train()
 // when needs_training(), begin(), add() for every block holding the tier's
 // rows (in table order), finish().
@@ -69,11 +58,13 @@ class TierBuilder {
   // entry's "codec", "code_size", "sections" and kind-specific keys. Returns
   // the tier's bytes (every section).
   virtual uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) = 0;
-  const ReconSums& recon() const { return recon_; }
+  // Reconstruction of the rows added, as edo-eval measures it (RowErrorStats,
+  // rows in table order); empty for kinds that do not decode rows one by one.
+  RowErrorSummary recon() const { return recon_ ? recon_->finish() : RowErrorSummary{}; }
   double encode_seconds() const { return encode_seconds_; }
 
  protected:
-  ReconSums recon_;
+  std::unique_ptr<RowErrorStats> recon_;
   double encode_seconds_ = 0;
 };
 
@@ -109,7 +100,7 @@ struct TierWriteReport {
   uint64_t bytes = 0;  // every section of the tier
   double mass = 0;     // share of accesses (0 without frequencies)
   double train_seconds = 0, encode_seconds = 0;
-  ReconSums recon;  // empty for kinds that do not reconstruct rows one by one
+  RowErrorSummary recon;  // empty (rows 0) for kinds that do not reconstruct rows one by one
 };
 
 struct TableWriteReport {

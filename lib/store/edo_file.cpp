@@ -32,9 +32,9 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   rep.code_size = tier.code_size;
   rep.ratio = w.ratio;
   rep.bits_per_value = static_cast<double>(w.file_bytes) * 8.0 / static_cast<double>(w.rows * w.dim);
-  rep.rel_frobenius = tier.recon.rel_frobenius();
-  rep.mse = tier.recon.err2 / static_cast<double>(w.rows * w.dim);
-  rep.cos_mean = tier.recon.cos_mean();
+  rep.rel_frobenius = tier.recon.rel_fro;
+  rep.mse = tier.recon.mse;
+  rep.cos_mean = tier.recon.cos_mean;
   rep.cos_min = tier.recon.cos_min;
   rep.train_seconds = w.train_seconds;
   rep.encode_seconds = w.encode_seconds;

@@ -21,8 +21,6 @@
 
 namespace edo {
 
-double ReconSums::rel_frobenius() const { return ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2); }
-
 uint64_t row_map_bytes(uint64_t rows, size_t tiers) {
   const uint64_t rank = (rows + io::kRowMapBlock - 1) / io::kRowMapBlock * tiers * sizeof(uint64_t);
   return rows + rank + (rows <= UINT32_MAX ? rows * sizeof(uint32_t) : 0);
@@ -48,12 +46,6 @@ std::string basename_of(const std::string& path) {
 uint64_t file_size_of(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
-
-// Cosine of a row and its reconstruction; a zero row matches only a zero row.
-double row_cosine(double aa, double bb, double ab) {
-  if (aa == 0 || bb == 0) return aa == bb ? 1.0 : 0.0;
-  return ab / std::sqrt(aa * bb);
 }
 
 // Names the first non-finite value among gathered rows, by table row.
@@ -84,6 +76,7 @@ class CodecTierBuilder final : public TierBuilder {
 
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
     rule_ = std::make_unique<MagnitudeRule>(*codec_, enc_);
+    recon_ = std::make_unique<RowErrorStats>(dim_);
     writer_ = &writer;
     writer.begin_section(prefix + "codes");
   }
@@ -106,12 +99,13 @@ class CodecTierBuilder final : public TierBuilder {
     encode_seconds_ += seconds_since(t0);
     codec_->decode(codes_.data(), n, decoded_.data());
     add_recon(x, decoded_.data(), n, row_ids);
+    rows_ += n;
     writer_->append(codes_.data(), codes_.size());
   }
 
   uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
     writer.end_section();
-    uint64_t bytes = recon_.rows * codec_->code_size();
+    uint64_t bytes = rows_ * codec_->code_size();
     nlohmann::json sections = {{"codes", prefix + "codes"}};
     nlohmann::json shapes = nlohmann::json::object();
     for (const NamedBlob& blob : codec_->state()) {
@@ -129,37 +123,19 @@ class CodecTierBuilder final : public TierBuilder {
   }
 
  private:
-  // Sums per row in parallel, folded in row order; the magnitude rule
-  // judges each row from the same sums (no pass of its own).
+  // Row errors in parallel, added in row order; the magnitude rule judges
+  // each row from the same sums (no pass of its own).
   void add_recon(const float* x, const float* y, size_t n, const uint64_t* row_ids) {
-    scratch_.assign(4 * n, 0.0);
+    errors_.resize(n);
 #pragma omp parallel for schedule(static) if (parallel_worth(n * dim_))
-    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
-      const float* a = x + static_cast<uint64_t>(i) * dim_;
-      const float* b = y + static_cast<uint64_t>(i) * dim_;
-      double e = 0, aa = 0, bb = 0, ab = 0;
-      for (uint64_t j = 0; j < dim_; ++j) {
-        const double d = static_cast<double>(a[j]) - b[j];
-        e += d * d;
-        aa += static_cast<double>(a[j]) * a[j];
-        bb += static_cast<double>(b[j]) * b[j];
-        ab += static_cast<double>(a[j]) * b[j];
-      }
-      double* s = scratch_.data() + 4 * i;
-      s[0] = e;
-      s[1] = aa;
-      s[2] = row_cosine(aa, bb, ab);
-      s[3] = bb;
-    }
+    for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
+      errors_[static_cast<size_t>(i)] =
+          row_error(x + static_cast<uint64_t>(i) * dim_, y + static_cast<uint64_t>(i) * dim_, dim_);
     for (size_t i = 0; i < n; ++i) {
-      const double* s = scratch_.data() + 4 * i;
-      if (rule_->refuses(s[1], s[0], s[3])) rule_->fail(row_ids[i], s[1], s[0], s[3]);
-      recon_.err2 += s[0];
-      recon_.ref2 += s[1];
-      recon_.cos_sum += s[2];
-      recon_.cos_min = std::min(recon_.cos_min, s[2]);
+      const RowError& e = errors_[i];
+      if (rule_->refuses(e.norm2, e.err2, e.decoded_norm2)) rule_->fail(row_ids[i], e.norm2, e.err2, e.decoded_norm2);
+      recon_->add(e);
     }
-    recon_.rows += n;
   }
 
   std::unique_ptr<Codec> codec_;
@@ -167,9 +143,10 @@ class CodecTierBuilder final : public TierBuilder {
   EncodeOptions enc_;
   std::unique_ptr<MagnitudeRule> rule_;
   io::ContainerWriter* writer_ = nullptr;
+  uint64_t rows_ = 0;
   std::vector<uint8_t> codes_;
   std::vector<float> decoded_;
-  std::vector<double> scratch_;
+  std::vector<RowError> errors_;
 };
 
 // ---- shared-vector tiers ("default"): the weighted mean of the tier's rows ----------------
