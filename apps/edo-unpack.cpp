@@ -1,6 +1,7 @@
 // edo-unpack: decode a .edo file back to fp32 rows.
 #include "cli_common.hpp"
 
+#include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
@@ -15,11 +16,14 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.int8.edo -o decoded.h5:/emb\n"
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
-  std::string input, output;
+  std::string input, output, device = "cpu";
   bool quiet = false;
   int threads = 0;
   app.add_option("INPUT", input, "A .edo file")->required();
   app.add_option("-o,--output", output, "x.npy, x.h5:/dataset, or - (npy on stdout)")->required();
+  app.add_option("--device", device,
+                 "cpu (default), cuda (decode each block on the GPU: an error without one) or auto (the GPU when "
+                 "present); the rows are the same either way");
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::add_version_flag(app, "edo-unpack");
@@ -28,7 +32,7 @@ int main(int argc, char** argv) {
     edo::cli::apply_threads(threads);
     if (output == "-" && ::isatty(STDOUT_FILENO)) EDO_USAGE_FAIL("refusing to write binary .npy to a terminal");
     edo::cli::PathGuard().input(input).output("-o", output.substr(0, output.find(':'))).check();
-    auto table = edo::EdoTable::open(input, edo::io::Verify::all);
+    auto table = edo::EdoTable::open(input, edo::io::Verify::all, edo::select_device(device));
     auto writer = edo::io::create_table(output, table->rows(), table->dim());
     edo::cli::Progress progress("edo-unpack", quiet);
     auto report = progress.callback();

@@ -55,7 +55,8 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
 // file also hands out its codes (CodedRows), for ADC evaluation.
 class EdoTable final : public io::TableReader, public CodedRows {
  public:
-  static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure);
+  static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure,
+                                        Device decode_device = Device::cpu);
   const float* rows_f32(uint64_t begin, uint64_t count) override;
   const io::Container& container() const { return reader_.container(); }
   const Reader& reader() const { return reader_; }

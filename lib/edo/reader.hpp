@@ -39,6 +39,9 @@ struct ReaderOptions {
   // cuda: tiers whose residency is "gpu" are copied to device memory at open
   // and lookup_device() gathers and decodes them there (an error without a GPU).
   Device device = Device::cpu;
+  // Where decode_rows() and decode_all() decode (edo-unpack --device): cuda
+  // decodes each tier's slice of a block on the GPU. Lookups stay on the CPU.
+  Device decode_device = Device::cpu;
 };
 
 // Bytes of the file's sections by residency; the id map counts as host.
@@ -73,7 +76,8 @@ class Reader {
   // Rows `ids[0..n)` as fp32 into `out` (n * dim floats, row i at out + i*dim).
   // Multithreaded (OpenMP) for large batches; decodes only those rows.
   void lookup(const int64_t* ids, size_t n, float* out) const;
-  // Rows [begin, begin + count) into `out`.
+  // Rows [begin, begin + count) into `out`: each tier decodes its slice of
+  // the range in one batch (on ReaderOptions::decode_device).
   void decode_rows(uint64_t begin, uint64_t count, float* out) const;
   // Every row (rows * dim floats); checks the whole row map first.
   void decode_all(float* out) const;

@@ -12,6 +12,7 @@
 // gather().
 #pragma once
 
+#include <edo/device.hpp>
 #include <edo/io/container.hpp>
 
 #include <nlohmann/json.hpp>
@@ -65,8 +66,9 @@ class TierView {
   // Local rows local[k] into out + dst[k] * dim, for k < n. Local ids are the
   // caller's to check (< stats().rows).
   virtual void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const = 0;
-  // Local rows [begin, begin + count) into out, one after another.
-  virtual void decode_range(uint64_t begin, uint64_t count, float* out) const = 0;
+  // Local rows [begin, begin + count) into out, one after another, decoded
+  // on `device` (cuda: codes copied in, rows copied out; an error without a GPU).
+  virtual void decode_range(uint64_t begin, uint64_t count, float* out, Device device = Device::cpu) const = 0;
   // A codec tier's codec and its code rows (local row i at codes() + i *
   // code_size); null for the other kinds.
   virtual const Codec* codec() const { return nullptr; }

@@ -196,11 +196,25 @@ void Reader::decode_rows(uint64_t begin, uint64_t count, float* out) const {
   const auto end = checked_add(begin, count);
   if (!end || *end > impl_->rows)
     EDO_FAIL("{}: rows [{}, {}+{}) are outside the table ({} rows)", path(), begin, begin, count, impl_->rows);
-  if (impl_->map->kind() == IdMapKind::identity) return impl_->tiers[0]->decode_range(begin, count, out);
+  const Device device = impl_->options.decode_device;
+  if (impl_->map->kind() == IdMapKind::identity) return impl_->tiers[0]->decode_range(begin, count, out, device);
   std::vector<uint32_t> tier(count);
   std::vector<uint64_t> local(count);
   impl_->map->resolve_range(begin, count, tier.data(), local.data());
-  impl_->decode_resolved(tier.data(), local.data(), count, out);
+  // A tier's rows keep their table order, so its rows in [begin, end) are
+  // consecutive local ids: one batch decode per tier, then a scatter.
+  const uint64_t dim = impl_->dim;
+  std::vector<uint64_t> start, order;
+  Impl::group_by_tier(tier.data(), count, impl_->unknown_slot() + 1, start, order);
+  std::vector<float> rows;
+  for (uint32_t t = 0; t < impl_->unknown_slot(); ++t) {
+    const size_t m = start[t + 1] - start[t];
+    if (m == 0) continue;
+    const uint64_t* positions = order.data() + start[t];
+    rows.resize(m * dim);
+    impl_->tiers[t]->decode_range(local[positions[0]], m, rows.data(), device);
+    for (size_t k = 0; k < m; ++k) std::memcpy(out + positions[k] * dim, rows.data() + k * dim, dim * sizeof(float));
+  }
 }
 
 void Reader::decode_all(float* out) const {

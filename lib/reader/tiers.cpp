@@ -128,8 +128,10 @@ class CodecTier final : public TierView {
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
     codec_->decode_gather(codes_, local, dst, n, out);
   }
-  void decode_range(uint64_t begin, uint64_t count, float* out) const override {
-    codec_->decode(codes_ + begin * stats_.code_size, count, out);
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    DecodeOptions opt;
+    opt.device = device;
+    codec_->decode(codes_ + begin * stats_.code_size, count, out, opt);
   }
   const Codec* codec() const override { return codec_.get(); }
   const uint8_t* codes() const override { return codes_; }
@@ -165,7 +167,7 @@ class SharedVectorTier final : public TierView {
     const size_t dim = vector_.size();
     for (size_t k = 0; k < n; ++k) std::memcpy(out + dst[k] * dim, vector_.data(), dim * sizeof(float));
   }
-  void decode_range(uint64_t, uint64_t count, float* out) const override {
+  void decode_range(uint64_t, uint64_t count, float* out, Device) const override {
     const size_t dim = vector_.size();
     for (uint64_t k = 0; k < count; ++k) std::memcpy(out + k * dim, vector_.data(), dim * sizeof(float));
   }

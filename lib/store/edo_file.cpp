@@ -48,9 +48,10 @@ EdoTable::EdoTable(const std::string& path, Reader reader) : TableReader(path, "
   dtype_ = io::DType::f32;
 }
 
-std::unique_ptr<EdoTable> EdoTable::open(const std::string& path, io::Verify verify) {
+std::unique_ptr<EdoTable> EdoTable::open(const std::string& path, io::Verify verify, Device decode_device) {
   ReaderOptions opt;
   opt.verify = verify;
+  opt.decode_device = decode_device;
   return std::unique_ptr<EdoTable>(new EdoTable(path, Reader::open(path, opt)));
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# --device on the tools that compute (edo-eval's k-NN, edo-profile's PCA):
+# --device on the tools that compute (edo-eval's k-NN, edo-profile's PCA,
+# edo-unpack's decoding; edo-quantize's and edo-pack's encoding elsewhere):
 # cpu always works; cuda runs on a GPU and agrees with the CPU, and without
 # one exits 1 with one line saying why, never falling back to the CPU.
 # usage: device.sh BUILD_DIR SOURCE_DIR
@@ -60,6 +61,27 @@ for k, v in ec.items():
         assert v == eg[k], (k, v, eg[k])
 PY
 fi
+
+# edo-unpack decodes on the CPU by default (decoding waits on the file, not
+# on arithmetic); --device cuda decodes on the GPU, to the same bytes.
+U="$build/edo-unpack"
+expect 0 "$U" --help
+grep -q -- "--device" "$work/out" || fail "edo-unpack --help lacks --device"
+"$build/edo-pack" "$data" -o "$work/p.edo" --tier hot:rows=10%:fp16 --tier cold:rest:int4 -q >/dev/null ||
+  fail "edo-pack failed"
+for f in q p; do
+  expect 0 "$U" "$work/$f.edo" -o "$work/$f.cpu.npy" --device cpu -q
+  expect 0 "$U" "$work/$f.edo" -o "$work/$f.auto.npy" -q
+  cmp -s "$work/$f.cpu.npy" "$work/$f.auto.npy" || fail "edo-unpack: the default differs from --device cpu"
+  if [ "$gpu" = 0 ]; then
+    expect 1 "$U" "$work/$f.edo" -o "$work/$f.gpu.npy" --device cuda -q
+    grep -qE "no CUDA GPU|without CUDA" "$work/err" || fail "edo-unpack --device cuda: reason missing"
+    [ ! -e "$work/$f.gpu.npy" ] || fail "edo-unpack --device cuda left an output"
+  else
+    expect 0 "$U" "$work/$f.edo" -o "$work/$f.gpu.npy" --device cuda -q
+    cmp -s "$work/$f.cpu.npy" "$work/$f.gpu.npy" || fail "edo-unpack: GPU rows differ from the CPU's"
+  fi
+done
 
 if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all device checks passed"
