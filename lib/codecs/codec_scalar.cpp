@@ -197,16 +197,14 @@ void half_to_floats(const uint8_t* in, size_t n, float* x) {
   for (; i + 8 <= n; i += 8) {
     _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i))));
   }
-  if (i < n) {
-    // The last few values through the same instruction (the software
-    // conversion costs more than the vector one; both are exact).
-    alignas(16) uint8_t half[16] = {};
-    alignas(32) float wide[8];
-    std::memcpy(half, in + 2 * i, 2 * (n - i));
-    _mm256_store_ps(wide, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(half))));
-    std::memcpy(x + i, wide, (n - i) * sizeof(float));
-    return;
+  // The last few values through the same conversion, one at a time (the
+  // software one costs more; both are exact).
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, in + 2 * i, 2);
+    x[i] = _cvtsh_ss(h);
   }
+  return;
 #endif
   for (; i < n; ++i) {
     uint16_t h;

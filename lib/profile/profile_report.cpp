@@ -1,5 +1,6 @@
 // edo-profile's reports: a table's profile, a .edo container's summary and,
 // with --plan, the chosen plan, as text for people and JSON for machines.
+#include <edo/edo_file.hpp>
 #include <edo/io/container.hpp>
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
@@ -51,7 +52,7 @@ nlohmann::json to_json(const TableProfile& p) {
     fps.push_back({{"name", f.name},
                    {"spec", f.spec},
                    {"bytes", f.bytes},
-                   {"ratio", f.ratio},
+                   {"data_ratio", f.ratio},
                    {"bits_per_value", f.bits_per_value},
                    {"note", f.note}});
   j["footprints"] = fps;
@@ -119,7 +120,7 @@ std::string to_text(const TableProfile& p) {
     line("PCA", "skipped: " + p.pca_skipped_reason);
   }
   s += "\nfootprint\n";
-  s += fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "ratio", "bits/value");
+  s += fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "data x", "bits/value");
   for (const auto& f : p.footprints)
     s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
   if (p.has_skew) {
@@ -158,18 +159,19 @@ nlohmann::json container_summary(const io::Container& c) {
   uint64_t data_bytes = 0;
   for (const auto& s : c.sections()) data_bytes += s.length;
   const uint64_t fp32 = c.rows() * c.dim() * 4;
-  json j = {{"path", c.path()},
-            {"format_version", fmt::format("1.{}", c.minor_version())},
-            {"rows", c.rows()},
-            {"dim", c.dim()},
-            {"file_bytes", c.file_size()},
-            {"data_bytes", data_bytes},
-            {"fp32_bytes", fp32},
-            {"ratio", data_bytes ? static_cast<double>(fp32) / static_cast<double>(data_bytes) : 0.0},
-            {"bits_per_value", static_cast<double>(data_bytes) * 8.0 / static_cast<double>(c.rows() * c.dim())},
-            {"sections", c.sections().size()},
-            {"tiers", tiers},
-            {"provenance", m.value("provenance", json::object())}};
+  json j = {
+      {"path", c.path()},
+      {"format_version", fmt::format("1.{}", c.minor_version())},
+      {"rows", c.rows()},
+      {"dim", c.dim()},
+      {"file_bytes", c.file_size()},
+      {"data_bytes", data_bytes},
+      {"fp32_bytes", fp32},
+      {"ratio", compression_ratio(fp32, written_file_bytes(c))},
+      {"bits_per_value", static_cast<double>(written_file_bytes(c)) * 8.0 / static_cast<double>(c.rows() * c.dim())},
+      {"sections", c.sections().size()},
+      {"tiers", tiers},
+      {"provenance", m.value("provenance", json::object())}};
   if (m.contains("eval")) j["eval"] = m["eval"];
   return j;
 }
@@ -181,8 +183,9 @@ std::string container_summary_text(const nlohmann::json& j) {
                                 j["file_bytes"].get<uint64_t>(), j["sections"].get<uint64_t>()));
   line("table", fmt::format("{} x {}", j["rows"].get<uint64_t>(), j["dim"].get<uint64_t>()));
   line("footprint",
-       fmt::format("{} data bytes vs {} as fp32: {:.2f}x, {:.3g} bits a value", j["data_bytes"].get<uint64_t>(),
-                   j["fp32_bytes"].get<uint64_t>(), j["ratio"].get<double>(), j["bits_per_value"].get<double>()));
+       fmt::format("{} bytes ({} of data) vs {} as fp32: {:.2f}x, {:.3g} bits a value", j["file_bytes"].get<uint64_t>(),
+                   j["data_bytes"].get<uint64_t>(), j["fp32_bytes"].get<uint64_t>(), j["ratio"].get<double>(),
+                   j["bits_per_value"].get<double>()));
   for (const auto& t : j["tiers"]) {
     line("tier", fmt::format("{}: {} rows, codec {}, {} bytes{}", t["name"].get<std::string>(),
                              t["rows"].get<uint64_t>(), t["codec"].get<std::string>(), t["bytes"].get<uint64_t>(),

@@ -465,7 +465,7 @@ nlohmann::json plan_config(const PlanResult& plan) {
   j["estimate"] = {{"bytes", c.bytes},
                    {"gpu_bytes", c.gpu_bytes},
                    {"fp32_bytes", plan.fp32_bytes},
-                   {"ratio", static_cast<double>(plan.fp32_bytes) / static_cast<double>(c.bytes)},
+                   {"data_ratio", static_cast<double>(plan.fp32_bytes) / static_cast<double>(c.bytes)},
                    {"sample_rows", plan.sample_rows},
                    {"row_order", plan.order},
                    {"metrics", metrics}};
@@ -510,7 +510,7 @@ std::string to_text(const PlanResult& plan) {
       "  budget: {}\n",
       plan.candidates, plan.order, plan.order == "norm" ? " (no --freq: row L2 norm is the proxy for access)" : "",
       plan.sample_rows, budget);
-  out += fmt::format("  {:>3}  {:>12}  {:>6}  {:>6}  {:>10}  {:<4}  {}\n", "#", "bytes", "ratio", "gpu%", "value",
+  out += fmt::format("  {:>3}  {:>12}  {:>6}  {:>6}  {:>10}  {:<4}  {}\n", "#", "bytes", "data x", "gpu%", "value",
                      "pass", "tiers");
   const double fp32 = static_cast<double>(plan.fp32_bytes);
   for (size_t i = 0; i < plan.tried.size(); ++i) {

@@ -5,7 +5,7 @@
 #  2. batch lookup throughput (4096 ids drawn by frequency) from the mmapped
 #     file vs a plain gather from the fp32 table in memory, same run;
 #  3. open time of a multi-GB packed file vs the small one.
-# usage: scripts/bench/pack_bench.sh [BIG_ROWS] [BIG_DIM] [DIR]   (default 4194304 x 128 in /tmp)
+# usage: scripts/bench/pack_bench.sh [BIG_ROWS] [BIG_DIM] [DIR]   (default 4194304 x 128 in /tmp; BIG_ROWS 0 skips it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 big_rows="${1:-4194304}"; big_dim="${2:-128}"; dir="${3:-/tmp}"
@@ -25,7 +25,13 @@ cmake --build "$work/b" -j2 >/dev/null
   --plan-config "$work/plan.json" | sed -n '/^plan:/,/^  chosen/p'
 "$build/edo-pack" "$glove" -o "$work/glove.edo" --freq "$work/zipf.npy" -q --config "$work/plan.json" \
   --eval --k 10 | grep -E '^  (tier|hot|cold|warm|all|row map|size|residency)|  (w\.)?recall@10 '
-"$work/b/bench_lookup" "$work/glove.edo" "$glove" "$work/zipf.npy" 4096
+# One thread, as a serving thread runs: the packed file, and one-tier fp16 and int8 files.
+OMP_NUM_THREADS=1 "$work/b/bench_lookup" "$work/glove.edo" "$glove" "$work/zipf.npy" 4096
+for codec in fp16 int8; do
+  "$build/edo-quantize" "$glove" -o "$work/glove.$codec.edo" --codec "$codec" -q >/dev/null
+  OMP_NUM_THREADS=1 "$work/b/bench_lookup" "$work/glove.$codec.edo" "$glove" "$work/zipf.npy" 4096
+done
+[ "$big_rows" -gt 0 ] || exit 0
 
 big="$dir/edo-bench-${big_rows}x${big_dim}.npy"
 [ -f "$big" ] || "$py" scripts/bench/make_synthetic.py "$big" "$big_rows" "$big_dim"
