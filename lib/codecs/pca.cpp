@@ -2,6 +2,7 @@
 #include <edo/error.hpp>
 #include <edo/parallel.hpp>
 #include <edo/pca.hpp>
+#include <edo/random.hpp>
 
 #ifdef EDO_HAVE_CUDA
 #include <edo/cuda/pca.cuh>
@@ -12,30 +13,12 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <random>
 
 extern "C" void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
                         double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
                         size_t uplo_len);
 
 namespace edo {
-
-namespace {
-
-// Knuth's selection sampling: `want` of `n` row indices, in increasing order,
-// in O(n) time and O(want) memory.
-std::vector<size_t> sample_rows(size_t n, size_t want, uint64_t seed) {
-  std::vector<size_t> rows;
-  rows.reserve(want);
-  std::mt19937_64 rng(seed);
-  for (size_t i = 0; i < n && rows.size() < want; ++i) {
-    const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-    if (u * static_cast<double>(n - i) < static_cast<double>(want - rows.size())) rows.push_back(i);
-  }
-  return rows;
-}
-
-}  // namespace
 
 namespace {
 
@@ -163,7 +146,8 @@ PcaModel fit_pca(const float* x, size_t n, size_t dim, size_t k, uint64_t seed, 
   if (n == 0) EDO_FAIL("pca: no rows to fit on");
   if (k == 0 || k > dim) EDO_USAGE_FAIL("pca:{}: K must be from 1 to the input dimension {}", k, dim);
   if (dim > static_cast<size_t>(INT32_MAX / 2)) EDO_USAGE_FAIL("pca: dimension {} is too large", dim);
-  const std::vector<size_t> rows = sample_rows(n, std::min(n, std::max<size_t>(max_sample, 1)), seed);
+  // The one seeded row sampler (random.hpp): every row when n <= max_sample.
+  const std::vector<uint64_t> rows = sample_indices(n, std::max<size_t>(max_sample, 1), seed);
   // On the CPU always: the model is stored, and must not depend on the device.
   const CovarianceEigen e = covariance_eigen(x, n, dim, rows, true, Device::cpu);
 
