@@ -42,7 +42,6 @@ enum class TierKind : uint8_t {
   shared_vector,  // "default": one vector that every row of the tier shares
 };
 TierKind tier_kind_of(std::string_view codec_field);
-const char* tier_kind_name(TierKind kind);  // "codec", "default"
 // The manifest word of a kind that is not a codec spec (nullptr for codec).
 const char* tier_kind_word(TierKind kind);
 
@@ -91,7 +90,6 @@ enum class IdMapKind : uint8_t {
   identity,  // one tier holding every row in table order: local id = id
   row_map,   // the packed row map: a tier byte per row, rank checkpoints (io/rowmap.hpp)
 };
-const char* id_map_kind_name(IdMapKind kind);
 
 // Resolves table ids to (tier, local id), O(1) per id.
 class IdMap {

@@ -34,11 +34,7 @@ TierKind tier_kind_of(std::string_view codec_field) {
   return codec_field == tier_kind_word(TierKind::shared_vector) ? TierKind::shared_vector : TierKind::codec;
 }
 
-const char* tier_kind_name(TierKind kind) { return kind == TierKind::shared_vector ? "default" : "codec"; }
-
 const char* tier_kind_word(TierKind kind) { return kind == TierKind::shared_vector ? "default" : nullptr; }
-
-const char* id_map_kind_name(IdMapKind kind) { return kind == IdMapKind::row_map ? "row_map" : "identity"; }
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Internal to lib/pack*.cpp and lib/plan*.cpp.
+// Internal to lib/store: pack.cpp, plan.cpp and table_writer.cpp.
 #pragma once
 
 #include <edo/io/table.hpp>
