@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace edo::detail {
 
@@ -30,6 +31,16 @@ class StageParams {
 };
 
 void check_dim(std::string_view spec, size_t dim);
+
+// Trained state from a file: shape, element count and finite values,
+// each failure naming the spec and the blob.
+void check_blob(const std::string& spec, const NamedBlob& b, const std::vector<uint64_t>& shape);
+// The blobs named in `names`, in that order; anything missing, repeated or
+// extra is an error.
+std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vector<NamedBlob>& blobs,
+                                         std::initializer_list<const char*> names);
+// What a decoder (make_decoder) says when asked to train or encode.
+[[noreturn]] void decode_only(const std::string& spec, const char* what);
 
 // Builds a spec's stages, checking their order ([transform] codec), with
 // `make` choosing the implementation of each stage: the traits' decoders

@@ -26,12 +26,8 @@ class PcaDecoder : public Codec {
   bool needs_training() const override { return true; }
   bool is_trained() const override { return model_.k != 0 && inner_->is_trained(); }
 
-  void train(const float*, size_t, uint64_t) override {
-    EDO_FAIL("{}: this program links the reader library only, which decodes; training needs edo::edo", spec());
-  }
-  void encode(const float*, size_t, uint8_t*, const EncodeOptions&) const override {
-    EDO_FAIL("{}: this program links the reader library only, which decodes; encoding needs edo::edo", spec());
-  }
+  void train(const float*, size_t, uint64_t) override { decode_only(spec(), "training"); }
+  void encode(const float*, size_t, uint8_t*, const EncodeOptions&) const override { decode_only(spec(), "encoding"); }
 
   void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const override {
     require_trained();
@@ -61,8 +57,8 @@ class PcaDecoder : public Codec {
       *slot = &b;
     }
     if (!mean || !comps) EDO_FAIL("{}: state lacks '{}'", spec(), mean ? "pca.components" : "pca.mean");
-    check_blob(*mean, {dim_});
-    check_blob(*comps, {k_, dim_});
+    check_blob(spec(), *mean, {dim_});
+    check_blob(spec(), *comps, {k_, dim_});
     inner_->load_state(rest);
     PcaModel m;
     m.dim = dim_;
@@ -75,21 +71,6 @@ class PcaDecoder : public Codec {
  protected:
   void require_trained() const {
     if (model_.k == 0) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
-  }
-
-  void check_blob(const NamedBlob& b, const std::vector<uint64_t>& shape) const {
-    if (b.shape != shape) {
-      EDO_FAIL("{}: state blob '{}' has shape ({}), expected ({})", spec(), b.name, fmt::join(b.shape, ", "),
-               fmt::join(shape, ", "));
-    }
-    uint64_t count = 1;
-    for (uint64_t d : shape) count *= d;
-    if (b.values.size() != count) {
-      EDO_FAIL("{}: state blob '{}' holds {} values, its shape needs {}", spec(), b.name, b.values.size(), count);
-    }
-    for (size_t i = 0; i < b.values.size(); ++i) {
-      if (!std::isfinite(b.values[i])) EDO_FAIL("{}: state blob '{}' value {} is not finite", spec(), b.name, i);
-    }
   }
 
   size_t dim_, k_;

@@ -29,12 +29,6 @@ struct RqParams {
 };
 RqParams parse_rq_params(const SpecStage& stage);
 
-void check_blob(const std::string& spec, const NamedBlob& b, const std::vector<uint64_t>& shape);
-// The blobs named in `names`, in that order; anything missing, repeated or
-// extra is an error.
-std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vector<NamedBlob>& blobs,
-                                         std::initializer_list<const char*> names);
-
 // pq and opq. opq: rows are rotated into m * ceil(dim / m) columns, so every
 // sub-space has the same width.
 class PqDecoder : public Codec, public AdcCodec {

@@ -48,10 +48,6 @@ namespace edo::detail {
 namespace {
 constexpr size_t kMinBits = 4, kMaxBits = 8;
 
-[[noreturn]] void decode_only(const std::string& spec, const char* what) {
-  EDO_FAIL("{}: this program links the reader library only, which decodes; {} needs edo::edo", spec, what);
-}
-
 uint32_t read_m(const StageParams& p, const SpecStage& stage, size_t dim) {
   const std::string* m = p.get("m");
   if (!m) EDO_USAGE_FAIL("codec '{}': needs m=M, the number of sub-codes", stage.name);
@@ -74,6 +70,10 @@ uint32_t read_nbits(const StageParams& p, const SpecStage& stage) {
 }
 
 }  // namespace
+
+void decode_only(const std::string& spec, const char* what) {
+  EDO_FAIL("{}: this program links the reader library only, which decodes; {} needs edo::edo", spec, what);
+}
 
 void check_blob(const std::string& spec, const NamedBlob& b, const std::vector<uint64_t>& shape) {
   if (b.shape != shape) {
