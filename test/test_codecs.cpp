@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <random>
@@ -307,7 +308,22 @@ void check_fast_matches_reference(const Matrix& m, const std::string& spec) {
   CHECK(ref == fast);
   DecodeOptions ref_dec;
   ref_dec.impl = Impl::reference;
-  CHECK(test::same_bits(test::decode_all(*codec, ref, m.rows, ref_dec), test::decode_all(*codec, ref, m.rows)));
+  const std::vector<float> decoded = test::decode_all(*codec, ref, m.rows, ref_dec);
+  CHECK(test::same_bits(decoded, test::decode_all(*codec, ref, m.rows)));
+  // decode_gather (the reader's lookup): rows in any order, repeats, into scattered places.
+  const size_t n = std::min<size_t>(m.rows, 300);
+  std::vector<uint64_t> rows(n), dst(n);
+  for (size_t k = 0; k < n; ++k) {
+    rows[k] = (k * 7919 + 13) % m.rows;
+    dst[k] = n - 1 - k;
+  }
+  std::vector<float> gathered(n * m.dim, std::nanf(""));
+  codec->decode_gather(ref.data(), rows.data(), dst.data(), n, gathered.data());
+  for (size_t k = 0; k < n; ++k) {
+    const float* want = decoded.data() + rows[k] * m.dim;
+    const float* got = gathered.data() + dst[k] * m.dim;
+    CHECK(std::memcmp(want, got, m.dim * sizeof(float)) == 0);
+  }
 }
 
 }  // namespace

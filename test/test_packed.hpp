@@ -7,7 +7,6 @@
 #include <edo/pack.hpp>
 #include <edo/random.hpp>
 
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,7 @@ struct Packed {
   std::string path = dir.file("p.edo");
   std::vector<float> values;  // the table, rows x dim
 
-  explicit Packed(std::initializer_list<const char*> tiers) : values(rows * dim) {
+  explicit Packed(const std::vector<std::string>& tiers) : values(rows * dim) {
     Rng rng(1);
     for (auto& v : values) v = static_cast<float>(rng.uniform() - 0.5);
     auto w = io::create_table(dir.file("t.npy"), rows, dim);
@@ -27,7 +26,7 @@ struct Packed {
     w->commit();
     auto table = io::open_table(dir.file("t.npy"));
     PackOptions opt;
-    for (const char* t : tiers) opt.tiers.push_back(parse_tier_spec(t));
+    for (const std::string& t : tiers) opt.tiers.push_back(parse_tier_spec(t));
     opt.freq.resize(rows);
     for (uint64_t r = 0; r < rows; ++r) opt.freq[r] = static_cast<double>((r * 7919) % rows + 1);
     pack_to_edo(*table, path, opt);

@@ -8,6 +8,7 @@
 #include <edo/io/container.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/io/table.hpp>
+#include <edo/lookup_group.hpp>
 #include <edo/pack.hpp>
 #include <edo/random.hpp>
 #include <edo/reader.hpp>
@@ -67,6 +68,66 @@ TEST_CASE("reader: ids outside the table are an error or the default vector, as 
   const int64_t id1[] = {1};
   r.lookup(id1, 1, one.data());
   CHECK(std::equal(one.begin(), one.end(), out.begin()));
+}
+
+TEST_CASE("reader: grouping ids by tier, fast path against the plain one") {
+  edo::Rng rng(3);
+  for (const size_t m : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{64}, size_t{1023}}) {
+    for (const uint32_t slots : {1u, 2u, 5u}) {
+      std::vector<uint32_t> tier(m);
+      std::vector<uint64_t> local(m);
+      for (size_t k = 0; k < m; ++k) {
+        tier[k] = static_cast<uint32_t>(rng.next() % slots);
+        local[k] = rng.next();
+      }
+      for (uint32_t t = 0; t < slots; ++t) {
+        std::vector<uint64_t> want_local(m), want_pos(m), got_local(m + 4), got_pos(m + 4);
+        const size_t want =
+            edo::detail::group_tier_reference(tier.data(), local.data(), m, t, want_local.data(), want_pos.data());
+        const size_t got = edo::detail::group_tier(tier.data(), local.data(), m, t, got_local.data(), got_pos.data());
+        REQUIRE(got == want);
+        CHECK(std::equal(want_local.begin(), want_local.begin() + static_cast<long>(want), got_local.begin()));
+        CHECK(std::equal(want_pos.begin(), want_pos.begin() + static_cast<long>(want), got_pos.begin()));
+      }
+    }
+  }
+}
+
+TEST_CASE("reader: batch lookup equals the decoded table for any tier count and batch size") {
+  // Two tiers (grouped tier by tier) and six (one counting sort), with
+  // unknown ids served the default vector; batches that span several
+  // blocks, on one thread and on several.
+  for (const auto& tiers : {std::vector<std::string>{"hot:rows=20%:fp16", "cold:rest:int8"},
+                            std::vector<std::string>{"a:rows=5%:fp32", "b:rows=10%:fp16", "c:rows=10%:bf16",
+                                                     "d:rows=20%:int8", "e:rows=5%:default", "f:rest:int4"}}) {
+    Packed p(tiers);
+    edo::ReaderOptions opt;
+    opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
+    const edo::Reader r = edo::Reader::open(p.path, opt);
+    std::vector<float> all(p.rows * p.dim);
+    r.decode_all(all.data());
+    edo::Rng rng(5);
+    for (const size_t n : {size_t{7}, size_t{1024}, size_t{3001}}) {
+      std::vector<int64_t> ids(n);
+      for (auto& id : ids) id = static_cast<int64_t>(rng.next() % (p.rows + 20)) - 10;
+      std::vector<float> out(n * p.dim);
+      r.lookup(ids.data(), n, out.data());
+      for (size_t i = 0; i < n; ++i) {
+        const bool known = ids[i] >= 0 && static_cast<uint64_t>(ids[i]) < p.rows;
+        const float* want = known ? all.data() + static_cast<uint64_t>(ids[i]) * p.dim : r.default_vector().data();
+        REQUIRE(std::equal(want, want + p.dim, out.data() + i * p.dim));
+      }
+    }
+  }
+  // The first bad id of a long batch is the one named, whichever block fails first.
+  Packed p({"hot:rows=20%:fp16", "cold:rest:int8"});
+  const edo::Reader strict = edo::Reader::open(p.path);
+  std::vector<int64_t> ids(5000, 1);
+  ids[2500] = -4;
+  ids[4999] = 100000;
+  std::vector<float> out(ids.size() * p.dim);
+  CHECK(error_of([&] { strict.lookup(ids.data(), ids.size(), out.data()); }).find("id -4 (batch position 2500)") !=
+        std::string::npos);
 }
 
 TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of bounds") {

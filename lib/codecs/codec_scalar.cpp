@@ -375,20 +375,54 @@ class ScalarCodec final : public Codec {
   // parallel region (the reader runs gathers on its own threads).
   void decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
                      float* x) const override {
-    std::vector<uint8_t> q(math::is_affine(L_.kind) && L_.bits != 8 ? L_.dim : 0);
-    // Ids come in any order, so nearly every code row is a cache miss:
-    // fetching a few rows ahead keeps several misses in flight at once.
-    constexpr size_t kAhead = 8;
-    for (size_t k = 0; k < n; ++k) {
-      if (k + kAhead < n) {
-        const uint8_t* next = codes + rows[k + kAhead] * L_.code_size;
-        for (uint32_t b = 0; b < L_.code_size; b += 64) __builtin_prefetch(next + b);
-      }
-      decode_row(codes + rows[k] * L_.code_size, x + dst[k] * L_.dim, q.data());
+    // One loop per kind, the row decode inlined into it: a lookup decodes
+    // short rows, where a call and a switch per row cost as much as the row.
+    switch (L_.kind) {
+      case ScalarKind::f32:
+        return gather_rows(codes, rows, dst, n, x,
+                           [d = L_.dim](const uint8_t* c, float* r) { std::memcpy(r, c, d * sizeof(float)); });
+      case ScalarKind::f16:
+        return gather_rows(codes, rows, dst, n, x,
+                           [d = L_.dim](const uint8_t* c, float* r) { half_to_floats(c, d, r); });
+      case ScalarKind::bf16:
+        return gather_rows(codes, rows, dst, n, x,
+                           [d = L_.dim](const uint8_t* c, float* r) { bf16_to_floats(c, d, r); });
+      case ScalarKind::int8:
+        if (L_.groups == 1)  // row-wise: no group loop
+          return gather_rows(codes, rows, dst, n, x, [d = L_.dim, h = L_.header_bytes](const uint8_t* c, float* r) {
+            affine_dequantize_row(c + h, d, math::load_affine(c, 0), r);
+          });
+        return gather_rows(codes, rows, dst, n, x, [L = L_](const uint8_t* c, float* r) {
+          for (uint32_t g = 0, begin = 0; g < L.groups; ++g, begin += L.group)
+            affine_dequantize_row(c + L.header_bytes + begin, std::min(L.group, L.dim - begin), math::load_affine(c, g),
+                                  r + begin);
+        });
+      default:
+        break;
     }
+    std::vector<uint8_t> q(math::is_affine(L_.kind) && L_.bits != 8 ? L_.dim : 0);
+    gather_rows(codes, rows, dst, n, x, [&](const uint8_t* c, float* r) { decode_row(c, r, q.data()); });
   }
 
  private:
+  // decode(code row, output row) for rows[k] into x + dst[k] * dim. Ids come
+  // in any order, so nearly every code row is a cache miss: fetching a few
+  // rows ahead keeps several misses in flight at once.
+  template <class DecodeRow>
+  void gather_rows(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n, float* x,
+                   DecodeRow&& decode) const {
+    constexpr size_t kAhead = 8;
+    const size_t code_size = L_.code_size, dim = L_.dim;
+    for (size_t k = 0; k < n; ++k) {
+      if (k + kAhead < n) {
+        const uint8_t* next = codes + rows[k + kAhead] * code_size;
+        for (size_t b = 0; b < code_size; b += 64) __builtin_prefetch(next + b);
+        __builtin_prefetch(next + code_size - 1);  // a row that straddles a line
+      }
+      decode(codes + rows[k] * code_size, x + dst[k] * dim);
+    }
+  }
+
   void encode_reference(const float* x, size_t n, uint8_t* codes) const {
     const uint32_t units = math::payload_units(L_);
     for (size_t r = 0; r < n; ++r) {

@@ -5,6 +5,7 @@
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/io/rowmap.hpp>
+#include <edo/lookup_group.hpp>
 #include <edo/parallel.hpp>
 #include <edo/reader.hpp>
 #include <edo/tier.hpp>
@@ -15,7 +16,9 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <optional>
 
@@ -42,15 +45,17 @@ struct Reader::Impl {
   // Unknown ids take tier index tiers.size().
   uint32_t unknown_slot() const { return static_cast<uint32_t>(tiers.size()); }
 
-  // Tier and local id of every id; throws on the first (lowest position) bad id.
-  void resolve_ids(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const {
+  // Tier and local id of every id; throws on the first (lowest position) bad
+  // id, naming its position in the caller's batch (`first` + k).
+  void resolve_ids(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local, uint64_t first = 0) const {
     const size_t bad = map->resolve(ids, n, tier, local);
     if (bad < n) EDO_FAIL("{}: row map is corrupt at row {}", container.path(), ids[bad]);
     if (options.unknown_ids == UnknownIdPolicy::default_vector) return;
     const uint32_t unknown = unknown_slot();
     for (size_t i = 0; i < n; ++i)
       if (tier[i] == unknown)
-        EDO_FAIL("{}: id {} (batch position {}) is outside the table ({} rows)", container.path(), ids[i], i, rows);
+        EDO_FAIL("{}: id {} (batch position {}) is outside the table ({} rows)", container.path(), ids[i], first + i,
+                 rows);
   }
 
   // Positions grouped by tier (stable): positions of tier t are
@@ -71,35 +76,88 @@ struct Reader::Impl {
     for (size_t k = 0; k < m; ++k) std::memcpy(out + dst[k] * dim, default_vector.data(), dim * sizeof(float));
   }
 
-  // Decodes resolved rows into out (row i at out + i * dim): each tier
-  // gathers its own rows, in chunks that threads take whole when the batch
-  // is worth a parallel region.
-  void decode_resolved(const uint32_t* tier, const uint64_t* local, size_t n, float* out) const {
-    if (tiers.size() == 1 && std::all_of(tier, tier + n, [](uint32_t t) { return t == 0; })) {
-      // One tier and no unknown id: positions are the identity.
-      std::vector<uint64_t> dst(n);
-      for (size_t i = 0; i < n; ++i) dst[i] = i;
-      return decode_chunks(0, local, dst.data(), n, out);
+  // Ids a lookup resolves and groups at a time: its scratch (28 KiB) stays
+  // in the L1/L2 cache, and blocks are what threads share out.
+  static constexpr size_t kLookupBlock = 1024;
+  // Tier slots (tiers and the unknown slot) up to which lookup_block counts
+  // and groups tier by tier.
+  static constexpr uint32_t kFewSlots = 4;
+
+  // Looks up m <= kLookupBlock ids into out (row k at out + k * dim); `first`
+  // is the block's position in the caller's batch, for error messages.
+  void lookup_block(const int64_t* ids, size_t m, float* out, uint64_t first) const {
+    static const std::array<uint64_t, kLookupBlock> identity = [] {
+      std::array<uint64_t, kLookupBlock> a{};
+      for (size_t k = 0; k < kLookupBlock; ++k) a[k] = k;
+      return a;
+    }();
+    std::array<uint32_t, kLookupBlock> tier;
+    std::array<uint64_t, kLookupBlock> local;
+    resolve_ids(ids, m, tier.data(), local.data(), first);
+    const uint32_t slots = unknown_slot() + 1;
+    // Counted tier by tier while few: a count kept in a register vectorizes,
+    // a histogram in memory waits on its own last store at every id.
+    std::array<uint32_t, io::kMaxTiers + 2> count{};
+    if (slots <= kFewSlots) {
+      for (uint32_t t = 0; t < slots; ++t)
+        count[t] = static_cast<uint32_t>(std::count(tier.data(), tier.data() + m, t));
+    } else {
+      for (size_t k = 0; k < m; ++k) ++count[tier[k]];
     }
-    std::vector<uint64_t> start, order;
-    group_by_tier(tier, n, unknown_slot() + 1, start, order);
-    std::vector<uint64_t> grouped_local(n);
-    for (size_t k = 0; k < n; ++k) grouped_local[k] = local[order[k]];
-    for (uint32_t t = 0; t <= unknown_slot(); ++t) {
-      const size_t m = start[t + 1] - start[t];
-      if (m > 0) decode_chunks(t, grouped_local.data() + start[t], order.data() + start[t], m, out);
+    // The common case, one tier (or every id in one tier): in batch order.
+    uint32_t used = 0;
+    for (uint32_t t = 0; t < slots; ++t) used += count[t] > 0;
+    if (used == 1)
+      for (uint32_t t = 0; t < slots; ++t)
+        if (count[t] == m) return gather(t, local.data(), identity.data(), m, out);
+    // Otherwise (local id, position) runs, one per tier: few tiers by a
+    // branch-free pass each, many by one counting-sort pass.
+    std::array<uint32_t, io::kMaxTiers + 2> start{};
+    for (uint32_t t = 0, sum = 0; t < slots; ++t) start[t] = sum, sum += count[t];
+    // Spare room: detail::group_tier writes up to 4 entries past its run,
+    // which the next tier's run overwrites (or nobody reads, after the last).
+    std::array<uint64_t, kLookupBlock + 4> grouped_local, position;
+    if (used <= kFewSlots) {
+      for (uint32_t t = 0; t < slots; ++t)
+        if (count[t] > 0)
+          detail::group_tier(tier.data(), local.data(), m, t, grouped_local.data() + start[t],
+                             position.data() + start[t]);
+    } else {
+      std::array<uint32_t, io::kMaxTiers + 2> next = start;
+      for (size_t k = 0; k < m; ++k) {
+        const uint32_t at = next[tier[k]]++;
+        grouped_local[at] = local[k];
+        position[at] = k;
+      }
     }
+    for (uint32_t t = 0; t < slots; ++t)
+      if (count[t] > 0) gather(t, grouped_local.data() + start[t], position.data() + start[t], count[t], out);
   }
 
-  void decode_chunks(uint32_t t, const uint64_t* local, const uint64_t* dst, size_t m, float* out) const {
-    if (!parallel_worth(m * dim)) return gather(t, local, dst, m, out);
-    constexpr size_t kChunk = 256;
-    const int64_t chunks = static_cast<int64_t>((m + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const size_t k = static_cast<size_t>(c) * kChunk;
-      gather(t, local + k, dst + k, std::min(kChunk, m - k), out);
+  // Blocks run on OpenMP threads when the batch is worth a parallel region;
+  // the error of the lowest failing block (so of the first bad id) is thrown.
+  void lookup(const int64_t* ids, size_t n, float* out) const {
+    const int64_t blocks = static_cast<int64_t>((n + kLookupBlock - 1) / kLookupBlock);
+    const auto run = [&](int64_t b) {
+      const size_t begin = static_cast<size_t>(b) * kLookupBlock;
+      lookup_block(ids + begin, std::min(kLookupBlock, n - begin), out + begin * dim, begin);
+    };
+    if (blocks <= 1 || !parallel_worth(n * dim)) {
+      for (int64_t b = 0; b < blocks; ++b) run(b);
+      return;
     }
+    std::exception_ptr failure;
+    int64_t failed_block = blocks;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t b = 0; b < blocks; ++b) {
+      try {
+        run(b);
+      } catch (...) {
+#pragma omp critical(edo_lookup_failure)
+        if (b < failed_block) failed_block = b, failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
   }
 
   void load();
@@ -185,12 +243,7 @@ const uint8_t* Reader::single_tier_codes() const {
   return impl_->map->kind() == IdMapKind::identity ? impl_->tiers[0]->codes() : nullptr;
 }
 
-void Reader::lookup(const int64_t* ids, size_t n, float* out) const {
-  std::vector<uint32_t> tier(n);
-  std::vector<uint64_t> local(n);
-  impl_->resolve_ids(ids, n, tier.data(), local.data());
-  impl_->decode_resolved(tier.data(), local.data(), n, out);
-}
+void Reader::lookup(const int64_t* ids, size_t n, float* out) const { impl_->lookup(ids, n, out); }
 
 void Reader::decode_rows(uint64_t begin, uint64_t count, float* out) const {
   const auto end = checked_add(begin, count);
