@@ -8,6 +8,7 @@
 #include <edo/reader.hpp>
 
 #include <cmath>
+#include <filesystem>
 
 using edo::ShareKind;
 using edo::TierSpec;
@@ -221,6 +222,33 @@ TEST_CASE("pack: a packed file reads back tier by tier, deterministically") {
   // Same input, same options: the same bytes.
   edo::pack_to_edo(*table, dir.file("q.edo"), opt);
   CHECK(edo::test::read_bytes(dir.file("p.edo")) == edo::test::read_bytes(dir.file("q.edo")));
+}
+
+TEST_CASE("pack: a value a tier cannot store is named by its table row, whatever the hot order") {
+  edo::test::TempDir dir;
+  const uint64_t rows = 200, dim = 6;
+  std::vector<float> x = random_table(dir.file("t.npy"), rows, dim, 4);
+  std::vector<double> freq(rows);
+  for (uint64_t r = 0; r < rows; ++r) freq[(r * 73) % rows] = 1.0 / static_cast<double>(r + 1);
+  const auto pack_with = [&](float value, const char* cold) {
+    std::vector<float> y = x;
+    y[150 * dim + 4] = value;
+    auto w = edo::io::create_table(dir.file("bad.npy"), rows, dim);
+    w->write_f32(y.data(), rows);
+    w->commit();
+    auto table = edo::io::open_table(dir.file("bad.npy"));
+    edo::PackOptions opt;
+    opt.tiers = {edo::parse_tier_spec("hot:rows=10%:fp32"), edo::parse_tier_spec(std::string("cold:rest:") + cold)};
+    opt.freq = freq;
+    return edo::test::error_of([&] { edo::pack_to_edo(*table, dir.file("p.edo"), opt); });
+  };
+  const std::string nan = pack_with(std::nanf(""), "int8");
+  CHECK(nan.find("row 150, column 4: value is nan") != std::string::npos);
+  const std::string overflow = pack_with(1e6f, "fp16");
+  CHECK(overflow.find("row 150, column 4: value 1000000 overflows fp16") != std::string::npos);
+  const std::string kept = pack_with(std::nanf(""), "fp16");
+  CHECK(kept.find("row 150, column 4: value is nan (pass --allow-nonfinite") != std::string::npos);
+  CHECK(!std::filesystem::exists(dir.file("p.edo")));
 }
 
 TEST_CASE("pack: without frequencies rows are ordered by norm, and bad shares or codecs fail before writing") {

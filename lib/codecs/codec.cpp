@@ -297,8 +297,9 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
   size_t col = 0;
   while ((float_bits(row[col]) & 0x7fffffffu) < limit_bits) ++col;
   const float v = row[col];
-  const std::string where = fmt::format("{}{}row {}, column {}", opt.input, opt.input.empty() ? "" : ": ",
-                                        opt.first_row + static_cast<uint64_t>(bad_row), col);
+  const std::string where =
+      fmt::format("{}{}row {}, column {}", opt.input, opt.input.empty() ? "" : ": ",
+                  opt.row_ids ? opt.row_ids[bad_row] : opt.first_row + static_cast<uint64_t>(bad_row), col);
   if (std::isnan(v) || std::isinf(v)) {
     if (passthrough_allowed) {
       EDO_FAIL("{}: value is {} (pass --allow-nonfinite to keep NaN/Inf with {})", where, v, spec);

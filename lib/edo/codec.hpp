@@ -45,6 +45,9 @@ struct EncodeOptions {
   bool allow_underflow = false;
   std::string input;       // names the input in error messages
   uint64_t first_row = 0;  // input row number of x[0], for error messages
+  // Input row number of each x[i] when the rows were gathered (a packed
+  // tier's rows); null: first_row + i. For error messages only.
+  const uint64_t* row_ids = nullptr;
 };
 
 struct DecodeOptions {

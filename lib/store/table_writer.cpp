@@ -48,16 +48,6 @@ uint64_t file_size_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-// Names the first non-finite value among gathered rows, by table row.
-[[noreturn]] void rethrow_with_row(const Error& e, const EncodeOptions& enc, const float* x, const uint64_t* row_ids,
-                                   size_t n, uint64_t dim) {
-  for (size_t r = 0; r < n; ++r)
-    for (uint64_t j = 0; j < dim; ++j)
-      if (!std::isfinite(x[r * dim + j]))
-        EDO_FAIL("{}: row {}, column {}: value is {}", enc.input, row_ids[r], j, x[r * dim + j]);
-  throw e;
-}
-
 // ---- codec tiers: one fixed-size code per row ---------------------------------------------
 
 class CodecTierBuilder final : public TierBuilder {
@@ -84,18 +74,10 @@ class CodecTierBuilder final : public TierBuilder {
   void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
     codes_.resize(n * codec_->code_size());
     decoded_.resize(n * dim_);
-    // Contiguous rows are named by the codec itself (first_row + i);
-    // gathered ones are named here by their table rows.
-    const bool contiguous = row_ids[n - 1] - row_ids[0] == n - 1;
     EncodeOptions enc = enc_;
-    enc.first_row = row_ids[0];
+    enc.row_ids = row_ids;  // errors name table rows
     const auto t0 = Clock::now();
-    try {
-      codec_->encode(x, n, codes_.data(), enc);
-    } catch (const Error& e) {
-      if (contiguous) throw;
-      rethrow_with_row(e, enc_, x, row_ids, n, dim_);
-    }
+    codec_->encode(x, n, codes_.data(), enc);
     encode_seconds_ += seconds_since(t0);
     codec_->decode(codes_.data(), n, decoded_.data());
     add_recon(x, decoded_.data(), n, row_ids);
