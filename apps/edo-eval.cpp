@@ -14,44 +14,14 @@ namespace {
 // Nearest neighbours of a few probe rows in the original and the compressed
 // table, side by side, by word when a vocabulary is given.
 void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric,
-                     edo::Device device, uint64_t n, std::vector<std::string> probes, const std::string& vocab_path) {
+                     edo::Device device, uint64_t n, const std::vector<std::string>& probes,
+                     const std::string& vocab_path) {
   std::vector<std::string> vocab;
   if (!vocab_path.empty()) vocab = edo::io::read_vocab(vocab_path, original.rows());
-  if (probes.empty()) {
-    // A few well-known words when the vocabulary has them, else the first rows.
-    for (const char* w : {"king", "france", "computer", "water", "run"})
-      if (std::find(vocab.begin(), vocab.end(), w) != vocab.end()) probes.push_back(w);
-    for (uint64_t r = 0; probes.empty() && r < std::min<uint64_t>(5, original.rows()); ++r)
-      probes.push_back(vocab.empty() ? std::to_string(r) : vocab[r]);
-  }
-  std::vector<uint64_t> ids;
-  for (const auto& p : probes) {
-    if (!vocab.empty()) {
-      const auto it = std::find(vocab.begin(), vocab.end(), p);
-      if (it == vocab.end()) EDO_FAIL("{}: probe '{}' is not in the vocabulary", vocab_path, p);
-      ids.push_back(static_cast<uint64_t>(it - vocab.begin()));
-    } else {
-      uint64_t id = 0;
-      try {
-        id = std::stoull(p);
-      } catch (const std::exception&) {
-        EDO_USAGE_FAIL("--probe '{}': a row id (or a word, with --vocab)", p);
-      }
-      if (id >= original.rows()) EDO_USAGE_FAIL("--probe {}: outside the table ({} rows)", id, original.rows());
-      ids.push_back(id);
-    }
-  }
-  const uint64_t dim = original.dim();
-  std::vector<float> queries(ids.size() * dim);
-  for (size_t i = 0; i < ids.size(); ++i) original.read_f32(ids[i], 1, queries.data() + i * dim);
-  edo::KnnOptions opt;
-  opt.metric = metric;
-  opt.k = n;
-  opt.device = device;
-  opt.exclude.assign(ids.begin(), ids.end());
-  const edo::MatrixView q{queries.data(), ids.size(), dim};
-  const edo::KnnResult before = edo::knn(q, original, opt);
-  const edo::KnnResult after = edo::knn(q, compressed, opt);
+  const std::vector<uint64_t> ids = edo::probe_rows(probes, vocab, original.rows(), vocab_path);
+  const edo::ProbeNeighbours nb = edo::probe_neighbours(original, compressed, ids, metric, device, n);
+  const edo::KnnResult& before = nb.original;
+  const edo::KnnResult& after = nb.compressed;
   auto name = [&](int64_t id) {
     if (id < 0) return std::string("-");
     return vocab.empty() ? std::to_string(id) : vocab[static_cast<size_t>(id)];

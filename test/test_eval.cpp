@@ -435,3 +435,34 @@ TEST_CASE("eval: RowErrorStats weights, empty sets and sizing") {
   CHECK(test::error_of([&] { small.finish(); }).find("sized for") != std::string::npos);
   CHECK(test::error_of([&] { small.merge(RowErrorStats(3)); }).find("dimension 3") != std::string::npos);
 }
+
+TEST_CASE("eval: probes by row or word, and their neighbours before and after") {
+  const std::vector<std::string> vocab = {"a", "king", "b", "water", "c", "d", "e"};
+  CHECK(probe_rows({}, vocab, 7, "v.txt") == std::vector<uint64_t>{1, 3});
+  CHECK(probe_rows({}, {}, 3, "") == std::vector<uint64_t>{0, 1, 2});
+  CHECK(probe_rows({"e", "a"}, vocab, 7, "v.txt") == std::vector<uint64_t>{6, 0});
+  CHECK(probe_rows({"6", "0"}, {}, 7, "") == std::vector<uint64_t>{6, 0});
+  CHECK(test::error_of([&] { probe_rows({"queen"}, vocab, 7, "v.txt"); }).find("v.txt: probe 'queen'") !=
+        std::string::npos);
+  CHECK(test::error_of([&] { probe_rows({"7"}, {}, 7, ""); }).find("outside the table (7 rows)") != std::string::npos);
+  CHECK(test::error_of([&] { probe_rows({"2x"}, {}, 7, ""); }).find("a row id") != std::string::npos);
+
+  test::TempDir dir;
+  const uint64_t rows = 40, dim = 3;
+  std::vector<float> x(rows * dim), y(rows * dim);
+  for (uint64_t r = 0; r < rows; ++r) x[r * dim] = static_cast<float>(r);        // rows on a line, 1 apart
+  for (uint64_t i = 0; i < y.size(); ++i) y[i] = i / dim == 5 ? 1000.0f : x[i];  // row 5 moved far away
+  write_npy(dir.file("x.npy"), x, rows, dim);
+  write_npy(dir.file("y.npy"), y, rows, dim);
+  auto original = io::open_table(dir.file("x.npy"));
+  auto compressed = io::open_table(dir.file("y.npy"));
+  const std::vector<uint64_t> probes = {4, 6};
+  const ProbeNeighbours nb = probe_neighbours(*original, *compressed, probes, Metric::l2, Device::cpu, 2);
+  CHECK(nb.probes == probes);
+  for (uint64_t q = 0; q < probes.size(); ++q) {
+    const auto before = nb.original.ids_of(q), after = nb.compressed.ids_of(q);
+    CHECK(std::find(before.begin(), before.end(), static_cast<int64_t>(probes[q])) == before.end());
+    CHECK(std::find(before.begin(), before.end(), 5) != before.end());
+    CHECK(std::find(after.begin(), after.end(), 5) == after.end());
+  }
+}

@@ -170,4 +170,21 @@ std::vector<uint64_t> sample_query_ids(uint64_t rows, const EvalOptions& opts);
 // from a stream seeded by `seed`, in draw order.
 std::vector<uint64_t> sample_weighted_ids(const std::vector<double>& freq, uint64_t count, uint64_t seed);
 
+// ---- neighbours of probe rows, before and after (edo-eval --show-neighbours) ----
+
+// The rows `probes` name: row ids, or words of `vocab` when it is not empty
+// (`vocab_name` names it in errors). None given: those of a few well-known
+// words the vocabulary has ("king", "france", ...), else rows 0-4.
+std::vector<uint64_t> probe_rows(const std::vector<std::string>& probes, const std::vector<std::string>& vocab,
+                                 uint64_t rows, const std::string& vocab_name);
+
+// The k nearest rows of each probe row (itself excluded) in the original and
+// in the compressed table, the probe taken from the original.
+struct ProbeNeighbours {
+  std::vector<uint64_t> probes;
+  KnnResult original, compressed;
+};
+ProbeNeighbours probe_neighbours(io::TableReader& original, io::TableReader& compressed,
+                                 const std::vector<uint64_t>& probes, Metric metric, Device device, uint64_t k);
+
 }  // namespace edo
