@@ -11,74 +11,13 @@
 
 #include <unistd.h>
 
-namespace {
-
-void add_residency_metrics(edo::EvalResult& r, const edo::PackReport& rep) {
-  const double fp32 = static_cast<double>(rep.fp32_bytes);
-  r.set("bytes_gpu", static_cast<double>(rep.gpu_bytes));
-  r.set("bytes_host", static_cast<double>(rep.host_bytes));
-  r.set("bytes_disk", static_cast<double>(rep.disk_bytes));
-  r.set("gpu_fraction", static_cast<double>(rep.gpu_bytes) / fp32);
-}
-
-nlohmann::json report_json(const edo::PackReport& rep) {
-  nlohmann::json tiers = nlohmann::json::array();
-  for (size_t i = 0; i < rep.tiers.size(); ++i) {
-    const edo::TierWriteReport& t = rep.tiers[i];
-    tiers.push_back({{"name", t.name},
-                     {"share", edo::share_text(rep.specs[i])},
-                     {"codec", t.codec},
-                     {"residency", edo::residency_name(t.residency)},
-                     {"rows", t.rows},
-                     {"code_size", t.code_size},
-                     {"bytes", t.bytes},
-                     {"mass", t.mass},
-                     {"train_seconds", t.train_seconds}});
-  }
-  return {{"rows", rep.rows},
-          {"dim", rep.dim},
-          {"row_order", rep.order},
-          {"fp32_bytes", rep.fp32_bytes},
-          {"data_bytes", rep.data_bytes},
-          {"file_bytes", rep.file_bytes},
-          {"rowmap_bytes", rep.map_bytes},
-          {"ratio", rep.ratio},
-          {"bytes_gpu", rep.gpu_bytes},
-          {"bytes_host", rep.host_bytes},
-          {"bytes_disk", rep.disk_bytes},
-          {"encode_seconds", rep.encode_seconds},
-          {"tiers", tiers}};
-}
-
-void print_report(const edo::PackReport& rep) {
-  const double fp32 = static_cast<double>(rep.fp32_bytes);
-  std::printf("  rows ordered by %s%s\n", rep.order.c_str(),
-              rep.order == "norm" ? " (no --freq: row L2 norm is the proxy for access frequency)" : "");
-  std::printf("  %-10s %-10s %10s %8s  %-18s %-5s %12s\n", "tier", "share", "rows", "mass", "codec", "where", "bytes");
-  for (size_t i = 0; i < rep.tiers.size(); ++i) {
-    const edo::TierWriteReport& t = rep.tiers[i];
-    std::printf("  %-10s %-10s %10llu %7.2f%%  %-18s %-5s %12llu\n", t.name.c_str(),
-                edo::share_text(rep.specs[i]).c_str(), static_cast<unsigned long long>(t.rows), 100.0 * t.mass,
-                t.codec.c_str(), edo::residency_name(t.residency), static_cast<unsigned long long>(t.bytes));
-  }
-  std::printf("  row map    %llu bytes\n", static_cast<unsigned long long>(rep.map_bytes));
-  std::printf("  size       fp32 %llu bytes -> file %llu bytes (%.2fx smaller; %llu bytes of data)\n",
-              static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.file_bytes),
-              rep.ratio, static_cast<unsigned long long>(rep.data_bytes));
-  std::printf("  residency  gpu %llu (%.1f%% of fp32), host %llu (%.1f%%), disk %llu (%.1f%%)\n",
-              static_cast<unsigned long long>(rep.gpu_bytes), 100.0 * static_cast<double>(rep.gpu_bytes) / fp32,
-              static_cast<unsigned long long>(rep.host_bytes), 100.0 * static_cast<double>(rep.host_bytes) / fp32,
-              static_cast<unsigned long long>(rep.disk_bytes), 100.0 * static_cast<double>(rep.disk_bytes) / fp32);
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{
       "Pack an embedding table into a tiered .edo file: rows ordered hottest first (by --freq counts, else by\n"
       "row L2 norm), each tier a slice of that order with its own codec and a residency hint. Guide: docs/PACK.md.\n\n"
       "Tier spec: NAME:SHARE:CODEC[:gpu|host|disk], SHARE = rows=P% | rows=N | mass=P% | rest,\n"
-      "CODEC = any codec spec (edo-quantize --list) or 'default' (one shared vector: the frequency-weighted mean).\n\n"
+      "CODEC = any codec spec (edo-quantize --list), 'default' (one shared vector: the frequency-weighted mean), or\n"
+      "a sparse form csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|int8|int4] (edo-sparsify --help).\n\n"
       "Examples:\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy \\\n"
       "      --tier hot:rows=5%:fp16:gpu --tier warm:rows=25%:int8:host --tier cold:rest:int4:disk\n"
@@ -90,7 +29,7 @@ int main(int argc, char** argv) {
       "edo-pack"};
   std::string input, output, freq_path, config, device = "auto";
   std::vector<std::string> tier_texts;
-  bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false;
+  bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false, force = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
@@ -105,6 +44,8 @@ int main(int argc, char** argv) {
   app.add_option("--train-rows", train_rows, "Rows of a tier sampled to train its codec (default 65536)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--allow-nonfinite", allow_nonfinite, "Pass NaN/Inf through where the codec can store them");
+  app.add_flag("--force", force,
+               "Write csr/bitmap tiers even when larger than their rows stored dense at the same precision");
   app.add_flag("--allow-underflow", allow_underflow,
                "Store rows whose values are too small for their tier's codec instead of refusing (docs/CLI.md)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
@@ -142,6 +83,7 @@ int main(int argc, char** argv) {
     opt.device = edo::select_device(device);
     opt.allow_nonfinite = allow_nonfinite;
     opt.allow_underflow = allow_underflow;
+    opt.allow_larger_sparse = force;
     opt.parameters = {{"freq", freq_path.empty() ? "" : freq_path.substr(freq_path.find_last_of('/') + 1)}};
     edo::cli::Progress progress("edo-pack", quiet);
     opt.progress = progress.callback();
@@ -164,14 +106,14 @@ int main(int argc, char** argv) {
       for (uint64_t r = 0; r < table->rows(); ++r) eo.groups[r] = packed->reader().tier_of(r);
       result = edo::evaluate(*table, *packed, eo);
       edo::add_memory_metrics(result, *table, *packed);
-      add_residency_metrics(result, rep);
+      edo::add_residency_metrics(result, rep);
       outcomes = edo::check_gates(gates, result);
       code = edo::cli::finish_gates("edo-pack", eval_flags, result, outcomes);
       if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
     }
 
     if (json) {
-      nlohmann::json j = report_json(rep);
+      nlohmann::json j = edo::pack_report_json(rep);
       j["input"] = input;
       j["output"] = output;
       j["written"] = code == 0;
@@ -179,7 +121,7 @@ int main(int argc, char** argv) {
       std::puts(j.dump(2).c_str());
     } else {
       std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
-      print_report(rep);
+      std::fputs(edo::pack_report_text(rep).c_str(), stdout);
       if (eval_wanted) {
         std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
         edo::cli::print_metrics(result);

@@ -107,42 +107,15 @@ int main(int argc, char** argv) {
     }
 
     if (json) {
-      nlohmann::json j = {{"input", input},
-                          {"output", output},
-                          {"written", code == 0},
-                          {"codec", rep.spec},
-                          {"rows", rep.rows},
-                          {"dim", rep.dim},
-                          {"device", rep.device},
-                          {"fp32_bytes", rep.fp32_bytes},
-                          {"input_bytes", rep.input_bytes},
-                          {"file_bytes", rep.file_bytes},
-                          {"code_size", rep.code_size},
-                          {"ratio", rep.ratio},
-                          {"bits_per_value", rep.bits_per_value},
-                          {"rel_fro", rep.rel_frobenius},
-                          {"mse", rep.mse},
-                          {"cos_mean", rep.cos_mean},
-                          {"cos_min", rep.cos_min},
-                          {"train_seconds", rep.train_seconds},
-                          {"encode_seconds", rep.encode_seconds},
-                          {"encode_gb_per_s", rep.encode_gbps()}};
+      nlohmann::json j = edo::quantize_report_json(rep);
+      j["input"] = input;
+      j["output"] = output;
+      j["written"] = code == 0;
       if (eval_wanted) j["eval"] = edo::to_json(result, outcomes);
       std::puts(j.dump(2).c_str());
     } else {
       std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
-      std::printf("  codec          %s (%llu bytes a row, device %s)\n", rep.spec.c_str(),
-                  static_cast<unsigned long long>(rep.code_size), rep.device.c_str());
-      std::printf("  size           %llu x %llu: %llu bytes as fp32 -> %llu bytes (%.2fx, %.3g bits a value)\n",
-                  static_cast<unsigned long long>(rep.rows), static_cast<unsigned long long>(rep.dim),
-                  static_cast<unsigned long long>(rep.fp32_bytes), static_cast<unsigned long long>(rep.file_bytes),
-                  rep.ratio, rep.bits_per_value);
-      std::printf("  error          relative Frobenius %.4g, MSE %.4g, cosine mean %.6f min %.6f\n", rep.rel_frobenius,
-                  rep.mse, rep.cos_mean, rep.cos_min);
-      if (rep.train_seconds > 0) std::printf("  training       %.3f s\n", rep.train_seconds);
-      const double rows_per_s = rep.encode_seconds > 0 ? static_cast<double>(rep.rows) / rep.encode_seconds : 0;
-      std::printf("  encode         %.3f s (%.3g rows/s, %.3g GB/s of fp32 input)\n", rep.encode_seconds, rows_per_s,
-                  rep.encode_gbps());
+      std::fputs(edo::quantize_report_text(rep).c_str(), stdout);
       if (eval_wanted) {
         std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
         edo::cli::print_metrics(result);

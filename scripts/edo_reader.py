@@ -17,7 +17,12 @@ library only; --decode needs numpy.
                                        - scalar codecs fp32, fp16, bf16, fp8:e4m3|e5m2, bin,
                                          int8/int4/int2[:group=G]: bit for bit as edo-unpack;
                                        - pq, opq, rq (m=M,nbits=B) and pca:K,CODEC: pq and rq bit for
-                                         bit, opq and pca up to float rounding (sums in float64 here)
+                                         bit, opq and pca up to float rounding (sums in float64 here);
+                                       - sparse tiers, csr|bitmap:RULE[,values=fp32|fp16|bf16|int8|int4]
+                                         (FORMAT.md "Sparse tiers"): bit for bit, every row checked
+    edo_reader.py FILE --decode OUT.npy --ids IDS
+                                       the same for the rows IDS only, in that order (comma-separated
+                                       row ids, or a .npy of integer ids): OUT.npy is (len(IDS), dim)
 
 Exit status 0 when the file is valid, 1 (with "FILE: problem" on stderr) when not.
 """
@@ -427,8 +432,9 @@ def tier_state(data, sections, tier, codec):
     return state
 
 
-def decode_tier(data, manifest, sections, tier):
-    """(tier rows, dim) float32: the tier's rows in ascending row id order."""
+def decode_tier(data, manifest, sections, tier, local=None):
+    """(tier rows, dim) float32: the tier's rows in ascending row id order; or, given `local`
+    (indices within the tier, checked by the caller), (len(local), dim): those rows."""
     import numpy as np
 
     dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
@@ -438,7 +444,9 @@ def decode_tier(data, manifest, sections, tier):
         require(tier.get("code_size", 0) == 0, "%s: a default tier has code_size 0" % what)
         vector = section_array(data, sections, roles["vector"], "<f4", what)
         require(vector.size == dim, "%s: vector holds %d floats, dim is %d" % (what, vector.size, dim))
-        return np.broadcast_to(vector, (rows, dim))
+        return np.broadcast_to(vector, (rows if local is None else len(local), dim))
+    if parse_spec(tier["codec"])[0][0] in SPARSE_FORMS:
+        return decode_sparse(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     codec = Codec(tier["codec"], dim)
     require(tier.get("code_size") == codec.code_size, "%s: code_size %r, codec %r at dim %d needs %d"
             % (what, tier.get("code_size"), tier["codec"], dim, codec.code_size))
@@ -448,9 +456,131 @@ def decode_tier(data, manifest, sections, tier):
             % (what, length, rows, codec.code_size, rows * codec.code_size))
     codes = np.frombuffer(data, dtype=np.uint8, count=length, offset=off).reshape(rows, codec.code_size)
     state = tier_state(data, sections, tier, codec)
-    out = np.empty((rows, dim), dtype=np.float32)
-    for r0 in range(0, rows, 65536):  # bounded working memory on big tiers
-        out[r0:r0 + 65536] = codec.decode(codes[r0:r0 + 65536], state)
+    n = rows if local is None else len(local)
+    out = np.empty((n, dim), dtype=np.float32)
+    for r0 in range(0, n, 65536):  # bounded working memory on big tiers
+        out[r0:r0 + 65536] = codec.decode(codes[r0:r0 + 65536] if local is None else codes[local[r0:r0 + 65536]],
+                                          state)
+    return out
+
+
+# ---- sparse tiers (FORMAT.md "Sparse tiers") ----------------------------------------------
+
+SPARSE_FORMS = ("csr", "bitmap")
+SPARSE_VALUE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "int8": 1, "int4": None}  # int4: two values a byte
+NUMBER_RE = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")
+
+
+def sparse_spec(spec, dim):
+    """(form, values) of a sparse tier's codec FORM:RULE[,values=V]: FORM csr or bitmap, one RULE
+    of density=D (0 < D <= 1), k=K (1 <= K <= dim) or threshold=T (finite, > 0), V fp32 (the
+    default), fp16, bf16, int8 or int4; dim from 1 to 65536."""
+    import numpy as np
+
+    stages = parse_spec(spec)
+    require(len(stages) == 1 and stages[0][0] in SPARSE_FORMS,
+            "sparse spec %r: expected csr|bitmap:density=D|k=K|threshold=T[,values=V]" % spec)
+    form, params = stages[0]
+    values, rules = None, 0
+    for key, value in params:
+        if key in ("density", "threshold"):
+            require(NUMBER_RE.match(value), "sparse spec %r: %s=%s is not a number" % (spec, key, value))
+            if key == "density":
+                require(0 < float(value) <= 1, "sparse spec %r: density %s is outside (0, 1]" % (spec, value))
+            else:
+                t = np.float32(float(value))
+                require(np.isfinite(t) and t > 0, "sparse spec %r: threshold %s must be a finite number > 0"
+                        % (spec, value))
+            rules += 1
+        elif key == "k":
+            require(value.isdigit(), "sparse spec %r: k=%s is not a number" % (spec, value))
+            require(1 <= int(value) <= dim, "sparse spec %r: k=%s is outside 1..%d (the dimension)"
+                    % (spec, value, dim))
+            rules += 1
+        elif key == "values" and values is None:
+            require(value in SPARSE_VALUE_BYTES, "sparse spec %r: values=%s (fp32, fp16, bf16, int8 or int4)"
+                    % (spec, value))
+            values = value
+        else:
+            require(False, "sparse spec %r: unexpected parameter %r" % (spec, key or value))
+    require(rules == 1, "sparse spec %r: give exactly one of density=, k= or threshold=" % spec)
+    require(1 <= dim <= 65536, "sparse spec %r: dimension %d is outside 1..65536" % (spec, dim))
+    return form, values or "fp32"
+
+
+def sparse_values(stored, kind, i, params):
+    """float32 value of each stored value index i (params: each one's row (scale, offset), or None)."""
+    import numpy as np
+
+    if kind == "fp32":
+        return stored.view("<f4")[i]
+    if kind == "fp16":
+        return stored.view("<f2")[i].astype(np.float32)
+    if kind == "bf16":
+        return (stored.view("<u2")[i].astype(np.uint32) << 16).view(np.float32)
+    q = stored[i] if kind == "int8" else (stored[i // 2] >> (4 * (i % 2)).astype(np.uint8)) & 0xF
+    # q * scale is exact in float64; one rounding to float32 equals the decoder's fma.
+    return (q * params[:, 0].astype(np.float64) + params[:, 1].astype(np.float64)).astype(np.float32)
+
+
+def decode_sparse(data, manifest, sections, tier, local):
+    """(len(local), dim) float32: rows `local` of a sparse tier, each checked as the C++ reader
+    checks it (offsets in order and in range, column indices below dim, mask bits matching the
+    row's value count); a column a row does not store is 0."""
+    import numpy as np
+
+    dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
+    form, kind = sparse_spec(tier["codec"], dim)
+    nnz, offset_bytes = tier.get("nnz"), tier.get("offset_bytes")
+    require(is_uint(nnz) and is_uint(offset_bytes), "%s: a sparse tier needs unsigned 'nnz' and 'offset_bytes'" % what)
+    require(offset_bytes in (4, 8), "%s: offset_bytes %d (4 or 8)" % (what, offset_bytes))
+    require(kind != "int4" or nnz % 2 == 0, "%s: an int4 tier stores an even number of values" % what)
+    affine = kind in ("int8", "int4")
+    roles = tier["sections"]
+    require(len(roles) == 3 + affine, "%s: unexpected sections for its form and values" % what)
+
+    def payload(role, size):
+        require(role in roles, "%s: no %r section" % (what, role))
+        off, length, _ = sections[roles[role]]
+        require(length == size, "%s: section %r holds %d bytes, %d expected" % (what, roles[role], length, size))
+        return np.frombuffer(data, dtype=np.uint8, count=length, offset=off)
+
+    offsets = payload("offsets", (rows + 1) * offset_bytes).view("<u%d" % offset_bytes).astype(np.uint64)
+    stored = payload("values", nnz // 2 if kind == "int4" else nnz * SPARSE_VALUE_BYTES[kind])
+    mask_bytes = (dim + 7) // 8
+    if form == "csr":
+        where = payload("indices", nnz * (1 if dim <= 256 else 2)).view("u1" if dim <= 256 else "<u2")
+    else:
+        where = payload("masks", rows * mask_bytes).reshape(rows, mask_bytes)
+    params = payload("params", rows * 8).view("<f4").reshape(rows, 2) if affine else None
+    require(offsets[0] == 0 and offsets[rows] == nnz, "%s: offsets run from %d to %d, the tier holds %d values"
+            % (what, offsets[0], offsets[rows], nnz))
+
+    local = np.asarray(local, dtype=np.int64)
+    out = np.zeros((len(local), dim), dtype=np.float32)
+    for r0 in range(0, len(local), 65536):  # bounded working memory on big tiers
+        r = local[r0:r0 + 65536]
+        a, b = offsets[r], offsets[r + 1]
+        bad = (a > b) | (b > np.uint64(nnz)) | (b - a > np.uint64(dim))
+        if kind == "int4":
+            bad |= a % np.uint64(2) != 0
+        a, b = np.where(bad, 0, a).astype(np.int64), np.where(bad, 0, b).astype(np.int64)
+        counts = b - a
+        owner = np.repeat(np.arange(len(r)), counts)  # the row (in r) of each value read
+        i = a[owner] + np.arange(owner.size) - (np.cumsum(counts) - counts)[owner]
+        if form == "csr":
+            cols = where[i].astype(np.int64)
+            bad[owner[cols >= dim]] = True
+        else:
+            masks = where[r]
+            bits = np.unpackbits(masks, axis=1, bitorder="little")
+            bad |= (bits.sum(axis=1) != counts) | bits[:, dim:].any(axis=1)
+        for k in np.flatnonzero(bad)[:1]:
+            raise Invalid("%s: row %d is corrupt" % (what, r[k]))
+        if form == "bitmap":
+            owner, cols = np.nonzero(bits[:, :dim])  # row by row, columns ascending: the values' order
+        value = sparse_values(stored, kind, i, params[r[owner]] if affine else None)
+        out[r0 + owner, cols] = value
     return out
 
 
@@ -501,23 +631,47 @@ def row_map(data, manifest, sections):
     return tier, ranked
 
 
-def decode_table(data, manifest, sections):
-    """The whole table, (rows, dim) float32, decoded from every tier through the row map."""
+def decode_table(data, manifest, sections, ids=None):
+    """The whole table, (rows, dim) float32, decoded from every tier through the row map; or,
+    given `ids` (row ids, any order, repeats allowed), (len(ids), dim): those rows."""
     import numpy as np
 
     rows, dim, tiers = manifest["rows"], manifest["dim"], manifest["tiers"]
     require(sum(t["rows"] for t in tiers) == rows, "the tiers hold %d rows, the table %d"
             % (sum(t["rows"] for t in tiers), rows))
+    if ids is not None:
+        ids = np.asarray(ids, dtype=np.int64)
+        for i in np.flatnonzero((ids < 0) | (ids >= rows))[:1]:
+            raise Invalid("row id %d is out of range (the table has %d rows)" % (ids[i], rows))
     if "rowmap" not in manifest:
         require(len(tiers) == 1, "%d tiers and no rowmap" % len(tiers))
         require(tiers[0].get("first_row", 0) == 0, "first_row %r, expected 0" % tiers[0].get("first_row"))
-        return np.ascontiguousarray(decode_tier(data, manifest, sections, tiers[0]))
+        return np.ascontiguousarray(decode_tier(data, manifest, sections, tiers[0], ids))
     tier, index = row_map(data, manifest, sections)
-    out = np.empty((rows, dim), dtype=np.float32)
+    if ids is not None:
+        tier, index = tier[ids], index[ids]
+    out = np.empty((len(tier), dim), dtype=np.float32)
     for t, info in enumerate(tiers):
         mask = tier == t
-        out[mask] = decode_tier(data, manifest, sections, info)[index[mask]]
+        out[mask] = decode_tier(data, manifest, sections, info, index[mask])
     return out
+
+
+def parse_ids(text):
+    """Row ids from comma-separated integers or a .npy file of integers."""
+    import numpy as np
+
+    if text.endswith(".npy"):
+        try:
+            ids = np.load(text)
+        except ValueError as e:
+            raise Invalid("--ids %s: %s" % (text, e))
+        require(ids.ndim == 1 and ids.dtype.kind in "iu", "--ids %s: not a 1-D array of integers" % text)
+        return ids.astype(np.int64)
+    parts = text.split(",")
+    for p in parts:
+        require(p.isdigit() and len(p) <= 19, "--ids: %r is not a row id" % p)
+    return np.array([int(p) for p in parts], dtype=np.int64)
 
 
 def main():
@@ -528,9 +682,13 @@ def main():
     ap.add_argument("--out", help="where to write the section payload")
     ap.add_argument("--decode", metavar="OUT.npy",
                     help="decode the whole table (any tiers, any codec above) to float32 .npy")
+    ap.add_argument("--ids", help="with --decode: only these rows, in this order "
+                    "(comma-separated row ids, or a .npy of integer ids)")
     args = ap.parse_args()
     if bool(args.section) != bool(args.out):
         ap.error("--section and --out go together")
+    if args.ids and not args.decode:
+        ap.error("--ids goes with --decode")
     try:
         with open(args.file, "rb") as f:
             data = f.read()
@@ -545,7 +703,7 @@ def main():
                 import numpy as np
             except ImportError:
                 raise Invalid("--decode needs numpy (validation does not)")
-            decoded = decode_table(data, manifest, sections)
+            decoded = decode_table(data, manifest, sections, parse_ids(args.ids) if args.ids else None)
             np.save(args.decode, decoded)
             return 0
     except (Invalid, OSError) as e:

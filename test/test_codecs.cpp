@@ -77,6 +77,66 @@ TEST_CASE("codecs: spec grammar splits stages and continues params after a comma
   }
 }
 
+TEST_CASE("codecs: nested specs in brackets") {
+  const auto csr = parse_spec("csr:density=0.25,values=[int4:group=32]");
+  REQUIRE(csr.size() == 1);
+  CHECK(csr[0].params == std::vector<SpecParam>{{"density", "0.25"}, {"values", "int4:group=32"}});
+  CHECK(parse_spec(csr[0].params[1].value) == parse_spec("int4:group=32"));  // the value is a spec as it is
+  CHECK(format_spec(csr) == "csr:density=0.25:values=[int4:group=32]");
+
+  // A bracketed value ends at ':', ',' or the end; a ',' after it may start a stage or continue params.
+  const auto group = parse_spec("group:clusters=256,residual=[pq:m=8,nbits=4]:x=1,fp16");
+  REQUIRE(group.size() == 2);
+  CHECK(group[0].params == std::vector<SpecParam>{{"clusters", "256"}, {"residual", "pq:m=8,nbits=4"}, {"x", "1"}});
+  CHECK(group[1] == SpecStage{"fp16", {}});
+  CHECK(parse_spec("a:[b:c]")[0].params == std::vector<SpecParam>{{"", "b:c"}});  // positional
+
+  // Two levels: the outer value keeps the inner brackets.
+  const auto two = parse_spec("a:x=[b:y=[c:z=1,w=2]]");
+  REQUIRE(two.size() == 1);
+  REQUIRE(two[0].params.size() == 1);
+  CHECK(two[0].params[0].value == "b:y=[c:z=1,w=2]");
+  const auto b = parse_spec(two[0].params[0].value);
+  REQUIRE(b.size() == 1);
+  CHECK(b[0].params == std::vector<SpecParam>{{"y", "c:z=1,w=2"}});
+  CHECK(parse_spec(b[0].params[0].value) == std::vector<SpecStage>{{"c", {{"z", "1"}, {"w", "2"}}}});
+
+  // Round trips; a bare token needs no brackets, so values=[int8] prints as values=int8.
+  for (const char* s :
+       {"csr:density=0.25:values=[int4:group=32]", "a:x=[b:y=[c:z=1,w=2]]", "a:[b,c]:k=v,d", "csr:values=int8"}) {
+    const std::string text = s;
+    CAPTURE(text);
+    CHECK(format_spec(parse_spec(s)) == s);
+    CHECK(parse_spec(format_spec(parse_spec(s))) == parse_spec(s));
+  }
+  CHECK(format_spec(parse_spec("csr:values=[int8]")) == "csr:values=int8");
+
+  for (const char* bad :
+       {"a:x=[b",   "a:x=b]",     "a:x=[b]]",  "a:x=[[b]", "a:x=[]",       "a:[]", "a:x=[b:[]]",   "a:x=b[c]",
+        "a:x=[b]c", "a:x=[b][c]", "a:x=[b]=c", "a:[x]=1",  "a[x]",         "[a]",  "a:x=1,[b]",    "a:x[1]=2",
+        "a:x=[,]",  "a:x=[b:]",   "a:x=[:b]",  "a:x=[b,]", "a:x=[b:y=[c]", "]",    "a:x=[b:y=[]]", "a:x=[y=1]"}) {
+    const std::string text = bad;
+    CAPTURE(text);
+    std::string msg;
+    CHECK(code_of([&] {
+            try {
+              parse_spec(bad);
+            } catch (const Error& e) {
+              msg = e.what();
+              throw;
+            }
+          }) == ExitCode::usage);
+    CAPTURE(msg);
+    CHECK(msg.find(std::string("codec spec '") + bad + "'") != std::string::npos);
+  }
+  std::string deep = "int8";
+  for (int i = 0; i < 100; ++i) deep = "a:x=[" + deep + "]";
+  CHECK(code_of([&] { parse_spec(deep); }) == ExitCode::usage);
+  CHECK(make_codec("int4:group=[32]", 50)->spec() == "int4:group=32");  // the codec sees the value unbracketed
+  check_usage_error("int4:group=[32:1]", 50, "group '32:1'");
+  check_usage_error("int4:bogus=[fp16]", 50, "unknown parameter 'bogus'");
+}
+
 TEST_CASE("codecs: specs print canonically and round-trip") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"fp16", "fp16"},

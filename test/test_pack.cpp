@@ -87,6 +87,46 @@ TEST_CASE("pack: malformed tier specs are usage errors naming the spec") {
   }
 }
 
+TEST_CASE("pack: a tier's codec may hold a nested spec in brackets") {
+  TierSpec t = edo::parse_tier_spec("cold:rest:csr:density=0.25,values=[int4:group=32]:disk");
+  CHECK(t.name == "cold");
+  CHECK(t.share == ShareKind::rest);
+  CHECK(t.codec == "csr:density=0.25,values=[int4:group=32]");
+  CHECK(t.residency == edo::Residency::disk);
+  CHECK(edo::parse_tier_spec(edo::format_tier_spec(t)) == t);
+
+  // A residency word inside brackets is the codec's; the last field outside them decides.
+  t = edo::parse_tier_spec("w:rows=10%:a:x=[b:y=[c:z=1,w=2]]:gpu");
+  CHECK(t.codec == "a:x=[b:y=[c:z=1,w=2]]");
+  CHECK(t.residency == edo::Residency::gpu);
+  t = edo::parse_tier_spec("w:rows=10%:a:x=[b:disk]");
+  CHECK(t.codec == "a:x=[b:disk]");
+  CHECK(t.residency == edo::Residency::host);
+
+  std::vector<TierSpec> plan = {t, edo::parse_tier_spec("c:rest:csr:values=[int4:group=32]:disk")};
+  CHECK(edo::plan_from_json(edo::plan_to_json(plan), "x") == plan);
+
+  for (const char* bad : {"cold:rest:csr:values=[int4:group=32:disk", "cold:rest:csr:values=int4]:disk",
+                          "cold:[rest]:int8", "cold:rest:[int8:disk"}) {
+    CAPTURE(bad);
+    try {
+      edo::parse_tier_spec(bad);
+      FAIL("accepted");
+    } catch (const edo::Error& e) {
+      CHECK(e.code() == edo::ExitCode::usage);
+      CHECK(std::string(e.what()).find(std::string("tier '") + bad + "'") != std::string::npos);
+    }
+  }
+  // The codec's own bracket errors surface in the plan check, naming the tier.
+  for (const char* codec : {"int8:x=[]", "int8:x=[b]c", "int4:group=3[2]"}) {
+    CAPTURE(codec);
+    const std::string msg =
+        error_of([&] { edo::check_tier_specs({edo::parse_tier_spec(std::string("t:rest:") + codec)}, 100, 8); });
+    CHECK(msg.find("tier 't'") != std::string::npos);
+    CHECK(msg.find("codec spec") != std::string::npos);
+  }
+}
+
 TEST_CASE("pack: plan checks name the tier: duplicates, two rests, codecs the dimension cannot take") {
   auto tiers = [](std::initializer_list<const char*> specs) {
     std::vector<TierSpec> out;

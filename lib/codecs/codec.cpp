@@ -152,6 +152,10 @@ void Codec::load_state(const std::vector<NamedBlob>& blobs) {
 
 namespace {
 
+// Bracketed values nest at most this deep ("a:x=[b:y=[c]]" is 2), so a
+// hostile manifest cannot recurse the parser off the stack.
+constexpr int kMaxSpecNesting = 8;
+
 bool is_token_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
          c == '+' || c == '-';
@@ -160,43 +164,53 @@ bool is_token_char(char c) {
 void check_token(std::string_view spec, std::string_view token, const char* what) {
   if (token.empty()) EDO_USAGE_FAIL("codec spec '{}': empty {} (stray ',' or ':'?)", spec, what);
   for (char c : token) {
+    if (c == '[' || c == ']')
+      EDO_USAGE_FAIL("codec spec '{}': '{}' inside {} '{}' (brackets enclose a whole parameter value: key=[spec])",
+                     spec, c, what, token);
     if (!is_token_char(c))
       EDO_USAGE_FAIL("codec spec '{}': character '{}' not allowed in {} '{}'", spec, c, what, token);
   }
 }
 
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t next = text.find(sep, pos);
-    out.push_back(text.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos));
-    if (next == std::string_view::npos) return out;
-    pos = next + 1;
+std::vector<SpecStage> parse_stages(std::string_view spec, std::string_view text, int depth);
+
+// A token, or '[' spec ']' stored without the brackets. `text` is balanced
+// (split_spec checked the whole spec), so its first '[' has a match.
+std::string parse_value(std::string_view spec, std::string_view text, const char* what, int depth) {
+  if (!text.starts_with('[')) {
+    check_token(spec, text, what);
+    return std::string(text);
   }
+  size_t close = 0;
+  for (int level = 0; close < text.size(); ++close) {
+    if (text[close] == '[') ++level;
+    if (text[close] == ']' && --level == 0) break;
+  }
+  if (close + 1 < text.size())
+    EDO_USAGE_FAIL("codec spec '{}': '{}' follows ']' in {} '{}' (a bracketed value ends at ':', ',' or the end)", spec,
+                   text.substr(close + 1), what, text);
+  const std::string_view inner = text.substr(1, close - 1);
+  if (inner.empty()) EDO_USAGE_FAIL("codec spec '{}': empty brackets '[]' as a {}", spec, what);
+  if (depth >= kMaxSpecNesting) EDO_USAGE_FAIL("codec spec '{}': brackets nest deeper than {}", spec, kMaxSpecNesting);
+  parse_stages(spec, inner, depth + 1);  // a nested value is a spec itself
+  return std::string(inner);
 }
 
-SpecParam parse_param(std::string_view spec, std::string_view text) {
-  const size_t eq = text.find('=');
-  if (eq == std::string_view::npos) {
-    check_token(spec, text, "parameter");
-    return {"", std::string(text)};
-  }
+SpecParam parse_param(std::string_view spec, std::string_view text, int depth) {
+  const size_t eq = text.starts_with('[') ? std::string_view::npos : text.find('=');
+  if (eq == std::string_view::npos) return {"", parse_value(spec, text, "parameter", depth)};
   const std::string_view key = text.substr(0, eq), value = text.substr(eq + 1);
   check_token(spec, key, "parameter name");
-  check_token(spec, value, "parameter value");
-  return {std::string(key), std::string(value)};
+  return {std::string(key), parse_value(spec, value, "parameter value", depth)};
 }
 
-}  // namespace
-
-std::vector<SpecStage> parse_spec(std::string_view spec) {
-  if (spec.empty()) EDO_USAGE_FAIL("codec spec is empty (see --list)");
+// Error messages name the whole `spec`; `text` is it or a bracketed value in it.
+std::vector<SpecStage> parse_stages(std::string_view spec, std::string_view text, int depth) {
   std::vector<SpecStage> stages;
-  for (const std::string_view piece : split(spec, ',')) {
-    const std::vector<std::string_view> parts = split(piece, ':');
+  for (const std::string_view piece : split_spec(text, ',')) {
+    const std::vector<std::string_view> parts = split_spec(piece, ':');
     size_t first_param = 0;
-    if (parts[0].find('=') != std::string_view::npos) {
+    if (!parts[0].starts_with('[') && parts[0].find('=') != std::string_view::npos) {
       // key=value after a comma: more params of the previous stage.
       if (stages.empty())
         EDO_USAGE_FAIL("codec spec '{}': starts with a parameter '{}', not a codec name", spec, piece);
@@ -205,9 +219,36 @@ std::vector<SpecStage> parse_spec(std::string_view spec) {
       stages.push_back({std::string(parts[0]), {}});
       first_param = 1;
     }
-    for (size_t i = first_param; i < parts.size(); ++i) stages.back().params.push_back(parse_param(spec, parts[i]));
+    for (size_t i = first_param; i < parts.size(); ++i)
+      stages.back().params.push_back(parse_param(spec, parts[i], depth));
   }
   return stages;
+}
+
+}  // namespace
+
+std::vector<std::string_view> split_spec(std::string_view text, char sep, std::string_view what) {
+  std::vector<std::string_view> out;
+  size_t start = 0, depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '[') {
+      ++depth;
+    } else if (text[i] == ']') {
+      if (depth == 0) EDO_USAGE_FAIL("{} '{}': ']' at character {} closes no '['", what, text, i + 1);
+      --depth;
+    } else if (text[i] == sep && depth == 0) {
+      out.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (depth > 0) EDO_USAGE_FAIL("{} '{}': unbalanced brackets, {} '[' never closed", what, text, depth);
+  out.push_back(text.substr(start));
+  return out;
+}
+
+std::vector<SpecStage> parse_spec(std::string_view spec) {
+  if (spec.empty()) EDO_USAGE_FAIL("codec spec is empty (see --list)");
+  return parse_stages(spec, spec, 0);
 }
 
 std::string format_spec(const std::vector<SpecStage>& stages) {
@@ -218,7 +259,12 @@ std::string format_spec(const std::vector<SpecStage>& stages) {
     for (const SpecParam& p : s.params) {
       out += ':';
       if (!p.key.empty()) out += p.key + '=';
-      out += p.value;
+      // A nested spec (anything beyond a token) goes back in brackets.
+      if (p.value.find_first_of(",:=[]") != std::string::npos) {
+        out += '[' + p.value + ']';
+      } else {
+        out += p.value;
+      }
     }
   }
   return out;
@@ -273,6 +319,8 @@ void check_dim(std::string_view spec, size_t dim) {
   }
 }
 
+}  // namespace detail
+
 void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, const std::string& spec,
                   const EncodeOptions& opt, bool passthrough_allowed) {
   if (opt.allow_nonfinite && passthrough_allowed) return;
@@ -309,8 +357,6 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
   }
   EDO_FAIL("{}: value {} overflows {} to Inf (use bf16 or a scaled codec such as fp8 or int8)", where, v, spec);
 }
-
-}  // namespace detail
 
 // ---- the traits table -----------------------------------------------------------------
 

@@ -49,12 +49,6 @@ using StageMaker = std::function<std::unique_ptr<Codec>(const CodecTraits&, cons
                                                         std::unique_ptr<Codec> inner)>;
 std::unique_ptr<Codec> assemble_codec(std::string_view spec, size_t dim, const StageMaker& make);
 
-// Checks rows for NaN/Inf and, for narrow floats, for values that would
-// overflow to Inf (magnitude bits >= limit_bits). Throws naming the input,
-// row and column of the first offender.
-void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, const std::string& spec,
-                  const EncodeOptions& opt, bool passthrough_allowed);
-
 // Every scalar codec (fp32 fp16 bf16 fp8 int8 int4 int2 bin), by stage name.
 std::unique_ptr<Codec> make_scalar(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);

@@ -6,9 +6,12 @@
 //   spec   := stage (',' stage)*
 //   stage  := name (':' param)*
 //   param  := value | key '=' value
+//   value  := token | '[' spec ']'
 // A ',' followed by key=value continues the previous stage's params, so
 // "pq:m=32,nbits=8" is one stage and "pca:128,int8" is two. Names, keys and
-// values use [A-Za-z0-9_.+-].
+// tokens use [A-Za-z0-9_.+-]. A value in square brackets is a nested codec
+// spec ("csr:density=0.25,values=[int4:group=32]"): it runs to the matching
+// ']' (brackets nest), may hold ',' ':' '=' and brackets, and ends the param.
 //
 // A spec is at most one transform stage (pca:K) followed by one codec; "pca:K"
 // alone stores the projections as fp32. Every codec has a fixed code size per
@@ -119,6 +122,14 @@ class AdcCodec {
 inline constexpr double kMinTrainableNorm2 = 0x1p-120;
 inline constexpr double kMaxTrainableNorm2 = 0x1p120;
 
+// Checks rows for NaN/Inf and, for narrow floats, for values that would
+// overflow to Inf (magnitude bits >= limit_bits). Throws naming the input,
+// row (opt.row_ids[i], else opt.first_row + i) and column of the first
+// offender; with passthrough_allowed the message offers --allow-nonfinite
+// (and opt.allow_nonfinite skips the check).
+void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, const std::string& spec,
+                  const EncodeOptions& opt, bool passthrough_allowed);
+
 // Refuses rows of x whose nonzero squared norm is outside the trainable
 // range: above it always, below it unless opt.allow_underflow. Rows are
 // named opt.input's row_ids[i] (or opt.first_row + i when row_ids is null).
@@ -165,10 +176,17 @@ struct SpecStage {
   bool operator==(const SpecStage&) const = default;
 };
 
-// Splits a spec into stages; usage error on malformed text.
+// Splits a spec into stages; usage error on malformed text. A bracketed
+// value is stored without its outer brackets (a spec that parse_spec and
+// make_codec take as it is), and is checked as a spec itself.
 std::vector<SpecStage> parse_spec(std::string_view spec);
-// Prints stages in the grammar ("name:value:key=value,name2").
+// Prints stages in the grammar ("name:value:key=value,name2"), a value that
+// holds any of , : = [ ] in brackets, so parse_spec(format_spec(s)) == s.
 std::string format_spec(const std::vector<SpecStage>& stages);
+// Splits `text` at each `sep` outside square brackets (brackets nest): the one
+// splitter for codec specs and the specs that embed them (tier specs). Usage
+// error "WHAT 'TEXT': ..." on a ']' without its '[' or a '[' never closed.
+std::vector<std::string_view> split_spec(std::string_view text, char sep, std::string_view what = "codec spec");
 
 // ---- traits table ----------------------------------------------------------------
 

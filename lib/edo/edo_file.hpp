@@ -50,6 +50,11 @@ struct QuantizeReport {
 // block of rows, its codes and the training sample.
 QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_path, const QuantizeOptions& opt);
 
+// edo-quantize's report (lib/store/write_report.cpp): the JSON object and
+// the text lines after the "INPUT -> OUTPUT" line, each ending in a newline.
+nlohmann::json quantize_report_json(const QuantizeReport& rep);
+std::string quantize_report_text(const QuantizeReport& rep);
+
 // Any .edo file (one tier or many) read as a table: rows_f32() decodes just
 // the rows asked for, through the reader library (reader.hpp). A one-tier
 // file also hands out its codes (CodedRows), for ADC evaluation.

@@ -87,6 +87,15 @@ struct PackReport : TableWriteReport {
 // per-row order and tier ids (9 bytes a row) and one training sample.
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
 
+// edo-pack's report (lib/store/write_report.cpp): the JSON object (sizes,
+// bytes by residency and a "tiers" array) and the text lines after the
+// "INPUT -> OUTPUT" line, each ending in a newline.
+nlohmann::json pack_report_json(const PackReport& rep);
+std::string pack_report_text(const PackReport& rep);
+// Adds bytes_gpu, bytes_host, bytes_disk and gpu_fraction (of the fp32 bytes)
+// to an evaluation of the packed file.
+void add_residency_metrics(EvalResult& result, const PackReport& rep);
+
 // ---- planning under a budget ----------------------------------------------------
 
 struct PlanOptions {

@@ -30,6 +30,9 @@ struct WriteOptions {
   Device device = Device::cpu;
   bool allow_nonfinite = false;
   bool allow_underflow = false;  // see EncodeOptions
+  // Write a sparse tier even when it takes more bytes than its rows stored
+  // dense at the same value precision (otherwise an error: --force).
+  bool allow_larger_sparse = false;
   size_t block_bytes = io::kDefaultBlockBytes;
   std::string tool;
   nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
@@ -62,15 +65,26 @@ class TierBuilder {
   // rows in table order); empty for kinds that do not decode rows one by one.
   RowErrorSummary recon() const { return recon_ ? recon_->finish() : RowErrorSummary{}; }
   double encode_seconds() const { return encode_seconds_; }
+  // Bytes of each section written (role, bytes), after finish(); empty for
+  // kinds that do not itemise them.
+  const std::vector<std::pair<std::string, uint64_t>>& section_bytes() const { return section_bytes_; }
+  // Bytes the tier's rows would take stored dense at the same value
+  // precision (sparse kinds, after finish()); 0 when the comparison does not apply.
+  virtual uint64_t dense_bytes() const { return 0; }
 
  protected:
   std::unique_ptr<RowErrorStats> recon_;
   double encode_seconds_ = 0;
+  std::vector<std::pair<std::string, uint64_t>> section_bytes_;
 };
 
 // The builder for a manifest "codec" field (a kind's word or a codec spec)
 // at `dim`; usage error on a bad spec. `enc` names the input in errors.
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc);
+
+// The builder of a sparse tier (sparse.hpp) for `spec` at `dim`; usage
+// error on a bad spec.
+std::unique_ptr<TierBuilder> make_sparse_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc);
 
 // One tier of a table to write.
 struct TierPlan {
@@ -101,6 +115,7 @@ struct TierWriteReport {
   double mass = 0;     // share of accesses (0 without frequencies)
   double train_seconds = 0, encode_seconds = 0;
   RowErrorSummary recon;  // empty (rows 0) for kinds that do not reconstruct rows one by one
+  std::vector<std::pair<std::string, uint64_t>> sections;  // (role, bytes), for kinds that itemise them
 };
 
 struct TableWriteReport {

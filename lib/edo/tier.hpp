@@ -40,6 +40,7 @@ const char* residency_name(Residency r);
 enum class TierKind : uint8_t {
   codec,          // one code of a fixed size per row, from any registry codec
   shared_vector,  // "default": one vector that every row of the tier shares
+  sparse,         // "csr:..." or "bitmap:...": rows pruned to their largest values (sparse.hpp)
 };
 TierKind tier_kind_of(std::string_view codec_field);
 // The manifest word of a kind that is not a codec spec (nullptr for codec).

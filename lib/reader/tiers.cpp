@@ -4,6 +4,7 @@
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/io/rowmap.hpp>
+#include <edo/sparse.hpp>
 #include <edo/tier.hpp>
 
 #include <algorithm>
@@ -31,7 +32,8 @@ const char* residency_name(Residency r) {
 }
 
 TierKind tier_kind_of(std::string_view codec_field) {
-  return codec_field == tier_kind_word(TierKind::shared_vector) ? TierKind::shared_vector : TierKind::codec;
+  if (codec_field == tier_kind_word(TierKind::shared_vector)) return TierKind::shared_vector;
+  return is_sparse_spec(codec_field) ? TierKind::sparse : TierKind::codec;
 }
 
 const char* tier_kind_word(TierKind kind) { return kind == TierKind::shared_vector ? "default" : nullptr; }
@@ -279,6 +281,8 @@ std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& 
   switch (tier_kind_of(info.codec)) {
     case TierKind::shared_vector:
       return std::make_unique<SharedVectorTier>(c, info);
+    case TierKind::sparse:
+      return open_sparse_tier(c, info, jt);
     case TierKind::codec:
       break;
   }

@@ -63,13 +63,8 @@ std::string number_text(double v) { return fmt::format("{}", v); }
 }  // namespace
 
 TierSpec parse_tier_spec(std::string_view text) {
-  std::vector<std::string_view> fields;
-  for (size_t pos = 0;;) {
-    const size_t next = text.find(':', pos);
-    fields.push_back(text.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos));
-    if (next == std::string_view::npos) break;
-    pos = next + 1;
-  }
+  // ':' inside a bracketed codec value ("values=[int4:group=32]") is the codec's.
+  const std::vector<std::string_view> fields = split_spec(text, ':', "tier");
   if (fields.size() < 3) EDO_USAGE_FAIL("tier '{}': expected NAME:SHARE:CODEC[:gpu|host|disk]", text);
   TierSpec tier;
   tier.name = std::string(fields[0]);

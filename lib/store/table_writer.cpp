@@ -306,6 +306,12 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   if (!plan.share.empty()) entry["share"] = plan.share;
   if (total > 0) entry["mass"] = tr.mass;
   tr.bytes = builder.finish(ps.writer, prefix, entry);
+  tr.sections = builder.section_bytes();
+  if (const uint64_t dense = builder.dense_bytes(); dense > 0 && tr.bytes > dense && !ps.opt.allow_larger_sparse)
+    EDO_FAIL(
+        "tier '{}': {} takes {} bytes, more than the {} bytes of the same rows stored dense at the same value "
+        "precision; nothing written (--force writes it anyway)",
+        plan.name, tr.codec, tr.bytes, dense);
   tr.encode_seconds = builder.encode_seconds();
   tr.recon = builder.recon();
   return tr;
@@ -317,6 +323,8 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
   switch (tier_kind_of(codec_field)) {
     case TierKind::shared_vector:
       return std::make_unique<SharedVectorTierBuilder>(dim, enc);
+    case TierKind::sparse:
+      return make_sparse_tier_builder(codec_field, dim, enc);
     case TierKind::codec:
       break;
   }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The independent Python reader (scripts/edo_reader.py --decode) against the C++
 # one (edo-unpack): one-tier files of every codec family, tiered files from
-# edo-pack (row map, default tiers, trained tiers), the committed golden files,
-# and corrupt row maps and state that the reader must refuse.
-# Scalar codecs and default tiers decode bit for bit; pq and rq too (a lookup,
+# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers), rows
+# by id (--ids), the committed golden files, and corrupt row maps, state and sparse
+# rows that the reader must refuse (sparse rows: with edo-unpack's very message).
+# Scalar codecs, default and sparse tiers decode bit for bit; pq and rq too (a lookup,
 # and float32 sums in the order FORMAT.md gives); opq and pca (float sums in
 # another order) within max |py - C++| <= 1e-5 * max |C++|.
 # usage: py_reader.sh BUILD_DIR SOURCE_DIR
@@ -26,6 +27,12 @@ quick=(-q --threads 1 --train-rows 512)
 import sys, numpy as np
 np.save(sys.argv[2] + "/g.npy", np.ascontiguousarray(np.load(sys.argv[1])[:2000], dtype=np.float32))
 np.save(sys.argv[2] + "/zipf.npy", 1.0 / (np.arange(2000) + 1))
+# 300 columns: csr column indices of two bytes
+np.save(sys.argv[2] + "/wide.npy", np.random.default_rng(1).standard_normal((500, 300)).astype(np.float32))
+# row ids to look up: any order, repeats, every tier
+ids = [1999, 0, 5, 5, 1234, 100, 42, 777, 1999, 3] + list(range(150, 1900, 37))
+np.save(sys.argv[2] + "/ids.npy", np.array(ids, dtype=np.int64))
+np.save(sys.argv[2] + "/wide_ids.npy", np.array([499, 0, 250, 249, 7, 7] + ids[10:], dtype=np.int32) % 500)
 PY
 g="$work/g.npy"
 
@@ -36,6 +43,13 @@ decode() {
   expect 0 "$U" "$f" -o "$work/$1.cpp.npy" -q
   expect 0 "$py" "$reader" "$f" --decode "$work/$1.py.npy"
   checks+=("$work/$1.py.npy" "$work/$1.cpp.npy" "$2")
+}
+# decode_ids NAME IDS.npy MODE: the Python reader's --ids against those rows of edo-unpack's output (after decode NAME).
+decode_ids() {
+  expect 0 "$py" "$reader" "$work/$1.edo" --decode "$work/$1.ids.py.npy" --ids "$work/$2"
+  "$py" -c 'import sys, numpy as np; np.save(sys.argv[3], np.load(sys.argv[1])[np.load(sys.argv[2])])' \
+    "$work/$1.cpp.npy" "$work/$2" "$work/$1.ids.cpp.npy" || fail "$1: edo-unpack's rows by id"
+  checks+=("$work/$1.ids.py.npy" "$work/$1.ids.cpp.npy" "$3")
 }
 
 # --- one-tier files: every scalar codec, and the trained codecs with uneven splits
@@ -57,6 +71,29 @@ expect 0 "$K" "$g" -o "$work/mixed.edo" --freq "$work/zipf.npy" "${quick[@]}" \
   --tier a:rows=10%:pca:16,int8:gpu --tier b:rows=20%:opq:m=5:nbits=5 --tier c:rows=30%:rq:m=3:nbits=5 \
   --tier d:rows=20%:fp8:e5m2 --tier e:rows=10%:default --tier f:rest:bin
 decode mixed tol
+decode_ids packed ids.npy exact
+decode_ids mixed ids.npy tol
+decode_ids q1 ids.npy exact
+
+# --- sparse tiers: csr and bitmap, every value kind, every rule, whole table and by id
+expect 0 "$K" "$g" -o "$work/sparse.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier hot:rows=10%:fp16 --tier 'cold:rest:csr:density=0.3,values=int8'
+expect 0 "$K" "$g" -o "$work/bitmap.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier a:rows=40%:bitmap:density=0.25,values=int4 --tier b:rows=30%:bitmap:k=9,values=fp16 \
+  --tier c:rest:bitmap:threshold=0.5,values=int8
+expect 0 "$K" "$g" -o "$work/csrk.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier a:rows=20%:default --tier b:rest:csr:k=7,values=bf16
+expect 0 "$K" "$g" -o "$work/csrt.edo" "${quick[@]}" --tier all:rest:csr:threshold=0.3,values=fp32
+expect 0 "$K" "$work/wide.npy" -o "$work/wide.edo" "${quick[@]}" \
+  --tier a:rows=50%:csr:k=20,values=int4 --tier b:rest:bitmap:k=9,values=fp32
+for name in sparse bitmap csrk csrt; do
+  decode "$name" exact
+  decode_ids "$name" ids.npy exact
+done
+decode wide exact
+decode_ids wide wide_ids.npy exact
+expect 1 "$py" "$reader" "$work/sparse.edo" --decode "$work/x.npy" --ids 3,2000
+err_has "sparse.edo: row id 2000 is out of range (the table has 2000 rows)"
 
 # --- golden files (written by older tools; packed.edo has no local indices)
 for f in "$src"/test/data/golden/*.edo; do
@@ -130,6 +167,29 @@ expect 1 "$py" "$reader" "$work/b4.edo" --decode "$work/x.npy"; err_has "b4.edo:
 reseal "$P" "$work/b5.edo" cold/pq.codebooks "<f4:p[7] = np.nan"
 expect 1 "$py" "$reader" "$work/b5.edo" --decode "$work/x.npy"
 err_has "b5.edo: tier 'cold': state 'pq.codebooks' holds a value that is not finite"
+
+# Corrupt sparse rows: both readers refuse, with the same message.
+# refuse NAME TEXT: edo-unpack and the Python reader exit 1 on $work/NAME.edo, saying the same, with TEXT.
+refuse() {
+  expect 1 "$U" "$work/$1.edo" -o "$work/x.cpp.npy" -q; err_has "$1.edo: $2"
+  local cpp; cpp=$(sed 's/^edo-unpack: error: //' "$work/err")
+  expect 1 "$py" "$reader" "$work/$1.edo" --decode "$work/x.npy"; err_has "$1.edo: $2"
+  [ "$(cat "$work/err")" = "$cpp" ] || fail "$1: the Python reader says '$(cat "$work/err")', edo-unpack '$cpp'"
+}
+S="$work/sparse.edo"
+reseal "$S" "$work/s1.edo" cold/offsets "<u4:p[[5, 6]] = p[[6, 5]]"; refuse s1 "tier 'cold': row 5 is corrupt"
+reseal "$S" "$work/s2.edo" cold/offsets "<u4:p[5] = 1 << 30"; refuse s2 "tier 'cold': row 4 is corrupt"
+reseal "$S" "$work/s3.edo" cold/offsets "<u4:p[-1] -= 2"; refuse s3 "tier 'cold': offsets run from 0 to"
+reseal "$S" "$work/s4.edo" cold/indices "u1:p[40] = 50"; refuse s4 "tier 'cold': row "
+reseal "$S" "$work/s5.edo" cold/offsets "<u4:p[3:] += 60; p[-1] -= 60"; refuse s5 "tier 'cold': row 2 is corrupt"
+B="$work/bitmap.edo"
+reseal "$B" "$work/s6.edo" a/masks "u1:p[7] ^= 1"; refuse s6 "tier 'a': row 1 is corrupt"
+# row 0's first stored column moved to a padding bit (past dim 50): the count still matches
+reseal "$B" "$work/s7.edo" a/masks \
+  "u1:j = np.flatnonzero(np.unpackbits(p[:7], bitorder='little'))[0]; p[j // 8] ^= 1 << j % 8; p[6] |= 0x80"
+refuse s7 "tier 'a': row 0 is corrupt"
+reseal "$B" "$work/s8.edo" a/offsets "<u4:p[3] += 1"; refuse s8 "tier 'a': row 2 is corrupt"
+reseal "$work/wide.edo" "$work/s9.edo" a/indices "<u2:p[100] = 300"; refuse s9 "tier 'a': row 5 is corrupt"
 [ ! -e "$work/x.npy" ] || fail "a refused file left an output"
 
 [ "$failures" = 0 ] || { echo "py_reader: $failures failure(s)"; exit 1; }

@@ -1,0 +1,156 @@
+// edo-sparsify: prune what a table does not need, small values inside rows
+// (a sparse tier: csr or bitmap) and the rarest rows (answered by one shared
+// vector), written as a .edo file every reader serves.
+#include "cli_common.hpp"
+#include "eval_cli.hpp"
+
+#include <edo/edo_file.hpp>
+#include <edo/io/freq.hpp>
+#include <edo/pack.hpp>
+#include <edo/sparse.hpp>
+
+#include <cmath>
+
+namespace {
+
+struct ValueRule {
+  double density = 0;
+  uint32_t per_row_k = 0;
+  double threshold = 0;
+  std::string values = "fp32", form = "auto";
+};
+
+// The kept rows' codec: a sparse spec from the value rule (its form chosen
+// when auto), else `codec`.
+std::string kept_codec(const ValueRule& v, const std::string& codec, edo::io::TableReader& table, bool& chose) {
+  const int rules = (v.density > 0) + (v.per_row_k > 0) + (v.threshold > 0);
+  if (rules > 1) EDO_USAGE_FAIL("give one of --density, --per-row-k and --threshold");
+  if (rules == 0) return codec.empty() ? "fp32" : codec;
+  if (!codec.empty()) EDO_USAGE_FAIL("--codec is for kept rows without value pruning; with it use --values");
+  const std::string rule = v.density > 0     ? fmt::format("density={}", v.density)
+                           : v.per_row_k > 0 ? fmt::format("k={}", v.per_row_k)
+                                             : fmt::format("threshold={}", v.threshold);
+  std::string form = v.form;
+  const std::string probe = "csr:" + rule + ",values=" + v.values;
+  const edo::SparseSpec spec = edo::parse_sparse_spec(probe, table.dim());  // usage errors first
+  if (form == "auto") {
+    chose = true;
+    const double d = edo::sparse_expected_density(spec, table, 4096);
+    form = edo::smaller_sparse_form(d, table.dim()) == edo::SparseForm::csr ? "csr" : "bitmap";
+  }
+  return form + ":" + rule + ",values=" + v.values;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap) and/or the\n"
+      "rarest rows (answered by one shared vector, the access-weighted mean of the rows dropped). Layout and\n"
+      "which form is smaller: docs/FORMAT.md 9.3; guide: docs/PACK.md.\n\n"
+      "Examples:\n"
+      "  edo-sparsify glove.npy -o glove.sp.edo --density 0.25 --values int8 --eval\n"
+      "  edo-sparsify emb.npy -o emb.edo --per-row-k 16 --form bitmap --values fp16\n"
+      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=30% --codec int8\n"
+      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop mass=1% --threshold 0.05 --gate 'w.recall@10>=0.95'",
+      "edo-sparsify"};
+  std::string input, output, freq_path, codec, drop;
+  ValueRule v;
+  bool json = false, quiet = false, force = false, run_eval = false;
+  int threads = 0;
+  uint64_t seed = 0, train_rows = 65536;
+  edo::cli::EvalFlags eval_flags;
+  app.add_option("INPUT", input, "Table to prune (npy, npz, HDF5, vecs, or - for npy on stdin)");
+  app.add_option("-o,--output", output, "Output .edo file");
+  app.add_option("--density", v.density, "Keep this share of the values, the largest in magnitude (0 < D <= 1)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--per-row-k", v.per_row_k, "Keep each row's K largest values")->check(CLI::PositiveNumber);
+  app.add_option("--threshold", v.threshold, "Keep values whose magnitude is at least T (T > 0)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--values", v.values, "Precision of the kept values: fp32 (default), fp16, bf16, int8, int4")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int8", "int4"}));
+  app.add_option("--form", v.form, "auto (the smaller for the expected density, default), csr or bitmap")
+      ->check(CLI::IsMember({"auto", "csr", "bitmap"}));
+  app.add_option("--freq", freq_path, "Per-row access counts (npy or 'id count' text): which rows are rarest");
+  app.add_option("--drop", drop, "Rows to drop, rarest first: rows=P%, rows=N or mass=P% (needs --freq)");
+  app.add_option("--codec", codec, "Codec of the kept rows when values are not pruned (default fp32)");
+  app.add_flag("--force", force, "Write a sparse tier even when it is larger than the dense codec at its precision");
+  app.add_option("--seed", seed, "Seed for the density fit's sample and evaluation queries (default 0)");
+  app.add_option("--train-rows", train_rows, "Rows sampled to fit --density's threshold (default 65536)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--json", json, "Print the summary as JSON on stdout");
+  app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
+  eval_flags.add_to(app, false);
+  edo::cli::add_threads_option(app, threads);
+  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::add_version_flag(app, "edo-sparsify");
+
+  return edo::cli::run_tool("edo-sparsify", app, argc, argv, [&] {
+    if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
+    if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    if (app.count("--density") && !(v.density > 0)) EDO_USAGE_FAIL("--density {} is outside (0, 1]", v.density);
+    if (!drop.empty() && freq_path.empty()) EDO_USAGE_FAIL("--drop needs --freq (which rows are rarest)");
+    edo::cli::PathGuard paths;
+    paths.input(input).input(freq_path).output("-o", output);
+    eval_flags.add_paths(paths);
+    paths.check();
+    const bool eval_wanted = run_eval || !eval_flags.gates.empty();
+    const auto gates = eval_flags.parsed_gates();
+    edo::cli::apply_threads(threads);
+    auto table = edo::io::open_table(input);
+
+    edo::PackOptions opt;
+    opt.tool = "edo-sparsify";
+    bool chose_form = false;
+    const std::string kept = kept_codec(v, codec, *table, chose_form);
+    opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
+    if (!drop.empty()) {
+      edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":default");
+      if (dropped.share == edo::ShareKind::rest) EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N or mass=P%", drop);
+      const double all = dropped.share == edo::ShareKind::rows_count ? static_cast<double>(table->rows()) : 100.0;
+      if (dropped.value >= all) EDO_USAGE_FAIL("--drop {}: dropping every row leaves nothing to serve", drop);
+      opt.tiers.push_back(dropped);
+    }
+    edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
+    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
+    opt.seed = seed;
+    opt.train_rows = train_rows;
+    opt.allow_larger_sparse = force;
+    opt.parameters = {{"kept", kept}, {"drop", drop}, {"force", force}};
+    edo::cli::Progress progress("edo-sparsify", quiet);
+    opt.progress = progress.callback();
+
+    const edo::cli::EvalTarget eval_target(output, eval_wanted);
+    const edo::PackReport rep = edo::pack_to_edo(*table, eval_target.path(), opt);
+    edo::EvalResult result;
+    std::vector<edo::GateOutcome> outcomes;
+    int code = 0;
+    if (eval_wanted) {
+      auto decoded = edo::EdoTable::open(eval_target.path());
+      result = edo::evaluate(*table, *decoded, eval_flags.options(table->rows(), seed, edo::Device::cpu));
+      edo::add_memory_metrics(result, *table, *decoded);
+      outcomes = edo::check_gates(gates, result);
+      code = edo::cli::finish_gates("edo-sparsify", eval_flags, result, outcomes);
+      if (code == 0)
+        edo::republish_with_manifest(eval_target.path(), output, {{"eval", edo::to_json(result, outcomes)}});
+    }
+    if (json) {
+      nlohmann::json j = edo::pack_report_json(rep);
+      j["input"] = input;
+      j["output"] = output;
+      j["written"] = code == 0;
+      if (eval_wanted) j["eval"] = edo::to_json(result, outcomes);
+      std::puts(j.dump(2).c_str());
+      return code;
+    }
+    std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
+    if (chose_form) std::printf("  form       %s (--form auto: the smaller at the expected density)\n", kept.c_str());
+    std::fputs(edo::pack_report_text(rep).c_str(), stdout);
+    if (eval_wanted) {
+      std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
+      edo::cli::print_metrics(result);
+      for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
+    }
+    return code;
+  });
+}

@@ -1,0 +1,234 @@
+// The sparse tier kind (sparse.hpp): its spec, and the view a reader opens.
+// Every row is checked as it is decoded (offsets in order and in range,
+// column indices below dim, mask bits matching the row's value count), so a
+// hostile file costs an error, never a read outside its sections, and
+// opening stays independent of the table's rows.
+#include <edo/checked.hpp>
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/sparse.hpp>
+#include <edo/tier.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+
+namespace edo {
+
+namespace {
+
+constexpr const char* kSparseGrammar = "csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|int8|int4]";
+
+std::string_view stage_name(std::string_view spec) { return spec.substr(0, spec.find_first_of(":,")); }
+
+template <class T>
+T parse_number(std::string_view spec, const std::string& key, const std::string& text) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    EDO_USAGE_FAIL("sparse spec '{}': {}={} is not a number", spec, key, text);
+  return v;
+}
+
+}  // namespace
+
+bool is_sparse_spec(std::string_view spec) {
+  const std::string_view name = stage_name(spec);
+  return name == "csr" || name == "bitmap";
+}
+
+const char* sparse_values_name(SparseValues v) {
+  switch (v) {
+    case SparseValues::f16:
+      return "fp16";
+    case SparseValues::bf16:
+      return "bf16";
+    case SparseValues::int8:
+      return "int8";
+    case SparseValues::int4:
+      return "int4";
+    case SparseValues::f32:
+      break;
+  }
+  return "fp32";
+}
+
+SparseSpec parse_sparse_spec(std::string_view spec, uint64_t dim) {
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  if (stages.size() != 1 || !is_sparse_spec(stages[0].name))
+    EDO_USAGE_FAIL("sparse spec '{}': expected {}", spec, kSparseGrammar);
+  SparseSpec s;
+  s.form = stages[0].name == "csr" ? SparseForm::csr : SparseForm::bitmap;
+  int rules = 0;
+  bool have_values = false;
+  for (const SpecParam& p : stages[0].params) {
+    if (p.key == "density") {
+      s.rule = SparseRule::density, s.density = parse_number<double>(spec, p.key, p.value), ++rules;
+      if (!(s.density > 0 && s.density <= 1))
+        EDO_USAGE_FAIL("sparse spec '{}': density {} is outside (0, 1]", spec, p.value);
+    } else if (p.key == "k") {
+      s.rule = SparseRule::per_row_k, s.k = parse_number<uint32_t>(spec, p.key, p.value), ++rules;
+      if (s.k == 0 || s.k > dim)
+        EDO_USAGE_FAIL("sparse spec '{}': k={} is outside 1..{} (the dimension)", spec, s.k, dim);
+    } else if (p.key == "threshold") {
+      s.rule = SparseRule::threshold, s.threshold = parse_number<float>(spec, p.key, p.value), ++rules;
+      if (!(s.threshold > 0) || !std::isfinite(s.threshold))
+        EDO_USAGE_FAIL("sparse spec '{}': threshold {} must be a finite number > 0", spec, p.value);
+    } else if (p.key == "values" && !have_values) {
+      have_values = true;
+      const std::string& v = p.value;
+      if (v == "fp32")
+        s.values = SparseValues::f32;
+      else if (v == "fp16")
+        s.values = SparseValues::f16;
+      else if (v == "bf16")
+        s.values = SparseValues::bf16;
+      else if (v == "int8")
+        s.values = SparseValues::int8;
+      else if (v == "int4")
+        s.values = SparseValues::int4;
+      else
+        EDO_USAGE_FAIL("sparse spec '{}': values={} (fp32, fp16, bf16, int8 or int4)", spec, v);
+    } else {
+      EDO_USAGE_FAIL("sparse spec '{}': unexpected parameter '{}' (expected {})", spec, p.key.empty() ? p.value : p.key,
+                     kSparseGrammar);
+    }
+  }
+  if (rules != 1) EDO_USAGE_FAIL("sparse spec '{}': give exactly one of density=, k= or threshold=", spec);
+  if (dim == 0 || dim > 65536) EDO_USAGE_FAIL("sparse spec '{}': dimension {} is outside 1..65536", spec, dim);
+  return s;
+}
+
+std::string format_sparse_spec(const SparseSpec& s) {
+  std::string out = s.form == SparseForm::csr ? "csr" : "bitmap";
+  switch (s.rule) {
+    case SparseRule::density:
+      out += fmt::format(":density={}", s.density);
+      break;
+    case SparseRule::per_row_k:
+      out += fmt::format(":k={}", s.k);
+      break;
+    case SparseRule::threshold:
+      out += fmt::format(":threshold={}", s.threshold);
+      break;
+  }
+  return out + ":values=" + sparse_values_name(s.values);
+}
+
+namespace {
+
+class SparseTier final : public TierView {
+ public:
+  SparseTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) : path_(c.path()) {
+    dim_ = c.dim();
+    stats_.name = info.name;
+    stats_.kind = TierKind::sparse;
+    stats_.rows = info.rows;
+    stats_.residency = parse_residency(info.residency).value_or(Residency::host);
+    spec_ = parse_sparse_spec(info.codec, dim_);
+    stats_.codec = format_sparse_spec(spec_);
+    if (!jt.contains("nnz") || !jt["nnz"].is_number_unsigned() || !jt.contains("offset_bytes") ||
+        !jt["offset_bytes"].is_number_unsigned())
+      fail("a sparse tier needs unsigned 'nnz' and 'offset_bytes'");
+    nnz_ = jt["nnz"].get<uint64_t>();
+    offset_bytes_ = jt["offset_bytes"].get<uint64_t>();
+    if (offset_bytes_ != 4 && offset_bytes_ != 8) fail(fmt::format("offset_bytes {} (4 or 8)", offset_bytes_));
+    if (spec_.values == SparseValues::int4 && nnz_ % 2 != 0) fail("an int4 tier stores an even number of values");
+    const bool csr = spec_.form == SparseForm::csr;
+    const bool affine = sparse_values_affine(spec_.values);
+    if (info.sections.size() != 3u + (affine ? 1u : 0u)) fail("unexpected sections for its form and values");
+    offsets_ = section(c, info, "offsets", checked_mul(info.rows + 1, offset_bytes_));
+    values_ = section(c, info, "values",
+                      spec_.values == SparseValues::int4 ? std::optional<uint64_t>(nnz_ / 2)
+                                                         : checked_mul(nnz_, sparse_value_bytes(spec_.values, 1)));
+    if (csr) {
+      index_bytes_ = sparse_index_bytes(dim_);
+      indices_ = section(c, info, "indices", checked_mul(nnz_, index_bytes_));
+    } else {
+      masks_ = section(c, info, "masks", checked_mul(info.rows, sparse_mask_bytes(dim_)));
+    }
+    if (affine) params_ = section(c, info, "params", checked_mul(info.rows, uint64_t{8}));
+    if (offset(0) != 0 || offset(info.rows) != nnz_)
+      fail(fmt::format("offsets run from {} to {}, the tier holds {} values", offset(0), offset(info.rows), nnz_));
+  }
+
+  void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    for (size_t k = 0; k < n; ++k) decode_row(local[k], out + dst[k] * dim_);
+  }
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device) const override {
+    // Sparse rows decode on the host whatever the device (FORMAT.md, "Sparse tiers").
+    for (uint64_t k = 0; k < count; ++k) decode_row(begin + k, out + k * dim_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+
+  const uint8_t* section(const io::Container& c, const io::TierInfo& info, const char* role,
+                         std::optional<uint64_t> want) {
+    const auto it = info.sections.find(role);
+    if (it == info.sections.end()) fail(fmt::format("no '{}' section", role));
+    const io::SectionView v = c.section(it->second);
+    if (!want || v.size != *want)
+      fail(fmt::format("section '{}' holds {} bytes, {} expected", it->second, v.size, want ? *want : 0));
+    stats_.bytes += v.size;
+    return v.data;
+  }
+
+  uint64_t offset(uint64_t r) const {
+    if (offset_bytes_ == 4) {
+      uint32_t o;
+      std::memcpy(&o, offsets_ + 4 * r, 4);
+      return o;
+    }
+    uint64_t o;
+    std::memcpy(&o, offsets_ + 8 * r, 8);
+    return o;
+  }
+
+  [[noreturn]] void corrupt(uint64_t r) const { fail(fmt::format("row {} is corrupt", r)); }
+
+  void decode_row(uint64_t r, float* out) const {
+    const uint64_t a = offset(r), b = offset(r + 1);
+    if (a > b || b > nnz_ || b - a > dim_ || (spec_.values == SparseValues::int4 && a % 2 != 0)) corrupt(r);
+    std::fill(out, out + dim_, 0.0f);
+    const uint8_t* params = params_ ? params_ + 8 * r : nullptr;
+    if (indices_) {
+      for (uint64_t i = a; i < b; ++i) {
+        const uint32_t j =
+            index_bytes_ == 1 ? indices_[i] : static_cast<uint32_t>(indices_[2 * i] | indices_[2 * i + 1] << 8);
+        if (j >= dim_) corrupt(r);
+        out[j] = sparse_value(spec_.values, values_, i, params);
+      }
+      return;
+    }
+    const uint64_t mb = sparse_mask_bytes(dim_);
+    const uint8_t* mask = masks_ + r * mb;
+    uint64_t bits = 0;
+    for (uint64_t byte = 0; byte < mb; ++byte) bits += static_cast<uint64_t>(std::popcount(mask[byte]));
+    if (bits != b - a || (dim_ % 8 != 0 && (mask[mb - 1] >> (dim_ % 8)) != 0)) corrupt(r);
+    uint64_t i = a;
+    for (uint64_t byte = 0; byte < mb; ++byte)
+      for (uint32_t m = mask[byte]; m != 0; m &= m - 1)
+        out[8 * byte + static_cast<uint64_t>(std::countr_zero(m))] = sparse_value(spec_.values, values_, i++, params);
+  }
+
+  std::string path_;
+  SparseSpec spec_;
+  uint64_t dim_ = 0, nnz_ = 0, offset_bytes_ = 0;
+  uint32_t index_bytes_ = 0;
+  const uint8_t *offsets_ = nullptr, *values_ = nullptr, *indices_ = nullptr, *masks_ = nullptr, *params_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<TierView> open_sparse_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) {
+  try {
+    return std::make_unique<SparseTier>(c, info, jt);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::usage) EDO_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
+    throw;
+  }
+}
+
+}  // namespace edo

@@ -1,0 +1,299 @@
+// The writing half of the sparse tier kind (sparse.hpp): which values of a
+// row are kept, how they are stored, and the sections streamed. The values
+// go straight into the file; offsets, column indices (or masks) and row
+// parameters are spooled to temporary files and copied in at the end, so
+// memory stays bounded by a block whatever the table's size.
+#include <edo/checked.hpp>
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/float16.hpp>
+#include <edo/io/table.hpp>
+#include <edo/random.hpp>
+#include <edo/sparse.hpp>
+#include <edo/table_writer.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+
+namespace edo {
+
+namespace {
+
+// An anonymous temporary file written once and read back once.
+class Spool {
+ public:
+  Spool() : file_(std::tmpfile(), &std::fclose) {
+    if (!file_) EDO_FAIL("cannot create a temporary file for a sparse tier (TMPDIR)");
+  }
+  void write(const void* data, size_t size) {
+    if (size && std::fwrite(data, 1, size, file_.get()) != size)
+      EDO_FAIL("writing a sparse tier's temporary file failed");
+    bytes_ += size;
+  }
+  uint64_t bytes() const { return bytes_; }
+  // Streams the contents to fn(data, size) in pieces.
+  template <class Fn>
+  void replay(Fn&& fn) {
+    if (std::fflush(file_.get()) != 0 || std::fseek(file_.get(), 0, SEEK_SET) != 0)
+      EDO_FAIL("reading a sparse tier's temporary file failed");
+    std::vector<uint8_t> piece(1 << 20);
+    for (uint64_t left = bytes_; left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, piece.size()));
+      if (std::fread(piece.data(), 1, n, file_.get()) != n) EDO_FAIL("reading a sparse tier's temporary file failed");
+      fn(piece.data(), n);
+      left -= n;
+    }
+  }
+
+ private:
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
+  uint64_t bytes_ = 0;
+};
+
+// Magnitude order: larger first, ties to the lower column.
+struct ByMagnitude {
+  const float* row;
+  bool operator()(uint32_t a, uint32_t b) const {
+    const float ma = std::fabs(row[a]), mb = std::fabs(row[b]);
+    return ma != mb ? ma > mb : a < b;
+  }
+};
+
+}  // namespace
+
+// The columns a row keeps, ascending: the rule's choice among its nonzero
+// values, made even for int4 (the next value in magnitude order added, or
+// the smallest kept one dropped when there is no other).
+void sparse_select(const SparseSpec& spec, float threshold, const float* row, uint32_t dim, std::vector<uint32_t>& keep,
+                   std::vector<uint32_t>& scratch) {
+  keep.clear();
+  scratch.clear();
+  for (uint32_t j = 0; j < dim; ++j)
+    if (row[j] != 0.0f) scratch.push_back(j);
+  const ByMagnitude order{row};
+  size_t count = scratch.size();
+  if (spec.rule == SparseRule::per_row_k) {
+    count = std::min<size_t>(spec.k, scratch.size());
+  } else {
+    count = static_cast<size_t>(
+        std::count_if(scratch.begin(), scratch.end(), [&](uint32_t j) { return std::fabs(row[j]) >= threshold; }));
+  }
+  if (spec.values == SparseValues::int4 && count % 2 != 0) count += count < scratch.size() ? 1 : -1;
+  std::nth_element(scratch.begin(), scratch.begin() + static_cast<long>(count), scratch.end(), order);
+  keep.assign(scratch.begin(), scratch.begin() + static_cast<long>(count));
+  std::sort(keep.begin(), keep.end());
+}
+
+namespace {
+
+class SparseTierBuilder final : public TierBuilder {
+ public:
+  SparseTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc)
+      : spec_(parse_sparse_spec(spec, dim)), dim_(static_cast<uint32_t>(dim)), enc_(enc) {
+    threshold_ = spec_.rule == SparseRule::threshold ? spec_.threshold : 0.0f;
+  }
+
+  std::string codec() const override { return format_sparse_spec(spec_); }
+  // Every value stored, at the same width and with the same row parameters.
+  uint64_t dense_bytes() const override {
+    const uint64_t row = spec_.values == SparseValues::int4 ? (dim_ + 1) / 2 : sparse_value_bytes(spec_.values, dim_);
+    return rows_ * (row + sparse_param_bytes(spec_.values));
+  }
+  bool needs_training() const override { return spec_.rule == SparseRule::density; }
+
+  // The magnitude threshold that keeps a share `density` of the sample's
+  // values: the value at that rank among (up to 2^20, evenly strided) magnitudes.
+  void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t) override {
+    check_values(x, n, row_ids);
+    const uint64_t total = n * dim_;
+    const uint64_t stride = std::max<uint64_t>(1, total >> 20);
+    std::vector<float> mags;
+    for (uint64_t i = 0; i < total; i += stride) mags.push_back(std::fabs(x[i]));
+    const auto keep = static_cast<uint64_t>(std::llround(spec_.density * static_cast<double>(mags.size())));
+    if (keep >= mags.size() || keep == 0) {
+      threshold_ = keep == 0 ? std::numeric_limits<float>::max() : 0.0f;
+      return;
+    }
+    std::nth_element(mags.begin(), mags.begin() + static_cast<long>(keep - 1), mags.end(), std::greater<>());
+    threshold_ = mags[keep - 1];
+  }
+
+  void begin(io::ContainerWriter& writer, const std::string& prefix) override {
+    recon_ = std::make_unique<RowErrorStats>(dim_);
+    writer_ = &writer;
+    writer.begin_section(prefix + "values");
+    const uint64_t zero = 0;
+    offsets_.write(&zero, sizeof zero);
+  }
+
+  void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
+    check_values(x, n, row_ids);
+    std::vector<float> decoded(dim_);
+    for (size_t i = 0; i < n; ++i) {
+      const float* row = x + i * dim_;
+      sparse_select(spec_, threshold_, row, dim_, keep_, scratch_);
+      store_row(row);
+      decode_stored(decoded.data());
+      recon_->add(row_error(row, decoded.data(), dim_));
+    }
+  }
+
+  uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
+    writer.end_section();
+    section_bytes_ = {{"values", sparse_value_bytes(spec_.values, nnz_)}};
+    const bool narrow = nnz_ <= UINT32_MAX;
+    writer.begin_section(prefix + "offsets");
+    offsets_.replay([&](const uint8_t* data, size_t size) {
+      if (!narrow) return writer.append(data, size);
+      std::vector<uint32_t> o(size / 8);
+      for (size_t k = 0; k < o.size(); ++k) {
+        uint64_t v;
+        std::memcpy(&v, data + 8 * k, 8);
+        o[k] = static_cast<uint32_t>(v);
+      }
+      writer.append(o.data(), o.size() * 4);
+    });
+    writer.end_section();
+    section_bytes_.emplace_back("offsets", offsets_.bytes() / (narrow ? 2 : 1));
+    nlohmann::json sections = {{"values", prefix + "values"}, {"offsets", prefix + "offsets"}};
+    const char* role = spec_.form == SparseForm::csr ? "indices" : "masks";
+    section_bytes_.emplace_back(role, copy_spool(writer, prefix + role, where_));
+    sections[role] = prefix + role;
+    if (sparse_values_affine(spec_.values)) {
+      section_bytes_.emplace_back("params", copy_spool(writer, prefix + "params", params_));
+      sections["params"] = prefix + "params";
+    }
+    uint64_t bytes = 0;
+    for (const auto& [role_name, b] : section_bytes_) bytes += b;
+    entry.update({{"codec", codec()},
+                  {"code_size", 0},
+                  {"sections", sections},
+                  {"nnz", nnz_},
+                  {"offset_bytes", narrow ? 4 : 8},
+                  {"density", rows_ ? static_cast<double>(nnz_) / (static_cast<double>(rows_) * dim_) : 0.0}});
+    return bytes;
+  }
+
+ private:
+  void check_values(const float* x, size_t n, const uint64_t* row_ids) const {
+    EncodeOptions enc = enc_;
+    enc.row_ids = row_ids;
+    enc.allow_nonfinite = false;
+    // fp16 values overflow from 65520 up (they would round to Inf).
+    const uint32_t limit = spec_.values == SparseValues::f16 ? 0x477ff000u : 0x7f800000u;
+    check_finite(x, n, dim_, limit, codec(), enc, false);
+  }
+
+  static uint64_t copy_spool(io::ContainerWriter& writer, const std::string& name, Spool& spool) {
+    writer.begin_section(name);
+    spool.replay([&](const uint8_t* data, size_t size) { writer.append(data, size); });
+    writer.end_section();
+    return spool.bytes();
+  }
+
+  // Appends the kept values of `row` (columns keep_) in the tier's form.
+  void store_row(const float* row) {
+    const size_t m = keep_.size();
+    values_.clear();
+    param_bytes_.fill(0);
+    switch (spec_.values) {
+      case SparseValues::f32:
+        for (uint32_t j : keep_) append_bytes(&row[j], 4);
+        break;
+      case SparseValues::f16:
+      case SparseValues::bf16:
+        for (uint32_t j : keep_) {
+          const uint16_t h =
+              spec_.values == SparseValues::f16 ? float_to_half_bits(row[j]) : float_to_bf16_bits(row[j]);
+          append_bytes(&h, 2);
+        }
+        break;
+      case SparseValues::int8:
+      case SparseValues::int4:
+        store_affine(row);
+        break;
+    }
+    writer_->append(values_.data(), values_.size());
+    nnz_ += m;
+    offsets_.write(&nnz_, sizeof nnz_);
+    if (spec_.form == SparseForm::csr) {
+      for (uint32_t j : keep_) where_.write(&j, sparse_index_bytes(dim_));  // little-endian low bytes
+    } else {
+      std::vector<uint8_t> mask(sparse_mask_bytes(dim_), 0);
+      for (uint32_t j : keep_) mask[j / 8] |= static_cast<uint8_t>(1u << (j % 8));
+      where_.write(mask.data(), mask.size());
+    }
+    if (sparse_values_affine(spec_.values)) params_.write(param_bytes_.data(), 8);
+    ++rows_;
+  }
+
+  void store_affine(const float* row) {
+    float lo = 0, hi = 0;
+    if (!keep_.empty()) lo = hi = row[keep_[0]];
+    for (uint32_t j : keep_) lo = std::min(lo, row[j]), hi = std::max(hi, row[j]);
+    const uint32_t qmax = sparse_qmax(spec_.values);
+    const math::AffineParams p = math::affine_from_range(lo, hi, qmax);
+    math::store_f32(param_bytes_.data(), p.scale);
+    math::store_f32(param_bytes_.data() + 4, p.offset);
+    const math::AffineInverse inv = math::affine_inverse(p.scale);
+    const auto q = [&](uint32_t j) {
+      return static_cast<uint8_t>(math::affine_quantize(row[j], p.offset, inv, static_cast<float>(qmax)));
+    };
+    if (spec_.values == SparseValues::int8) {
+      for (uint32_t j : keep_) values_.push_back(q(j));
+      return;
+    }
+    for (size_t i = 0; i < keep_.size(); i += 2)
+      values_.push_back(static_cast<uint8_t>(q(keep_[i]) | q(keep_[i + 1]) << 4));
+  }
+
+  void append_bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    values_.insert(values_.end(), b, b + n);
+  }
+
+  // The row just stored, decoded as a reader decodes it.
+  void decode_stored(float* out) const {
+    std::fill(out, out + dim_, 0.0f);
+    for (size_t i = 0; i < keep_.size(); ++i)
+      out[keep_[i]] = sparse_value(spec_.values, values_.data(), i, param_bytes_.data());
+  }
+
+  SparseSpec spec_;
+  uint32_t dim_;
+  EncodeOptions enc_;
+  float threshold_ = 0;
+  io::ContainerWriter* writer_ = nullptr;
+  Spool offsets_, where_, params_;
+  uint64_t nnz_ = 0, rows_ = 0;
+  std::vector<uint32_t> keep_, scratch_;
+  std::vector<uint8_t> values_;
+  std::array<uint8_t, 8> param_bytes_{};
+};
+
+}  // namespace
+
+double sparse_expected_density(const SparseSpec& spec, io::TableReader& table, uint64_t sample_rows) {
+  const uint64_t dim = table.dim();
+  if (spec.rule == SparseRule::per_row_k) return static_cast<double>(spec.k) / static_cast<double>(dim);
+  if (spec.rule == SparseRule::density) return spec.density;
+  const uint64_t rows = table.rows(), n = std::min(rows, sample_rows);
+  if (n == 0) return 0;
+  std::vector<float> row(dim);
+  uint64_t kept = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    table.read_f32(i * rows / n, 1, row.data());
+    kept += static_cast<uint64_t>(
+        std::count_if(row.begin(), row.end(), [&](float v) { return v != 0.0f && std::fabs(v) >= spec.threshold; }));
+  }
+  return static_cast<double>(kept) / static_cast<double>(n * dim);
+}
+
+std::unique_ptr<TierBuilder> make_sparse_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc) {
+  return std::make_unique<SparseTierBuilder>(spec, dim, enc);
+}
+
+}  // namespace edo

@@ -1,0 +1,107 @@
+// Reports of a written .edo file: edo-pack's tiers and residency, edo-quantize's
+// size, error and timing, as JSON and as the tools' text.
+#include <edo/edo_file.hpp>
+#include <edo/pack.hpp>
+
+#include <fmt/format.h>
+
+namespace edo {
+
+void add_residency_metrics(EvalResult& result, const PackReport& rep) {
+  const double fp32 = static_cast<double>(rep.fp32_bytes);
+  result.set("bytes_gpu", static_cast<double>(rep.gpu_bytes));
+  result.set("bytes_host", static_cast<double>(rep.host_bytes));
+  result.set("bytes_disk", static_cast<double>(rep.disk_bytes));
+  result.set("gpu_fraction", static_cast<double>(rep.gpu_bytes) / fp32);
+}
+
+nlohmann::json pack_report_json(const PackReport& rep) {
+  nlohmann::json tiers = nlohmann::json::array();
+  for (size_t i = 0; i < rep.tiers.size(); ++i) {
+    const TierWriteReport& t = rep.tiers[i];
+    tiers.push_back({{"name", t.name},
+                     {"share", share_text(rep.specs[i])},
+                     {"codec", t.codec},
+                     {"residency", residency_name(t.residency)},
+                     {"rows", t.rows},
+                     {"code_size", t.code_size},
+                     {"bytes", t.bytes},
+                     {"mass", t.mass},
+                     {"train_seconds", t.train_seconds}});
+    if (!t.sections.empty()) {
+      nlohmann::json sections = nlohmann::json::object();
+      for (const auto& [role, bytes] : t.sections) sections[role] = bytes;
+      tiers.back()["sections"] = sections;
+    }
+  }
+  return {{"rows", rep.rows},
+          {"dim", rep.dim},
+          {"row_order", rep.order},
+          {"fp32_bytes", rep.fp32_bytes},
+          {"data_bytes", rep.data_bytes},
+          {"file_bytes", rep.file_bytes},
+          {"rowmap_bytes", rep.map_bytes},
+          {"ratio", rep.ratio},
+          {"bytes_gpu", rep.gpu_bytes},
+          {"bytes_host", rep.host_bytes},
+          {"bytes_disk", rep.disk_bytes},
+          {"encode_seconds", rep.encode_seconds},
+          {"tiers", tiers}};
+}
+
+std::string pack_report_text(const PackReport& rep) {
+  const double fp32 = static_cast<double>(rep.fp32_bytes);
+  std::string s = fmt::format("  rows ordered by {}{}\n", rep.order,
+                              rep.order == "norm" ? " (no --freq: row L2 norm is the proxy for access frequency)" : "");
+  s += fmt::format("  {:<10} {:<10} {:>10} {:>8}  {:<18} {:<5} {:>12}\n", "tier", "share", "rows", "mass", "codec",
+                   "where", "bytes");
+  for (size_t i = 0; i < rep.tiers.size(); ++i) {
+    const TierWriteReport& t = rep.tiers[i];
+    s += fmt::format("  {:<10} {:<10} {:>10} {:>7.2f}%  {:<18} {:<5} {:>12}\n", t.name, share_text(rep.specs[i]),
+                     t.rows, 100.0 * t.mass, t.codec, residency_name(t.residency), t.bytes);
+    for (const auto& [role, bytes] : t.sections) s += fmt::format("  {:<10} {:<35} {:>12}\n", "", role, bytes);
+  }
+  s += fmt::format("  row map    {} bytes\n", rep.map_bytes);
+  s += fmt::format("  size       fp32 {} bytes -> file {} bytes ({:.2f}x smaller; {} bytes of data)\n", rep.fp32_bytes,
+                   rep.file_bytes, rep.ratio, rep.data_bytes);
+  s += fmt::format("  residency  gpu {} ({:.1f}% of fp32), host {} ({:.1f}%), disk {} ({:.1f}%)\n", rep.gpu_bytes,
+                   100.0 * static_cast<double>(rep.gpu_bytes) / fp32, rep.host_bytes,
+                   100.0 * static_cast<double>(rep.host_bytes) / fp32, rep.disk_bytes,
+                   100.0 * static_cast<double>(rep.disk_bytes) / fp32);
+  return s;
+}
+
+nlohmann::json quantize_report_json(const QuantizeReport& rep) {
+  return {{"codec", rep.spec},
+          {"rows", rep.rows},
+          {"dim", rep.dim},
+          {"device", rep.device},
+          {"fp32_bytes", rep.fp32_bytes},
+          {"input_bytes", rep.input_bytes},
+          {"file_bytes", rep.file_bytes},
+          {"code_size", rep.code_size},
+          {"ratio", rep.ratio},
+          {"bits_per_value", rep.bits_per_value},
+          {"rel_fro", rep.rel_frobenius},
+          {"mse", rep.mse},
+          {"cos_mean", rep.cos_mean},
+          {"cos_min", rep.cos_min},
+          {"train_seconds", rep.train_seconds},
+          {"encode_seconds", rep.encode_seconds},
+          {"encode_gb_per_s", rep.encode_gbps()}};
+}
+
+std::string quantize_report_text(const QuantizeReport& rep) {
+  std::string s = fmt::format("  codec          {} ({} bytes a row, device {})\n", rep.spec, rep.code_size, rep.device);
+  s += fmt::format("  size           {} x {}: {} bytes as fp32 -> {} bytes ({:.2f}x, {:.3g} bits a value)\n", rep.rows,
+                   rep.dim, rep.fp32_bytes, rep.file_bytes, rep.ratio, rep.bits_per_value);
+  s += fmt::format("  error          relative Frobenius {:.4g}, MSE {:.4g}, cosine mean {:.6f} min {:.6f}\n",
+                   rep.rel_frobenius, rep.mse, rep.cos_mean, rep.cos_min);
+  if (rep.train_seconds > 0) s += fmt::format("  training       {:.3f} s\n", rep.train_seconds);
+  const double rows_per_s = rep.encode_seconds > 0 ? static_cast<double>(rep.rows) / rep.encode_seconds : 0;
+  s += fmt::format("  encode         {:.3f} s ({:.3g} rows/s, {:.3g} GB/s of fp32 input)\n", rep.encode_seconds,
+                   rows_per_s, rep.encode_gbps());
+  return s;
+}
+
+}  // namespace edo

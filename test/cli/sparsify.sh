@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# edo-sparsify from the command line: value pruning in both forms, row
+# dropping with the mean fallback, the size rule and --force, bad input.
+#   sparsify.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$src/test/cli/checks.bash"
+glove="$src/data-samples/glove.6B.50d.10k.npy"
+py=/usr/bin/python3
+"$py" -c "import numpy as np; np.save('$work/zipf.npy', 1.0 / (np.arange(10000) + 1)); np.save('$work/short.npy', np.ones(5))"
+
+# fp32 values by threshold: every kept value exact, the others zero (edo-unpack reads it back).
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/t.edo" --threshold 0.4 --form csr -q --json
+expect 0 "$build/edo-unpack" "$work/t.edo" -o "$work/t.npy" -q
+"$py" - "$glove" "$work/t.npy" <<'PY' || fail "threshold round trip"
+import numpy as np, sys
+g = np.load(sys.argv[1]); y = np.load(sys.argv[2])
+want = np.where(np.abs(g) >= np.float32(0.4), g, 0).astype(np.float32)
+assert np.array_equal(want, y), np.abs(want - y).max()
+PY
+
+# --form auto picks bitmap at 30% of 50 columns (above 1/8), csr at k=3 (6%); JSON names the tier codec.
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/a.edo" --density 0.3 --values int8 -q --json
+grep -q '"codec": "bitmap:density=0.3:values=int8"' "$work/out" || fail "auto form at density 0.3: $(head -c 400 "$work/out")"
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/k.edo" --per-row-k 3 -q
+grep -q "form       csr:k=3" "$work/out" || fail "auto form at k=3: $(cat "$work/out")"
+
+# Larger than dense int8 at 70%: refused with nothing written, unless --force.
+expect 1 "$build/edo-sparsify" "$glove" -o "$work/big.edo" --density 0.7 --values int8 --form csr -q
+err_has "more than the 580000 bytes of the same rows stored dense"
+[ ! -e "$work/big.edo" ] || fail "a refused sparse file was written"
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/big.edo" --density 0.7 --values int8 --form csr -q --force
+
+# Dropping the rarest 30% of rows: they answer the access-weighted mean, and the report says how many lookups that is.
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/d.edo" --freq "$work/zipf.npy" --drop rows=30% --codec fp16 -q --json
+"$py" - "$work/out" <<'PY' || fail "drop report"
+import json, sys
+j = json.load(open(sys.argv[1]))
+t = {x["name"]: x for x in j["tiers"]}
+assert t["dropped"]["rows"] == 3000 and t["kept"]["rows"] == 7000, t
+assert 0.03 < t["dropped"]["mass"] < 0.04, t["dropped"]["mass"]
+PY
+expect 0 "$build/edo-unpack" "$work/d.edo" -o "$work/d.npy" -q
+"$py" - "$glove" "$work/d.npy" "$work/zipf.npy" <<'PY' || fail "dropped rows decode to the weighted mean"
+import numpy as np, sys
+g = np.load(sys.argv[1]); y = np.load(sys.argv[2]); f = np.load(sys.argv[3])
+dropped = np.arange(7000, 10000)  # the Zipf counts fall with the row id
+mean = (g[dropped].astype(np.float64) * f[dropped, None]).sum(0) / f[dropped].sum()
+assert np.allclose(y[dropped], mean.astype(np.float32), atol=1e-6)
+assert np.array_equal(y[:7000], g[:7000].astype(np.float16).astype(np.float32))
+PY
+
+# Bad input: one line, usage or runtime exit, nothing written.
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --density 0; err_has "outside (0, 1]"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --density 0.2 --per-row-k 4; err_has "give one of"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --per-row-k 51; err_has "k=51 is outside 1..50"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --drop rows=10%; err_has "--drop needs --freq"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop rows=100%; err_has "leaves nothing"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop rest; err_has "--drop rest"
+expect 1 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/short.npy" --drop rows=10%
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "short frequency file: $(cat "$work/err")"
+[ ! -e "$work/x.edo" ] || fail "bad input wrote a file"
+expect 0 "$build/edo-sparsify" --help
+grep -q -- "--drop" "$work/out" || fail "--help lacks --drop"
+
+[ "$failures" -eq 0 ] && echo "sparsify: ok"
+exit $((failures > 0))

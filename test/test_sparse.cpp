@@ -1,0 +1,186 @@
+// Sparse tiers (sparse.hpp): the spec, what each rule keeps, exact and
+// bounded round trips through the reader, and hostile sections.
+#include "test_util.hpp"
+
+#include <edo/float16.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/table.hpp>
+#include <edo/pack.hpp>
+#include <edo/random.hpp>
+#include <edo/reader.hpp>
+#include <edo/sparse.hpp>
+
+#include <cmath>
+#include <cstring>
+
+using edo::test::error_of;
+
+namespace {
+
+struct SparseFile {
+  edo::test::TempDir dir;
+  uint64_t rows = 300, dim;
+  std::vector<float> x;
+  std::string path = dir.file("s.edo");
+
+  // One sparse tier holding every row (a packed file with a single "rest" tier).
+  SparseFile(const std::string& spec, uint64_t d = 20) : dim(d), x(rows * d) {
+    edo::Rng rng(11);
+    for (auto& v : x) v = static_cast<float>(rng.uniform() * 2 - 1);
+    for (uint64_t j = 0; j < dim; ++j) x[5 * dim + j] = 0.0f;  // an all-zero row
+    x[6 * dim + 3] = 0.0f;
+    auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
+    w->write_f32(x.data(), rows);
+    w->commit();
+    auto table = edo::io::open_table(dir.file("t.npy"));
+    edo::PackOptions opt;
+    opt.tiers = {edo::parse_tier_spec("hot:rows=10:fp32"), edo::parse_tier_spec("all:rest:" + spec)};
+    opt.allow_larger_sparse = true;  // narrow rows: some forms here are larger than dense
+    edo::pack_to_edo(*table, path, opt);
+  }
+  std::vector<float> decoded() const {
+    const edo::Reader r = edo::Reader::open(path);
+    std::vector<float> all(rows * dim);
+    r.decode_all(all.data());
+    return all;
+  }
+  const float* row(uint64_t r) const { return x.data() + r * dim; }
+};
+
+size_t stored(const float* y, uint64_t dim) {
+  return static_cast<size_t>(std::count_if(y, y + dim, [](float v) { return v != 0.0f; }));
+}
+
+}  // namespace
+
+TEST_CASE("sparse: specs parse, print canonically and refuse what they cannot mean") {
+  const edo::SparseSpec s = edo::parse_sparse_spec("csr:density=0.25,values=int8", 50);
+  CHECK(s.form == edo::SparseForm::csr);
+  CHECK(s.rule == edo::SparseRule::density);
+  CHECK(s.density == 0.25);
+  CHECK(s.values == edo::SparseValues::int8);
+  CHECK(edo::format_sparse_spec(s) == "csr:density=0.25:values=int8");
+  CHECK(edo::format_sparse_spec(edo::parse_sparse_spec("bitmap:k=8", 50)) == "bitmap:k=8:values=fp32");
+  CHECK(edo::is_sparse_spec("csr:k=3"));
+  CHECK(!edo::is_sparse_spec("int8"));
+  for (const char* bad :
+       {"csr", "csr:density=0", "csr:density=1.5", "csr:k=0", "csr:k=51", "csr:threshold=-1", "csr:threshold=nan",
+        "csr:k=3,density=0.5", "csr:k=3,values=int2", "csr:k=3,group=2", "bitmap:density=x", "csr:3"}) {
+    CAPTURE(bad);
+    edo::ExitCode code = edo::ExitCode::ok;
+    try {
+      edo::parse_sparse_spec(bad, 50);
+    } catch (const edo::Error& e) {
+      code = e.code();
+    }
+    CHECK(code == edo::ExitCode::usage);
+  }
+}
+
+TEST_CASE("sparse: fp32 values come back exactly, the others dropped, in both forms") {
+  for (const char* spec : {"csr:threshold=0.5", "bitmap:threshold=0.5"}) {
+    CAPTURE(spec);
+    const SparseFile f(spec);
+    const std::vector<float> y = f.decoded();
+    const edo::Reader r = edo::Reader::open(f.path);
+    for (uint64_t i = 0; i < f.rows; ++i) {
+      if (r.tier_of(i) == 0) continue;  // the 10 hottest rows stay fp32 dense
+      for (uint64_t j = 0; j < f.dim; ++j) {
+        const float v = f.row(i)[j];
+        CHECK(y[i * f.dim + j] == (std::fabs(v) >= 0.5f ? v : 0.0f));
+      }
+    }
+  }
+}
+
+TEST_CASE("sparse: k per row, int4 rows even, values within half a step") {
+  for (const char* spec :
+       {"csr:k=5,values=int4", "bitmap:k=6,values=int8", "csr:k=6,values=fp16", "bitmap:k=20,values=bf16"}) {
+    CAPTURE(spec);
+    const SparseFile f(spec);
+    const edo::SparseSpec s = edo::parse_sparse_spec(spec, f.dim);
+    const std::vector<float> y = f.decoded();
+    const edo::Reader r = edo::Reader::open(f.path);
+    for (uint64_t i = 0; i < f.rows; ++i) {
+      if (r.tier_of(i) == 0) continue;
+      const float* yi = y.data() + i * f.dim;
+      const size_t nz = static_cast<size_t>(std::count_if(f.row(i), f.row(i) + f.dim, [](float v) { return v != 0; }));
+      const size_t want =
+          s.values == edo::SparseValues::int4 ? std::min<size_t>(nz, s.k + 1) & ~size_t{1} : std::min<size_t>(nz, s.k);
+      // int8/int4 may decode a kept value to 0 only when the step allows; count kept columns by the original.
+      float lo = 0, hi = 0;
+      for (uint64_t j = 0; j < f.dim; ++j) lo = std::min(lo, f.row(i)[j]), hi = std::max(hi, f.row(i)[j]);
+      const float step = (hi - lo) / static_cast<float>(s.values == edo::SparseValues::int4 ? 15 : 255);
+      size_t kept = 0;
+      for (uint64_t j = 0; j < f.dim; ++j) {
+        const float v = f.row(i)[j], got = yi[j];
+        if (got == 0.0f && s.values != edo::SparseValues::int8 && s.values != edo::SparseValues::int4) continue;
+        if (s.values == edo::SparseValues::f16)
+          CHECK(got == edo::half_bits_to_float(edo::float_to_half_bits(v)));
+        else if (s.values == edo::SparseValues::bf16)
+          CHECK(got == edo::bf16_bits_to_float(edo::float_to_bf16_bits(v)));
+        else if (got != 0.0f)
+          CHECK(std::fabs(got - v) <= 0.5f * step * 1.001f + 1e-7f);
+        kept += got != 0.0f;
+      }
+      if (s.values == edo::SparseValues::f16 || s.values == edo::SparseValues::bf16) CHECK(kept == want);
+      CHECK(kept <= want);
+      CHECK(stored(yi, f.dim) <= want);
+    }
+  }
+}
+
+TEST_CASE("sparse: density keeps about that share, and lookups equal the decoded rows") {
+  const SparseFile f("csr:density=0.3,values=fp32", 40);
+  const std::vector<float> y = f.decoded();
+  const edo::Reader r = edo::Reader::open(f.path);
+  size_t nz = 0;
+  for (uint64_t i = 0; i < f.rows; ++i)
+    if (r.tier_of(i) == 1) nz += stored(y.data() + i * f.dim, f.dim);
+  const double density = static_cast<double>(nz) / static_cast<double>((f.rows - 10) * f.dim);
+  CHECK(density == doctest::Approx(0.3).epsilon(0.1));
+  std::vector<int64_t> ids = {299, 0, 5, 6, 6, 150};
+  std::vector<float> out(ids.size() * f.dim);
+  r.lookup(ids.data(), ids.size(), out.data());
+  for (size_t k = 0; k < ids.size(); ++k)
+    CHECK(std::equal(out.begin() + static_cast<long>(k * f.dim), out.begin() + static_cast<long>((k + 1) * f.dim),
+                     y.begin() + ids[k] * static_cast<long>(f.dim)));
+}
+
+TEST_CASE("sparse: hostile offsets, indices and masks are errors at decode, never reads out of bounds") {
+  for (const char* spec : {"csr:k=4,values=int8", "bitmap:k=4,values=fp32"}) {
+    CAPTURE(spec);
+    const SparseFile f(spec);
+    const std::string bytes = edo::test::read_bytes(f.path);
+    const edo::io::Container c = edo::io::Container::open(f.path);
+    uint64_t offsets = 0, where = 0;
+    for (const auto& s : c.sections()) {
+      if (s.name == "all/offsets") offsets = s.offset;
+      if (s.name == "all/indices" || s.name == "all/masks") where = s.offset;
+    }
+    REQUIRE(offsets > 0);
+    REQUIRE(where > 0);
+    const auto expect_corrupt = [&](const std::string& hostile, const char* what) {
+      CAPTURE(what);
+      edo::test::write_bytes(f.dir.file("h.edo"), hostile);
+      const edo::Reader r = edo::Reader::open(f.dir.file("h.edo"));
+      std::vector<float> all(f.rows * f.dim);
+      const std::string msg = error_of([&] { r.decode_all(all.data()); });
+      CHECK(msg.find("tier 'all'") != std::string::npos);
+      CHECK(msg.find("is corrupt") != std::string::npos);
+    };
+    std::string h = bytes;
+    const uint32_t huge = 0x7ffffff0u;
+    std::memcpy(h.data() + offsets + 4 * 3, &huge, 4);  // row 3's end beyond the values
+    expect_corrupt(h, "offset beyond nnz");
+    h = bytes;
+    h[where] = static_cast<char>(std::string(spec).starts_with("csr") ? 200 : 0xff);  // column 200 / five more bits
+    expect_corrupt(h, "index or mask");
+    // The declared value count disagreeing with the offsets fails at open.
+    h = bytes;
+    const uint32_t zero = 1;
+    std::memcpy(h.data() + offsets, &zero, 4);
+    edo::test::write_bytes(f.dir.file("o.edo"), h);
+    CHECK(error_of([&] { edo::Reader::open(f.dir.file("o.edo")); }).find("offsets run from 1") != std::string::npos);
+  }
+}
