@@ -1,6 +1,6 @@
 // edo-sparsify: prune what a table does not need, small values inside rows
-// (a sparse tier: csr or bitmap) and the rarest rows (answered by one shared
-// vector), written as a .edo file every reader serves.
+// (a sparse tier: csr or bitmap) and the rarest rows (answered by a fallback
+// tier), written as a .edo file every reader serves.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
 
@@ -8,8 +8,10 @@
 #include <edo/io/freq.hpp>
 #include <edo/pack.hpp>
 #include <edo/sparse.hpp>
+#include <edo/sweep.hpp>
 
 #include <cmath>
+#include <cstdlib>
 
 namespace {
 
@@ -41,20 +43,60 @@ std::string kept_codec(const ValueRule& v, const std::string& codec, edo::io::Ta
   return form + ":" + rule + ",values=" + v.values;
 }
 
+// A sweep item's form `auto` replaced by the smaller form for its expected density.
+std::string resolve_auto_form(const std::string& item, edo::io::TableReader& table) {
+  if (!item.starts_with("auto:")) return item;
+  const std::string rest = item.substr(5);
+  const edo::SparseSpec spec = edo::parse_sparse_spec("csr:" + rest, table.dim());
+  const double d = edo::sparse_expected_density(spec, table, 4096);
+  return (edo::smaller_sparse_form(d, table.dim()) == edo::SparseForm::csr ? "csr:" : "bitmap:") + rest;
+}
+
+int run_sweep(const std::string& text, edo::io::TableReader& table, const edo::WriteOptions& write,
+              const edo::cli::EvalFlags& flags, uint64_t seed, bool json) {
+  std::vector<std::string> items = edo::parse_sweep(text);
+  for (std::string& item : items) {
+    item = resolve_auto_form(item, table);
+    if (!edo::is_sparse_spec(item))
+      EDO_USAGE_FAIL("--sweep item '{}': a sparse spec csr|bitmap|auto:density=D|k=K|threshold=T[,values=V]", item);
+    edo::parse_sparse_spec(item, table.dim());
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  const edo::EvalOptions eval = flags.options(table.rows(), seed, edo::Device::cpu);
+  const std::vector<edo::SweepPoint> points =
+      edo::run_sweep(table, items, {"int8", "int4", "int4:group=32"}, write, eval, tmp && *tmp ? tmp : "/tmp");
+  if (json) {
+    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
+    return 0;
+  }
+  std::vector<std::string> metrics;
+  for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
+  if (!eval.freq.empty())
+    for (uint64_t k : eval.ks) metrics.push_back(fmt::format("w.recall@{}", k));
+  metrics.push_back("cos.mean");
+  std::printf("%s: %llu x %llu, sweep of %zu specs next to dense int8 and int4\n", table.path().c_str(),
+              static_cast<unsigned long long>(table.rows()), static_cast<unsigned long long>(table.dim()),
+              items.size());
+  std::fputs(edo::sweep_text(points, metrics).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap) and/or the\n"
-      "rarest rows (answered by one shared vector, the access-weighted mean of the rows dropped). Layout and\n"
-      "which form is smaller: docs/FORMAT.md 9.3; guide: docs/PACK.md.\n\n"
+      "rarest rows (answered by a fallback: the access-weighted mean of the rows dropped, zeros, or the nearest\n"
+      "of C centroids). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide: docs/PACK.md.\n\n"
       "Examples:\n"
       "  edo-sparsify glove.npy -o glove.sp.edo --density 0.25 --values int8 --eval\n"
       "  edo-sparsify emb.npy -o emb.edo --per-row-k 16 --form bitmap --values fp16\n"
+      "  edo-sparsify glove.npy --sweep 'auto:density=0.1,values=int8;auto:density=0.3,values=int8;csr:k=8'\n"
       "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=30% --codec int8\n"
+      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=50% --fallback centroids:256 --eval\n"
       "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop mass=1% --threshold 0.05 --gate 'w.recall@10>=0.95'",
       "edo-sparsify"};
-  std::string input, output, freq_path, codec, drop;
+  std::string input, output, freq_path, codec, drop, fallback = "mean", sweep;
   ValueRule v;
   bool json = false, quiet = false, force = false, run_eval = false;
   int threads = 0;
@@ -73,7 +115,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "csr", "bitmap"}));
   app.add_option("--freq", freq_path, "Per-row access counts (npy or 'id count' text): which rows are rarest");
   app.add_option("--drop", drop, "Rows to drop, rarest first: rows=P%, rows=N or mass=P% (needs --freq)");
+  app.add_option("--fallback", fallback,
+                 "What dropped ids answer: mean (default: one vector, the access-weighted mean of the dropped rows),\n"
+                 "zero, or centroids:C (C k-means centroids of the dropped rows, each mapped to its nearest)");
   app.add_option("--codec", codec, "Codec of the kept rows when values are not pruned (default fp32)");
+  app.add_option("--sweep", sweep,
+                 "Try several value prunings in one run, nothing written: 'SPEC;SPEC;...', each csr|bitmap|auto:\n"
+                 "density=D|k=K|threshold=T[,values=V]; prints density, bytes, ratio, recall and cosine of each\n"
+                 "next to dense int8, int4 and int4:group=32 (--json: the same as JSON)");
   app.add_flag("--force", force, "Write a sparse tier even when it is larger than the dense codec at its precision");
   app.add_option("--seed", seed, "Seed for the density fit's sample and evaluation queries (default 0)");
   app.add_option("--train-rows", train_rows, "Rows sampled to fit --density's threshold (default 65536)")
@@ -86,10 +135,27 @@ int main(int argc, char** argv) {
   edo::cli::add_version_flag(app, "edo-sparsify");
 
   return edo::cli::run_tool("edo-sparsify", app, argc, argv, [&] {
+    if (!sweep.empty()) {
+      if (!output.empty() || !drop.empty() || v.density > 0 || v.per_row_k > 0 || v.threshold > 0)
+        EDO_USAGE_FAIL("--sweep writes nothing and takes its prunings from its specs: drop -o, --drop and the rules");
+      edo::cli::PathGuard paths;
+      paths.input(input);
+      eval_flags.add_paths(paths);
+      paths.check();
+      edo::cli::apply_threads(threads);
+      auto table = edo::io::open_table(input);
+      edo::WriteOptions write;
+      write.tool = "edo-sparsify";
+      write.seed = seed;
+      write.train_rows = train_rows;
+      write.allow_larger_sparse = true;  // a sweep shows the sizes, larger or not
+      return run_sweep(sweep, *table, write, eval_flags, seed, json);
+    }
     if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     if (app.count("--density") && !(v.density > 0)) EDO_USAGE_FAIL("--density {} is outside (0, 1]", v.density);
     if (!drop.empty() && freq_path.empty()) EDO_USAGE_FAIL("--drop needs --freq (which rows are rarest)");
+    if (drop.empty() && app.count("--fallback")) EDO_USAGE_FAIL("--fallback is for rows dropped with --drop");
     edo::cli::PathGuard paths;
     paths.input(input).input(freq_path).output("-o", output);
     eval_flags.add_paths(paths);
@@ -105,7 +171,10 @@ int main(int argc, char** argv) {
     const std::string kept = kept_codec(v, codec, *table, chose_form);
     opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
     if (!drop.empty()) {
-      edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":default");
+      if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids"))
+        EDO_USAGE_FAIL("--fallback {}: mean, zero or centroids:C", fallback);
+      const std::string kind = fallback == "mean" ? "default" : fallback;
+      edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":" + kind);
       if (dropped.share == edo::ShareKind::rest) EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N or mass=P%", drop);
       const double all = dropped.share == edo::ShareKind::rows_count ? static_cast<double>(table->rows()) : 100.0;
       if (dropped.value >= all) EDO_USAGE_FAIL("--drop {}: dropping every row leaves nothing to serve", drop);
@@ -116,7 +185,7 @@ int main(int argc, char** argv) {
     opt.seed = seed;
     opt.train_rows = train_rows;
     opt.allow_larger_sparse = force;
-    opt.parameters = {{"kept", kept}, {"drop", drop}, {"force", force}};
+    opt.parameters = {{"kept", kept}, {"drop", drop}, {"fallback", fallback}, {"force", force}};
     edo::cli::Progress progress("edo-sparsify", quiet);
     opt.progress = progress.callback();
 

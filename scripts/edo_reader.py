@@ -20,6 +20,8 @@ library only; --decode needs numpy.
                                          bit, opq and pca up to float rounding (sums in float64 here);
                                        - sparse tiers, csr|bitmap:RULE[,values=fp32|fp16|bf16|int8|int4]
                                          (FORMAT.md "Sparse tiers"): bit for bit, every row checked
+                                       - fallback tiers (FORMAT.md 9.4): zero, and centroids:C (the
+                                         sections' lengths checked, every index read below C)
     edo_reader.py FILE --decode OUT.npy --ids IDS
                                        the same for the rows IDS only, in that order (comma-separated
                                        row ids, or a .npy of integer ids): OUT.npy is (len(IDS), dim)
@@ -445,6 +447,12 @@ def decode_tier(data, manifest, sections, tier, local=None):
         vector = section_array(data, sections, roles["vector"], "<f4", what)
         require(vector.size == dim, "%s: vector holds %d floats, dim is %d" % (what, vector.size, dim))
         return np.broadcast_to(vector, (rows if local is None else len(local), dim))
+    if tier["codec"] == "zero":
+        require(not roles, "%s: a zero tier has no sections" % what)
+        require(tier.get("code_size", 0) == 0, "%s: a zero tier has code_size 0" % what)
+        return np.zeros((rows if local is None else len(local), dim), dtype=np.float32)
+    if parse_spec(tier["codec"])[0][0] == "centroids":
+        return decode_centroids(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     if parse_spec(tier["codec"])[0][0] in SPARSE_FORMS:
         return decode_sparse(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     codec = Codec(tier["codec"], dim)
@@ -462,6 +470,50 @@ def decode_tier(data, manifest, sections, tier, local=None):
         out[r0:r0 + 65536] = codec.decode(codes[r0:r0 + 65536] if local is None else codes[local[r0:r0 + 65536]],
                                           state)
     return out
+
+
+# ---- fallback tiers for dropped rows (FORMAT.md 9.4) ---------------------------------------
+
+MAX_CENTROIDS = 1 << 24
+
+
+def centroid_count(spec, what):
+    """C of a tier codec "centroids:C", 1 <= C <= 2^24."""
+    stages = parse_spec(spec)
+    c = 0
+    if len(stages) == 1 and stages[0][0] == "centroids" and len(stages[0][1]) == 1 and stages[0][1][0][0] == "":
+        value = stages[0][1][0][1]
+        c = int(value) if re.match(r"[0-9]+\Z", value) else 0
+    require(1 <= c <= MAX_CENTROIDS, "%s: '%s': expected centroids:C with C in 1..%d" % (what, spec, MAX_CENTROIDS))
+    return c
+
+
+def decode_centroids(data, manifest, sections, tier, local):
+    """(len(local), dim) float32: rows `local` of a centroids:C tier, row i being centroid
+    assign[i]; the sections' lengths checked first, then each index read below C."""
+    import numpy as np
+
+    dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
+    count = centroid_count(tier["codec"], what)
+    index_bytes = 1 if count <= 256 else 2 if count <= 65536 else 4
+    require(tier.get("code_size", index_bytes) == index_bytes, "%s: code_size %r, centroids:%d needs %d"
+            % (what, tier.get("code_size"), count, index_bytes))
+    roles = tier["sections"]
+    require(len(roles) == 2, "%s: a centroids tier has exactly the sections 'centroids' and 'assign'" % what)
+
+    def payload(role, size):
+        require(role in roles, "%s: no '%s' section" % (what, role))
+        off, length, _ = sections[roles[role]]
+        require(length == size, "%s: section '%s' holds %d bytes, %d expected" % (what, roles[role], length, size))
+        return np.frombuffer(data, dtype=np.uint8, count=length, offset=off)
+
+    centroids = payload("centroids", count * dim * 4).view("<f4").reshape(count, dim)
+    assign = payload("assign", rows * index_bytes).view({1: "u1", 2: "<u2", 4: "<u4"}[index_bytes])
+    local = np.asarray(local, dtype=np.int64)
+    index = assign[local].astype(np.int64)
+    for k in np.flatnonzero(index >= count)[:1]:
+        raise Invalid("%s: row %d is assigned centroid %d of %d" % (what, local[k], index[k], count))
+    return centroids[index].astype(np.float32)
 
 
 # ---- sparse tiers (FORMAT.md "Sparse tiers") ----------------------------------------------

@@ -184,3 +184,76 @@ TEST_CASE("sparse: hostile offsets, indices and masks are errors at decode, neve
     CHECK(error_of([&] { edo::Reader::open(f.dir.file("o.edo")); }).find("offsets run from 1") != std::string::npos);
   }
 }
+
+TEST_CASE("fallbacks: zero and centroids tiers answer dropped rows, hostile indices are errors") {
+  edo::test::TempDir dir;
+  const uint64_t rows = 400, dim = 6;
+  std::vector<float> x(rows * dim);
+  edo::Rng rng(21);
+  for (auto& v : x) v = static_cast<float>(rng.uniform() * 2 - 1);
+  auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
+  w->write_f32(x.data(), rows);
+  w->commit();
+  auto table = edo::io::open_table(dir.file("t.npy"));
+  std::vector<double> freq(rows);
+  for (uint64_t r = 0; r < rows; ++r) freq[r] = 1.0 / static_cast<double>(r + 1);  // rows 280.. are the rarest 30%
+  const auto pack = [&](const std::string& fallback, const std::string& name) {
+    edo::PackOptions opt;
+    opt.tiers = {edo::parse_tier_spec("kept:rest:fp32"), edo::parse_tier_spec("dropped:rows=30%:" + fallback)};
+    opt.freq = freq;
+    const edo::PackReport rep = edo::pack_to_edo(*table, dir.file(name), opt);
+    const edo::Reader r = edo::Reader::open(dir.file(name));
+    std::vector<float> all(rows * dim);
+    r.decode_all(all.data());
+    return std::make_pair(rep, all);
+  };
+  const auto [zrep, zero] = pack("zero", "z.edo");
+  CHECK(zrep.tiers[1].bytes == 0);
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t j = 0; j < dim; ++j) CHECK(zero[r * dim + j] == (r < 280 ? x[r * dim + j] : 0.0f));
+
+  const auto [crep, cent] = pack("centroids:8", "c.edo");
+  CHECK(crep.tiers[1].codec == "centroids:8");
+  CHECK(crep.tiers[1].bytes == 120 * 1 + 8 * dim * 4);
+  // Every dropped row decodes to one of 8 vectors, and to the nearest of them.
+  std::vector<std::vector<float>> seen;
+  for (uint64_t r = 280; r < rows; ++r) {
+    std::vector<float> v(cent.begin() + static_cast<long>(r * dim), cent.begin() + static_cast<long>((r + 1) * dim));
+    if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+  }
+  CHECK(seen.size() <= 8);
+  CHECK(seen.size() >= 2);
+  for (uint64_t r = 280; r < rows; ++r) {
+    const auto d2 = [&](const std::vector<float>& c) {
+      double s = 0;
+      for (uint64_t j = 0; j < dim; ++j) s += (x[r * dim + j] - c[j]) * (x[r * dim + j] - c[j]);
+      return s;
+    };
+    const std::vector<float> mine(cent.begin() + static_cast<long>(r * dim),
+                                  cent.begin() + static_cast<long>((r + 1) * dim));
+    for (const auto& c : seen) CHECK(d2(mine) <= d2(c) + 1e-6);
+  }
+  // An index past C is an error at decode.
+  const edo::io::Container c = edo::io::Container::open(dir.file("c.edo"));
+  uint64_t assign = 0;
+  for (const auto& s : c.sections())
+    if (s.name == "dropped/assign") assign = s.offset;
+  REQUIRE(assign > 0);
+  std::string bytes = edo::test::read_bytes(dir.file("c.edo"));
+  bytes[assign + 5] = static_cast<char>(8);
+  edo::test::write_bytes(dir.file("h.edo"), bytes);
+  const edo::Reader h = edo::Reader::open(dir.file("h.edo"));
+  std::vector<float> all(rows * dim);
+  CHECK(error_of([&] { h.decode_all(all.data()); }).find("is assigned centroid 8 of 8") != std::string::npos);
+  // More centroids than the tier has rows to fit: a usage error, nothing written.
+  edo::PackOptions opt;
+  opt.tiers = {edo::parse_tier_spec("kept:rest:fp32"), edo::parse_tier_spec("dropped:rows=5:centroids:8")};
+  opt.freq = freq;
+  CHECK(error_of([&] { edo::pack_to_edo(*table, dir.file("few.edo"), opt); }).find("at least 8 rows") !=
+        std::string::npos);
+  for (const char* bad : {"centroids", "centroids:0", "centroids:x", "centroids:k=3", "zero:1"}) {
+    CAPTURE(bad);
+    opt.tiers[1] = edo::parse_tier_spec(std::string("dropped:rows=50:") + bad);
+    CHECK_THROWS_AS(edo::check_tier_specs(opt.tiers, rows, dim), edo::Error);
+  }
+}

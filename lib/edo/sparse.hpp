@@ -17,11 +17,8 @@
 #include <edo/codec_math.hpp>
 #include <edo/float16.hpp>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,11 +26,8 @@
 namespace edo {
 
 namespace io {
-class Container;
 class TableReader;
-struct TierInfo;
 }  // namespace io
-class TierView;
 
 enum class SparseForm : uint8_t { csr, bitmap };
 enum class SparseValues : uint8_t { f32, f16, bf16, int8, int4 };
@@ -79,8 +73,8 @@ inline uint32_t sparse_param_bytes(SparseValues v) { return sparse_values_affine
 inline uint32_t sparse_index_bytes(uint64_t dim) { return dim <= 256 ? 1u : 2u; }
 inline uint64_t sparse_mask_bytes(uint64_t dim) { return (dim + 7) / 8; }
 
-// Value i of a row's stored values (`params`: the row's affine pair, or null).
-EDO_HD inline float sparse_value(SparseValues v, const uint8_t* values, uint64_t i, const uint8_t* params) {
+// Value i of a row's stored values, `p` the row's affine pair (int8/int4).
+EDO_HD inline float sparse_value(SparseValues v, const uint8_t* values, uint64_t i, math::AffineParams p) {
   switch (v) {
     case SparseValues::f32: {
       float f;
@@ -94,11 +88,16 @@ EDO_HD inline float sparse_value(SparseValues v, const uint8_t* values, uint64_t
       return v == SparseValues::f16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
     }
     case SparseValues::int8:
-      return math::affine_dequantize(values[i], math::load_affine(params, 0));
+      return math::affine_dequantize(values[i], p);
     case SparseValues::int4:
       break;
   }
-  return math::affine_dequantize((values[i / 2] >> (4 * (i % 2))) & 0xfu, math::load_affine(params, 0));
+  return math::affine_dequantize((values[i / 2] >> (4 * (i % 2))) & 0xfu, p);
+}
+
+// The row's affine pair from its `params` entry (null: values are floats).
+EDO_HD inline math::AffineParams sparse_row_params(const uint8_t* params) {
+  return params ? math::load_affine(params, 0) : math::AffineParams{0.0f, 0.0f};
 }
 
 // The columns a row keeps, ascending (the writer's rule, edo_store):
@@ -120,8 +119,5 @@ inline SparseForm smaller_sparse_form(double density, uint64_t dim) {
 // or for a threshold the share measured on up to `sample_rows` rows of
 // `table` spread over it.
 double sparse_expected_density(const SparseSpec& spec, io::TableReader& table, uint64_t sample_rows);
-
-// The reader's view of a sparse tier (open_tier calls it for TierKind::sparse).
-std::unique_ptr<TierView> open_sparse_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
 
 }  // namespace edo

@@ -86,6 +86,10 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
 // error on a bad spec.
 std::unique_ptr<TierBuilder> make_sparse_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc);
 
+// The builder of a "zero" or "centroids:C" tier (the dropped rows' fallbacks).
+std::unique_ptr<TierBuilder> make_fallback_tier_builder(TierKind kind, const std::string& spec, uint64_t dim,
+                                                        const EncodeOptions& enc);
+
 // One tier of a table to write.
 struct TierPlan {
   std::string name;

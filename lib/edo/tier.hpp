@@ -41,10 +41,18 @@ enum class TierKind : uint8_t {
   codec,          // one code of a fixed size per row, from any registry codec
   shared_vector,  // "default": one vector that every row of the tier shares
   sparse,         // "csr:..." or "bitmap:...": rows pruned to their largest values (sparse.hpp)
+  zero,           // "zero": every row of the tier decodes to zeros (dropped rows' fallback)
+  centroids,      // "centroids:C": C shared vectors, each row mapped to one (dropped rows' fallback)
 };
 TierKind tier_kind_of(std::string_view codec_field);
-// The manifest word of a kind that is not a codec spec (nullptr for codec).
+// The manifest word of a kind that is not a codec spec ("default", "zero",
+// "centroids"; nullptr for codec and sparse, whose field is a spec).
 const char* tier_kind_word(TierKind kind);
+// C of a "centroids:C" field (1 <= C <= kMaxCentroids); usage error otherwise.
+inline constexpr uint64_t kMaxCentroids = uint64_t{1} << 24;
+uint64_t centroid_count(std::string_view codec_field);
+// Bytes of a row's index into C centroids: 1 up to 256, 2 up to 65536, else 4.
+uint32_t centroid_index_bytes(uint64_t centroids);
 
 struct TierStats {
   std::string name;

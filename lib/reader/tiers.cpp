@@ -1,5 +1,7 @@
 // The tier kinds a reader opens (a codec's code rows, one shared vector) and
 // the id maps (identity, the packed row map).
+#include "tier_kinds.hpp"
+
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
@@ -33,10 +35,26 @@ const char* residency_name(Residency r) {
 
 TierKind tier_kind_of(std::string_view codec_field) {
   if (codec_field == tier_kind_word(TierKind::shared_vector)) return TierKind::shared_vector;
+  if (codec_field == tier_kind_word(TierKind::zero)) return TierKind::zero;
+  if (codec_field.substr(0, codec_field.find_first_of(":,")) == tier_kind_word(TierKind::centroids))
+    return TierKind::centroids;
   return is_sparse_spec(codec_field) ? TierKind::sparse : TierKind::codec;
 }
 
-const char* tier_kind_word(TierKind kind) { return kind == TierKind::shared_vector ? "default" : nullptr; }
+const char* tier_kind_word(TierKind kind) {
+  switch (kind) {
+    case TierKind::shared_vector:
+      return "default";
+    case TierKind::zero:
+      return "zero";
+    case TierKind::centroids:
+      return "centroids";
+    case TierKind::codec:
+    case TierKind::sparse:
+      break;
+  }
+  return nullptr;
+}
 
 namespace {
 
@@ -283,6 +301,10 @@ std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& 
       return std::make_unique<SharedVectorTier>(c, info);
     case TierKind::sparse:
       return open_sparse_tier(c, info, jt);
+    case TierKind::zero:
+      return open_zero_tier(c, info);
+    case TierKind::centroids:
+      return open_centroid_tier(c, info);
     case TierKind::codec:
       break;
   }

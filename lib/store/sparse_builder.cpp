@@ -13,6 +13,7 @@
 #include <edo/table_writer.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -130,6 +131,7 @@ class SparseTierBuilder final : public TierBuilder {
   }
 
   void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
+    const auto t0 = std::chrono::steady_clock::now();
     check_values(x, n, row_ids);
     std::vector<float> decoded(dim_);
     for (size_t i = 0; i < n; ++i) {
@@ -139,6 +141,8 @@ class SparseTierBuilder final : public TierBuilder {
       decode_stored(decoded.data());
       recon_->add(row_error(row, decoded.data(), dim_));
     }
+    flush_block();
+    encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
   uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
@@ -216,18 +220,35 @@ class SparseTierBuilder final : public TierBuilder {
         store_affine(row);
         break;
     }
-    writer_->append(values_.data(), values_.size());
+    block_.values.insert(block_.values.end(), values_.begin(), values_.end());
     nnz_ += m;
-    offsets_.write(&nnz_, sizeof nnz_);
+    block_.offsets.push_back(nnz_);
     if (spec_.form == SparseForm::csr) {
-      for (uint32_t j : keep_) where_.write(&j, sparse_index_bytes(dim_));  // little-endian low bytes
+      const uint32_t ib = sparse_index_bytes(dim_);
+      for (uint32_t j : keep_)
+        for (uint32_t b = 0; b < ib; ++b) block_.where.push_back(static_cast<uint8_t>(j >> (8 * b)));  // little-endian
     } else {
-      std::vector<uint8_t> mask(sparse_mask_bytes(dim_), 0);
-      for (uint32_t j : keep_) mask[j / 8] |= static_cast<uint8_t>(1u << (j % 8));
-      where_.write(mask.data(), mask.size());
+      const size_t at = block_.where.size();
+      block_.where.resize(at + sparse_mask_bytes(dim_), 0);
+      for (uint32_t j : keep_) block_.where[at + j / 8] |= static_cast<uint8_t>(1u << (j % 8));
     }
-    if (sparse_values_affine(spec_.values)) params_.write(param_bytes_.data(), 8);
+    if (sparse_values_affine(spec_.values))
+      block_.params.insert(block_.params.end(), param_bytes_.begin(), param_bytes_.end());
     ++rows_;
+  }
+
+  // A block's sections, written once per add(): one write per section, not per row.
+  struct BlockBuffers {
+    std::vector<uint8_t> values, where, params;
+    std::vector<uint64_t> offsets;
+    void clear() { values.clear(), where.clear(), params.clear(), offsets.clear(); }
+  };
+  void flush_block() {
+    writer_->append(block_.values.data(), block_.values.size());
+    offsets_.write(block_.offsets.data(), block_.offsets.size() * sizeof(uint64_t));
+    where_.write(block_.where.data(), block_.where.size());
+    params_.write(block_.params.data(), block_.params.size());
+    block_.clear();
   }
 
   void store_affine(const float* row) {
@@ -259,7 +280,7 @@ class SparseTierBuilder final : public TierBuilder {
   void decode_stored(float* out) const {
     std::fill(out, out + dim_, 0.0f);
     for (size_t i = 0; i < keep_.size(); ++i)
-      out[keep_[i]] = sparse_value(spec_.values, values_.data(), i, param_bytes_.data());
+      out[keep_[i]] = sparse_value(spec_.values, values_.data(), i, sparse_row_params(param_bytes_.data()));
   }
 
   SparseSpec spec_;
@@ -272,6 +293,7 @@ class SparseTierBuilder final : public TierBuilder {
   std::vector<uint32_t> keep_, scratch_;
   std::vector<uint8_t> values_;
   std::array<uint8_t, 8> param_bytes_{};
+  BlockBuffers block_;
 };
 
 }  // namespace

@@ -325,6 +325,9 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
       return std::make_unique<SharedVectorTierBuilder>(dim, enc);
     case TierKind::sparse:
       return make_sparse_tier_builder(codec_field, dim, enc);
+    case TierKind::zero:
+    case TierKind::centroids:
+      return make_fallback_tier_builder(tier_kind_of(codec_field), codec_field, dim, enc);
     case TierKind::codec:
       break;
   }

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The independent Python reader (scripts/edo_reader.py --decode) against the C++
 # one (edo-unpack): one-tier files of every codec family, tiered files from
-# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers), rows
-# by id (--ids), the committed golden files, and corrupt row maps, state and sparse
-# rows that the reader must refuse (sparse rows: with edo-unpack's very message).
-# Scalar codecs, default and sparse tiers decode bit for bit; pq and rq too (a lookup,
+# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, zero and
+# centroids fallback tiers), rows by id (--ids), the committed golden files, and corrupt
+# row maps, state, sparse rows and centroid indices that the reader must refuse (sparse
+# rows and centroid indices: with edo-unpack's very message).
+# Scalar codecs, default, sparse and fallback tiers decode bit for bit; pq and rq too (a lookup,
 # and float32 sums in the order FORMAT.md gives); opq and pca (float sums in
 # another order) within max |py - C++| <= 1e-5 * max |C++|.
 # usage: py_reader.sh BUILD_DIR SOURCE_DIR
@@ -94,6 +95,19 @@ decode wide exact
 decode_ids wide wide_ids.npy exact
 expect 1 "$py" "$reader" "$work/sparse.edo" --decode "$work/x.npy" --ids 3,2000
 err_has "sparse.edo: row id 2000 is out of range (the table has 2000 rows)"
+
+# --- fallback tiers for dropped rows: zero, and centroids with 1- and 2-byte indices
+expect 0 "$K" "$g" -o "$work/zero.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier kept:rest:int8 --tier dropped:rows=30%:zero
+expect 0 "$K" "$g" -o "$work/cent.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier kept:rest:fp16 --tier dropped:rows=40%:centroids:32
+# 300 centroids over 1000 rows: assign entries of two bytes
+expect 0 "$K" "$g" -o "$work/cent300.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier kept:rest:fp16 --tier dropped:rows=50%:centroids:300
+for name in zero cent cent300; do
+  decode "$name" exact
+  decode_ids "$name" ids.npy exact
+done
 
 # --- golden files (written by older tools; packed.edo has no local indices)
 for f in "$src"/test/data/golden/*.edo; do
@@ -190,6 +204,11 @@ reseal "$B" "$work/s7.edo" a/masks \
 refuse s7 "tier 'a': row 0 is corrupt"
 reseal "$B" "$work/s8.edo" a/offsets "<u4:p[3] += 1"; refuse s8 "tier 'a': row 2 is corrupt"
 reseal "$work/wide.edo" "$work/s9.edo" a/indices "<u2:p[100] = 300"; refuse s9 "tier 'a': row 5 is corrupt"
+# Centroid indices out of range (one byte and two): both readers refuse, with the same message.
+reseal "$work/cent.edo" "$work/c1.edo" dropped/assign "u1:p[5] = 32"
+refuse c1 "tier 'dropped': row 5 is assigned centroid 32 of 32"
+reseal "$work/cent300.edo" "$work/c2.edo" dropped/assign "<u2:p[777] = 65535"
+refuse c2 "tier 'dropped': row 777 is assigned centroid 65535 of 300"
 [ ! -e "$work/x.npy" ] || fail "a refused file left an output"
 
 [ "$failures" = 0 ] || { echo "py_reader: $failures failure(s)"; exit 1; }

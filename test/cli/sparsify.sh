@@ -53,6 +53,37 @@ assert np.allclose(y[dropped], mean.astype(np.float32), atol=1e-6)
 assert np.array_equal(y[:7000], g[:7000].astype(np.float16).astype(np.float32))
 PY
 
+# The other fallbacks: zeros, and the nearest of C centroids of the dropped rows.
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/z.edo" --freq "$work/zipf.npy" --drop mass=2% --fallback zero -q --json
+grep -q '"codec": "zero"' "$work/out" || fail "zero fallback: $(head -c 400 "$work/out")"
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/c.edo" --freq "$work/zipf.npy" --drop rows=40% --fallback centroids:16 -q
+grep -q "centroids:16" "$work/out" || fail "centroids fallback: $(cat "$work/out")"
+expect 0 "$build/edo-unpack" "$work/c.edo" -o "$work/c.npy" -q
+"$py" -c "
+import numpy as np
+y = np.load('$work/c.npy')
+assert len(np.unique(y[6000:], axis=0)) <= 16, 'more than 16 vectors among the dropped rows'
+" || fail "centroid rows"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop rows=10% --fallback nearest
+err_has "mean, zero or centroids:C"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --density 0.5 --fallback zero; err_has "--fallback is for rows dropped"
+
+# A sweep: every spec and the dense baselines, nothing left behind in TMPDIR.
+mkdir -p "$work/tmp"
+TMPDIR="$work/tmp" expect 0 "$build/edo-sparsify" "$glove" --sweep 'auto:density=0.2,values=int8;csr:k=5' --k 10 \
+  --queries 200 --json -q
+"$py" - "$work/out" <<'PY' || fail "sweep JSON"
+import json, sys
+s = json.load(open(sys.argv[1]))["sweep"]
+assert [p["spec"] for p in s] == ["bitmap:density=0.2:values=int8", "csr:k=5:values=fp32", "int8", "int4", "int4:group=32"], s
+assert abs(s[0]["density"] - 0.2) < 0.02 and s[2]["density"] == 1 and s[2]["baseline"]
+assert all(0 <= p["eval"]["recall@10"] <= 1 and p["file_bytes"] > 0 for p in s)
+PY
+[ -z "$(ls "$work/tmp")" ] || fail "the sweep left files in TMPDIR: $(ls "$work/tmp")"
+expect 2 "$build/edo-sparsify" "$glove" --sweep 'csr:k=5;;int8'; err_has "an empty item"
+expect 2 "$build/edo-sparsify" "$glove" --sweep 'int8'; err_has "a sparse spec"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --sweep 'csr:k=5'; err_has "--sweep writes nothing"
+
 # Bad input: one line, usage or runtime exit, nothing written.
 expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --density 0; err_has "outside (0, 1]"
 expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --density 0.2 --per-row-k 4; err_has "give one of"

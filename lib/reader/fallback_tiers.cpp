@@ -1,0 +1,124 @@
+// The fallback kinds for dropped rows (docs/FORMAT.md 9.4): "zero", which
+// stores nothing, and "centroids:C", C shared vectors with each row's index
+// among them. (The third, "default", one shared vector, is in tiers.cpp.)
+#include "tier_kinds.hpp"
+
+#include <edo/checked.hpp>
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+namespace edo {
+
+uint64_t centroid_count(std::string_view codec_field) {
+  const std::vector<SpecStage> stages = parse_spec(codec_field);
+  uint64_t c = 0;
+  if (stages.size() == 1 && stages[0].name == "centroids" && stages[0].params.size() == 1 &&
+      stages[0].params[0].key.empty()) {
+    const std::string& v = stages[0].params[0].value;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), c);
+    if (ec != std::errc() || end != v.data() + v.size()) c = 0;
+  }
+  if (c == 0 || c > kMaxCentroids)
+    EDO_USAGE_FAIL("'{}': expected centroids:C with C in 1..{}", codec_field, kMaxCentroids);
+  return c;
+}
+
+uint32_t centroid_index_bytes(uint64_t centroids) { return centroids <= 256 ? 1u : centroids <= 65536 ? 2u : 4u; }
+
+namespace {
+
+TierStats fallback_stats(const io::TierInfo& info, TierKind kind) {
+  TierStats s;
+  s.name = info.name;
+  s.kind = kind;
+  s.rows = info.rows;
+  s.residency = parse_residency(info.residency).value_or(Residency::host);
+  return s;
+}
+
+class ZeroTier final : public TierView {
+ public:
+  ZeroTier(const io::Container& c, const io::TierInfo& info) : dim_(c.dim()) {
+    stats_ = fallback_stats(info, TierKind::zero);
+    stats_.codec = tier_kind_word(TierKind::zero);
+    if (!info.sections.empty()) EDO_FAIL("{}: tier '{}': a zero tier has no sections", c.path(), info.name);
+  }
+  void gather(const uint64_t*, const uint64_t* dst, size_t n, float* out) const override {
+    for (size_t k = 0; k < n; ++k) std::fill(out + dst[k] * dim_, out + (dst[k] + 1) * dim_, 0.0f);
+  }
+  void decode_range(uint64_t, uint64_t count, float* out, Device) const override {
+    std::fill(out, out + count * dim_, 0.0f);
+  }
+
+ private:
+  uint64_t dim_;
+};
+
+class CentroidTier final : public TierView {
+ public:
+  CentroidTier(const io::Container& c, const io::TierInfo& info) : path_(c.path()), dim_(c.dim()) {
+    stats_ = fallback_stats(info, TierKind::centroids);
+    try {
+      count_ = centroid_count(info.codec);
+    } catch (const Error& e) {
+      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+    }
+    stats_.codec = fmt::format("centroids:{}", count_);
+    index_bytes_ = centroid_index_bytes(count_);
+    stats_.code_size = index_bytes_;
+    if (info.sections.size() != 2) fail("a centroids tier has exactly the sections 'centroids' and 'assign'");
+    const io::SectionView cv = section(c, info, "centroids", checked_mul(count_, dim_ * sizeof(float)));
+    centroids_.resize(count_ * dim_);  // copied: the mapping's alignment is only the section's
+    std::memcpy(centroids_.data(), cv.data, cv.size);
+    assign_ = section(c, info, "assign", checked_mul(info.rows, index_bytes_)).data;
+  }
+  void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    for (size_t k = 0; k < n; ++k) copy_row(local[k], out + dst[k] * dim_);
+  }
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device) const override {
+    for (uint64_t k = 0; k < count; ++k) copy_row(begin + k, out + k * dim_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+
+  io::SectionView section(const io::Container& c, const io::TierInfo& info, const char* role,
+                          std::optional<uint64_t> want) {
+    const auto it = info.sections.find(role);
+    if (it == info.sections.end()) fail(fmt::format("no '{}' section", role));
+    const io::SectionView v = c.section(it->second);
+    if (!want || v.size != *want)
+      fail(fmt::format("section '{}' holds {} bytes, {} expected", it->second, v.size, want ? *want : 0));
+    stats_.bytes += v.size;
+    return v;
+  }
+
+  void copy_row(uint64_t r, float* out) const {
+    uint32_t index = 0;
+    std::memcpy(&index, assign_ + r * index_bytes_, index_bytes_);  // little-endian low bytes
+    if (index >= count_) fail(fmt::format("row {} is assigned centroid {} of {}", r, index, count_));
+    std::memcpy(out, centroids_.data() + index * dim_, dim_ * sizeof(float));
+  }
+
+  std::string path_;
+  uint64_t dim_, count_ = 0;
+  uint32_t index_bytes_ = 0;
+  std::vector<float> centroids_;
+  const uint8_t* assign_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<TierView> open_zero_tier(const io::Container& c, const io::TierInfo& info) {
+  return std::make_unique<ZeroTier>(c, info);
+}
+
+std::unique_ptr<TierView> open_centroid_tier(const io::Container& c, const io::TierInfo& info) {
+  return std::make_unique<CentroidTier>(c, info);
+}
+
+}  // namespace edo
