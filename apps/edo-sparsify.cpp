@@ -10,6 +10,8 @@
 #include <edo/sparse.hpp>
 #include <edo/sweep.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -41,6 +43,24 @@ std::string kept_codec(const ValueRule& v, const std::string& codec, edo::io::Ta
     form = edo::smaller_sparse_form(d, table.dim()) == edo::SparseForm::csr ? "csr" : "bitmap";
   }
   return form + ":" + rule + ",values=" + v.values;
+}
+
+// `count<N` as the share it names, `rows=M`: the M rows looked up fewer than
+// N times, which are the coldest M of the hot order. Empty (nothing to drop,
+// said on stderr) when there are none.
+std::string rows_below_count(const std::string& drop, const std::vector<double>& freq) {
+  const std::string n_text = drop.substr(6);
+  double n = 0;
+  const auto [end, ec] = std::from_chars(n_text.data(), n_text.data() + n_text.size(), n);
+  if (ec != std::errc() || end != n_text.data() + n_text.size() || !(n > 0))
+    EDO_USAGE_FAIL("--drop {}: count<N takes a number N > 0", drop);
+  const auto m = static_cast<uint64_t>(std::count_if(freq.begin(), freq.end(), [&](double f) { return f < n; }));
+  if (m == 0) {
+    std::fprintf(stderr, "edo-sparsify: --drop %s: no row is looked up fewer than %g times; nothing dropped\n",
+                 drop.c_str(), n);
+    return "";
+  }
+  return fmt::format("rows={}", m);
 }
 
 // A sweep item's form `auto` replaced by the smaller form for its expected density.
@@ -114,7 +134,9 @@ int main(int argc, char** argv) {
   app.add_option("--form", v.form, "auto (the smaller for the expected density, default), csr or bitmap")
       ->check(CLI::IsMember({"auto", "csr", "bitmap"}));
   app.add_option("--freq", freq_path, "Per-row access counts (npy or 'id count' text): which rows are rarest");
-  app.add_option("--drop", drop, "Rows to drop, rarest first: rows=P%, rows=N or mass=P% (needs --freq)");
+  app.add_option("--drop", drop,
+                 "Rows to drop, rarest first: rows=P%, rows=N, mass=P% or count<N (looked up fewer than N times);\n"
+                 "needs --freq");
   app.add_option("--fallback", fallback,
                  "What dropped ids answer: mean (default: one vector, the access-weighted mean of the dropped rows),\n"
                  "zero, or centroids:C (C k-means centroids of the dropped rows, each mapped to its nearest)");
@@ -170,18 +192,20 @@ int main(int argc, char** argv) {
     bool chose_form = false;
     const std::string kept = kept_codec(v, codec, *table, chose_form);
     opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
+    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
+    if (drop.starts_with("count<")) drop = rows_below_count(drop, opt.freq);
     if (!drop.empty()) {
       if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids"))
         EDO_USAGE_FAIL("--fallback {}: mean, zero or centroids:C", fallback);
       const std::string kind = fallback == "mean" ? "default" : fallback;
       edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":" + kind);
-      if (dropped.share == edo::ShareKind::rest) EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N or mass=P%", drop);
+      if (dropped.share == edo::ShareKind::rest)
+        EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N, mass=P% or count<N", drop);
       const double all = dropped.share == edo::ShareKind::rows_count ? static_cast<double>(table->rows()) : 100.0;
       if (dropped.value >= all) EDO_USAGE_FAIL("--drop {}: dropping every row leaves nothing to serve", drop);
       opt.tiers.push_back(dropped);
     }
     edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
-    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
     opt.seed = seed;
     opt.train_rows = train_rows;
     opt.allow_larger_sparse = force;

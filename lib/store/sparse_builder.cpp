@@ -106,13 +106,13 @@ class SparseTierBuilder final : public TierBuilder {
   bool needs_training() const override { return spec_.rule == SparseRule::density; }
 
   // The magnitude threshold that keeps a share `density` of the sample's
-  // values: the value at that rank among (up to 2^20, evenly strided) magnitudes.
-  void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t) override {
+  // values: the value at that rank among up to 2^20 of its magnitudes, drawn
+  // with the seed (a fixed stride could fall on one column).
+  void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed) override {
     check_values(x, n, row_ids);
-    const uint64_t total = n * dim_;
-    const uint64_t stride = std::max<uint64_t>(1, total >> 20);
-    std::vector<float> mags;
-    for (uint64_t i = 0; i < total; i += stride) mags.push_back(std::fabs(x[i]));
+    const std::vector<uint64_t> pick = sample_indices(n * dim_, uint64_t{1} << 20, seed);
+    std::vector<float> mags(pick.size());
+    for (size_t k = 0; k < pick.size(); ++k) mags[k] = std::fabs(x[pick[k]]);
     const auto keep = static_cast<uint64_t>(std::llround(spec_.density * static_cast<double>(mags.size())));
     if (keep >= mags.size() || keep == 0) {
       threshold_ = keep == 0 ? std::numeric_limits<float>::max() : 0.0f;

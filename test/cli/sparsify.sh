@@ -53,6 +53,17 @@ assert np.allclose(y[dropped], mean.astype(np.float32), atol=1e-6)
 assert np.array_equal(y[:7000], g[:7000].astype(np.float16).astype(np.float32))
 PY
 
+# count<N: the rows looked up fewer than N times (Zipf counts 1/(r+1) < 0.001 for r >= 1000).
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/n.edo" --freq "$work/zipf.npy" --drop 'count<0.001' -q --json
+"$py" -c "
+import json; t = {x['name']: x for x in json.load(open('$work/out'))['tiers']}
+assert t['dropped']['rows'] == 9000, t
+" || fail "count<N"
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/n.edo" --freq "$work/zipf.npy" --drop 'count<1e-9' -q
+grep -q "nothing dropped" "$work/err" || fail "count<N with no row below N: $(cat "$work/err")"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop 'count<x'; err_has "count<N takes"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop 'count<2'; err_has "leaves nothing"
+
 # The other fallbacks: zeros, and the nearest of C centroids of the dropped rows.
 expect 0 "$build/edo-sparsify" "$glove" -o "$work/z.edo" --freq "$work/zipf.npy" --drop mass=2% --fallback zero -q --json
 grep -q '"codec": "zero"' "$work/out" || fail "zero fallback: $(head -c 400 "$work/out")"
