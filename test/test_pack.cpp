@@ -357,4 +357,19 @@ TEST_CASE("pack: the planner finds the smallest plan that meets the budget, and 
   CHECK(none.chosen < 0);
   CHECK(none.over_cap == none.candidates);
   CHECK_THROWS_AS(edo::plan_config(none), edo::Error);
+
+  // A zero tier is a candidate like any other: no bytes, and what its rows cost measured.
+  opt.max_bytes = 0;
+  opt.codecs = {"fp32", "zero"};
+  opt.budget = {edo::parse_gate("recall@10>=0.5")};
+  const edo::PlanResult z = edo::plan_tiers(*table, opt);
+  bool saw_zero = false;
+  for (const auto& c : z.tried) {
+    if (c.tiers.size() < 2 || c.tiers.back().codec != "zero") continue;
+    saw_zero = true;
+    const uint64_t fp32_rows = (c.bytes - edo::row_map_bytes(rows, 2)) / (dim * 4);
+    CHECK(fp32_rows < rows);
+    CHECK(c.metrics[0].second < 1.0);
+  }
+  CHECK(saw_zero);
 }

@@ -39,7 +39,7 @@ class MatrixTable final : public io::TableReader {
 };
 
 struct LadderCodec {
-  std::string spec;  // canonical, or a tier kind's word ("default")
+  std::string spec;  // canonical, or a tier kind's word ("default", "zero")
   uint64_t code_size = 0;
   uint64_t state_bytes = 0;
   bool trainable = false;
@@ -61,9 +61,9 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, cons
   std::vector<LadderCodec> ladder;
   for (const std::string& s : specs) {
     LadderCodec c;
-    if (tier_kind_of(s) == TierKind::shared_vector) {
+    if (tier_kind_of(s) == TierKind::shared_vector || tier_kind_of(s) == TierKind::zero) {
       c.spec = s;
-      c.state_bytes = dim * sizeof(float);
+      c.state_bytes = tier_kind_of(s) == TierKind::zero ? 0 : dim * sizeof(float);
     } else {
       std::unique_ptr<Codec> codec;
       try {
@@ -192,6 +192,10 @@ class SampleCodecs {
   void decode(size_t c, const std::vector<uint64_t>& members, float* y) {
     const LadderCodec& lc = ladder_[c];
     if (members.empty()) return;
+    if (tier_kind_of(lc.spec) == TierKind::zero) {
+      for (uint64_t s : members) std::fill_n(y + s * dim_, dim_, 0.0f);
+      return;
+    }
     if (tier_kind_of(lc.spec) == TierKind::shared_vector) {
       std::vector<double> sum(dim_, 0.0);
       double w = 0;
