@@ -17,8 +17,9 @@ int main(int argc, char** argv) {
       "row L2 norm), each tier a slice of that order with its own codec and a residency hint. Guide: docs/PACK.md.\n\n"
       "Tier spec: NAME:SHARE:CODEC[:gpu|host|disk], SHARE = rows=P% | rows=N | mass=P% | rest,\n"
       "CODEC = any codec spec (edo-quantize --list); 'default' (one shared vector: the frequency-weighted mean),\n"
-      "'zero' (rows read as zeros) or 'centroids:C' (C k-means centroids, each row mapped to its nearest), the\n"
-      "fallbacks for dropped rows; or a sparse form csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|\n"
+      "'zero' (rows read as zeros), 'centroids:C' (C k-means centroids, each row mapped to its nearest) or\n"
+      "'nearest[:cos|l2]' (each row answered by its nearest row of the codec tiers), the fallbacks for dropped\n"
+      "rows; or a sparse form csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|\n"
       "int8|int4] (edo-sparsify --help).\n\n"
       "Examples:\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy \\\n"
@@ -103,9 +104,7 @@ int main(int argc, char** argv) {
       auto packed = edo::EdoTable::open(target);
       edo::EvalOptions eo = eval_flags.options(table->rows(), seed, opt.device);
       if (eo.freq.empty()) eo.freq = opt.freq;
-      for (const auto& t : packed->reader().tiers()) eo.group_names.push_back(t.name);
-      eo.groups.resize(table->rows());
-      for (uint64_t r = 0; r < table->rows(); ++r) eo.groups[r] = packed->reader().tier_of(r);
+      edo::group_by_tier(eo, packed->reader());
       result = edo::evaluate(*table, *packed, eo);
       edo::add_memory_metrics(result, *table, *packed);
       edo::add_residency_metrics(result, rep);

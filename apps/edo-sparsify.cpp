@@ -106,8 +106,9 @@ int run_sweep(const std::string& text, edo::io::TableReader& table, const edo::W
 int main(int argc, char** argv) {
   CLI::App app{
       "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap) and/or the\n"
-      "rarest rows (answered by a fallback: the access-weighted mean of the rows dropped, zeros, or the nearest\n"
-      "of C centroids). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide: docs/PACK.md.\n\n"
+      "rarest rows (answered by a fallback: the access-weighted mean of the rows dropped, zeros, the nearest of\n"
+      "C centroids, or the nearest kept row). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide:\n"
+      "docs/PACK.md.\n\n"
       "Examples:\n"
       "  edo-sparsify glove.npy -o glove.sp.edo --density 0.25 --values int8 --eval\n"
       "  edo-sparsify emb.npy -o emb.edo --per-row-k 16 --form bitmap --values fp16\n"
@@ -139,7 +140,8 @@ int main(int argc, char** argv) {
                  "needs --freq");
   app.add_option("--fallback", fallback,
                  "What dropped ids answer: mean (default: one vector, the access-weighted mean of the dropped rows),\n"
-                 "zero, or centroids:C (C k-means centroids of the dropped rows, each mapped to its nearest)");
+                 "zero, centroids:C (C k-means centroids of the dropped rows, each mapped to its nearest), or\n"
+                 "nearest[:cos|l2] (each dropped id answered by its nearest kept row; cos by default)");
   app.add_option("--codec", codec, "Codec of the kept rows when values are not pruned (default fp32)");
   app.add_option("--sweep", sweep,
                  "Try several value prunings in one run, nothing written: 'SPEC;SPEC;...', each csr|bitmap|auto:\n"
@@ -195,8 +197,9 @@ int main(int argc, char** argv) {
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
     if (drop.starts_with("count<")) drop = rows_below_count(drop, opt.freq);
     if (!drop.empty()) {
-      if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids"))
-        EDO_USAGE_FAIL("--fallback {}: mean, zero or centroids:C", fallback);
+      if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids") &&
+          !fallback.starts_with("nearest"))
+        EDO_USAGE_FAIL("--fallback {}: mean, zero, centroids:C or nearest[:cos|l2]", fallback);
       const std::string kind = fallback == "mean" ? "default" : fallback;
       edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":" + kind);
       if (dropped.share == edo::ShareKind::rest)
@@ -220,7 +223,10 @@ int main(int argc, char** argv) {
     int code = 0;
     if (eval_wanted) {
       auto decoded = edo::EdoTable::open(eval_target.path());
-      result = edo::evaluate(*table, *decoded, eval_flags.options(table->rows(), seed, edo::Device::cpu));
+      edo::EvalOptions eo = eval_flags.options(table->rows(), seed, edo::Device::cpu);
+      if (eo.freq.empty()) eo.freq = opt.freq;
+      edo::group_by_tier(eo, decoded->reader());
+      result = edo::evaluate(*table, *decoded, eo);
       edo::add_memory_metrics(result, *table, *decoded);
       outcomes = edo::check_gates(gates, result);
       code = edo::cli::finish_gates("edo-sparsify", eval_flags, result, outcomes);

@@ -5,6 +5,7 @@
 #include <edo/float16.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
+#include <edo/knn.hpp>
 #include <edo/pack.hpp>
 #include <edo/random.hpp>
 #include <edo/reader.hpp>
@@ -256,4 +257,71 @@ TEST_CASE("fallbacks: zero and centroids tiers answer dropped rows, hostile indi
     opt.tiers[1] = edo::parse_tier_spec(std::string("dropped:rows=50:") + bad);
     CHECK_THROWS_AS(edo::check_tier_specs(opt.tiers, rows, dim), edo::Error);
   }
+}
+
+TEST_CASE("fallbacks: nearest answers a dropped row with its nearest kept row, and refuses chains") {
+  edo::test::TempDir dir;
+  const uint64_t rows = 300, dim = 5;
+  std::vector<float> x(rows * dim);
+  edo::Rng rng(31);
+  for (auto& v : x) v = static_cast<float>(rng.uniform() * 2 - 1);
+  auto w = edo::io::create_table(dir.file("t.npy"), rows, dim);
+  w->write_f32(x.data(), rows);
+  w->commit();
+  auto table = edo::io::open_table(dir.file("t.npy"));
+  std::vector<double> freq(rows);
+  for (uint64_t r = 0; r < rows; ++r) freq[r] = 1.0 / static_cast<double>(r + 1);  // rows 200.. dropped
+  for (const char* metric : {"cos", "l2"}) {
+    CAPTURE(metric);
+    edo::PackOptions opt;
+    opt.tiers = {edo::parse_tier_spec("kept:rest:fp32"),
+                 edo::parse_tier_spec(std::string("dropped:rows=100:nearest:") + metric)};
+    opt.freq = freq;
+    const edo::PackReport rep = edo::pack_to_edo(*table, dir.file("n.edo"), opt);
+    CHECK(rep.tiers[1].codec == std::string("nearest:") + metric);
+    CHECK(rep.tiers[1].bytes == 100 * 4);
+    const edo::Reader r = edo::Reader::open(dir.file("n.edo"));
+    std::vector<float> all(rows * dim);
+    r.decode_all(all.data());
+    std::vector<int64_t> ids(rows);
+    for (uint64_t i = 0; i < rows; ++i) ids[i] = static_cast<int64_t>(rows - 1 - i);
+    std::vector<float> looked(rows * dim);
+    r.lookup(ids.data(), rows, looked.data());
+    const edo::MatrixView kept{x.data(), 200, dim};
+    edo::KnnOptions ko;
+    ko.metric = edo::parse_metric(metric);
+    ko.k = 1;
+    for (uint64_t d = 200; d < rows; ++d) {
+      const edo::KnnResult nn = edo::knn_reference(edo::MatrixView{x.data() + d * dim, 1, dim}, kept, ko);
+      const auto want = static_cast<uint64_t>(nn.ids[0]);
+      CHECK(std::equal(all.begin() + static_cast<long>(d * dim), all.begin() + static_cast<long>((d + 1) * dim),
+                       x.begin() + static_cast<long>(want * dim)));
+      CHECK(std::equal(looked.begin() + static_cast<long>((rows - 1 - d) * dim),
+                       looked.begin() + static_cast<long>((rows - d) * dim),
+                       x.begin() + static_cast<long>(want * dim)));
+    }
+  }
+  // A target that is itself a dropped row, or outside the table: an error, never a loop.
+  const edo::io::Container c = edo::io::Container::open(dir.file("n.edo"));
+  uint64_t target = 0;
+  for (const auto& s : c.sections())
+    if (s.name == "dropped/target") target = s.offset;
+  REQUIRE(target > 0);
+  for (const uint32_t bad : {250u, 5000u}) {
+    std::string bytes = edo::test::read_bytes(dir.file("n.edo"));
+    std::memcpy(bytes.data() + target + 4 * 7, &bad, 4);  // dropped row 207
+    edo::test::write_bytes(dir.file("h.edo"), bytes);
+    const edo::Reader h = edo::Reader::open(dir.file("h.edo"));
+    const int64_t id[] = {207};
+    std::vector<float> out(dim);
+    CHECK(error_of([&] { h.lookup(id, 1, out.data()); }).find("row 207 is answered by row " + std::to_string(bad)) !=
+          std::string::npos);
+    std::vector<float> all(rows * dim);
+    CHECK_THROWS_AS(h.decode_all(all.data()), edo::Error);
+  }
+  // Nothing kept to point at.
+  edo::PackOptions opt;
+  opt.tiers = {edo::parse_tier_spec("a:rest:nearest")};
+  CHECK(error_of([&] { edo::pack_to_edo(*table, dir.file("x.edo"), opt); }).find("nearest needs rows") !=
+        std::string::npos);
 }

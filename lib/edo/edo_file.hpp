@@ -104,4 +104,8 @@ class EvalResult;
 // Adds bytes_before (the original as fp32), bytes_after (compressed_bytes),
 // ratio and bits_per_value to an evaluation result.
 void add_memory_metrics(EvalResult& result, io::TableReader& original, io::TableReader& compressed);
+// Evaluation groups by tier: eo.group_names and eo.groups set so that
+// evaluate() adds <tier>.* metrics for each tier of `reader`'s file.
+void group_by_tier(EvalOptions& eo, const Reader& reader);
+
 }  // namespace edo

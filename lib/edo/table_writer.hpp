@@ -41,7 +41,9 @@ struct WriteOptions {
   std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
 };
 
-// Writes one tier of one kind. The writer calls, in this order: train()
+struct TableLayout;
+
+// Writes one tier of one kind. The writer calls, in this order: prepare(), train()
 // when needs_training(), begin(), add() for every block holding the tier's
 // rows (in table order), finish().
 class TierBuilder {
@@ -50,6 +52,10 @@ class TierBuilder {
   virtual std::string codec() const = 0;  // the manifest's "codec": canonical spec or the kind's word
   virtual uint64_t code_size() const { return 0; }
   virtual bool needs_training() const { return false; }
+  // Sees the whole input and layout before anything else, for kinds whose
+  // rows depend on rows outside their tier (nearest); `self` is this tier's
+  // index. Default: nothing.
+  virtual void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self);
   // Fits on a seeded sample of the tier's own rows, named row_ids[i] in errors.
   virtual void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed);
   // Opens what the tier streams; sections are named prefix + role.

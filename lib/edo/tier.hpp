@@ -43,6 +43,7 @@ enum class TierKind : uint8_t {
   sparse,         // "csr:..." or "bitmap:...": rows pruned to their largest values (sparse.hpp)
   zero,           // "zero": every row of the tier decodes to zeros (dropped rows' fallback)
   centroids,      // "centroids:C": C shared vectors, each row mapped to one (dropped rows' fallback)
+  nearest,        // "nearest:cos|l2": each row answered by another row of the table (dropped rows' fallback)
 };
 TierKind tier_kind_of(std::string_view codec_field);
 // The manifest word of a kind that is not a codec spec ("default", "zero",
@@ -53,6 +54,9 @@ inline constexpr uint64_t kMaxCentroids = uint64_t{1} << 24;
 uint64_t centroid_count(std::string_view codec_field);
 // Bytes of a row's index into C centroids: 1 up to 256, 2 up to 65536, else 4.
 uint32_t centroid_index_bytes(uint64_t centroids);
+// The metric of a "nearest[:cos|l2]" field (cos when none); usage error otherwise.
+enum class Metric : uint8_t;
+Metric nearest_metric(std::string_view codec_field);
 
 struct TierStats {
   std::string name;
@@ -84,6 +88,14 @@ class TierView {
   // The vector a shared-vector tier gives its rows, which is also what a
   // file answers for unknown ids when asked to; null for the other kinds.
   virtual const float* shared_vector() const { return nullptr; }
+  // A redirecting tier (nearest) stores no rows: each of its local rows is
+  // answered by another table row, which the reader resolves in its place
+  // (that row must not be in a redirecting tier). gather() and
+  // decode_range() are then never called.
+  virtual bool redirects() const { return false; }
+  // The table row local row `local` (< stats().rows) is answered by; not
+  // checked against the table (the reader does that).
+  virtual uint64_t redirect(uint64_t /*local*/) const { return 0; }
 
  protected:
   TierStats stats_;

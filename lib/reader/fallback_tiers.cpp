@@ -6,6 +6,7 @@
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
+#include <edo/knn.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -111,7 +112,71 @@ class CentroidTier final : public TierView {
   const uint8_t* assign_ = nullptr;
 };
 
+class NearestTier final : public TierView {
+ public:
+  NearestTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) : path_(c.path()) {
+    stats_ = fallback_stats(info, TierKind::nearest);
+    metric_ = nearest_metric(info.codec);
+    stats_.codec = metric_ == Metric::l2 ? "nearest:l2" : "nearest:cos";
+    if (!jt.contains("target_bytes") || !jt["target_bytes"].is_number_unsigned() ||
+        (jt["target_bytes"].get<uint64_t>() != 4 && jt["target_bytes"].get<uint64_t>() != 8))
+      EDO_FAIL("{}: tier '{}': a nearest tier needs target_bytes 4 or 8", path_, info.name);
+    target_bytes_ = jt["target_bytes"].get<uint32_t>();
+    stats_.code_size = target_bytes_;
+    const auto it = info.sections.find("target");
+    if (it == info.sections.end() || info.sections.size() != 1)
+      EDO_FAIL("{}: tier '{}': a nearest tier has exactly one section, 'target'", path_, info.name);
+    const io::SectionView v = c.section(it->second);
+    const auto want = checked_mul(info.rows, target_bytes_);
+    if (!want || v.size != *want)
+      EDO_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path_, it->second, v.size, info.rows,
+               target_bytes_, want ? *want : 0);
+    targets_ = v.data;
+    stats_.bytes = v.size;
+  }
+  void gather(const uint64_t*, const uint64_t*, size_t, float*) const override { unreachable(); }
+  void decode_range(uint64_t, uint64_t, float*, Device) const override { unreachable(); }
+  bool redirects() const override { return true; }
+  uint64_t redirect(uint64_t local) const override {
+    uint64_t target = 0;
+    std::memcpy(&target, targets_ + local * target_bytes_, target_bytes_);  // little-endian low bytes
+    return target;
+  }
+
+ private:
+  [[noreturn]] void unreachable() const {
+    EDO_FAIL("{}: tier '{}': a redirecting tier decodes through the rows it points at", path_, stats_.name);
+  }
+
+  std::string path_;
+  Metric metric_ = Metric::cos;
+  uint32_t target_bytes_ = 4;
+  const uint8_t* targets_ = nullptr;
+};
+
 }  // namespace
+
+Metric nearest_metric(std::string_view codec_field) {
+  const std::vector<SpecStage> stages = parse_spec(codec_field);
+  if (stages.size() == 1 && stages[0].name == "nearest" && stages[0].params.size() <= 1) {
+    if (stages[0].params.empty()) return Metric::cos;
+    const SpecParam& p = stages[0].params[0];
+    // Spelled here: the reader does not link the k-NN engine that parse_metric lives in.
+    if (p.key.empty() && p.value == "cos") return Metric::cos;
+    if (p.key.empty() && p.value == "l2") return Metric::l2;
+  }
+  EDO_USAGE_FAIL("'{}': expected nearest, nearest:cos or nearest:l2", codec_field);
+}
+
+std::unique_ptr<TierView> open_nearest_tier(const io::Container& c, const io::TierInfo& info,
+                                            const nlohmann::json& jt) {
+  try {
+    return std::make_unique<NearestTier>(c, info, jt);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::usage) EDO_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
+    throw;
+  }
+}
 
 std::unique_ptr<TierView> open_zero_tier(const io::Container& c, const io::TierInfo& info) {
   return std::make_unique<ZeroTier>(c, info);

@@ -32,6 +32,7 @@ struct Reader::Impl {
   std::unique_ptr<IdMap> map;
   std::vector<float> default_vector;
   uint64_t rows = 0, dim = 0;
+  bool redirecting_any = false;  // a tier answers its ids with other rows (TierView::redirects)
 #ifdef EDO_HAVE_CUDA
   struct DeviceTier {
     math::ScalarLayout layout;
@@ -50,12 +51,26 @@ struct Reader::Impl {
   void resolve_ids(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local, uint64_t first = 0) const {
     const size_t bad = map->resolve(ids, n, tier, local);
     if (bad < n) EDO_FAIL("{}: row map is corrupt at row {}", container.path(), ids[bad]);
+    if (redirecting_any) follow_redirects(ids, n, tier, local);
     if (options.unknown_ids == UnknownIdPolicy::default_vector) return;
     const uint32_t unknown = unknown_slot();
     for (size_t i = 0; i < n; ++i)
       if (tier[i] == unknown)
         EDO_FAIL("{}: id {} (batch position {}) is outside the table ({} rows)", container.path(), ids[i], first + i,
                  rows);
+  }
+
+  // Ids resolved to a redirecting tier take the tier and local id of the
+  // row it names, which must be a stored row (no chains, no cycles).
+  void follow_redirects(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const {
+    for (size_t i = 0; i < n; ++i) {
+      if (tier[i] >= tiers.size() || !tiers[tier[i]]->redirects()) continue;
+      const uint64_t target = tiers[tier[i]]->redirect(local[i]);
+      const auto id = static_cast<int64_t>(target);
+      if (target >= rows || map->resolve(&id, 1, tier + i, local + i) != 1 || tier[i] >= tiers.size() ||
+          tiers[tier[i]]->redirects())
+        EDO_FAIL("{}: row {} is answered by row {}, which is not a stored row", container.path(), ids[i], target);
+    }
   }
 
   // Positions grouped by tier (stable): positions of tier t are
@@ -175,6 +190,7 @@ void Reader::Impl::load() {
   for (size_t t = 0; t < infos.size(); ++t) {
     tiers.push_back(open_tier(container, infos[t], manifest["tiers"][t]));
     if (const float* v = tiers.back()->shared_vector()) default_vector.assign(v, v + dim);
+    redirecting_any = redirecting_any || tiers.back()->redirects();
     stats.push_back(tiers.back()->stats());
     tier_rows.push_back(infos[t].rows);
   }
@@ -265,7 +281,14 @@ void Reader::decode_rows(uint64_t begin, uint64_t count, float* out) const {
     if (m == 0) continue;
     const uint64_t* positions = order.data() + start[t];
     rows.resize(m * dim);
-    impl_->tiers[t]->decode_range(local[positions[0]], m, rows.data(), device);
+    if (impl_->tiers[t]->redirects()) {
+      // Rows answered by other rows: looked up by the rows they name.
+      std::vector<int64_t> ids(m);
+      for (size_t k = 0; k < m; ++k) ids[k] = static_cast<int64_t>(begin + positions[k]);
+      lookup(ids.data(), m, rows.data());
+    } else {
+      impl_->tiers[t]->decode_range(local[positions[0]], m, rows.data(), device);
+    }
     for (size_t k = 0; k < m; ++k) std::memcpy(out + positions[k] * dim, rows.data() + k * dim, dim * sizeof(float));
   }
 }

@@ -16,5 +16,7 @@ std::unique_ptr<TierView> open_sparse_tier(const io::Container& c, const io::Tie
 std::unique_ptr<TierView> open_zero_tier(const io::Container& c, const io::TierInfo& info);
 // "centroids:C": C shared vectors and each row's index among them.
 std::unique_ptr<TierView> open_centroid_tier(const io::Container& c, const io::TierInfo& info);
+// "nearest:cos|l2": each row answered by another table row (TierView::redirect).
+std::unique_ptr<TierView> open_nearest_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
 
 }  // namespace edo

@@ -36,8 +36,9 @@ const char* residency_name(Residency r) {
 TierKind tier_kind_of(std::string_view codec_field) {
   if (codec_field == tier_kind_word(TierKind::shared_vector)) return TierKind::shared_vector;
   if (codec_field == tier_kind_word(TierKind::zero)) return TierKind::zero;
-  if (codec_field.substr(0, codec_field.find_first_of(":,")) == tier_kind_word(TierKind::centroids))
-    return TierKind::centroids;
+  const std::string_view name = codec_field.substr(0, codec_field.find_first_of(":,"));
+  if (name == tier_kind_word(TierKind::centroids)) return TierKind::centroids;
+  if (name == tier_kind_word(TierKind::nearest)) return TierKind::nearest;
   return is_sparse_spec(codec_field) ? TierKind::sparse : TierKind::codec;
 }
 
@@ -49,6 +50,8 @@ const char* tier_kind_word(TierKind kind) {
       return "zero";
     case TierKind::centroids:
       return "centroids";
+    case TierKind::nearest:
+      return "nearest";
     case TierKind::codec:
     case TierKind::sparse:
       break;
@@ -305,6 +308,8 @@ std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& 
       return open_zero_tier(c, info);
     case TierKind::centroids:
       return open_centroid_tier(c, info);
+    case TierKind::nearest:
+      return open_nearest_tier(c, info, jt);
     case TierKind::codec:
       break;
   }

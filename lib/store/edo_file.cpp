@@ -127,4 +127,11 @@ void add_memory_metrics(EvalResult& result, io::TableReader& original, io::Table
              static_cast<double>(after) * 8.0 / static_cast<double>(original.rows() * original.dim()));
 }
 
+void group_by_tier(EvalOptions& eo, const Reader& reader) {
+  eo.group_names.clear();
+  for (const auto& t : reader.tiers()) eo.group_names.push_back(t.name);
+  eo.groups.resize(reader.rows());
+  for (uint64_t r = 0; r < reader.rows(); ++r) eo.groups[r] = reader.tier_of(r);
+}
+
 }  // namespace edo

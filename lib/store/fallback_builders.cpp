@@ -1,7 +1,8 @@
 // The writing half of the fallback kinds for dropped rows ("zero",
-// "centroids:C"; "default" is in table_writer.cpp): docs/FORMAT.md 9.4.
+// "centroids:C", "nearest"; "default" is in table_writer.cpp): docs/FORMAT.md 9.4.
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
+#include <edo/knn.hpp>
 #include <edo/pq.hpp>
 #include <edo/table_writer.hpp>
 
@@ -85,11 +86,95 @@ class CentroidTierBuilder final : public TierBuilder {
   uint64_t rows_ = 0;
 };
 
+// Each row of the tier answered by its nearest row (cos or l2, exact k-NN,
+// ties to the lower row) among the rows the file stores (codec and sparse
+// tiers), found by one pass over the input per block of the tier's rows.
+class NearestTierBuilder final : public TierBuilder {
+ public:
+  NearestTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc)
+      : metric_(nearest_metric(spec)), dim_(dim), enc_(enc) {}
+
+  std::string codec() const override { return metric_ == Metric::l2 ? "nearest:l2" : "nearest:cos"; }
+  uint64_t code_size() const override { return target_bytes_; }
+
+  void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self) override {
+    input_ = &input;
+    target_bytes_ = input.rows() <= UINT32_MAX ? 4 : 8;
+    std::vector<bool> stored(layout.tiers.size());
+    for (size_t t = 0; t < layout.tiers.size(); ++t) {
+      const TierKind kind = tier_kind_of(layout.tiers[t].codec);
+      stored[t] = t != self && (kind == TierKind::codec || kind == TierKind::sparse);
+    }
+    for (uint64_t r = 0; r < layout.tier_of_row.size(); ++r)
+      if (stored[layout.tier_of_row[r]]) kept_.push_back(r);
+    if (kept_.empty())
+      EDO_USAGE_FAIL("tier '{}': nearest needs rows the file keeps to point at (a codec or sparse tier)",
+                     layout.tiers[self].name);
+  }
+
+  void begin(io::ContainerWriter& writer, const std::string& prefix) override {
+    writer_ = &writer;
+    writer.begin_section(prefix + "target");
+  }
+
+  void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
+    EncodeOptions enc = enc_;
+    enc.row_ids = row_ids;
+    check_finite(x, n, dim_, 0x7f800000u, codec(), enc, false);
+    KnnOptions opt;
+    opt.metric = metric_;
+    opt.k = 1;
+    opt.device = enc_.device;
+    KnnSearch search(MatrixView{x, n, dim_}, opt);  // copies x before the input is read again
+    const uint64_t block = input_->block_rows(io::kDefaultBlockBytes);
+    std::vector<float> kept_rows;
+    for (size_t next = 0; next < kept_.size();) {
+      const uint64_t begin = kept_[next], end = std::min(input_->rows(), begin + block);
+      const float* rows = input_->rows_f32(begin, end - begin);
+      kept_rows.clear();
+      for (; next < kept_.size() && kept_[next] < end; ++next)
+        kept_rows.insert(kept_rows.end(), rows + (kept_[next] - begin) * dim_, rows + (kept_[next] - begin + 1) * dim_);
+      search.add(kept_rows.data(), kept_rows.size() / dim_);
+    }
+    const KnnResult result = search.finish();
+    bytes_.assign(n * target_bytes_, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t k = result.ids_of(i)[0];
+      const uint64_t target = k >= 0 ? kept_[static_cast<size_t>(k)] : kept_[0];  // NaN scores: the first kept row
+      std::memcpy(bytes_.data() + i * target_bytes_, &target, target_bytes_);     // little-endian low bytes
+    }
+    writer_->append(bytes_.data(), bytes_.size());
+    rows_ += n;
+  }
+
+  uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
+    writer.end_section();
+    section_bytes_ = {{"target", rows_ * target_bytes_}};
+    entry.update({{"codec", codec()},
+                  {"code_size", target_bytes_},
+                  {"target_bytes", target_bytes_},
+                  {"sections", {{"target", prefix + "target"}}}});
+    return rows_ * target_bytes_;
+  }
+
+ private:
+  Metric metric_;
+  uint64_t dim_;
+  EncodeOptions enc_;
+  io::TableReader* input_ = nullptr;
+  uint32_t target_bytes_ = 4;
+  std::vector<uint64_t> kept_;  // table rows of the stored tiers, ascending
+  io::ContainerWriter* writer_ = nullptr;
+  std::vector<uint8_t> bytes_;
+  uint64_t rows_ = 0;
+};
+
 }  // namespace
 
 std::unique_ptr<TierBuilder> make_fallback_tier_builder(TierKind kind, const std::string& spec, uint64_t dim,
                                                         const EncodeOptions& enc) {
   if (kind == TierKind::zero) return std::make_unique<ZeroTierBuilder>();
+  if (kind == TierKind::nearest) return std::make_unique<NearestTierBuilder>(spec, dim, enc);
   return std::make_unique<CentroidTierBuilder>(spec, dim, enc);
 }
 

@@ -30,6 +30,7 @@ double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
   return file_bytes ? static_cast<double>(fp32_bytes) / static_cast<double>(file_bytes) : 0.0;
 }
 
+void TierBuilder::prepare(io::TableReader&, const TableLayout&, uint8_t) {}
 void TierBuilder::train(const float*, size_t, const uint64_t*, uint64_t) {}
 void TierBuilder::begin(io::ContainerWriter&, const std::string&) {}
 
@@ -247,6 +248,7 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   const std::vector<uint8_t>& tier_of_row = ps.layout.tier_of_row;
   tr.rows = tier_of_row.empty() ? ps.input.rows()
                                 : static_cast<uint64_t>(std::count(tier_of_row.begin(), tier_of_row.end(), t));
+  builder.prepare(ps.input, ps.layout, t);
   if (!checked_mul(tr.rows, tr.code_size))
     EDO_FAIL("{}: {} rows of {} bytes overflow", ps.writer.path(), tr.rows, tr.code_size);
   if (builder.needs_training()) {
@@ -327,6 +329,7 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
       return make_sparse_tier_builder(codec_field, dim, enc);
     case TierKind::zero:
     case TierKind::centroids:
+    case TierKind::nearest:
       return make_fallback_tier_builder(tier_kind_of(codec_field), codec_field, dim, enc);
     case TierKind::codec:
       break;

@@ -26,16 +26,18 @@ sweep='auto:density=0.1,values=int8;auto:density=0.2,values=int8;auto:density=0.
 [ -f "$bigann" ] && "$build/edo-sparsify" "$bigann" --sweep "$sweep" --k 10 --metric l2 -q
 
 echo "== 2. dropping rows of GloVe (Zipf counts), kept rows fp32"
-printf "  %-6s %-14s %12s %12s %12s\n" drop fallback bytes fallback-hit w.recall@10
+printf "  %-6s %-14s %12s %12s %12s %9s %9s\n" drop fallback bytes fallback-hit w.recall@10 rel_fro cos
 for share in 30 50 70; do
-  for fb in mean zero centroids:256; do
+  for fb in mean zero centroids:256 nearest; do
     "$build/edo-sparsify" "$glove" -o "$work/d.edo" --freq "$work/zipf.npy" --drop "rows=$share%" --fallback "$fb" \
       --eval --eval-freq "$work/zipf.npy" --k 10 -q --json >"$work/d.json"
     "$py" - "$work/d.json" "$share" "$fb" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
 t = {x["name"]: x for x in j["tiers"]}
-print(f"  {sys.argv[2] + '%':<6} {sys.argv[3]:<14} {j['file_bytes']:>12} {t['dropped']['mass']:>12.4f} {j['eval']['w.recall@10']:>12.4f}")
+e = j["eval"]
+print(f"  {sys.argv[2] + '%':<6} {sys.argv[3]:<14} {j['file_bytes']:>12} {t['dropped']['mass']:>12.4f} {e['w.recall@10']:>12.4f}"
+      f" {e['dropped.rel_fro']:>9.3f} {e['dropped.cos.mean']:>9.3f}")
 PY
   done
 done

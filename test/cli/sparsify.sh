@@ -75,8 +75,10 @@ import numpy as np
 y = np.load('$work/c.npy')
 assert len(np.unique(y[6000:], axis=0)) <= 16, 'more than 16 vectors among the dropped rows'
 " || fail "centroid rows"
-expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop rows=10% --fallback nearest
-err_has "mean, zero or centroids:C"
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/nn.edo" --freq "$work/zipf.npy" --drop rows=20% --fallback nearest:l2 -q
+grep -q "nearest:l2" "$work/out" || fail "nearest fallback: $(cat "$work/out")"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --freq "$work/zipf.npy" --drop rows=10% --fallback farthest
+err_has "mean, zero, centroids:C or nearest"
 expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --density 0.5 --fallback zero; err_has "--fallback is for rows dropped"
 
 # A sweep: every spec and the dense baselines, nothing left behind in TMPDIR.
