@@ -20,8 +20,10 @@ library only; --decode needs numpy.
                                          bit, opq and pca up to float rounding (sums in float64 here);
                                        - sparse tiers, csr|bitmap:RULE[,values=fp32|fp16|bf16|int8|int4]
                                          (FORMAT.md "Sparse tiers"): bit for bit, every row checked
-                                       - fallback tiers (FORMAT.md 9.4): zero, and centroids:C (the
-                                         sections' lengths checked, every index read below C)
+                                       - fallback tiers (FORMAT.md 9.4): zero, centroids:C (the
+                                         sections' lengths checked, every index read below C), and
+                                         nearest:cos|l2 (each row read as the row its target names,
+                                         every target checked below rows and not a nearest tier's row)
     edo_reader.py FILE --decode OUT.npy --ids IDS
                                        the same for the rows IDS only, in that order (comma-separated
                                        row ids, or a .npy of integer ids): OUT.npy is (len(IDS), dim)
@@ -516,6 +518,58 @@ def decode_centroids(data, manifest, sections, tier, local):
     return centroids[index].astype(np.float32)
 
 
+def is_nearest(tier):
+    """Whether a tier is of the nearest kind (codec nearest, nearest:cos or nearest:l2)."""
+    return parse_spec(tier["codec"])[0][0] == "nearest"
+
+
+def nearest_targets(data, manifest, sections, tier):
+    """The target table row of each row of a nearest tier (FORMAT.md 9.4), as uint64, the
+    tier's entry and section checked; the targets themselves are checked by the caller."""
+    import numpy as np
+
+    what = "tier %r" % tier["name"]
+    stages = parse_spec(tier["codec"])
+    require(len(stages) == 1 and stages[0][0] == "nearest" and stages[0][1] in ([], [("", "cos")], [("", "l2")]),
+            "%s: '%s': expected nearest, nearest:cos or nearest:l2" % (what, tier["codec"]))
+    width = tier.get("target_bytes")
+    require(is_uint(width) and width in (4, 8), "%s: a nearest tier needs target_bytes 4 or 8" % what)
+    require(tier.get("code_size", width) == width, "%s: code_size %r, target_bytes %d"
+            % (what, tier.get("code_size"), width))
+    roles = tier["sections"]
+    require(set(roles) == {"target"}, "%s: a nearest tier has exactly one section, 'target'" % what)
+    off, length, _ = sections[roles["target"]]
+    require(length == tier["rows"] * width, "%s: section %r holds %d bytes, %d rows of %d bytes need %d"
+            % (what, roles["target"], length, tier["rows"], width, tier["rows"] * width))
+    return np.frombuffer(data, dtype="<u%d" % width, count=tier["rows"], offset=off).astype(np.uint64)
+
+
+def follow_nearest(asked, tier, local, rows, table_tier, table_local, targets):
+    """Ids `asked` resolved to (tier, local), those of a nearest tier (targets: {tier index:
+    target array}) resolved again as their target row: (tier, local) of the rows that answer.
+    The first (in `asked` order) whose target is not below `rows`, or is itself a nearest
+    tier's row, is an error. table_tier / table_local: the whole table's map (None: the
+    identity map of a one-tier file)."""
+    import numpy as np
+
+    tier, local = tier.copy(), local.copy()
+    target = np.zeros(len(asked), dtype=np.uint64)
+    redirected = np.zeros(len(asked), dtype=bool)
+    for t, tg in targets.items():
+        mask = tier == t
+        target[mask] = tg[local[mask]]
+        redirected |= mask
+    inside = target < np.uint64(rows)
+    row = np.where(redirected & inside, target, 0).astype(np.int64)
+    new_tier = table_tier[row].astype(tier.dtype) if table_tier is not None else np.zeros_like(tier)
+    new_local = table_local[row] if table_local is not None else row
+    bad = redirected & (~inside | np.isin(new_tier, list(targets)))
+    for k in np.flatnonzero(bad)[:1]:
+        raise Invalid("row %d is answered by row %d, which is not a stored row" % (asked[k], target[k]))
+    tier[redirected], local[redirected] = new_tier[redirected], new_local[redirected]
+    return tier, local
+
+
 # ---- sparse tiers (FORMAT.md "Sparse tiers") ----------------------------------------------
 
 SPARSE_FORMS = ("csr", "bitmap")
@@ -695,17 +749,40 @@ def decode_table(data, manifest, sections, ids=None):
         ids = np.asarray(ids, dtype=np.int64)
         for i in np.flatnonzero((ids < 0) | (ids >= rows))[:1]:
             raise Invalid("row id %d is out of range (the table has %d rows)" % (ids[i], rows))
+    # Nearest tiers (FORMAT.md 9.4) store no values: their rows are answered by the rows they name.
+    targets = {t: nearest_targets(data, manifest, sections, info) for t, info in enumerate(tiers)
+               if is_nearest(info)}
     if "rowmap" not in manifest:
         require(len(tiers) == 1, "%d tiers and no rowmap" % len(tiers))
         require(tiers[0].get("first_row", 0) == 0, "first_row %r, expected 0" % tiers[0].get("first_row"))
+        if targets:  # every target is a row of this very tier: refused
+            asked = np.arange(min(rows, 1)) if ids is None else ids
+            follow_nearest(asked, np.zeros(len(asked), dtype=np.int64), asked, rows, None, None, targets)
         return np.ascontiguousarray(decode_tier(data, manifest, sections, tiers[0], ids))
-    tier, index = row_map(data, manifest, sections)
-    if ids is not None:
-        tier, index = tier[ids], index[ids]
+    table_tier, table_index = row_map(data, manifest, sections)
+    if ids is None:
+        asked, tier, index = np.arange(rows), table_tier, table_index
+    else:
+        # A lookup by id resolves every id, redirects included, before decoding any (as edo's reader).
+        asked, tier, index = ids, table_tier[ids], table_index[ids]
+        if targets:
+            tier, index = follow_nearest(asked, tier, index, rows, table_tier, table_index, targets)
     out = np.empty((len(tier), dim), dtype=np.float32)
     for t, info in enumerate(tiers):
         mask = tier == t
-        out[mask] = decode_tier(data, manifest, sections, info, index[mask])
+        if t not in targets:
+            out[mask] = decode_tier(data, manifest, sections, info, index[mask])
+            continue
+        if not mask.any():
+            continue
+        # The whole table, tier by tier (as edo-unpack): this tier's rows, ascending, through their targets.
+        where = np.flatnonzero(mask)
+        to_tier, to_index = follow_nearest(asked[where], tier[where], index[where], rows, table_tier, table_index,
+                                           targets)
+        for u, stored in enumerate(tiers):
+            sub = to_tier == u
+            if sub.any():
+                out[where[sub]] = decode_tier(data, manifest, sections, stored, to_index[sub])
     return out
 
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The independent Python reader (scripts/edo_reader.py --decode) against the C++
 # one (edo-unpack): one-tier files of every codec family, tiered files from
-# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, zero and
-# centroids fallback tiers), rows by id (--ids), the committed golden files, and corrupt
-# row maps, state, sparse rows and centroid indices that the reader must refuse (sparse
-# rows and centroid indices: with edo-unpack's very message).
-# Scalar codecs, default, sparse and fallback tiers decode bit for bit; pq and rq too (a lookup,
+# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, zero,
+# centroids and nearest fallback tiers), rows by id (--ids), the committed golden files, and
+# corrupt row maps, state, sparse rows, centroid indices and nearest targets that the reader
+# must refuse (sparse rows, centroid indices and nearest targets: with edo-unpack's very message).
+# Scalar codecs, default, sparse and fallback tiers (nearest rows: their targets') decode bit for bit; pq and rq too (a lookup,
 # and float32 sums in the order FORMAT.md gives); opq and pca (float sums in
 # another order) within max |py - C++| <= 1e-5 * max |C++|.
 # usage: py_reader.sh BUILD_DIR SOURCE_DIR
@@ -104,7 +104,13 @@ expect 0 "$K" "$g" -o "$work/cent.edo" --freq "$work/zipf.npy" "${quick[@]}" \
 # 300 centroids over 1000 rows: assign entries of two bytes
 expect 0 "$K" "$g" -o "$work/cent300.edo" --freq "$work/zipf.npy" "${quick[@]}" \
   --tier kept:rest:fp16 --tier dropped:rows=50%:centroids:300
-for name in zero cent cent300; do
+# nearest: no values, each dropped row read as the kept row its target names (cos and l2,
+# one kept tier and two)
+expect 0 "$K" "$g" -o "$work/near.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier kept:rest:int8 --tier dropped:rows=30%:nearest
+expect 0 "$K" "$g" -o "$work/nearl2.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier hot:rows=10%:fp16 --tier cold:rest:int4 --tier dropped:rows=20%:nearest:l2
+for name in zero cent cent300 near nearl2; do
   decode "$name" exact
   decode_ids "$name" ids.npy exact
 done
@@ -209,6 +215,20 @@ reseal "$work/cent.edo" "$work/c1.edo" dropped/assign "u1:p[5] = 32"
 refuse c1 "tier 'dropped': row 5 is assigned centroid 32 of 32"
 reseal "$work/cent300.edo" "$work/c2.edo" dropped/assign "<u2:p[777] = 65535"
 refuse c2 "tier 'dropped': row 777 is assigned centroid 65535 of 300"
+# Nearest targets that are not stored rows: both readers refuse, with the same message. With
+# Zipf frequencies the dropped tiers hold the coldest rows: near.edo rows 1400..1999, nearl2.edo
+# rows 1600..1999 (local row i is row 1400 + i, 1600 + i).
+reseal "$work/near.edo" "$work/n1.edo" dropped/target "<u4:p[3] = 1999"  # a row of the nearest tier itself
+refuse n1 "row 1403 is answered by row 1999, which is not a stored row"
+reseal "$work/nearl2.edo" "$work/n2.edo" dropped/target "<u4:p[10] = 2000"  # past the table
+refuse n2 "row 1610 is answered by row 2000, which is not a stored row"
+reseal "$work/nearl2.edo" "$work/n3.edo" dropped/target "<u4:p[10] = 0xFFFFFFFF"
+refuse n3 "row 1610 is answered by row 4294967295, which is not a stored row"
+# By id too: the first bad id in the caller's order, after others that resolve fine.
+expect 1 "$py" "$reader" "$work/n1.edo" --decode "$work/x.npy" --ids 5,1500,1403,1999
+err_has "n1.edo: row 1403 is answered by row 1999, which is not a stored row"
+expect 1 "$py" "$reader" "$work/n2.edo" --decode "$work/x.npy" --ids 1610,1403
+err_has "n2.edo: row 1610 is answered by row 2000, which is not a stored row"
 [ ! -e "$work/x.npy" ] || fail "a refused file left an output"
 
 [ "$failures" = 0 ] || { echo "py_reader: $failures failure(s)"; exit 1; }
