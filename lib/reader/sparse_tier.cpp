@@ -2,14 +2,20 @@
 // Every row is checked as it is decoded (offsets in order and in range,
 // column indices below dim, mask bits matching the row's value count), so a
 // hostile file costs an error, never a read outside its sections, and
-// opening stays independent of the table's rows.
+// opening stays independent of the table's rows. decode_range on a GPU
+// runs the same checks and the same per-value math there (kernels/sparse.cu).
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
+#include <edo/device.hpp>
 #include <edo/error.hpp>
 #include <edo/sparse.hpp>
 #include <edo/tier.hpp>
+
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/sparse.cuh>
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -166,8 +172,8 @@ class SparseTier final : public TierView {
       decode_row(local[k], out + dst[k] * dim_);
     }
   }
-  void decode_range(uint64_t begin, uint64_t count, float* out, Device) const override {
-    // Sparse rows decode on the host whatever the device (FORMAT.md, "Sparse tiers").
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    if (device == Device::cuda) return decode_range_cuda(begin, count, out);
     for (uint64_t k = 0; k < count; ++k) decode_row(begin + k, out + k * dim_);
   }
 
@@ -205,6 +211,71 @@ class SparseTier final : public TierView {
   }
 
   [[noreturn]] void corrupt(uint64_t r) const { fail(fmt::format("row {} is corrupt", r)); }
+
+  // Rows [begin, begin + count) on the GPU: the slices of the sections they
+  // use copied in, decoded and checked by kernels/sparse.cu, copied out. The
+  // offsets are checked here first: rows [begin, good) have them in order,
+  // within nnz and at most dim apart, so the values they span (which size
+  // every copy) lie inside the sections and number at most count * dim. The
+  // first corrupt row is the kernel's lowest, else row `good`, as on the CPU.
+  void decode_range_cuda(uint64_t begin, uint64_t count, float* out) const {
+    require_device(Device::cuda);
+    if (count == 0) return;
+    const uint64_t end = begin + count;
+    uint64_t good = begin;
+    for (uint64_t a = offset(begin); good < end; ++good) {
+      const uint64_t b = offset(good + 1);
+      if (a > b || b > nnz_ || b - a > dim_) break;
+      a = b;
+    }
+    if (good > begin) decode_rows_cuda(begin, good - begin, out);
+    if (good < end) corrupt(good);
+  }
+
+  // Rows [begin, begin + n) whose offsets decode_range_cuda() has checked.
+  void decode_rows_cuda(uint64_t begin, uint64_t n, float* out) const {
+#ifdef EDO_HAVE_CUDA
+    const uint64_t first = offset(begin), last = offset(begin + n);
+    cuda::SparseRows s;
+    s.form = spec_.form;
+    s.values_kind = spec_.values;
+    s.dim = static_cast<uint32_t>(dim_);
+    s.offset_bytes = static_cast<uint32_t>(offset_bytes_);
+    s.index_bytes = index_bytes_;
+    s.nnz = nnz_;
+    s.base = first & ~uint64_t{1};  // even: an int4 slice starts on a byte
+    s.end = last;
+    // int4: the byte holding value `last - 1` (last is even unless a row is corrupt; nnz is even).
+    const uint64_t value_begin = sparse_value_bytes(spec_.values, s.base),
+                   value_end =
+                       spec_.values == SparseValues::int4 ? (last + 1) / 2 : sparse_value_bytes(spec_.values, last);
+    const uint64_t mask_bytes = sparse_mask_bytes(dim_);
+    s.mask_bytes = static_cast<uint32_t>(mask_bytes);
+    DeviceBuffer d_offsets((n + 1) * offset_bytes_), d_values(value_end - value_begin),
+        d_indices(indices_ ? (last - s.base) * index_bytes_ : 0), d_masks(masks_ ? n * mask_bytes : 0),
+        d_params(params_ ? n * 8 : 0), d_out(n * dim_ * sizeof(float)), d_bad(sizeof(unsigned long long));
+    d_offsets.upload(offsets_ + begin * offset_bytes_, d_offsets.bytes());
+    d_values.upload(values_ + value_begin, d_values.bytes());
+    if (indices_) d_indices.upload(indices_ + s.base * index_bytes_, d_indices.bytes());
+    if (masks_) d_masks.upload(masks_ + begin * mask_bytes, d_masks.bytes());
+    if (params_) d_params.upload(params_ + begin * 8, d_params.bytes());
+    unsigned long long bad = ~0ull;
+    d_bad.upload(&bad, sizeof bad);
+    s.offsets = d_offsets.as<uint8_t>();
+    s.values = d_values.as<uint8_t>();
+    s.indices = indices_ ? d_indices.as<uint8_t>() : nullptr;
+    s.masks = masks_ ? d_masks.as<uint8_t>() : nullptr;
+    s.params = params_ ? d_params.as<uint8_t>() : nullptr;
+    cuda::decode_sparse(s, n, d_out.as<float>(), d_bad.as<unsigned long long>());
+    check_cuda_launch("decode_sparse");
+    d_bad.download(&bad, sizeof bad);
+    if (bad != ~0ull) corrupt(begin + bad);
+    d_out.download(out, d_out.bytes());
+#else
+    (void)begin, (void)n, (void)out;
+    require_device(Device::cuda);
+#endif
+  }
 
   void decode_row(uint64_t r, float* out) const {
     switch (spec_.values) {
