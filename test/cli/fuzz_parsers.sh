@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Builds every fuzz/fuzz_NAME.cpp as a libFuzzer target over all of formats/
+# and the reader library (lib/reader with the decoders and lib/core it needs)
 # and runs each for a bounded time on a scratch copy of fuzz/corpus/NAME/.
 # A crash, leak, sanitizer report or hang fails the test; no clang with
 # libFuzzer on the machine skips it.
@@ -7,7 +8,9 @@
 #   fuzz_parsers.sh BUILD_DIR SOURCE_DIR
 #
 # Environment: EDO_FUZZ_SECONDS (per target, default 15), EDO_FUZZ_JOBS
-# (targets compiled and run at once, default 2), EDO_FUZZ_CXX (the compiler).
+# (targets compiled and run at once, default 2), EDO_FUZZ_CXX (the compiler),
+# EDO_FUZZ_MARCH (CPU flags; default -march=x86-64-v3 where the host runs it,
+# as the project's own build does; empty for none).
 set -euo pipefail
 
 build_dir=$(cd "$1" && pwd)
@@ -31,8 +34,70 @@ if [[ -z "$cxx" ]] || ! "$cxx" -fsanitize=fuzzer "$probe_src" -o "$work/probe" >
   exit 0
 fi
 
+# The CPU flags of the project's own build (CMakeLists.txt, EDO_CPU_ARCH=auto):
+# x86-64-v3 where the host runs it, so the decoders and the lookup grouping
+# are fuzzed on the AVX2/F16C paths a release build takes.
+if [[ -n "${EDO_FUZZ_MARCH+set}" ]]; then
+  march=$EDO_FUZZ_MARCH
+else
+  march=
+  printf '%s\n' 'int main() { __builtin_cpu_init(); return __builtin_cpu_supports("avx2") &&' \
+    '__builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") ? 0 : 1; }' >"$work/march.cpp"
+  if "$cxx" -march=x86-64-v3 "$work/march.cpp" -o "$work/march" >/dev/null 2>&1 && "$work/march"; then
+    march=-march=x86-64-v3
+  fi
+fi
+
+# clang before 15 cannot compile libstdc++'s std::source_location (it needs
+# __builtin_source_location), so <source_location> declares nothing and
+# lib/edo/device.hpp does not compile. For such a compiler every source gets
+# a stand-in built on the older __builtin_FILE/__builtin_LINE (forced include).
+compat_dir="$work/compat"
+compat_flags=()
+printf '%s\n' '#include <source_location>' \
+  'int main() { return static_cast<int>(std::source_location::current().line()); }' >"$work/source_location.cpp"
+if ! "$cxx" -std=c++20 -fsyntax-only "$work/source_location.cpp" >/dev/null 2>&1; then
+  mkdir -p "$compat_dir"
+  cat >"$compat_dir/source_location_compat.hpp" <<'EOF_COMPAT'
+// Written by test/cli/fuzz_parsers.sh: std::source_location for a clang whose
+// libstdc++ <source_location> is empty (clang < 15). Fuzz builds only.
+#pragma once
+#include <source_location>
+#ifndef __cpp_lib_source_location
+#include <cstdint>
+namespace std {
+struct source_location {
+  static constexpr source_location current(const char* file = __builtin_FILE(),
+                                           const char* function = __builtin_FUNCTION(),
+                                           uint_least32_t line = __builtin_LINE(),
+                                           uint_least32_t column = __builtin_COLUMN()) noexcept {
+    source_location l;
+    l.file_ = file, l.function_ = function, l.line_ = line, l.column_ = column;
+    return l;
+  }
+  constexpr source_location() noexcept = default;
+  constexpr uint_least32_t line() const noexcept { return line_; }
+  constexpr uint_least32_t column() const noexcept { return column_; }
+  constexpr const char* file_name() const noexcept { return file_; }
+  constexpr const char* function_name() const noexcept { return function_; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  uint_least32_t line_ = 0, column_ = 0;
+};
+}  // namespace std
+#endif
+EOF_COMPAT
+  compat_flags=(-include "$compat_dir/source_location_compat.hpp")
+fi
+
 # -fno-sanitize-recover makes any undefined behaviour a crash, not a log line.
-cxxflags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
+# -gline-tables-only: file and line in every stack trace, for about a quarter
+# less compile time than -g. No CUDA (EDO_HAVE_CUDA stays undefined) and no
+# -fopenmp: the reader's omp pragmas are ignored, so every target runs on one thread.
+cxxflags=(-std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer -fno-sanitize-recover=all
+  $march "${compat_flags[@]}"
   -I"$src_dir/lib" -I"$src_dir/formats" -I"$src_dir/kernels" -I"$build_dir/generated"
   $(pkg-config --cflags hdf5 libzip))
 libs=(-lfmt -lxxhash -lzip -lz $(pkg-config --libs hdf5))
@@ -41,17 +106,19 @@ libs=(-lfmt -lxxhash -lzip -lz $(pkg-config --libs hdf5))
 # object carries a stamp (a hash of all three) beside it.
 hash_of() { sha256sum | cut -c1-32; }
 header_dirs=()
-for d in "$src_dir/lib" "$src_dir/formats" "$src_dir/kernels" "$build_dir/generated"; do
+for d in "$src_dir/lib" "$src_dir/formats" "$src_dir/kernels" "$build_dir/generated" "$compat_dir"; do
   [[ -d "$d" ]] && header_dirs+=("$d")
 done
 headers_hash=$( { "$cxx" --version; echo "${cxxflags[*]}";
   find "${header_dirs[@]}" \( -name '*.hpp' -o -name '*.h' -o -name '*.cuh' \) -type f | sort | xargs cat; } | hash_of)
 
 # Runs "$@" in the background, at most $jobs at once; a failure leaves a mark.
+# The reader library's build (reader_pid, below) runs beside them, uncounted.
 failed_mark="$work/failed"
 rm -f "$failed_mark"
+reader_pid=
 run_limited() {
-  while (( $(jobs -rp | wc -l) >= jobs )); do wait -n || true; done
+  while (( $(jobs -rp | grep -cvxF "${reader_pid:-none}") >= jobs )); do wait -n || true; done
   { "$@" || touch "$failed_mark"; } &
 }
 # Waits for every background job; false when any of them failed.
@@ -68,55 +135,85 @@ compile_object() {  # source object stamp
   fi
 }
 
+# Two archives: formats/ (every parser), and the reader library with what it
+# needs beyond formats/ -- CMakeLists.txt's edo_core (lib/core), edo_decoders
+# (EDO_DECODER_SOURCES, read from there) and edo_reader (lib/reader).
+formats_sources=("$src_dir"/formats/*.cpp)
+decoder_sources=$(sed -n '/^set(EDO_DECODER_SOURCES/,/)/p' "$src_dir/CMakeLists.txt" |
+  grep -o 'lib/codecs/[A-Za-z0-9_]*\.cpp' || true)
+if [[ -z "$decoder_sources" ]]; then echo "fuzz: no EDO_DECODER_SOURCES in $src_dir/CMakeLists.txt"; exit 1; fi
+reader_sources=("$src_dir"/lib/core/*.cpp)
+for rel in $decoder_sources; do reader_sources+=("$src_dir/$rel"); done
+reader_sources+=("$src_dir"/lib/reader/*.cpp)
+
+# An object per source, named by its path (lib/reader/tiers.cpp: lib_reader_tiers.o);
+# sets $objects to those of "$@".
 objects=()
-for src in "$src_dir"/formats/*.cpp; do
-  obj="$work/obj/$(basename "$src" .cpp).o"
-  objects+=("$obj")
-  stamp=$( { echo "$headers_hash"; cat "$src"; } | hash_of)
-  if [[ ! -f "$obj" || "$(cat "$obj.stamp" 2>/dev/null)" != "$stamp" ]]; then
-    echo "fuzz: compiling $(basename "$src")"
-    run_limited compile_object "$src" "$obj" "$stamp"
-  fi
-done
-wait_all || exit 1
-
-archive="$work/libedo_formats_fuzz.a"
-archive_stamp=$(cat "${objects[@]/%/.stamp}" | hash_of)
-if [[ ! -f "$archive" || "$(cat "$archive.stamp" 2>/dev/null)" != "$archive_stamp" ]]; then
-  rm -f "$archive"
-  # Objects of sources that were deleted are left out: only this list goes in.
-  ar rcs "$archive" "${objects[@]}"
-  echo "$archive_stamp" >"$archive.stamp"
-fi
-
-link_target() {  # source binary stamp
-  if "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer,address,undefined -I"$src_dir/fuzz" "$1" "$archive" "${libs[@]}" \
-      -o "$2.tmp" 2>"$2.log"; then
-    mv "$2.tmp" "$2" && echo "$3" >"$2.stamp"
-  else
-    echo "fuzz: cannot build $1:"; cat "$2.log"; return 1
+compile_sources() {
+  objects=()
+  local src rel obj stamp
+  for src in "$@"; do
+    rel=${src#"$src_dir"/}
+    obj="$work/obj/${rel//\//_}"
+    obj="${obj%.cpp}.o"
+    objects+=("$obj")
+    stamp=$( { echo "$headers_hash"; cat "$src"; } | hash_of)
+    if [[ ! -f "$obj" || "$(cat "$obj.stamp" 2>/dev/null)" != "$stamp" ]]; then
+      echo "fuzz: compiling $rel"
+      run_limited compile_object "$src" "$obj" "$stamp"
+    fi
+  done
+}
+make_archive() {  # archive objects...
+  local archive=$1 stamp
+  shift
+  stamp=$(cat "${@/%/.stamp}" | hash_of)
+  if [[ ! -f "$archive" || "$(cat "$archive.stamp" 2>/dev/null)" != "$stamp" ]]; then
+    rm -f "$archive"
+    # Objects of sources that were deleted are left out: only this list goes in.
+    ar rcs "$archive" "$@"
+    echo "$stamp" >"$archive.stamp"
   fi
 }
 
-targets=()
-for src in "$src_dir"/fuzz/fuzz_*.cpp; do
-  [[ -e "$src" ]] || continue
-  name=$(basename "$src" .cpp)
-  name=${name#fuzz_}
-  targets+=("$name")
-  bin="$work/bin/fuzz_$name"
-  stamp=$( { echo "$archive_stamp"; cat "$src" "$src_dir"/fuzz/*.hpp 2>/dev/null; } | hash_of)
-  if [[ ! -x "$bin" || "$(cat "$bin.stamp" 2>/dev/null)" != "$stamp" ]]; then
-    echo "fuzz: building fuzz_$name"
-    run_limited link_target "$src" "$bin" "$stamp"
-  fi
-done
+compile_sources "${formats_sources[@]}"
 wait_all || exit 1
-if (( ${#targets[@]} == 0 )); then echo "fuzz: no targets in $src_dir/fuzz"; exit 1; fi
+archive="$work/libedo_formats_fuzz.a"
+make_archive "$archive" "${objects[@]}"
+
+# The reader library compiles in the background while the targets that do
+# not link it are built and run: their fixed run time hides its compile time.
+reader_archive="$work/libedo_reader_fuzz.a"
+(
+  failed_mark="$work/reader_failed"
+  rm -f "$failed_mark"
+  compile_sources "${reader_sources[@]}"
+  wait_all && make_archive "$reader_archive" "${objects[@]}"
+) &
+reader_pid=$!
+
+# A target that includes a reader-library header links the reader archive too.
+uses_reader() { grep -qE '^#include <edo/(reader|tier|codec|sparse)\.hpp>' "$1"; }
+
+build_target() {  # name
+  local name=$1 src="$src_dir/fuzz/fuzz_$1.cpp" bin="$work/bin/fuzz_$1" stamp
+  local link=("$archive")
+  if uses_reader "$src"; then link=("$reader_archive" "$archive"); fi
+  stamp=$( { cat "${link[@]/%/.stamp}" "$src" "$src_dir"/fuzz/*.hpp 2>/dev/null; } | hash_of)
+  [[ -x "$bin" && "$(cat "$bin.stamp" 2>/dev/null)" == "$stamp" ]] && return 0
+  echo "fuzz: building fuzz_$name"
+  if "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer,address,undefined -I"$src_dir/fuzz" "$src" \
+      "${link[@]}" "${libs[@]}" -o "$bin.tmp" 2>"$bin.log"; then
+    mv "$bin.tmp" "$bin" && echo "$stamp" >"$bin.stamp"
+  else
+    echo "fuzz: cannot build $src:"; cat "$bin.log"; return 1
+  fi
+}
 
 # Each target works on a scratch copy so the checked-in seeds never change.
 run_target() {  # name
   local name=$1 dir="$work/run/$1"
+  build_target "$name" || return 1
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
   if [[ -d "$src_dir/fuzz/corpus/$name" ]]; then cp -R "$src_dir/fuzz/corpus/$name/." "$dir/corpus/"; fi
@@ -131,5 +228,23 @@ run_target() {  # name
   fi
 }
 
-for name in "${targets[@]}"; do run_limited run_target "$name"; done
+parser_targets=()
+reader_targets=()
+for src in "$src_dir"/fuzz/fuzz_*.cpp; do
+  [[ -e "$src" ]] || continue
+  name=$(basename "$src" .cpp)
+  name=${name#fuzz_}
+  if uses_reader "$src"; then reader_targets+=("$name"); else parser_targets+=("$name"); fi
+done
+if (( ${#parser_targets[@]} + ${#reader_targets[@]} == 0 )); then
+  echo "fuzz: no targets in $src_dir/fuzz"; wait; exit 1
+fi
+
+for name in "${parser_targets[@]}"; do run_limited run_target "$name"; done
+if wait "$reader_pid" && [[ -f "$reader_archive" ]]; then
+  reader_pid=
+  for name in "${reader_targets[@]}"; do run_limited run_target "$name"; done
+else
+  echo "fuzz: the reader library did not build"; touch "$failed_mark"
+fi
 wait_all
