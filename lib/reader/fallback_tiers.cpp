@@ -32,19 +32,10 @@ uint32_t centroid_index_bytes(uint64_t centroids) { return centroids <= 256 ? 1u
 
 namespace {
 
-TierStats fallback_stats(const io::TierInfo& info, TierKind kind) {
-  TierStats s;
-  s.name = info.name;
-  s.kind = kind;
-  s.rows = info.rows;
-  s.residency = parse_residency(info.residency).value_or(Residency::host);
-  return s;
-}
-
 class ZeroTier final : public TierView {
  public:
   ZeroTier(const io::Container& c, const io::TierInfo& info) : dim_(c.dim()) {
-    stats_ = fallback_stats(info, TierKind::zero);
+    stats_ = tier_base_stats(info, TierKind::zero);
     stats_.codec = tier_kind_word(TierKind::zero);
     if (!info.sections.empty()) EDO_FAIL("{}: tier '{}': a zero tier has no sections", c.path(), info.name);
   }
@@ -62,7 +53,7 @@ class ZeroTier final : public TierView {
 class CentroidTier final : public TierView {
  public:
   CentroidTier(const io::Container& c, const io::TierInfo& info) : path_(c.path()), dim_(c.dim()) {
-    stats_ = fallback_stats(info, TierKind::centroids);
+    stats_ = tier_base_stats(info, TierKind::centroids);
     try {
       count_ = centroid_count(info.codec);
     } catch (const Error& e) {
@@ -72,10 +63,10 @@ class CentroidTier final : public TierView {
     index_bytes_ = centroid_index_bytes(count_);
     stats_.code_size = index_bytes_;
     if (info.sections.size() != 2) fail("a centroids tier has exactly the sections 'centroids' and 'assign'");
-    const io::SectionView cv = section(c, info, "centroids", checked_mul(count_, dim_ * sizeof(float)));
+    const io::SectionView cv = tier_section(c, info, "centroids", checked_mul(count_, dim_ * sizeof(float)), stats_);
     centroids_.resize(count_ * dim_);  // copied: the mapping's alignment is only the section's
     std::memcpy(centroids_.data(), cv.data, cv.size);
-    assign_ = section(c, info, "assign", checked_mul(info.rows, index_bytes_)).data;
+    assign_ = tier_section(c, info, "assign", checked_mul(info.rows, index_bytes_), stats_).data;
   }
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
     for (size_t k = 0; k < n; ++k) copy_row(local[k], out + dst[k] * dim_);
@@ -86,17 +77,6 @@ class CentroidTier final : public TierView {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
-
-  io::SectionView section(const io::Container& c, const io::TierInfo& info, const char* role,
-                          std::optional<uint64_t> want) {
-    const auto it = info.sections.find(role);
-    if (it == info.sections.end()) fail(fmt::format("no '{}' section", role));
-    const io::SectionView v = c.section(it->second);
-    if (!want || v.size != *want)
-      fail(fmt::format("section '{}' holds {} bytes, {} expected", it->second, v.size, want ? *want : 0));
-    stats_.bytes += v.size;
-    return v;
-  }
 
   void copy_row(uint64_t r, float* out) const {
     uint32_t index = 0;
@@ -115,7 +95,7 @@ class CentroidTier final : public TierView {
 class NearestTier final : public TierView {
  public:
   NearestTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) : path_(c.path()) {
-    stats_ = fallback_stats(info, TierKind::nearest);
+    stats_ = tier_base_stats(info, TierKind::nearest);
     metric_ = nearest_metric(info.codec);
     stats_.codec = metric_ == Metric::l2 ? "nearest:l2" : "nearest:cos";
     if (!jt.contains("target_bytes") || !jt["target_bytes"].is_number_unsigned() ||

@@ -130,10 +130,7 @@ class SparseTier final : public TierView {
  public:
   SparseTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) : path_(c.path()) {
     dim_ = c.dim();
-    stats_.name = info.name;
-    stats_.kind = TierKind::sparse;
-    stats_.rows = info.rows;
-    stats_.residency = parse_residency(info.residency).value_or(Residency::host);
+    stats_ = tier_base_stats(info, TierKind::sparse);
     spec_ = parse_sparse_spec(info.codec, dim_);
     stats_.codec = format_sparse_spec(spec_);
     if (!jt.contains("nnz") || !jt["nnz"].is_number_unsigned() || !jt.contains("offset_bytes") ||
@@ -182,13 +179,7 @@ class SparseTier final : public TierView {
 
   const uint8_t* section(const io::Container& c, const io::TierInfo& info, const char* role,
                          std::optional<uint64_t> want) {
-    const auto it = info.sections.find(role);
-    if (it == info.sections.end()) fail(fmt::format("no '{}' section", role));
-    const io::SectionView v = c.section(it->second);
-    if (!want || v.size != *want)
-      fail(fmt::format("section '{}' holds {} bytes, {} expected", it->second, v.size, want ? *want : 0));
-    stats_.bytes += v.size;
-    return v.data;
+    return tier_section(c, info, role, want, stats_).data;
   }
 
   uint64_t offset(uint64_t r) const {

@@ -8,8 +8,17 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 
 namespace edo {
+
+// A tier's stats before its kind adds codec, code size and bytes.
+TierStats tier_base_stats(const io::TierInfo& info, TierKind kind);
+// The section of `info` in role `role`, which must hold exactly `want` bytes
+// (nullopt: the size overflowed); adds its size to stats.bytes. Throws
+// naming the file and the tier.
+io::SectionView tier_section(const io::Container& c, const io::TierInfo& info, const char* role,
+                             std::optional<uint64_t> want, TierStats& stats);
 
 std::unique_ptr<TierView> open_sparse_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
 // "zero": every row decodes to zeros; no sections.

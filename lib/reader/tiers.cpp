@@ -59,13 +59,7 @@ const char* tier_kind_word(TierKind kind) {
   return nullptr;
 }
 
-namespace {
-
-std::string tier_error(const std::string& path, const std::string& tier, const std::string& what) {
-  return fmt::format("{}: tier '{}': {}", path, tier, what);
-}
-
-TierStats base_stats(const io::TierInfo& info, TierKind kind) {
+TierStats tier_base_stats(const io::TierInfo& info, TierKind kind) {
   TierStats s;
   s.name = info.name;
   s.kind = kind;
@@ -73,6 +67,24 @@ TierStats base_stats(const io::TierInfo& info, TierKind kind) {
   // Files written before residencies were recorded (edo-quantize 0.1) have none: host.
   s.residency = parse_residency(info.residency).value_or(Residency::host);
   return s;
+}
+
+io::SectionView tier_section(const io::Container& c, const io::TierInfo& info, const char* role,
+                             std::optional<uint64_t> want, TierStats& stats) {
+  const auto it = info.sections.find(role);
+  if (it == info.sections.end()) EDO_FAIL("{}: tier '{}': no '{}' section", c.path(), info.name, role);
+  const io::SectionView v = c.section(it->second);
+  if (!want || v.size != *want)
+    EDO_FAIL("{}: tier '{}': section '{}' holds {} bytes, {} expected", c.path(), info.name, it->second, v.size,
+             want ? *want : 0);
+  stats.bytes += v.size;
+  return v;
+}
+
+namespace {
+
+std::string tier_error(const std::string& path, const std::string& tier, const std::string& what) {
+  return fmt::format("{}: tier '{}': {}", path, tier, what);
 }
 
 // ---- codec tiers -------------------------------------------------------------------
@@ -113,7 +125,7 @@ class CodecTier final : public TierView {
  public:
   CodecTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) {
     const std::string& path = c.path();
-    stats_ = base_stats(info, TierKind::codec);
+    stats_ = tier_base_stats(info, TierKind::codec);
     try {
       codec_ = make_decoder(info.codec, c.dim());
     } catch (const Error& e) {
@@ -167,7 +179,7 @@ class SharedVectorTier final : public TierView {
   SharedVectorTier(const io::Container& c, const io::TierInfo& info) {
     const std::string& path = c.path();
     const uint64_t dim = c.dim();
-    stats_ = base_stats(info, TierKind::shared_vector);
+    stats_ = tier_base_stats(info, TierKind::shared_vector);
     stats_.codec = tier_kind_word(TierKind::shared_vector);
     const auto it = info.sections.find("vector");
     if (it == info.sections.end() || info.sections.size() != 1)
