@@ -106,22 +106,8 @@ int main(int argc, char** argv) {
       if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
     }
 
-    if (json) {
-      nlohmann::json j = edo::quantize_report_json(rep);
-      j["input"] = input;
-      j["output"] = output;
-      j["written"] = code == 0;
-      if (eval_wanted) j["eval"] = edo::to_json(result, outcomes);
-      std::puts(j.dump(2).c_str());
-    } else {
-      std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
-      std::fputs(edo::quantize_report_text(rep).c_str(), stdout);
-      if (eval_wanted) {
-        std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
-        edo::cli::print_metrics(result);
-        for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
-      }
-    }
+    edo::cli::print_write_summary(json, edo::quantize_report_json(rep), edo::quantize_report_text(rep), input, output,
+                                  code, eval_wanted, result, outcomes);
     return code;
   });
 }

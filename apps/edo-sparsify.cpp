@@ -233,23 +233,10 @@ int main(int argc, char** argv) {
       if (code == 0)
         edo::republish_with_manifest(eval_target.path(), output, {{"eval", edo::to_json(result, outcomes)}});
     }
-    if (json) {
-      nlohmann::json j = edo::pack_report_json(rep);
-      j["input"] = input;
-      j["output"] = output;
-      j["written"] = code == 0;
-      if (eval_wanted) j["eval"] = edo::to_json(result, outcomes);
-      std::puts(j.dump(2).c_str());
-      return code;
-    }
-    std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
-    if (chose_form) std::printf("  form       %s (--form auto: the smaller at the expected density)\n", kept.c_str());
-    std::fputs(edo::pack_report_text(rep).c_str(), stdout);
-    if (eval_wanted) {
-      std::printf("  evaluation (%s)\n", edo::metric_name(result.metric));
-      edo::cli::print_metrics(result);
-      for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
-    }
+    const std::string form =
+        chose_form ? fmt::format("  form       {} (--form auto: the smaller at the expected density)\n", kept) : "";
+    edo::cli::print_write_summary(json, edo::pack_report_json(rep), form + edo::pack_report_text(rep), input, output,
+                                  code, eval_wanted, result, outcomes);
     return code;
   });
 }

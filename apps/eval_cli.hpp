@@ -157,6 +157,28 @@ inline void write_text_file(const std::string& path, const std::string& text) {
 // Prints the metrics one a line ("name  value") to stdout.
 inline void print_metrics(const EvalResult& r) { std::fputs(metrics_text(r).c_str(), stdout); }
 
+// The summary a tool that writes a .edo prints: with `json`, its report plus
+// input, output, whether it was written and the evaluation; else a header
+// line, `text` (the report) and the evaluation with its gates.
+inline void print_write_summary(bool json, nlohmann::json report, const std::string& text, const std::string& input,
+                                const std::string& output, int code, bool evaluated, const EvalResult& result,
+                                const std::vector<GateOutcome>& outcomes) {
+  if (json) {
+    report["input"] = input;
+    report["output"] = output;
+    report["written"] = code == 0;
+    if (evaluated) report["eval"] = to_json(result, outcomes);
+    std::puts(report.dump(2).c_str());
+    return;
+  }
+  std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
+  std::fputs(text.c_str(), stdout);
+  if (!evaluated) return;
+  std::printf("  evaluation (%s)\n", metric_name(result.metric));
+  print_metrics(result);
+  for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
+}
+
 // Writes the requested reports, prints failed gates on stderr, returns the exit code (0 or 3).
 inline int finish_gates(const char* tool, const EvalFlags& flags, const EvalResult& result,
                         const std::vector<GateOutcome>& outcomes) {

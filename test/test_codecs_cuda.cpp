@@ -4,20 +4,9 @@
 
 using namespace edo;
 using edo::test::Matrix;
+using edo::test::skip_without_gpu;
 
 namespace {
-
-#ifdef EDO_HAVE_CUDA
-const std::string kBuiltWithCuda = "yes";
-#else
-const std::string kBuiltWithCuda = "no";
-#endif
-
-bool skip_without_gpu() {
-  if (cuda_available()) return false;
-  MESSAGE("skipped: no CUDA GPU (built with CUDA: " << kBuiltWithCuda << ")");
-  return true;
-}
 
 void check_cuda_matches_cpu(const Matrix& m, const std::string& spec) {
   CAPTURE(spec);

@@ -6,16 +6,7 @@
 
 using namespace edo;
 using edo::test::Matrix;
-
-namespace {
-
-bool skip_without_gpu() {
-  if (cuda_available()) return false;
-  MESSAGE("skipped: no CUDA GPU");
-  return true;
-}
-
-}  // namespace
+using edo::test::skip_without_gpu;
 
 TEST_CASE("pq cuda: GPU encode, decode and codec paths equal the CPU") {
   if (skip_without_gpu()) return;

@@ -15,20 +15,9 @@
 #include <vector>
 
 using edo::test::error_of;
+using edo::test::skip_without_gpu;
 
 namespace {
-
-#ifdef EDO_HAVE_CUDA
-const std::string kBuiltWithCuda = "yes";
-#else
-const std::string kBuiltWithCuda = "no";
-#endif
-
-bool skip_without_gpu() {
-  if (edo::cuda_available()) return false;
-  MESSAGE("skipped: no CUDA GPU (built with CUDA: " << kBuiltWithCuda << ")");
-  return true;
-}
 
 // A packed file: the `hot` first rows fp32, the rest one sparse tier "all"
 // (hot = 0: the sparse tier alone). A few rows all zero or nearly.

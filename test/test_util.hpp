@@ -2,6 +2,7 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <edo/device.hpp>
 #include <edo/error.hpp>
 
 #include <unistd.h>
@@ -71,5 +72,17 @@ std::string error_of(Fn&& fn) {
 
 inline std::string shared_data(const std::string& name) { return std::string(EDO_SHARED_DATA_DIR) + "/" + name; }
 inline std::string sample_data(const std::string& name) { return std::string(EDO_SAMPLES_DIR) + "/" + name; }
+
+// True (with a message saying so) when no CUDA GPU is present: GPU tests
+// return early and pass here; scripts/gpu-check.sh runs them where one is.
+inline bool skip_without_gpu() {
+  if (cuda_available()) return false;
+#ifdef EDO_HAVE_CUDA
+  MESSAGE("skipped: no CUDA GPU (built with CUDA: yes)");
+#else
+  MESSAGE("skipped: no CUDA GPU (built with CUDA: no)");
+#endif
+  return true;
+}
 
 }  // namespace edo::test
