@@ -88,6 +88,77 @@ void sparse_select(const SparseSpec& spec, float threshold, const float* row, ui
   std::sort(keep.begin(), keep.end());
 }
 
+// The magnitude at rank density * count among up to 2^20 of the rows'
+// magnitudes, drawn with the seed (a fixed stride could fall on one column).
+float sparse_fit_threshold(double density, const float* x, size_t n, uint32_t dim, uint64_t seed) {
+  const std::vector<uint64_t> pick = sample_indices(n * dim, uint64_t{1} << 20, seed);
+  std::vector<float> mags(pick.size());
+  for (size_t k = 0; k < pick.size(); ++k) mags[k] = std::fabs(x[pick[k]]);
+  const auto keep = static_cast<uint64_t>(std::llround(density * static_cast<double>(mags.size())));
+  if (keep == 0) return std::numeric_limits<float>::max();
+  if (keep >= mags.size()) return 0.0f;
+  std::nth_element(mags.begin(), mags.begin() + static_cast<long>(keep - 1), mags.end(), std::greater<>());
+  return mags[keep - 1];
+}
+
+void sparse_store_values(SparseValues v, const float* row, const std::vector<uint32_t>& keep,
+                         std::vector<uint8_t>& values, uint8_t* params) {
+  const auto append = [&](const void* p, size_t bytes) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    values.insert(values.end(), b, b + bytes);
+  };
+  switch (v) {
+    case SparseValues::f32:
+      for (uint32_t j : keep) append(&row[j], 4);
+      return;
+    case SparseValues::f16:
+    case SparseValues::bf16:
+      for (uint32_t j : keep) {
+        const uint16_t h = v == SparseValues::f16 ? float_to_half_bits(row[j]) : float_to_bf16_bits(row[j]);
+        append(&h, 2);
+      }
+      return;
+    case SparseValues::int8:
+    case SparseValues::int4:
+      break;
+  }
+  float lo = 0, hi = 0;
+  if (!keep.empty()) lo = hi = row[keep[0]];
+  for (uint32_t j : keep) lo = std::min(lo, row[j]), hi = std::max(hi, row[j]);
+  const uint32_t qmax = sparse_qmax(v);
+  const math::AffineParams p = math::affine_from_range(lo, hi, qmax);
+  math::store_f32(params, p.scale);
+  math::store_f32(params + 4, p.offset);
+  const math::AffineInverse inv = math::affine_inverse(p.scale);
+  const auto q = [&](uint32_t j) {
+    return static_cast<uint8_t>(math::affine_quantize(row[j], p.offset, inv, static_cast<float>(qmax)));
+  };
+  if (v == SparseValues::int8) {
+    for (uint32_t j : keep) values.push_back(q(j));
+    return;
+  }
+  for (size_t i = 0; i < keep.size(); i += 2) values.push_back(static_cast<uint8_t>(q(keep[i]) | q(keep[i + 1]) << 4));
+}
+
+void sparse_decode_values(SparseValues v, const uint8_t* values, const uint8_t* params,
+                          const std::vector<uint32_t>& keep, uint32_t dim, float* out) {
+  std::fill(out, out + dim, 0.0f);
+  const math::AffineParams p = sparse_row_params(sparse_values_affine(v) ? params : nullptr);
+  for (size_t i = 0; i < keep.size(); ++i) out[keep[i]] = sparse_value(v, values, i, p);
+}
+
+void sparse_round_trip(const SparseSpec& spec, float threshold, const float* x, size_t n, uint32_t dim, float* out) {
+  std::vector<uint32_t> keep, scratch;
+  std::vector<uint8_t> values;
+  uint8_t params[8] = {};
+  for (size_t i = 0; i < n; ++i) {
+    sparse_select(spec, threshold, x + i * dim, dim, keep, scratch);
+    values.clear();
+    sparse_store_values(spec.values, x + i * dim, keep, values, params);
+    sparse_decode_values(spec.values, values.data(), params, keep, dim, out + i * dim);
+  }
+}
+
 namespace {
 
 class SparseTierBuilder final : public TierBuilder {
@@ -105,21 +176,9 @@ class SparseTierBuilder final : public TierBuilder {
   }
   bool needs_training() const override { return spec_.rule == SparseRule::density; }
 
-  // The magnitude threshold that keeps a share `density` of the sample's
-  // values: the value at that rank among up to 2^20 of its magnitudes, drawn
-  // with the seed (a fixed stride could fall on one column).
   void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed) override {
     check_values(x, n, row_ids);
-    const std::vector<uint64_t> pick = sample_indices(n * dim_, uint64_t{1} << 20, seed);
-    std::vector<float> mags(pick.size());
-    for (size_t k = 0; k < pick.size(); ++k) mags[k] = std::fabs(x[pick[k]]);
-    const auto keep = static_cast<uint64_t>(std::llround(spec_.density * static_cast<double>(mags.size())));
-    if (keep >= mags.size() || keep == 0) {
-      threshold_ = keep == 0 ? std::numeric_limits<float>::max() : 0.0f;
-      return;
-    }
-    std::nth_element(mags.begin(), mags.begin() + static_cast<long>(keep - 1), mags.end(), std::greater<>());
-    threshold_ = mags[keep - 1];
+    threshold_ = sparse_fit_threshold(spec_.density, x, n, dim_, seed);
   }
 
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
@@ -203,23 +262,7 @@ class SparseTierBuilder final : public TierBuilder {
     const size_t m = keep_.size();
     values_.clear();
     param_bytes_.fill(0);
-    switch (spec_.values) {
-      case SparseValues::f32:
-        for (uint32_t j : keep_) append_bytes(&row[j], 4);
-        break;
-      case SparseValues::f16:
-      case SparseValues::bf16:
-        for (uint32_t j : keep_) {
-          const uint16_t h =
-              spec_.values == SparseValues::f16 ? float_to_half_bits(row[j]) : float_to_bf16_bits(row[j]);
-          append_bytes(&h, 2);
-        }
-        break;
-      case SparseValues::int8:
-      case SparseValues::int4:
-        store_affine(row);
-        break;
-    }
+    sparse_store_values(spec_.values, row, keep_, values_, param_bytes_.data());
     block_.values.insert(block_.values.end(), values_.begin(), values_.end());
     nnz_ += m;
     block_.offsets.push_back(nnz_);
@@ -251,36 +294,9 @@ class SparseTierBuilder final : public TierBuilder {
     block_.clear();
   }
 
-  void store_affine(const float* row) {
-    float lo = 0, hi = 0;
-    if (!keep_.empty()) lo = hi = row[keep_[0]];
-    for (uint32_t j : keep_) lo = std::min(lo, row[j]), hi = std::max(hi, row[j]);
-    const uint32_t qmax = sparse_qmax(spec_.values);
-    const math::AffineParams p = math::affine_from_range(lo, hi, qmax);
-    math::store_f32(param_bytes_.data(), p.scale);
-    math::store_f32(param_bytes_.data() + 4, p.offset);
-    const math::AffineInverse inv = math::affine_inverse(p.scale);
-    const auto q = [&](uint32_t j) {
-      return static_cast<uint8_t>(math::affine_quantize(row[j], p.offset, inv, static_cast<float>(qmax)));
-    };
-    if (spec_.values == SparseValues::int8) {
-      for (uint32_t j : keep_) values_.push_back(q(j));
-      return;
-    }
-    for (size_t i = 0; i < keep_.size(); i += 2)
-      values_.push_back(static_cast<uint8_t>(q(keep_[i]) | q(keep_[i + 1]) << 4));
-  }
-
-  void append_bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    values_.insert(values_.end(), b, b + n);
-  }
-
   // The row just stored, decoded as a reader decodes it.
   void decode_stored(float* out) const {
-    std::fill(out, out + dim_, 0.0f);
-    for (size_t i = 0; i < keep_.size(); ++i)
-      out[keep_[i]] = sparse_value(spec_.values, values_.data(), i, sparse_row_params(param_bytes_.data()));
+    sparse_decode_values(spec_.values, values_.data(), param_bytes_.data(), keep_, dim_, out);
   }
 
   SparseSpec spec_;
