@@ -21,14 +21,23 @@ struct ValueRule {
   double density = 0;
   uint32_t per_row_k = 0;
   double threshold = 0;
+  uint64_t drop_dims = 0;
   std::string values = "fp32", form = "auto";
 };
 
 // The kept rows' codec: a sparse spec from the value rule (its form chosen
-// when auto), else `codec`.
+// when auto), `dims:K` ahead of `codec` for --drop-dims, else `codec`.
 std::string kept_codec(const ValueRule& v, const std::string& codec, edo::io::TableReader& table, bool& chose) {
   const int rules = (v.density > 0) + (v.per_row_k > 0) + (v.threshold > 0);
-  if (rules > 1) EDO_USAGE_FAIL("give one of --density, --per-row-k and --threshold");
+  if (rules + (v.drop_dims > 0) > 1)
+    EDO_USAGE_FAIL("give one of --density, --per-row-k, --threshold and --drop-dims (one way to prune values)");
+  if (v.drop_dims > 0) {
+    if (v.drop_dims >= table.dim())
+      EDO_USAGE_FAIL("--drop-dims {}: {} has {} dimensions; at least one must stay", v.drop_dims, table.path(),
+                     table.dim());
+    const std::string spec = fmt::format("dims:{},{}", table.dim() - v.drop_dims, codec.empty() ? "fp32" : codec);
+    return edo::canonical_spec(spec, table.dim());  // usage errors (a second transform, a bad codec) first
+  }
   if (rules == 0) return codec.empty() ? "fp32" : codec;
   if (!codec.empty()) EDO_USAGE_FAIL("--codec is for kept rows without value pruning; with it use --values");
   const std::string rule = v.density > 0     ? fmt::format("density={}", v.density)
@@ -72,19 +81,64 @@ std::string resolve_auto_form(const std::string& item, edo::io::TableReader& tab
   return (edo::smaller_sparse_form(d, table.dim()) == edo::SparseForm::csr ? "csr:" : "bitmap:") + rest;
 }
 
-int run_sweep(const std::string& text, edo::io::TableReader& table, const edo::WriteOptions& write,
-              const edo::cli::EvalFlags& flags, uint64_t seed, bool json) {
-  std::vector<std::string> items = edo::parse_sweep(text);
-  for (std::string& item : items) {
-    item = resolve_auto_form(item, table);
-    if (!edo::is_sparse_spec(item))
-      EDO_USAGE_FAIL("--sweep item '{}': a sparse spec csr|bitmap|auto:density=D|k=K|threshold=T[,values=V]", item);
-    edo::parse_sparse_spec(item, table.dim());
+bool is_drop_share(const std::string& item) {
+  return item.starts_with("rows=") || item.starts_with("mass=") || item.starts_with("count<");
+}
+
+// The dropped rows' tier for `drop` (a share, or count<N), or nullopt when
+// count<N names no row.
+std::optional<edo::TierSpec> dropped_tier(std::string drop, const std::string& fallback, const edo::PackOptions& opt,
+                                          uint64_t rows) {
+  if (drop.starts_with("count<")) drop = rows_below_count(drop, opt.freq);
+  if (drop.empty()) return std::nullopt;
+  if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids") &&
+      !fallback.starts_with("nearest"))
+    EDO_USAGE_FAIL("--fallback {}: mean, zero, centroids:C or nearest[:cos|l2]", fallback);
+  const std::string kind = fallback == "mean" ? "default" : fallback;
+  edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":" + kind);
+  if (dropped.share == edo::ShareKind::rest)
+    EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N, mass=P% or count<N", drop);
+  const double all = dropped.share == edo::ShareKind::rows_count ? static_cast<double>(rows) : 100.0;
+  if (dropped.value >= all) EDO_USAGE_FAIL("--drop {}: dropping every row leaves nothing to serve", drop);
+  return dropped;
+}
+
+// A sweep's items: codecs and sparse specs as one tier each; drop shares
+// as the kept rows (`kept`) plus the dropped rows answered by `fallback`.
+std::vector<edo::SweepItem> sweep_items(const std::string& text, edo::io::TableReader& table,
+                                        const edo::PackOptions& opt, const std::string& kept,
+                                        const std::string& fallback) {
+  std::vector<edo::SweepItem> items;
+  for (std::string item : edo::parse_sweep(text)) {
+    edo::SweepItem point;
+    if (is_drop_share(item)) {
+      if (opt.freq.empty()) EDO_USAGE_FAIL("--sweep item '{}': a drop share needs --freq", item);
+      const std::optional<edo::TierSpec> dropped = dropped_tier(item, fallback, opt, table.rows());
+      point.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
+      if (dropped) point.tiers.push_back(*dropped);
+      point.label = fmt::format("drop {} ({}), kept {}", item, fallback, kept);
+    } else {
+      item = resolve_auto_form(item, table);
+      if (edo::is_sparse_spec(item))
+        edo::parse_sparse_spec(item, table.dim());
+      else
+        edo::canonical_spec(item, table.dim());  // a registry codec, else the usage error naming it
+      point.tiers = {edo::parse_tier_spec("all:rest:" + item)};
+    }
+    edo::check_tier_specs(point.tiers, table.rows(), table.dim());
+    items.push_back(std::move(point));
   }
+  for (const char* dense : {"int8", "int4", "int4:group=32"})
+    items.push_back({"", {edo::parse_tier_spec(std::string("all:rest:") + dense)}, true});
+  return items;
+}
+
+int run_sweep(const std::vector<edo::SweepItem>& items, edo::io::TableReader& table, const edo::PackOptions& opt,
+              const edo::cli::EvalFlags& flags, bool json) {
   const char* tmp = std::getenv("TMPDIR");
-  const edo::EvalOptions eval = flags.options(table.rows(), seed, edo::Device::cpu);
-  const std::vector<edo::SweepPoint> points =
-      edo::run_sweep(table, items, {"int8", "int4", "int4:group=32"}, write, eval, tmp && *tmp ? tmp : "/tmp");
+  edo::EvalOptions eval = flags.options(table.rows(), opt.seed, edo::Device::cpu);
+  if (eval.freq.empty()) eval.freq = opt.freq;
+  const std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
   if (json) {
     std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
     return 0;
@@ -94,9 +148,9 @@ int run_sweep(const std::string& text, edo::io::TableReader& table, const edo::W
   if (!eval.freq.empty())
     for (uint64_t k : eval.ks) metrics.push_back(fmt::format("w.recall@{}", k));
   metrics.push_back("cos.mean");
-  std::printf("%s: %llu x %llu, sweep of %zu specs next to dense int8 and int4\n", table.path().c_str(),
+  std::printf("%s: %llu x %llu, sweep of %zu items next to dense int8 and int4\n", table.path().c_str(),
               static_cast<unsigned long long>(table.rows()), static_cast<unsigned long long>(table.dim()),
-              items.size());
+              items.size() - 3);
   std::fputs(edo::sweep_text(points, metrics).c_str(), stdout);
   return 0;
 }
@@ -105,16 +159,18 @@ int run_sweep(const std::string& text, edo::io::TableReader& table, const edo::W
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap) and/or the\n"
-      "rarest rows (answered by a fallback: the access-weighted mean of the rows dropped, zeros, the nearest of\n"
-      "C centroids, or the nearest kept row). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide:\n"
-      "docs/PACK.md.\n\n"
+      "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap), whole\n"
+      "dimensions (those of least variance, answered by their mean), and/or the rarest rows (answered by a\n"
+      "fallback: the access-weighted mean of the rows dropped, zeros, the nearest of C centroids, or the\n"
+      "nearest kept row). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide: docs/PACK.md.\n\n"
       "Examples:\n"
       "  edo-sparsify glove.npy -o glove.sp.edo --density 0.25 --values int8 --eval\n"
       "  edo-sparsify emb.npy -o emb.edo --per-row-k 16 --form bitmap --values fp16\n"
+      "  edo-sparsify emb.npy -o emb.edo --drop-dims 10 --codec int8\n"
       "  edo-sparsify glove.npy --sweep 'auto:density=0.1,values=int8;auto:density=0.3,values=int8;csr:k=8'\n"
       "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=30% --codec int8\n"
       "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=50% --fallback centroids:256 --eval\n"
+      "  edo-sparsify emb.npy --freq counts.npy --sweep 'rows=30%;rows=50%;rows=70%' --fallback zero --codec int8\n"
       "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop mass=1% --threshold 0.05 --gate 'w.recall@10>=0.95'",
       "edo-sparsify"};
   std::string input, output, freq_path, codec, drop, fallback = "mean", sweep;
@@ -130,6 +186,10 @@ int main(int argc, char** argv) {
   app.add_option("--per-row-k", v.per_row_k, "Keep each row's K largest values")->check(CLI::PositiveNumber);
   app.add_option("--threshold", v.threshold, "Keep values whose magnitude is at least T (T > 0)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--drop-dims", v.drop_dims,
+                 "Structured pruning: drop the N dimensions of least variance (on the training sample), stored\n"
+                 "once as their mean; the rest kept by --codec (codec dims:K,CODEC, K = dim - N)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--values", v.values, "Precision of the kept values: fp32 (default), fp16, bf16, int8, int4")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int8", "int4"}));
   app.add_option("--form", v.form, "auto (the smaller for the expected density, default), csr or bitmap")
@@ -144,12 +204,16 @@ int main(int argc, char** argv) {
                  "nearest[:cos|l2] (each dropped id answered by its nearest kept row; cos by default)");
   app.add_option("--codec", codec, "Codec of the kept rows when values are not pruned (default fp32)");
   app.add_option("--sweep", sweep,
-                 "Try several value prunings in one run, nothing written: 'SPEC;SPEC;...', each csr|bitmap|auto:\n"
-                 "density=D|k=K|threshold=T[,values=V]; prints density, bytes, ratio, recall and cosine of each\n"
-                 "next to dense int8, int4 and int4:group=32 (--json: the same as JSON)");
+                 "Try several prunings in one run, nothing written: 'ITEM;ITEM;...', each a sparse spec\n"
+                 "csr|bitmap|auto:density=D|k=K|threshold=T[,values=V], a codec (e.g. dims:40,int8), or a drop\n"
+                 "share rows=P%|rows=N|mass=P%|count<N (needs --freq; kept rows as --codec, --drop-dims or the\n"
+                 "value rule say, dropped ones answered by --fallback). Prints density, bytes, ratio, the share of\n"
+                 "lookups a fallback answers, recall and cosine of each next to dense int8, int4 and int4:group=32\n"
+                 "(--json: the same as JSON)");
   app.add_flag("--force", force, "Write a sparse tier even when it is larger than the dense codec at its precision");
   app.add_option("--seed", seed, "Seed for the density fit's sample and evaluation queries (default 0)");
-  app.add_option("--train-rows", train_rows, "Rows sampled to fit --density's threshold (default 65536)")
+  app.add_option("--train-rows", train_rows,
+                 "Rows sampled to fit --density's threshold, --drop-dims' variances and trained codecs (default 65536)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
@@ -159,29 +223,17 @@ int main(int argc, char** argv) {
   edo::cli::add_version_flag(app, "edo-sparsify");
 
   return edo::cli::run_tool("edo-sparsify", app, argc, argv, [&] {
-    if (!sweep.empty()) {
-      if (!output.empty() || !drop.empty() || v.density > 0 || v.per_row_k > 0 || v.threshold > 0)
-        EDO_USAGE_FAIL("--sweep writes nothing and takes its prunings from its specs: drop -o, --drop and the rules");
-      edo::cli::PathGuard paths;
-      paths.input(input);
-      eval_flags.add_paths(paths);
-      paths.check();
-      edo::cli::apply_threads(threads);
-      auto table = edo::io::open_table(input);
-      edo::WriteOptions write;
-      write.tool = "edo-sparsify";
-      write.seed = seed;
-      write.train_rows = train_rows;
-      write.allow_larger_sparse = true;  // a sweep shows the sizes, larger or not
-      return run_sweep(sweep, *table, write, eval_flags, seed, json);
-    }
-    if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
+    const bool sweeping = !sweep.empty();
+    if (sweeping && (!output.empty() || !drop.empty()))
+      EDO_USAGE_FAIL("--sweep writes nothing and takes its drop shares from its items: drop -o and --drop");
+    if (!sweeping && (input.empty() || output.empty())) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    if (input.empty()) EDO_USAGE_FAIL("INPUT is required (see --help)");
     if (app.count("--density") && !(v.density > 0)) EDO_USAGE_FAIL("--density {} is outside (0, 1]", v.density);
     if (!drop.empty() && freq_path.empty()) EDO_USAGE_FAIL("--drop needs --freq (which rows are rarest)");
-    if (drop.empty() && app.count("--fallback")) EDO_USAGE_FAIL("--fallback is for rows dropped with --drop");
     edo::cli::PathGuard paths;
-    paths.input(input).input(freq_path).output("-o", output);
+    paths.input(input).input(freq_path);
+    if (!sweeping) paths.output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
@@ -191,27 +243,31 @@ int main(int argc, char** argv) {
 
     edo::PackOptions opt;
     opt.tool = "edo-sparsify";
-    bool chose_form = false;
-    const std::string kept = kept_codec(v, codec, *table, chose_form);
-    opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
-    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
-    if (drop.starts_with("count<")) drop = rows_below_count(drop, opt.freq);
-    if (!drop.empty()) {
-      if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids") &&
-          !fallback.starts_with("nearest"))
-        EDO_USAGE_FAIL("--fallback {}: mean, zero, centroids:C or nearest[:cos|l2]", fallback);
-      const std::string kind = fallback == "mean" ? "default" : fallback;
-      edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":" + kind);
-      if (dropped.share == edo::ShareKind::rest)
-        EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N, mass=P% or count<N", drop);
-      const double all = dropped.share == edo::ShareKind::rows_count ? static_cast<double>(table->rows()) : 100.0;
-      if (dropped.value >= all) EDO_USAGE_FAIL("--drop {}: dropping every row leaves nothing to serve", drop);
-      opt.tiers.push_back(dropped);
-    }
-    edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
     opt.seed = seed;
     opt.train_rows = train_rows;
-    opt.allow_larger_sparse = force;
+    opt.allow_larger_sparse = force || sweeping;  // a sweep shows the sizes, larger or not
+    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
+    bool chose_form = false;
+    const std::string kept = kept_codec(v, codec, *table, chose_form);
+    if (sweeping) {
+      const std::vector<edo::SweepItem> items = sweep_items(sweep, *table, opt, kept, fallback);
+      const bool shares = std::any_of(items.begin(), items.end(), [](const auto& i) { return i.tiers.size() > 1; });
+      if (!shares && kept != "fp32")
+        EDO_USAGE_FAIL("--sweep: the kept rows' codec ({}) is for drop-share items, and the sweep has none", kept);
+      if (!shares && app.count("--fallback"))
+        EDO_USAGE_FAIL("--fallback is for drop-share items, and the sweep has none");
+      return run_sweep(items, *table, opt, eval_flags, json);
+    }
+    if (drop.empty() && app.count("--fallback")) EDO_USAGE_FAIL("--fallback is for rows dropped with --drop");
+    opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
+    if (!drop.empty())
+      if (const std::optional<edo::TierSpec> dropped = dropped_tier(drop, fallback, opt, table->rows())) {
+        opt.tiers.push_back(*dropped);
+        drop = dropped->share == edo::ShareKind::rows_count && drop.starts_with("count<")
+                   ? fmt::format("{} (rows={})", drop, dropped->value)
+                   : drop;
+      }
+    edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
     opt.parameters = {{"kept", kept}, {"drop", drop}, {"fallback", fallback}, {"force", force}};
     edo::cli::Progress progress("edo-sparsify", quiet);
     opt.progress = progress.callback();

@@ -18,6 +18,7 @@ library only; --decode needs numpy.
                                          int8/int4/int2[:group=G]: bit for bit as edo-unpack;
                                        - pq, opq, rq (m=M,nbits=B) and pca:K,CODEC: pq and rq bit for
                                          bit, opq and pca up to float rounding (sums in float64 here);
+                                       - dims:K,CODEC: bit for bit as its codec;
                                        - sparse tiers, csr|bitmap:RULE[,values=fp32|fp16|bf16|int8|int4]
                                          (FORMAT.md "Sparse tiers"): bit for bit, every row checked
                                        - fallback tiers (FORMAT.md 9.4): zero, centroids:C (the
@@ -217,6 +218,7 @@ def validate(data, verify_sections=True):
 # ---- decoding (FORMAT.md section 7 and "Tiered files"; needs numpy) ---------------------
 
 SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2, "bin": 1}
+TRANSFORMS = ("pca", "dims")
 PQ_PARAMS = {"pq": ("m", "nbits", "train"), "opq": ("m", "nbits", "train"),
              "rq": ("m", "nbits", "beam", "train_beam", "refine")}
 
@@ -264,16 +266,18 @@ class Codec:
         self.spec, self.dim = spec, dim
         stages = parse_spec(spec)
         name, params = stages[0]
-        if name == "pca":
-            require(len(stages) <= 2, "codec %r: pca takes one codec after it" % spec)
-            require(len(params) == 1 and params[0][0] == "", "codec %r: pca needs its dimension, pca:K" % spec)
+        if name in TRANSFORMS:
+            require(len(stages) <= 2, "codec %r: %s takes one codec after it" % (spec, name))
+            require(len(params) == 1 and params[0][0] == "", "codec %r: %s needs its dimension, %s:K" % (spec, name, name))
             self.k = positive_int(spec, "K", params[0][1], 1, dim)
             inner = stages[1] if len(stages) == 2 else ("fp32", [])
-            require(inner[0] != "pca", "codec %r: pca must be the first stage" % spec)
+            require(inner[0] not in TRANSFORMS, "codec %r: %s must be the first stage" % (spec, inner[0]))
             self.inner = Codec(format_stage(inner), self.k)
-            self.kind = "pca"
+            self.kind = name
             self.code_size = self.inner.code_size
-            self.roles = dict(self.inner.roles, **{"pca.mean": [dim], "pca.components": [self.k, dim]})
+            own = {"pca.mean": [dim], "pca.components": [self.k, dim]} if name == "pca" else \
+                {"dims.kept": [self.k], "dims.fill": [dim]}
+            self.roles = dict(self.inner.roles, **own)
             require(len(self.roles) == len(self.inner.roles) + 2, "codec %r: state roles collide" % spec)
             return
         require(len(stages) == 1, "codec %r: %s must be the last stage (one codec per spec)" % (spec, name))
@@ -282,7 +286,7 @@ class Codec:
         elif name in PQ_PARAMS:
             self.init_pq(name, params)
         else:
-            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, pca)"
+            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, pca, dims)"
                     % (spec, name, ", ".join(SCALAR_BITS)))
 
     def init_scalar(self, name, params):
@@ -331,6 +335,15 @@ class Codec:
             y = self.inner.decode(codes, state).astype(np.float64)
             x = state["pca.mean"].astype(np.float64) + y @ state["pca.components"].astype(np.float64)
             return x.astype(np.float32)
+        if self.kind == "dims":
+            kept = state["dims.kept"]
+            # Strictly rising whole numbers below dim, as edo's own reader requires.
+            require(np.all(kept == np.floor(kept)) and np.all(kept >= 0) and np.all(kept < self.dim)
+                    and np.all(np.diff(kept) > 0), "codec %r: state 'dims.kept' is not a rising list of columns"
+                    % self.spec)
+            x = np.repeat(state["dims.fill"][None, :], n, axis=0)
+            x[:, kept.astype(np.int64)] = self.inner.decode(codes, state)
+            return x
         if self.kind in PQ_PARAMS:
             # Sub-code j: bits [j*B, (j+1)*B) of the row, least significant bit of byte 0 first.
             bits = np.unpackbits(codes, axis=1, bitorder="little")[:, :self.m * self.nbits]

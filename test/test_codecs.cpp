@@ -182,6 +182,9 @@ TEST_CASE("codecs: bad specs and dimensions are usage errors that say what is wr
   check_usage_error("int8,pca:3", 50, "must be the first stage");
   check_usage_error("int8,fp16", 50, "must be the last stage");
   check_usage_error("pca:3,pca:2", 50, "must be the first stage");
+  check_usage_error("dims:51,int8", 50, "larger than the input dimension 50");
+  check_usage_error("dims,int8", 50, "(dims:K)");
+  check_usage_error("pca:8,dims:4", 50, "must be the first stage");
   check_usage_error("int8", 0, "dimension 0");
   check_usage_error("int8", kMaxCodecDim + 1, "dimension");
 }
@@ -195,16 +198,16 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
     CHECK(find_codec(t.name) == &t);
   }
   CHECK(names == std::vector<std::string>{"fp32", "fp16", "bf16", "fp8", "int8", "int4", "int2", "bin", "pq", "opq",
-                                          "rq", "pca"});
+                                          "rq", "pca", "dims"});
   CHECK(find_codec("lsq") == nullptr);
   CHECK(find_codec("pca")->trainable);
   CHECK_FALSE(find_codec("int4")->trainable);
 
   // dim 50: header (fp32 scale, or scale + offset per group) + packed payload.
   const std::vector<std::pair<std::string, size_t>> sizes = {
-      {"fp32", 200},         {"fp16", 100},       {"bf16", 100},         {"fp8:e4m3", 54}, {"int8", 58},
-      {"int8:group=25", 66}, {"int4", 33},        {"int4:group=32", 41}, {"int2", 21},     {"int2:group=10", 53},
-      {"bin", 11},           {"pca:32,int8", 40}, {"pca:16", 64}};
+      {"fp32", 200},         {"fp16", 100},       {"bf16", 100},         {"fp8:e4m3", 54},     {"int8", 58},
+      {"int8:group=25", 66}, {"int4", 33},        {"int4:group=32", 41}, {"int2", 21},         {"int2:group=10", 53},
+      {"bin", 11},           {"pca:32,int8", 40}, {"pca:16", 64},        {"dims:40,int8", 48}, {"dims:10", 40}};
   for (const auto& [spec, bytes] : sizes) {
     CAPTURE(spec);
     CHECK(code_size(spec, 50) == bytes);
@@ -677,6 +680,70 @@ TEST_CASE("pca: state round trip, hostile state, fast == reference") {
   CHECK(error_of([&] { fresh->load_state(extra); }).find("pq.codebook") != std::string::npos);
   CHECK_FALSE(fresh->is_trained());
   CHECK(error_of([&] { make_codec("int8", 4)->load_state(st); }).find("no trained state") != std::string::npos);
+}
+
+// ---- dims (structured pruning) ------------------------------------------------------------------------
+
+TEST_CASE("dims: keeps the columns of largest variance exactly, fills the rest with their means") {
+  // Column j varies with amplitude (j % 7) + 1 around a mean of j; columns 6, 13, 20, 27 vary most.
+  Matrix m{200, 28, {}};
+  m.values.resize(m.rows * m.dim);
+  for (size_t i = 0; i < m.rows; ++i)
+    for (size_t j = 0; j < m.dim; ++j)
+      m.values[i * m.dim + j] = static_cast<float>(j) + static_cast<float>((j % 7) + 1) * (i % 2 ? 1.0f : -1.0f);
+  auto codec = make_codec("dims:4", 28);
+  CHECK(codec->spec() == "dims:4,fp32");
+  CHECK(codec->needs_training());
+  CHECK(error_of([&] { test::encode_all(*codec, m); }).find("not trained") != std::string::npos);
+  codec->train(m.values.data(), m.rows, 1);
+  const std::vector<NamedBlob> st = codec->state();
+  REQUIRE(st.size() == 2);
+  CHECK(st[0].values == std::vector<float>{6, 13, 20, 27});
+  const auto back = test::decode_all(*codec, test::encode_all(*codec, m), m.rows);
+  for (size_t i = 0; i < m.rows; ++i)
+    for (size_t j = 0; j < m.dim; ++j) {
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(back[i * m.dim + j] == (j % 7 == 6 ? m.values[i * m.dim + j] : static_cast<float>(j)));
+    }
+
+  // Ties in variance keep the lower column; the fit does not depend on the seed.
+  auto tied = make_codec("dims:2,int8", 28);
+  tied->train(m.values.data(), m.rows, 2);
+  CHECK(tied->state()[0].values == std::vector<float>{6, 13});
+  CHECK(tied->state()[1].values == st[1].values);
+}
+
+TEST_CASE("dims: state round trip and hostile state") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 2000);
+  auto trained = make_codec("dims:20,int4", 50);
+  trained->train(glove.values.data(), glove.rows, 5);
+  const std::vector<NamedBlob> st = trained->state();
+  const auto codes = test::encode_all(*trained, glove);
+  auto loaded = make_decoder(trained->spec(), 50);  // the reader's codec decodes it too
+  loaded->load_state(st);
+  CHECK(test::same_bits(test::decode_all(*loaded, codes, glove.rows), test::decode_all(*trained, codes, glove.rows)));
+
+  const auto refused = [&](std::vector<NamedBlob> blobs, const char* what) {
+    CAPTURE(what);
+    CHECK(error_of([&] { make_decoder("dims:20,int4", 50)->load_state(blobs); }).find(what) != std::string::npos);
+  };
+  auto repeat = st;
+  repeat[0].values[3] = repeat[0].values[2];
+  refused(repeat, "rise strictly");
+  auto outside = st;
+  outside[0].values[19] = 50.0f;
+  refused(outside, "rise strictly");
+  auto fraction = st;
+  fraction[0].values[0] = 0.5f;
+  refused(fraction, "rise strictly");
+  auto negative = st;
+  negative[0].values[0] = -1.0f;
+  refused(negative, "rise strictly");
+  refused({st[0]}, "lacks 'dims.fill'");
+  auto shape = st;
+  shape[1].shape = {49};
+  refused(shape, "has shape (49)");
 }
 
 // ---- devices ------------------------------------------------------------------------------------------

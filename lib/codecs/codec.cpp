@@ -460,7 +460,15 @@ const std::vector<CodecTraits>& codec_list() {
        .trainable = true,
        .transform = true,
        .make = make_pca_decoder,
-       .output_dim = pca_output_dim},
+       .output_dim = transform_output_dim},
+      {.name = "dims",
+       .grammar = "dims:K,CODEC",
+       .description = "keep the K dimensions of largest variance (the rest decode to their mean), CODEC on them",
+       .bits_formula = "CODEC's bits * K/d",
+       .trainable = true,
+       .transform = true,
+       .make = make_dims,
+       .output_dim = transform_output_dim},
   };
   return table;
 }

@@ -53,7 +53,10 @@ std::unique_ptr<Codec> assemble_codec(std::string_view spec, size_t dim, const S
 std::unique_ptr<Codec> make_scalar(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 std::unique_ptr<Codec> make_pca_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
-size_t pca_output_dim(const SpecStage&, size_t dim);
+// K of a transform stage NAME:K (pca, dims): 1 <= K <= dim, else a usage error.
+size_t transform_output_dim(const SpecStage&, size_t dim);
+// dims:K (codec_dims.cpp): one class trains, encodes and decodes.
+std::unique_ptr<Codec> make_dims(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 // pq and opq (by stage name), rq: codec_pq.cpp.
 std::unique_ptr<Codec> make_pq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_rq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);

@@ -35,7 +35,7 @@ class PcaCodec final : public PcaDecoder {
 }  // namespace
 
 std::unique_ptr<Codec> make_pca(const SpecStage& stage, size_t dim, std::unique_ptr<Codec> inner) {
-  const size_t k = pca_output_dim(stage, dim);
+  const size_t k = transform_output_dim(stage, dim);
   if (!inner) EDO_USAGE_FAIL("codec 'pca:{}': needs a codec after it", k);
   return std::make_unique<PcaCodec>(dim, k, std::move(inner));
 }

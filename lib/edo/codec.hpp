@@ -13,8 +13,8 @@
 // spec ("csr:density=0.25,values=[int4:group=32]"): it runs to the matching
 // ']' (brackets nest), may hold ',' ':' '=' and brackets, and ends the param.
 //
-// A spec is at most one transform stage (pca:K) followed by one codec; "pca:K"
-// alone stores the projections as fp32. Every codec has a fixed code size per
+// A spec is at most one transform stage (pca:K, dims:K) followed by one
+// codec; a transform alone stores its K values a row as fp32. Every codec has a fixed code size per
 // row, with its scales stored inline in the row (see codec_math.hpp).
 #pragma once
 
@@ -196,7 +196,7 @@ struct CodecTraits {
   const char* description;   // one line
   const char* bits_formula;  // bits per value, d = dim, G = group
   bool trainable;
-  bool transform;  // a prefix stage that feeds another codec (pca)
+  bool transform;  // a prefix stage that feeds another codec (pca, dims)
   // Builds the decoder for one stage at `dim` (make_decoder; for plain scalar
   // codecs the full codec); `inner` is the next codec for a transform (null
   // for a plain codec). Usage error on bad params or dim.

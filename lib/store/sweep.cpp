@@ -2,9 +2,11 @@
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
 #include <edo/sweep.hpp>
+#include <edo/tier.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace edo {
@@ -23,36 +25,55 @@ std::vector<std::string> parse_sweep(std::string_view text) {
   return items;
 }
 
-std::vector<SweepPoint> run_sweep(io::TableReader& table, const std::vector<std::string>& specs,
-                                  const std::vector<std::string>& baselines, const WriteOptions& write,
+namespace {
+
+bool is_fallback(TierKind kind) {
+  return kind == TierKind::shared_vector || kind == TierKind::zero || kind == TierKind::centroids ||
+         kind == TierKind::nearest;
+}
+
+// The share of a tier's values it stores (SweepPoint::density).
+double stored_share(const nlohmann::json& entry, TierKind kind, uint64_t dim) {
+  if (kind == TierKind::sparse) return entry.value("density", 1.0);
+  if (is_fallback(kind)) return 0.0;
+  const std::vector<SpecStage> stages = parse_spec(entry.value("codec", ""));
+  if (!stages.empty() && stages[0].name == "dims" && !stages[0].params.empty())
+    return std::stod(stages[0].params[0].value) / static_cast<double>(dim);
+  return 1.0;
+}
+
+}  // namespace
+
+std::vector<SweepPoint> run_sweep(io::TableReader& table, const std::vector<SweepItem>& items, const PackOptions& pack,
                                   const EvalOptions& eval_opt, const std::string& dir) {
   std::vector<SweepPoint> points;
   const std::string path = fmt::format("{}/edo-sweep-{}.edo", dir, ::getpid());
-  const auto one = [&](const std::string& spec, bool baseline) {
-    QuantizeOptions q;
-    static_cast<WriteOptions&>(q) = write;
-    q.spec = spec;
-    const QuantizeReport rep = quantize_to_edo(table, path, q);
+  const auto one = [&](const SweepItem& item) {
+    PackOptions opt = pack;
+    opt.tiers = item.tiers;
+    const PackReport rep = pack_to_edo(table, path, opt);
     SweepPoint p;
-    p.baseline = baseline;
-    p.spec = rep.spec;
+    p.baseline = item.baseline;
+    p.spec = item.label.empty() ? rep.tiers.at(0).codec : item.label;
     p.file_bytes = rep.file_bytes;
     p.ratio = rep.ratio;
     {
       auto decoded = EdoTable::open(path);
-      const TierStats& tier = decoded->reader().tiers()[0];
-      if (tier.kind == TierKind::sparse) {
-        const nlohmann::json& entry = decoded->reader().container().manifest()["tiers"][0];
-        p.density = entry.value("density", 1.0);
+      const std::vector<TierStats>& tiers = decoded->reader().tiers();
+      const nlohmann::json& entries = decoded->reader().container().manifest()["tiers"];
+      double stored = 0;
+      for (size_t t = 0; t < tiers.size(); ++t) {
+        stored += static_cast<double>(tiers[t].rows) * stored_share(entries[t], tiers[t].kind, table.dim());
+        if (is_fallback(tiers[t].kind)) p.fallback_share += rep.tiers[t].mass;
       }
+      p.density = table.rows() ? stored / static_cast<double>(table.rows()) : 1.0;
       p.eval = evaluate(table, *decoded, eval_opt);
     }
     std::remove(path.c_str());
     points.push_back(std::move(p));
   };
   try {
-    for (const std::string& s : specs) one(s, false);
-    for (const std::string& s : baselines) one(s, true);
+    for (const SweepItem& item : items) one(item);
   } catch (...) {
     std::remove(path.c_str());
     throw;
@@ -68,6 +89,7 @@ nlohmann::json sweep_json(const std::vector<SweepPoint>& points) {
     arr.push_back({{"spec", p.spec},
                    {"baseline", p.baseline},
                    {"density", p.density},
+                   {"fallback_share", p.fallback_share},
                    {"file_bytes", p.file_bytes},
                    {"ratio", p.ratio},
                    {"eval", metrics}});
@@ -76,12 +98,16 @@ nlohmann::json sweep_json(const std::vector<SweepPoint>& points) {
 }
 
 std::string sweep_text(const std::vector<SweepPoint>& points, const std::vector<std::string>& metrics) {
-  std::string s = fmt::format("  {:<34} {:>8} {:>11} {:>7}", "codec", "density", "bytes", "ratio");
+  const bool fallbacks =
+      std::any_of(points.begin(), points.end(), [](const SweepPoint& p) { return p.fallback_share > 0; });
+  std::string s = fmt::format("  {:<40} {:>8} {:>11} {:>7}", "codec", "density", "bytes", "ratio");
+  if (fallbacks) s += fmt::format(" {:>9}", "fallback");
   for (const std::string& m : metrics) s += fmt::format(" {:>12}", m);
   s += '\n';
   for (const SweepPoint& p : points) {
-    s += fmt::format("  {:<34} {:>8.3f} {:>11} {:>6.2f}x", p.spec + (p.baseline ? " (dense)" : ""), p.density,
+    s += fmt::format("  {:<40} {:>8.3f} {:>11} {:>6.2f}x", p.spec + (p.baseline ? " (dense)" : ""), p.density,
                      p.file_bytes, p.ratio);
+    if (fallbacks) s += fmt::format(" {:>8.2f}%", 100.0 * p.fallback_share);
     for (const std::string& m : metrics) {
       const std::optional<double> v = p.eval.get(m);
       s += v ? fmt::format(" {:>12.4f}", *v) : fmt::format(" {:>12}", "-");

@@ -94,7 +94,43 @@ assert all(0 <= p["eval"]["recall@10"] <= 1 and p["file_bytes"] > 0 for p in s)
 PY
 [ -z "$(ls "$work/tmp")" ] || fail "the sweep left files in TMPDIR: $(ls "$work/tmp")"
 expect 2 "$build/edo-sparsify" "$glove" --sweep 'csr:k=5;;int8'; err_has "an empty item"
-expect 2 "$build/edo-sparsify" "$glove" --sweep 'int8'; err_has "a sparse spec"
+expect 2 "$build/edo-sparsify" "$glove" --sweep 'int8;lsq:m=3'; err_has "unknown codec 'lsq'"
+expect 2 "$build/edo-sparsify" "$glove" --sweep 'rows=30%'; err_has "a drop share needs --freq"
+expect 2 "$build/edo-sparsify" "$glove" --sweep 'int8' --codec int4; err_has "the sweep has none"
+expect 2 "$build/edo-sparsify" "$glove" --freq "$work/zipf.npy" --sweep 'rows=100%'; err_has "leaves nothing"
+
+# A sweep over drop shares: kept rows int8, dropped ones zero; the share of lookups on the fallback grows with the
+# share dropped, mass=5% sends 5% of lookups there, and a codec item sits beside them.
+expect 0 "$build/edo-sparsify" "$glove" --freq "$work/zipf.npy" --sweep 'rows=30%;rows=60%;mass=5%;dims:40,int8' \
+  --fallback zero --codec int8 --k 10 --queries 200 --json -q
+"$py" - "$work/out" <<'PY' || fail "drop-share sweep JSON"
+import json, sys
+s = json.load(open(sys.argv[1]))["sweep"]
+assert [p["spec"] for p in s[:4]] == ["drop rows=30% (zero), kept int8", "drop rows=60% (zero), kept int8",
+                                      "drop mass=5% (zero), kept int8", "dims:40,int8"], s
+assert 0 < s[0]["fallback_share"] < s[1]["fallback_share"] < 0.2, s
+assert abs(s[2]["fallback_share"] - 0.05) < 0.002 and s[3]["fallback_share"] == 0
+assert abs(s[0]["density"] - 0.7) < 1e-9 and abs(s[3]["density"] - 0.8) < 1e-9
+assert s[0]["file_bytes"] > s[1]["file_bytes"] and s[0]["eval"]["w.recall@10"] > s[1]["eval"]["w.recall@10"]
+PY
+
+# --drop-dims: the 10 dimensions of least variance answer their mean, the others are kept exactly at fp32.
+expect 0 "$build/edo-sparsify" "$glove" -o "$work/dd.edo" --drop-dims 10 -q --json
+grep -q '"codec": "dims:40,fp32"' "$work/out" || fail "--drop-dims codec: $(head -c 400 "$work/out")"
+expect 0 "$build/edo-unpack" "$work/dd.edo" -o "$work/dd.npy" -q
+"$py" - "$glove" "$work/dd.npy" <<'PY' || fail "--drop-dims round trip"
+import numpy as np, sys
+g = np.load(sys.argv[1]); y = np.load(sys.argv[2])
+same = [j for j in range(50) if np.array_equal(g[:, j], y[:, j])]
+flat = [j for j in range(50) if np.all(y[:, j] == y[0, j])]
+assert len(same) == 40 and sorted(same + flat) == list(range(50)), (same, flat)
+var = g.astype(np.float64).var(axis=0)
+assert max(var[flat]) <= min(var[same]), "dropped a dimension of more variance than one kept"
+assert np.allclose(y[0, flat], g[:, flat].astype(np.float64).mean(axis=0), atol=1e-6)
+PY
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --drop-dims 50; err_has "at least one must stay"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --drop-dims 5 --density 0.3; err_has "give one of"
+expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --drop-dims 5 --codec pca:8; err_has "must be the first stage"
 expect 2 "$build/edo-sparsify" "$glove" -o "$work/x.edo" --sweep 'csr:k=5'; err_has "--sweep writes nothing"
 
 # Bad input: one line, usage or runtime exit, nothing written.
