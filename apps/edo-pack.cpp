@@ -100,18 +100,9 @@ int main(int argc, char** argv) {
     edo::EvalResult result;
     std::vector<edo::GateOutcome> outcomes;
     int code = 0;
-    if (eval_wanted) {
-      auto packed = edo::EdoTable::open(target);
-      edo::EvalOptions eo = eval_flags.options(table->rows(), seed, opt.device);
-      if (eo.freq.empty()) eo.freq = opt.freq;
-      edo::group_by_tier(eo, packed->reader());
-      result = edo::evaluate(*table, *packed, eo);
-      edo::add_memory_metrics(result, *table, *packed);
-      edo::add_residency_metrics(result, rep);
-      outcomes = edo::check_gates(gates, result);
-      code = edo::cli::finish_gates("edo-pack", eval_flags, result, outcomes);
-      if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
-    }
+    if (eval_wanted)
+      code = edo::cli::evaluate_packed("edo-pack", eval_flags, gates, *table, target, output, opt.freq, seed,
+                                       opt.device, &rep, result, outcomes);
 
     edo::cli::print_write_summary(json, edo::pack_report_json(rep), edo::pack_report_text(rep), input, output, code,
                                   eval_wanted, result, outcomes);

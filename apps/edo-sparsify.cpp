@@ -277,18 +277,9 @@ int main(int argc, char** argv) {
     edo::EvalResult result;
     std::vector<edo::GateOutcome> outcomes;
     int code = 0;
-    if (eval_wanted) {
-      auto decoded = edo::EdoTable::open(eval_target.path());
-      edo::EvalOptions eo = eval_flags.options(table->rows(), seed, edo::Device::cpu);
-      if (eo.freq.empty()) eo.freq = opt.freq;
-      edo::group_by_tier(eo, decoded->reader());
-      result = edo::evaluate(*table, *decoded, eo);
-      edo::add_memory_metrics(result, *table, *decoded);
-      outcomes = edo::check_gates(gates, result);
-      code = edo::cli::finish_gates("edo-sparsify", eval_flags, result, outcomes);
-      if (code == 0)
-        edo::republish_with_manifest(eval_target.path(), output, {{"eval", edo::to_json(result, outcomes)}});
-    }
+    if (eval_wanted)
+      code = edo::cli::evaluate_packed("edo-sparsify", eval_flags, gates, *table, eval_target.path(), output, opt.freq,
+                                       seed, edo::Device::cpu, nullptr, result, outcomes);
     const std::string form =
         chose_form ? fmt::format("  form       {} (--form auto: the smaller at the expected density)\n", kept) : "";
     edo::cli::print_write_summary(json, edo::pack_report_json(rep), form + edo::pack_report_text(rep), input, output,

@@ -4,10 +4,12 @@
 
 #include "cli_common.hpp"
 
+#include <edo/edo_file.hpp>
 #include <edo/eval.hpp>
 #include <edo/gates.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/table.hpp>
+#include <edo/pack.hpp>
 
 #include <unistd.h>
 
@@ -191,6 +193,28 @@ inline int finish_gates(const char* tool, const EvalFlags& flags, const EvalResu
       code = static_cast<int>(ExitCode::gate);
     }
   }
+  return code;
+}
+
+// --eval of a tool that packs (edo-pack, edo-sparsify, edo-hash): the file
+// at `target` measured against `table` (per-tier metrics, memory, residency
+// when `rep` is given), its gates checked and reports written, and on a pass
+// republished to `output` with the evaluation in its manifest. Returns the
+// exit code (0 or 3).
+inline int evaluate_packed(const char* tool, const EvalFlags& flags, const std::vector<Gate>& gates,
+                           io::TableReader& table, const std::string& target, const std::string& output,
+                           const std::vector<double>& freq, uint64_t seed, Device device, const PackReport* rep,
+                           EvalResult& result, std::vector<GateOutcome>& outcomes) {
+  auto packed = EdoTable::open(target);
+  EvalOptions eo = flags.options(table.rows(), seed, device);
+  if (eo.freq.empty()) eo.freq = freq;
+  group_by_tier(eo, packed->reader());
+  result = evaluate(table, *packed, eo);
+  add_memory_metrics(result, table, *packed);
+  if (rep) add_residency_metrics(result, *rep);
+  outcomes = check_gates(gates, result);
+  const int code = finish_gates(tool, flags, result, outcomes);
+  if (code == 0) republish_with_manifest(target, output, {{"eval", to_json(result, outcomes)}});
   return code;
 }
 

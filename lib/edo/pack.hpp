@@ -96,6 +96,12 @@ std::string pack_report_text(const PackReport& rep);
 // to an evaluation of the packed file.
 void add_residency_metrics(EvalResult& result, const PackReport& rep);
 
+// edo-hash --export: the first hashed tier of the .edo at `edo_path` as npy
+// files in `dir` (created if missing; buckets.npy and weights.npy, or
+// quotient.npy and remainder.npy) and hash.json, which says how row i is
+// formed from them. Returns that description.
+nlohmann::json export_hash_tables(const std::string& edo_path, const std::string& dir);
+
 // ---- planning under a budget ----------------------------------------------------
 
 struct PlanOptions {

@@ -29,9 +29,12 @@ namespace edo {
 class Codec;
 
 // What a lookup does with an id outside [0, rows): throw edo::Error naming
-// the file and the id, or return the file's default vector (the vector of
-// its `default` tier when it has one, else all zeros).
-enum class UnknownIdPolicy : uint8_t { error, default_vector };
+// the file and the id, return the file's default vector (the vector of its
+// `default` tier when it has one, else all zeros), or hash it: a file with a
+// hashed tier (hash.hpp) answers every id >= 0 from its shared tables, as
+// for a row of that tier (opening such a reader on a file without one is an
+// error; negative ids stay errors).
+enum class UnknownIdPolicy : uint8_t { error, default_vector, hash };
 
 struct ReaderOptions {
   io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)

@@ -24,6 +24,18 @@
 namespace edo {
 
 // How a writer runs: shared by edo-quantize's and edo-pack's options.
+// Hashed tiers' least-squares fits (hash.hpp).
+struct HashFitOptions {
+  // Stop when the relative residual of the normal equations (for qr op=mul:
+  // the relative improvement of a round) falls to `tolerance`, or after
+  // `max_iterations`; stopping short of it is an error unless allow_partial
+  // (then the best fit reached is written, and its manifest entry says so).
+  double tolerance = 1e-4;
+  uint32_t max_iterations = 200;
+  bool allow_partial = false;
+  std::function<void(const std::string&)> note;  // progress lines (iterations, residual), or empty
+};
+
 struct WriteOptions {
   uint64_t seed = 0;
   uint64_t train_rows = 65536;  // seeded sample of a tier's own rows for trainable codecs
@@ -39,6 +51,7 @@ struct WriteOptions {
   // Extra manifest entries (e.g. "eval"), merged in before the file is written.
   nlohmann::json extra_manifest = nlohmann::json::object();
   std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
+  HashFitOptions hash_fit;
 };
 
 struct TableLayout;
@@ -86,11 +99,16 @@ class TierBuilder {
 
 // The builder for a manifest "codec" field (a kind's word or a codec spec)
 // at `dim`; usage error on a bad spec. `enc` names the input in errors.
-std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc);
+std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
+                                               const HashFitOptions& fit = {});
 
 // The builder of a sparse tier (sparse.hpp) for `spec` at `dim`; usage
 // error on a bad spec.
 std::unique_ptr<TierBuilder> make_sparse_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc);
+
+// The builder of a hashed tier (hash.hpp), fitted in prepare().
+std::unique_ptr<TierBuilder> make_hash_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
+                                                    const HashFitOptions& fit);
 
 // The builder of a "zero" or "centroids:C" tier (the dropped rows' fallbacks).
 std::unique_ptr<TierBuilder> make_fallback_tier_builder(TierKind kind, const std::string& spec, uint64_t dim,

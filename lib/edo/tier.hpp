@@ -44,6 +44,7 @@ enum class TierKind : uint8_t {
   zero,           // "zero": every row of the tier decodes to zeros (dropped rows' fallback)
   centroids,      // "centroids:C": C shared vectors, each row mapped to one (dropped rows' fallback)
   nearest,        // "nearest:cos|l2": each row answered by another row of the table (dropped rows' fallback)
+  hashed,         // "hash:..." or "qr:...": rows answered by shared tables addressed from the id (hash.hpp)
 };
 TierKind tier_kind_of(std::string_view codec_field);
 // The manifest word of a kind that is not a codec spec ("default", "zero",
@@ -96,6 +97,10 @@ class TierView {
   // The table row local row `local` (< stats().rows) is answered by; not
   // checked against the table (the reader does that).
   virtual uint64_t redirect(uint64_t /*local*/) const { return 0; }
+  // A tier keyed by id (hashed) is handed table ids wherever the others get
+  // local ids (gather's `local`, decode_range's range), and answers any id
+  // >= 0, inside the table or beyond it.
+  virtual bool keyed_by_id() const { return false; }
 
  protected:
   TierStats stats_;

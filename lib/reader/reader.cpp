@@ -33,6 +33,9 @@ struct Reader::Impl {
   std::vector<float> default_vector;
   uint64_t rows = 0, dim = 0;
   bool redirecting_any = false;  // a tier answers its ids with other rows (TierView::redirects)
+  std::vector<bool> keyed;       // by tier: TierView::keyed_by_id
+  bool keyed_any = false;
+  uint32_t hash_slot = 0;  // the first keyed tier: unknown ids' tier under UnknownIdPolicy::hash
 #ifdef EDO_HAVE_CUDA
   struct DeviceTier {
     math::ScalarLayout layout;
@@ -51,13 +54,23 @@ struct Reader::Impl {
   void resolve_ids(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local, uint64_t first = 0) const {
     const size_t bad = map->resolve(ids, n, tier, local);
     if (bad < n) EDO_FAIL("{}: row map is corrupt at row {}", container.path(), ids[bad]);
+    if (keyed_any)
+      for (size_t i = 0; i < n; ++i)
+        if (tier[i] < tiers.size() && keyed[tier[i]]) local[i] = static_cast<uint64_t>(ids[i]);
     if (redirecting_any) follow_redirects(ids, n, tier, local);
     if (options.unknown_ids == UnknownIdPolicy::default_vector) return;
     const uint32_t unknown = unknown_slot();
-    for (size_t i = 0; i < n; ++i)
-      if (tier[i] == unknown)
-        EDO_FAIL("{}: id {} (batch position {}) is outside the table ({} rows)", container.path(), ids[i], first + i,
-                 rows);
+    const bool hashing = options.unknown_ids == UnknownIdPolicy::hash;
+    for (size_t i = 0; i < n; ++i) {
+      if (tier[i] != unknown) continue;
+      if (hashing && ids[i] >= 0) {
+        tier[i] = hash_slot;
+        local[i] = static_cast<uint64_t>(ids[i]);
+        continue;
+      }
+      EDO_FAIL("{}: id {} (batch position {}) is {} ({} rows)", container.path(), ids[i], first + i,
+               hashing ? "negative, which no hash serves" : "outside the table", rows);
+    }
   }
 
   // Ids resolved to a redirecting tier take the tier and local id of the
@@ -70,6 +83,7 @@ struct Reader::Impl {
       if (target >= rows || map->resolve(&id, 1, tier + i, local + i) != 1 || tier[i] >= tiers.size() ||
           tiers[tier[i]]->redirects())
         EDO_FAIL("{}: row {} is answered by row {}, which is not a stored row", container.path(), ids[i], target);
+      if (keyed[tier[i]]) local[i] = target;
     }
   }
 
@@ -191,12 +205,17 @@ void Reader::Impl::load() {
     tiers.push_back(open_tier(container, infos[t], manifest["tiers"][t]));
     if (const float* v = tiers.back()->shared_vector()) default_vector.assign(v, v + dim);
     redirecting_any = redirecting_any || tiers.back()->redirects();
+    keyed.push_back(tiers.back()->keyed_by_id());
+    if (keyed.back() && !keyed_any) hash_slot = static_cast<uint32_t>(t);
+    keyed_any = keyed_any || keyed.back();
     stats.push_back(tiers.back()->stats());
     tier_rows.push_back(infos[t].rows);
   }
   // Sized only now that a tier's sections have vouched for dim.
   if (default_vector.empty()) default_vector.assign(dim, 0.0f);
   map = open_id_map(container, tier_rows);
+  if (options.unknown_ids == UnknownIdPolicy::hash && !keyed_any)
+    EDO_FAIL("{}: unknown ids by hash: the file has no hashed tier", path);
   if (options.device == Device::cuda) upload_gpu_tiers();
 }
 
@@ -286,6 +305,10 @@ void Reader::decode_rows(uint64_t begin, uint64_t count, float* out) const {
       std::vector<int64_t> ids(m);
       for (size_t k = 0; k < m; ++k) ids[k] = static_cast<int64_t>(begin + positions[k]);
       lookup(ids.data(), m, rows.data());
+    } else if (impl_->keyed[t]) {
+      std::vector<uint64_t> ids(m), dst(m);
+      for (size_t k = 0; k < m; ++k) ids[k] = begin + positions[k], dst[k] = k;
+      impl_->tiers[t]->gather(ids.data(), dst.data(), m, rows.data());
     } else {
       impl_->tiers[t]->decode_range(local[positions[0]], m, rows.data(), device);
     }

@@ -27,5 +27,7 @@ std::unique_ptr<TierView> open_zero_tier(const io::Container& c, const io::TierI
 std::unique_ptr<TierView> open_centroid_tier(const io::Container& c, const io::TierInfo& info);
 // "nearest:cos|l2": each row answered by another table row (TierView::redirect).
 std::unique_ptr<TierView> open_nearest_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
+// "hash:..." or "qr:...": shared tables addressed from the id (hash.hpp).
+std::unique_ptr<TierView> open_hashed_tier(const io::Container& c, const io::TierInfo& info);
 
 }  // namespace edo

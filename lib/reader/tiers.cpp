@@ -5,6 +5,7 @@
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
+#include <edo/hash.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/sparse.hpp>
 #include <edo/tier.hpp>
@@ -39,6 +40,7 @@ TierKind tier_kind_of(std::string_view codec_field) {
   const std::string_view name = codec_field.substr(0, codec_field.find_first_of(":,"));
   if (name == tier_kind_word(TierKind::centroids)) return TierKind::centroids;
   if (name == tier_kind_word(TierKind::nearest)) return TierKind::nearest;
+  if (is_hash_spec(codec_field)) return TierKind::hashed;
   return is_sparse_spec(codec_field) ? TierKind::sparse : TierKind::codec;
 }
 
@@ -54,6 +56,7 @@ const char* tier_kind_word(TierKind kind) {
       return "nearest";
     case TierKind::codec:
     case TierKind::sparse:
+    case TierKind::hashed:
       break;
   }
   return nullptr;
@@ -322,6 +325,8 @@ std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& 
       return open_centroid_tier(c, info);
     case TierKind::nearest:
       return open_nearest_tier(c, info, jt);
+    case TierKind::hashed:
+      return open_hashed_tier(c, info);
     case TierKind::codec:
       break;
   }

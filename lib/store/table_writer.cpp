@@ -321,8 +321,11 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
 
 }  // namespace
 
-std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc) {
+std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
+                                               const HashFitOptions& fit) {
   switch (tier_kind_of(codec_field)) {
+    case TierKind::hashed:
+      return make_hash_tier_builder(codec_field, dim, enc, fit);
     case TierKind::shared_vector:
       return std::make_unique<SharedVectorTierBuilder>(dim, enc);
     case TierKind::sparse:
@@ -351,7 +354,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   enc.allow_underflow = opt.allow_underflow;
   enc.input = input.path();
   std::vector<std::unique_ptr<TierBuilder>> builders;
-  for (const TierPlan& plan : layout.tiers) builders.push_back(make_tier_builder(plan.codec, dim, enc));
+  for (const TierPlan& plan : layout.tiers) builders.push_back(make_tier_builder(plan.codec, dim, enc, opt.hash_fit));
 
   TableWriteReport rep;
   rep.rows = rows;

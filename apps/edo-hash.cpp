@@ -1,0 +1,198 @@
+// edo-hash: fit hashed or quotient-remainder tables to a trained table (the
+// rows answered by a few shared vectors addressed from their id), optionally
+// keeping the most frequent rows whole, written as a .edo every reader serves.
+#include "cli_common.hpp"
+#include "eval_cli.hpp"
+
+#include <edo/edo_file.hpp>
+#include <edo/hash.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/freq.hpp>
+#include <edo/pack.hpp>
+#include <edo/sweep.hpp>
+
+#include <cstdlib>
+
+namespace {
+
+// The tiers of one file: the kept rows (when --keep-top) and the hashed rest.
+std::vector<edo::TierSpec> hash_tiers(const std::string& scheme, const std::string& keep_top,
+                                      const std::string& keep_codec) {
+  if (!edo::is_hash_spec(scheme))
+    EDO_USAGE_FAIL(
+        "--scheme {}: expected hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S] or "
+        "qr:buckets=B[,op=sum|mul]",
+        scheme);
+  const std::string canonical = edo::format_hash_spec(edo::parse_hash_spec(scheme));
+  std::vector<edo::TierSpec> tiers;
+  if (!keep_top.empty()) {
+    edo::TierSpec top = edo::parse_tier_spec("top:" + keep_top + ":" + keep_codec);
+    if (top.share == edo::ShareKind::rest) EDO_USAGE_FAIL("--keep-top {}: give rows=P%, rows=N or mass=P%", keep_top);
+    tiers.push_back(top);
+  }
+  tiers.push_back(edo::parse_tier_spec("hashed:rest:" + canonical));
+  return tiers;
+}
+
+// The fit and collision lines of a written file's hashed tier.
+std::string fit_text(const std::string& path, const edo::PackReport& rep) {
+  const edo::io::Container c = edo::io::Container::open(path);
+  std::string s;
+  const nlohmann::json& tiers = c.manifest()["tiers"];
+  for (size_t t = 0; t < tiers.size(); ++t) {
+    if (!tiers[t].contains("fit")) continue;
+    const nlohmann::json& f = tiers[t]["fit"];
+    const nlohmann::json& col = tiers[t]["collisions"];
+    s += fmt::format(
+        "  fit        {}: {} iterations, relative residual {:.3g}{}, weighted relative error {:.4f}, "
+        "{:.2f} s\n",
+        f["method"].get<std::string>(), f["iterations"].get<uint64_t>(), f["residual"].get<double>(),
+        f["converged"].get<bool>() ? "" : " (partial: short of the tolerance)",
+        f["weighted_relative_error"].get<double>(), rep.tiers.at(t).encode_seconds);
+    s += fmt::format(
+        "  buckets    {} for {} rows: {:.2f} rows a bucket on average, at most {}, {} empty; the "
+        "busiest holds {:.2f}% of the lookups\n",
+        col["buckets"].get<uint64_t>(), col["rows"].get<uint64_t>(), col["mean_rows"].get<double>(),
+        col["max_rows"].get<uint64_t>(), col["empty"].get<uint64_t>(), 100.0 * col["max_mass"].get<double>());
+  }
+  return s;
+}
+
+int run_hash_sweep(const std::string& text, const std::string& keep_top, const std::string& keep_codec,
+                   edo::io::TableReader& table, const edo::PackOptions& opt, const edo::cli::EvalFlags& flags,
+                   bool json) {
+  std::vector<edo::SweepItem> items;
+  for (const std::string& scheme : edo::parse_sweep(text)) {
+    edo::SweepItem item;
+    item.tiers = hash_tiers(scheme, keep_top, keep_codec);
+    edo::check_tier_specs(item.tiers, table.rows(), table.dim());
+    item.label = item.tiers.back().codec + (keep_top.empty() ? "" : ", top " + keep_top + " " + keep_codec);
+    items.push_back(std::move(item));
+  }
+  for (const char* dense : {"int8", "int4", "int4:group=32"})
+    items.push_back({"", {edo::parse_tier_spec(std::string("all:rest:") + dense)}, true});
+  edo::EvalOptions eval = flags.options(table.rows(), opt.seed, edo::Device::cpu);
+  if (eval.freq.empty()) eval.freq = opt.freq;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
+  if (json) {
+    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
+    return 0;
+  }
+  std::vector<std::string> metrics;
+  for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
+  if (!eval.freq.empty())
+    for (uint64_t k : eval.ks) metrics.push_back(fmt::format("w.recall@{}", k));
+  metrics.insert(metrics.end(), {"cos.mean", "rel_fro"});
+  std::printf("%s: %llu x %llu, sweep of %zu schemes next to dense int8 and int4\n", table.path().c_str(),
+              static_cast<unsigned long long>(table.rows()), static_cast<unsigned long long>(table.dim()),
+              items.size() - 3);
+  std::fputs(edo::sweep_text(points, metrics).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Fit shared tables to a trained embedding table: each row becomes the sum of K of B hashed bucket vectors\n"
+      "(optionally with K per-row weights), or a quotient-remainder pair, fitted by least squares (weighted by\n"
+      "--freq). The most frequent rows may keep their own vectors (--keep-top). Every id, even one beyond the\n"
+      "table, has its buckets: readers can serve new ids by the hash. Layout and the hash: docs/FORMAT.md 9.5;\n"
+      "guide: docs/PACK.md.\n\n"
+      "Examples:\n"
+      "  edo-hash emb.npy -o emb.edo --scheme hash:buckets=1000 --eval\n"
+      "  edo-hash emb.npy -o emb.edo --freq counts.npy --scheme hash:buckets=1000,k=2,weights=1 --keep-top rows=1%\n"
+      "  edo-hash emb.npy -o emb.edo --scheme qr:buckets=100,op=mul --export fitted/\n"
+      "  edo-hash emb.npy --freq counts.npy --sweep "
+      "'hash:buckets=1000,fit=none;hash:buckets=1000;hash:buckets=500,k=2'",
+      "edo-hash"};
+  std::string input, output, freq_path, scheme, keep_top, keep_codec = "fp16", sweep, export_dir;
+  bool json = false, quiet = false, run_eval = false;
+  int threads = 0;
+  uint64_t seed = 0;
+  edo::HashFitOptions fit;
+  edo::cli::EvalFlags eval_flags;
+  app.add_option("INPUT", input, "Table to fit (npy, npz, HDF5, vecs, or - for npy on stdin)")->required();
+  app.add_option("-o,--output", output, "Output .edo file");
+  app.add_option(
+      "--scheme", scheme,
+      "hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S]: each row the sum of K (1-8, default 1)\n"
+      "of B buckets, with K fp16 weights a row when weights=1; fit=none is the naive baseline (each bucket\n"
+      "the highest-id row hashed to it; K=1). qr:buckets=B[,op=sum|mul]: row i = Q[i / B] + (or *) R[i % B]");
+  app.add_option("--freq", freq_path,
+                 "Per-row access counts (npy or 'id count' text): the fit's weights, and which\n"
+                 "rows --keep-top keeps");
+  app.add_option("--keep-top", keep_top, "The most frequent rows keep their own vectors: rows=P%, rows=N or mass=P%");
+  app.add_option("--keep-codec", keep_codec, "Codec of the rows --keep-top keeps (default fp16)");
+  app.add_option("--tolerance", fit.tolerance,
+                 "Stop the fit at this relative residual (qr op=mul: relative improvement a round; default 1e-4)")
+      ->check(CLI::Range(1e-12, 1.0));
+  app.add_option("--max-iterations", fit.max_iterations, "Iterations (rounds) the fit may take (default 200)")
+      ->check(CLI::Range(1, 100000));
+  app.add_flag("--allow-partial", fit.allow_partial,
+               "Write the best fit reached when the tolerance is not (recorded in the manifest); else exit 1");
+  app.add_option("--export", export_dir,
+                 "Also write the fitted tables as npy files and hash.json (scheme, B, K, seed, the hash) into DIR");
+  app.add_option("--sweep", sweep,
+                 "Fit several schemes in one run, nothing written: 'SCHEME;SCHEME;...' (with --keep-top, each so);\n"
+                 "prints bytes, ratio, recall, cosine and error of each next to dense int8, int4 and int4:group=32");
+  app.add_option("--seed", seed, "Seed for evaluation queries (the hash's seed is the scheme's seed=)");
+  app.add_flag("--json", json, "Print the summary as JSON on stdout");
+  app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
+  eval_flags.add_to(app, false);
+  edo::cli::add_threads_option(app, threads);
+  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::add_version_flag(app, "edo-hash");
+
+  return edo::cli::run_tool("edo-hash", app, argc, argv, [&] {
+    const bool sweeping = !sweep.empty();
+    if (sweeping && (!output.empty() || !scheme.empty() || !export_dir.empty()))
+      EDO_USAGE_FAIL("--sweep writes nothing and takes its schemes from its items: drop -o, --scheme and --export");
+    if (!sweeping && (output.empty() || scheme.empty()))
+      EDO_USAGE_FAIL("-o OUTPUT and --scheme are required (see --help)");
+    if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    edo::cli::PathGuard paths;
+    paths.input(input).input(freq_path);
+    if (!sweeping) paths.output("-o", output);
+    eval_flags.add_paths(paths);
+    paths.check();
+    const bool eval_wanted = run_eval || !eval_flags.gates.empty();
+    const auto gates = eval_flags.parsed_gates();
+    edo::cli::apply_threads(threads);
+    auto table = edo::io::open_table(input);
+
+    edo::PackOptions opt;
+    opt.tool = "edo-hash";
+    opt.seed = seed;
+    if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
+    if (!quiet) fit.note = [](const std::string& line) { std::fprintf(stderr, "edo-hash: %s\n", line.c_str()); };
+    opt.hash_fit = fit;
+    if (sweeping) return run_hash_sweep(sweep, keep_top, keep_codec, *table, opt, eval_flags, json);
+    opt.tiers = hash_tiers(scheme, keep_top, keep_codec);
+    edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
+    opt.parameters = {{"scheme", opt.tiers.back().codec},
+                      {"keep_top", keep_top},
+                      {"keep_codec", keep_codec},
+                      {"tolerance", fit.tolerance},
+                      {"max_iterations", fit.max_iterations},
+                      {"allow_partial", fit.allow_partial}};
+    edo::cli::Progress progress("edo-hash", quiet);
+    opt.progress = progress.callback();
+
+    const edo::cli::EvalTarget eval_target(output, eval_wanted);
+    const edo::PackReport rep = edo::pack_to_edo(*table, eval_target.path(), opt);
+    const std::string fit_lines = fit_text(eval_target.path(), rep);
+    edo::EvalResult result;
+    std::vector<edo::GateOutcome> outcomes;
+    int code = 0;
+    if (eval_wanted)
+      code = edo::cli::evaluate_packed("edo-hash", eval_flags, gates, *table, eval_target.path(), output, opt.freq,
+                                       seed, edo::Device::cpu, nullptr, result, outcomes);
+    nlohmann::json report = edo::pack_report_json(rep);
+    if (code == 0 && !export_dir.empty()) report["export"] = edo::export_hash_tables(output, export_dir);
+    edo::cli::print_write_summary(json, report, fit_lines + edo::pack_report_text(rep), input, output, code,
+                                  eval_wanted, result, outcomes);
+    return code;
+  });
+}

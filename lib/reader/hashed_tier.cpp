@@ -1,0 +1,163 @@
+// The hashed tier kind (hash.hpp): its spec, and the view a reader opens.
+// A hashed tier is keyed by global id (TierView::keyed_by_id): the reader
+// hands it table ids, not local ones, and it finds each id's rows of its
+// shared tables itself, so it stores nothing per row but optional weights.
+#include "tier_kinds.hpp"
+
+#include <edo/checked.hpp>
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/float16.hpp>
+#include <edo/hash.hpp>
+#include <edo/tier.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace edo {
+
+namespace {
+
+constexpr const char* kHashGrammar =
+    "hash:buckets=B[,k=K][,weights=0|1][,fit=ls|none][,seed=S] or qr:buckets=B[,op=sum|mul]";
+
+uint64_t parse_unsigned(std::string_view spec, const SpecParam& p) {
+  uint64_t v = 0;
+  const std::string& t = p.value;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || t.empty())
+    EDO_USAGE_FAIL("hash spec '{}': {}={} is not a whole number", spec, p.key, t);
+  return v;
+}
+
+}  // namespace
+
+bool is_hash_spec(std::string_view spec) {
+  const std::string_view name = spec.substr(0, spec.find_first_of(":,"));
+  return name == "hash" || name == "qr";
+}
+
+HashSpec parse_hash_spec(std::string_view spec) {
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  if (stages.size() != 1 || !is_hash_spec(stages[0].name))
+    EDO_USAGE_FAIL("hash spec '{}': expected {}", spec, kHashGrammar);
+  HashSpec s;
+  s.scheme = stages[0].name == "qr" ? HashScheme::qr : HashScheme::hash;
+  const bool qr = s.scheme == HashScheme::qr;
+  if (qr) s.k = 2;
+  std::vector<std::string> seen;
+  for (const SpecParam& p : stages[0].params) {
+    if (std::find(seen.begin(), seen.end(), p.key) != seen.end())
+      EDO_USAGE_FAIL("hash spec '{}': {} given twice", spec, p.key);
+    seen.push_back(p.key);
+    if (p.key == "buckets") {
+      s.buckets = parse_unsigned(spec, p);
+    } else if (p.key == "k" && !qr) {
+      const uint64_t k = parse_unsigned(spec, p);
+      if (k < 1 || k > kMaxHashK) EDO_USAGE_FAIL("hash spec '{}': k={} is outside 1..{}", spec, k, kMaxHashK);
+      s.k = static_cast<uint32_t>(k);
+    } else if (p.key == "weights" && !qr && (p.value == "0" || p.value == "1")) {
+      s.weights = p.value == "1";
+    } else if (p.key == "fit" && !qr && (p.value == "ls" || p.value == "none")) {
+      s.fit = p.value == "ls" ? HashFit::least_squares : HashFit::none;
+    } else if (p.key == "seed" && !qr) {
+      s.seed = parse_unsigned(spec, p);
+    } else if (p.key == "op" && qr && (p.value == "sum" || p.value == "mul")) {
+      s.op = p.value == "sum" ? QrOp::sum : QrOp::mul;
+    } else {
+      EDO_USAGE_FAIL("hash spec '{}': unexpected '{}{}{}' (expected {})", spec, p.key, p.key.empty() ? "" : "=",
+                     p.value, kHashGrammar);
+    }
+  }
+  if (s.buckets < 1 || s.buckets > kMaxBuckets)
+    EDO_USAGE_FAIL("hash spec '{}': needs buckets=B with B in 1..{}", spec, kMaxBuckets);
+  if (s.fit == HashFit::none && (s.k != 1 || s.weights))
+    EDO_USAGE_FAIL("hash spec '{}': fit=none (the naive baseline) is for k=1 without weights", spec);
+  return s;
+}
+
+std::string format_hash_spec(const HashSpec& s) {
+  if (s.scheme == HashScheme::qr)
+    return fmt::format("qr:buckets={},op={}", s.buckets, s.op == QrOp::sum ? "sum" : "mul");
+  return fmt::format("hash:buckets={},k={},weights={},fit={},seed={}", s.buckets, s.k, s.weights ? 1 : 0,
+                     s.fit == HashFit::least_squares ? "ls" : "none", s.seed);
+}
+
+namespace {
+
+// Tables are copied out of the mapping (whose alignment is only the
+// section's) once at open: B x dim floats, the size of what they replace
+// divided by the sharing.
+class HashedTier final : public TierView {
+ public:
+  HashedTier(const io::Container& c, const io::TierInfo& info) : path_(c.path()), dim_(c.dim()), rows_(c.rows()) {
+    stats_ = tier_base_stats(info, TierKind::hashed);
+    try {
+      spec_ = parse_hash_spec(info.codec);
+    } catch (const Error& e) {
+      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+    }
+    stats_.codec = format_hash_spec(spec_);
+    const bool qr = spec_.scheme == HashScheme::qr;
+    if (rows_ == 0) fail("a hashed tier needs a table of at least one row");
+    if (qr) {
+      quotient_rows_ = qr_quotient_rows(rows_, spec_.buckets);
+      if (info.sections.size() != 2) fail("a qr tier has exactly the sections 'quotient' and 'remainder'");
+      quotient_ = table(c, info, "quotient", quotient_rows_);
+      buckets_ = table(c, info, "remainder", spec_.buckets);
+      tables_ = {buckets_.data(), quotient_.data(), quotient_rows_, nullptr, rows_, dim_};
+      return;
+    }
+    if (info.sections.size() != (spec_.weights ? 2u : 1u))
+      fail(spec_.weights ? "a weighted hash tier has exactly the sections 'buckets' and 'weights'"
+                         : "a hash tier has exactly one section, 'buckets'");
+    buckets_ = table(c, info, "buckets", spec_.buckets);
+    tables_ = {buckets_.data(), nullptr, 0, nullptr, rows_, dim_};
+    if (spec_.weights) {
+      tables_.weights =
+          tier_section(c, info, "weights", checked_mul(checked_mul(rows_, spec_.k).value_or(UINT64_MAX), 2), stats_)
+              .data;
+      stats_.code_size = 2 * spec_.k;
+    }
+  }
+
+  bool keyed_by_id() const override { return true; }
+
+  void gather(const uint64_t* ids, const uint64_t* dst, size_t n, float* out) const override {
+    for (size_t k = 0; k < n; ++k) decode_id(ids[k], out + dst[k] * dim_);
+  }
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
+    for (uint64_t k = 0; k < count; ++k) decode_id(begin + k, out + k * dim_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+
+  std::vector<float> table(const io::Container& c, const io::TierInfo& info, const char* role, uint64_t rows) {
+    const auto bytes = checked_mul(checked_mul(rows, dim_).value_or(UINT64_MAX), sizeof(float));
+    const io::SectionView v = tier_section(c, info, role, bytes, stats_);
+    std::vector<float> t(rows * dim_);
+    std::memcpy(t.data(), v.data, v.size);
+    return t;
+  }
+
+  void decode_id(uint64_t id, float* out) const { hash_decode(spec_, tables_, id, out); }
+
+  std::string path_;
+  uint64_t dim_, rows_;
+  HashSpec spec_;
+  uint64_t quotient_rows_ = 0;
+  std::vector<float> buckets_, quotient_;
+  HashTables tables_;
+};
+
+}  // namespace
+
+std::unique_ptr<TierView> open_hashed_tier(const io::Container& c, const io::TierInfo& info) {
+  return std::make_unique<HashedTier>(c, info);
+}
+
+}  // namespace edo
