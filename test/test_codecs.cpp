@@ -14,19 +14,11 @@
 #include <tuple>
 
 using namespace edo;
+using edo::test::code_of;
 using edo::test::error_of;
 using edo::test::Matrix;
 
 namespace {
-
-ExitCode code_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.code();
-  }
-  return ExitCode::ok;
-}
 
 void check_usage_error(const std::string& spec, size_t dim, const std::string& needle) {
   CAPTURE(spec);

@@ -58,6 +58,17 @@ std::string as_bytes(const std::vector<T>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
+// Runs `fn` and returns the exit code of the edo::Error it throws (ok: none).
+template <class Fn>
+edo::ExitCode code_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const edo::Error& e) {
+    return e.code();
+  }
+  return edo::ExitCode::ok;
+}
+
 // Runs `fn` and returns the message of the edo::Error it must throw.
 template <class Fn>
 std::string error_of(Fn&& fn) {
