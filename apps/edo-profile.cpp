@@ -51,7 +51,10 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
   app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
   app.add_option("--plan-codecs", plan_opt.codecs,
-                 "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2 and pq when available)");
+                 "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2 and pq when available).\n"
+                 "Also sparse tiers (csr:density=0.3,values=int8, bitmap:k=8: bytes estimated from the sample's\n"
+                 "density) and, as the coldest of two or three tiers only, the dropped rows' fallbacks default,\n"
+                 "zero, centroids:C and nearest[:cos|l2], e.g. --plan-codecs int8 --plan-codecs centroids:64");
   app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
       ->check(CLI::PositiveNumber);
   app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")

@@ -16,23 +16,6 @@ using edo::test::error_of;
 
 namespace {
 
-// rows x dim values from a seeded generator, written as .npy.
-std::vector<float> random_table(const std::string& path, uint64_t rows, uint64_t dim, uint64_t seed) {
-  edo::Rng rng(seed);
-  std::vector<float> x(rows * dim);
-  for (auto& v : x) v = static_cast<float>(rng.uniform() * 2 - 1);
-  auto w = edo::io::create_table(path, rows, dim);
-  w->write_f32(x.data(), rows);
-  w->commit();
-  return x;
-}
-
-std::vector<double> zipf(uint64_t rows) {
-  std::vector<double> f(rows);
-  for (uint64_t r = 0; r < rows; ++r) f[r] = 1.0 / static_cast<double>(r + 1);
-  return f;
-}
-
 std::vector<float> round_trip(const std::string& spec, const float* x, uint64_t n, uint64_t dim) {
   auto codec = edo::make_codec(spec, dim);
   std::vector<uint8_t> codes(n * codec->code_size());
@@ -166,7 +149,7 @@ TEST_CASE("pack: tier slices by rows, counts and mass, with rest in the middle")
   CHECK(edo::tier_cuts(plan({"a:rows=30%:fp16", "b:rows=70%:int8"}), order, {}) == std::vector<uint64_t>{0, 30, 100});
   CHECK(edo::tier_cuts(plan({"a:rows=7:fp16", "b:rest:int8"}), order, {}) == std::vector<uint64_t>{0, 7, 100});
   // Mass: weights 1/(r+1), H(100) = 5.19; 4 rows hold 40.2%, 5 rows 44%.
-  const std::vector<double> w = zipf(rows);
+  const std::vector<double> w = edo::test::zipf_counts(rows);
   const auto cuts = edo::tier_cuts(plan({"hot:mass=42%:fp16", "rest:rest:int8"}), order, w);
   CHECK(cuts[1] == 5);
   CHECK(edo::tier_cuts(plan({"a:mass=100%:fp16"}), order, w) == std::vector<uint64_t>{0, 100});
@@ -196,7 +179,7 @@ TEST_CASE("pack: plan JSON round trip and bad plan files") {
 TEST_CASE("pack: a packed file reads back tier by tier, deterministically") {
   edo::test::TempDir dir;
   const uint64_t rows = 1000, dim = 16;
-  const std::vector<float> x = random_table(dir.file("t.npy"), rows, dim, 3);
+  const std::vector<float> x = edo::test::write_random_npy(dir.file("t.npy"), rows, dim, 3);
   // Frequencies: a permutation of Zipf weights, so the hot order is not the row order.
   std::vector<double> freq(rows);
   for (uint64_t r = 0; r < rows; ++r) freq[(r * 389) % rows] = 1.0 / static_cast<double>(r + 1);
@@ -267,7 +250,7 @@ TEST_CASE("pack: a packed file reads back tier by tier, deterministically") {
 TEST_CASE("pack: a value a tier cannot store is named by its table row, whatever the hot order") {
   edo::test::TempDir dir;
   const uint64_t rows = 200, dim = 6;
-  std::vector<float> x = random_table(dir.file("t.npy"), rows, dim, 4);
+  std::vector<float> x = edo::test::write_random_npy(dir.file("t.npy"), rows, dim, 4);
   std::vector<double> freq(rows);
   for (uint64_t r = 0; r < rows; ++r) freq[(r * 73) % rows] = 1.0 / static_cast<double>(r + 1);
   const auto pack_with = [&](float value, const char* cold) {
@@ -294,7 +277,7 @@ TEST_CASE("pack: a value a tier cannot store is named by its table row, whatever
 TEST_CASE("pack: without frequencies rows are ordered by norm, and bad shares or codecs fail before writing") {
   edo::test::TempDir dir;
   const uint64_t rows = 300, dim = 8;
-  std::vector<float> x = random_table(dir.file("t.npy"), rows, dim, 9);
+  std::vector<float> x = edo::test::write_random_npy(dir.file("t.npy"), rows, dim, 9);
   auto table = edo::io::open_table(dir.file("t.npy"));
   edo::PackOptions opt;
   opt.tiers = {edo::parse_tier_spec("big:rows=10%:fp32"), edo::parse_tier_spec("small:rest:int4")};
@@ -325,10 +308,10 @@ TEST_CASE("pack: without frequencies rows are ordered by norm, and bad shares or
 TEST_CASE("pack: the planner finds the smallest plan that meets the budget, and none when it cannot") {
   edo::test::TempDir dir;
   const uint64_t rows = 2000, dim = 16;
-  random_table(dir.file("t.npy"), rows, dim, 11);
+  edo::test::write_random_npy(dir.file("t.npy"), rows, dim, 11);
   auto table = edo::io::open_table(dir.file("t.npy"));
   edo::PlanOptions opt;
-  opt.freq = zipf(rows);
+  opt.freq = edo::test::zipf_counts(rows);
   opt.budget = {edo::parse_gate("recall@10>=0.9")};
   opt.queries = 200;
   opt.codecs = {"fp32", "int8", "int4"};

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <edo/device.hpp>
 #include <edo/error.hpp>
+#include <edo/io/table.hpp>
+#include <edo/random.hpp>
 
 #include <unistd.h>
 
@@ -56,6 +58,24 @@ inline std::string read_bytes(const std::string& path) {
 template <class T>
 std::string as_bytes(const std::vector<T>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// rows x dim values uniform in [-1, 1) from a seeded generator, written as .npy.
+inline std::vector<float> write_random_npy(const std::string& path, uint64_t rows, uint64_t dim, uint64_t seed) {
+  edo::Rng rng(seed);
+  std::vector<float> x(rows * dim);
+  for (auto& v : x) v = static_cast<float>(rng.uniform() * 2 - 1);
+  auto w = edo::io::create_table(path, rows, dim);
+  w->write_f32(x.data(), rows);
+  w->commit();
+  return x;
+}
+
+// Zipf access counts: row r looked up 1 / (r + 1) times.
+inline std::vector<double> zipf_counts(uint64_t rows) {
+  std::vector<double> f(rows);
+  for (uint64_t r = 0; r < rows; ++r) f[r] = 1.0 / static_cast<double>(r + 1);
+  return f;
 }
 
 // Runs `fn` and returns the exit code of the edo::Error it throws (ok: none).

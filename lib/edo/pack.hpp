@@ -116,8 +116,12 @@ struct PlanOptions {
   Metric metric = Metric::cos;
   uint64_t seed = 0;
   uint64_t train_rows = 65536;
-  // Codecs a tier may use, most precise first (by bytes a row); empty: fp16,
-  // int8, int4, int2 and pq/opq settings when the registry has them.
+  // Codecs a tier may use, ranked by bytes a row; empty: fp16, int8, int4,
+  // int2 and pq/opq settings when the registry has them. Also sparse specs
+  // ("csr:density=0.3,values=int8", bytes estimated from the sample's
+  // density) and the dropped rows' fallbacks ("default", "zero",
+  // "centroids:C", "nearest[:cos|l2]"), which are only ever the coldest of
+  // two or three tiers (docs/PACK.md, "Planning").
   std::vector<std::string> codecs;
   // Hot-order boundaries (percent of rows) tiers may start or end at.
   std::vector<double> cuts = {1, 2, 5, 10, 20, 40};

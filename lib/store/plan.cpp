@@ -6,8 +6,11 @@
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/io/rowmap.hpp>
+#include <edo/knn.hpp>
 #include <edo/pack.hpp>
+#include <edo/pq.hpp>
 #include <edo/random.hpp>
+#include <edo/sparse.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -40,15 +43,150 @@ class MatrixTable final : public io::TableReader {
 
 struct LadderCodec {
   std::string spec;  // canonical, or a tier kind's word ("default", "zero")
-  uint64_t code_size = 0;
-  uint64_t state_bytes = 0;
+  TierKind kind = TierKind::codec;
+  uint64_t dim = 0;
+  uint64_t code_size = 0;    // bytes a row: a codec's code, a centroid index, a nearest target
+  uint64_t state_bytes = 0;  // codec state, the default vector, the centroids
   bool trainable = false;
   std::shared_ptr<Codec> trained;  // trainable codecs: trained on the sample, reused to decode it
+  SparseSpec sparse;
+  double values_per_row = 0;     // sparse: expected from the sample's density
+  uint64_t dense_row_bytes = 0;  // sparse: a row stored dense at the same value precision
+  uint64_t centroids = 0;        // centroids:C
+  Metric metric = Metric::cos;   // nearest
+
+  // The dropped rows' kinds: only ever a plan's coldest tier, less precise
+  // than every codec, and not ordered among themselves.
+  bool fallback() const {
+    return kind == TierKind::shared_vector || kind == TierKind::zero || kind == TierKind::centroids ||
+           kind == TierKind::nearest;
+  }
+
+  // Bytes a row, which orders the ladder (a sparse tier's from its expected density).
+  double row_bytes() const {
+    if (kind != TierKind::sparse) return static_cast<double>(code_size);
+    const bool csr = sparse.form == SparseForm::csr;
+    const double per_value =
+        static_cast<double>(sparse_value_bytes(sparse.values, 2)) / 2 + (csr ? sparse_index_bytes(dim) : 0);
+    return values_per_row * per_value + static_cast<double>(csr ? 0 : sparse_mask_bytes(dim)) + 4 +
+           sparse_param_bytes(sparse.values);
+  }
+
+  // Bytes of a tier of `rows` rows: exact but for sparse tiers, whose values
+  // the sample's density estimates. The sections are sparse_builder.cpp's:
+  // values, offsets (rows + 1 of them), column indices or masks, row params.
+  uint64_t tier_bytes(uint64_t rows) const {
+    if (kind != TierKind::sparse) return rows * code_size + state_bytes;
+    auto nnz = static_cast<uint64_t>(std::llround(values_per_row * static_cast<double>(rows)));
+    if (sparse.values == SparseValues::int4) nnz += nnz % 2;
+    const uint64_t where =
+        sparse.form == SparseForm::csr ? nnz * sparse_index_bytes(dim) : rows * sparse_mask_bytes(dim);
+    return sparse_value_bytes(sparse.values, nnz) + (rows + 1) * (nnz <= UINT32_MAX ? 4 : 8) + where +
+           rows * sparse_param_bytes(sparse.values);
+  }
 };
 
-// `rows`: the table row of each sample row, `table`: its name, for errors.
-std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, const float* sample, uint64_t n,
-                                      const uint64_t* rows, const std::string& table) {
+// The seeded rows candidates are evaluated on, each with its position in the
+// hot order of the whole table and its access count.
+struct PlanSample {
+  std::vector<uint64_t> ids;
+  std::vector<float> x;
+  std::vector<double> freq;
+  std::vector<uint64_t> position;
+};
+
+// A sparse tier or a fallback for dropped rows as a ladder entry.
+LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSample& sample, uint64_t dim,
+                            uint64_t table_rows) {
+  LadderCodec c;
+  c.kind = kind;
+  c.dim = dim;
+  c.spec = s;
+  switch (kind) {
+    case TierKind::zero:
+    case TierKind::codec:
+      break;
+    case TierKind::hashed:
+    case TierKind::grouped:
+      EDO_USAGE_FAIL("plan: hashed and group tiers ('{}') are not planner candidates yet", s);
+    case TierKind::shared_vector:
+      c.state_bytes = dim * sizeof(float);
+      break;
+    case TierKind::centroids:
+      c.centroids = centroid_count(s);
+      c.spec = fmt::format("centroids:{}", c.centroids);
+      c.code_size = centroid_index_bytes(c.centroids);
+      c.state_bytes = c.centroids * dim * sizeof(float);
+      break;
+    case TierKind::nearest:
+      c.metric = nearest_metric(s);
+      c.spec = c.metric == Metric::l2 ? "nearest:l2" : "nearest:cos";
+      c.code_size = table_rows <= UINT32_MAX ? 4 : 8;  // the writer's target width
+      break;
+    case TierKind::sparse: {
+      c.sparse = parse_sparse_spec(s, dim);
+      c.spec = format_sparse_spec(c.sparse);
+      const uint64_t n = sample.ids.size();
+      MatrixTable t("plan sample", sample.x.data(), n, dim);
+      c.values_per_row = sparse_expected_density(c.sparse, t, n) * static_cast<double>(dim);
+      // An int4 row keeps an even count: one more value for about half the rows.
+      if (c.sparse.values == SparseValues::int4) c.values_per_row += 0.5;
+      // edo-pack refuses a sparse tier larger than its rows stored dense
+      // (SparseTierBuilder::dense_bytes): a plan holding one could not be written.
+      c.dense_row_bytes =
+          (c.sparse.values == SparseValues::int4 ? (dim + 1) / 2 : sparse_value_bytes(c.sparse.values, dim)) +
+          sparse_param_bytes(c.sparse.values);
+      if (c.row_bytes() > static_cast<double>(c.dense_row_bytes))
+        EDO_USAGE_FAIL(
+            "plan: {} takes about {:.1f} bytes a row at this table's density, more than the {} bytes of a row stored "
+            "dense at the same precision, which edo-pack refuses (try bitmap or a lower density)",
+            c.spec, c.row_bytes(), c.dense_row_bytes);
+      break;
+    }
+  }
+  return c;
+}
+
+// A codec as a ladder entry; nullopt for a default setting this table cannot take.
+std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& opt, const PlanSample& sample,
+                                       uint64_t dim, const std::string& table) {
+  LadderCodec c;
+  c.dim = dim;
+  std::unique_ptr<Codec> codec;
+  try {
+    codec = make_codec(s, dim);
+  } catch (const Error& e) {
+    if (!opt.codecs.empty()) throw;  // the user's list: report it
+    return std::nullopt;
+  }
+  c.spec = codec->spec();
+  c.code_size = codec->code_size();
+  c.trainable = codec->needs_training();
+  if (!c.trainable) return c;
+  // State sizes do not depend on the data: train once on the sample to learn them.
+  try {
+    const uint64_t train_n = std::min<uint64_t>(sample.ids.size(), opt.train_rows);
+    // Rows whose sums overflow float are named by their table row (a
+    // default codec that cannot train is left out instead). Tiny rows
+    // only cost recall, which the plan measures.
+    EncodeOptions named;
+    named.input = table;
+    named.allow_underflow = true;
+    check_trainable_norms(sample.x.data(), train_n, dim, c.spec, named, sample.ids.data());
+    codec->train(sample.x.data(), train_n, opt.seed);
+  } catch (const Error&) {
+    if (!opt.codecs.empty()) throw;
+    return std::nullopt;
+  }
+  for (const NamedBlob& b : codec->state()) c.state_bytes += b.values.size() * sizeof(float);
+  c.trained = std::move(codec);
+  return c;
+}
+
+// The ladder, most precise first: codecs and sparse tiers by bytes a row,
+// then the fallbacks. `table`: the table's name, for errors.
+std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& sample, uint64_t dim,
+                                      uint64_t table_rows, const std::string& table) {
   std::vector<std::string> specs = opt.codecs;
   if (specs.empty()) {
     specs = {"fp16", "int8", "int4", "int2"};
@@ -60,47 +198,19 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, uint64_t dim, cons
   }
   std::vector<LadderCodec> ladder;
   for (const std::string& s : specs) {
-    LadderCodec c;
-    if (tier_kind_of(s) == TierKind::shared_vector || tier_kind_of(s) == TierKind::zero) {
-      c.spec = s;
-      c.state_bytes = tier_kind_of(s) == TierKind::zero ? 0 : dim * sizeof(float);
-    } else {
-      std::unique_ptr<Codec> codec;
-      try {
-        codec = make_codec(s, dim);
-      } catch (const Error& e) {
-        if (!opt.codecs.empty()) throw;  // the user's list: report it
-        continue;                        // a default setting this table cannot take
-      }
-      c.spec = codec->spec();
-      c.code_size = codec->code_size();
-      c.trainable = codec->needs_training();
-      if (c.trainable) {
-        // State sizes do not depend on the data: train once on the sample to learn them.
-        try {
-          const uint64_t train_n = std::min<uint64_t>(n, opt.train_rows);
-          // Rows whose sums overflow float are named by their table row (a
-          // default codec that cannot train is left out instead). Tiny rows
-          // only cost recall, which the plan measures.
-          EncodeOptions named;
-          named.input = table;
-          named.allow_underflow = true;
-          check_trainable_norms(sample, train_n, dim, c.spec, named, rows);
-          codec->train(sample, train_n, opt.seed);
-        } catch (const Error&) {
-          if (!opt.codecs.empty()) throw;
-          continue;
-        }
-        for (const NamedBlob& b : codec->state()) c.state_bytes += b.values.size() * sizeof(float);
-        c.trained = std::move(codec);
-      }
-    }
-    if (std::none_of(ladder.begin(), ladder.end(), [&](const LadderCodec& l) { return l.spec == c.spec; }))
-      ladder.push_back(c);
+    const TierKind kind = tier_kind_of(s);
+    std::optional<LadderCodec> c = kind == TierKind::codec ? codec_entry(s, opt, sample, dim, table)
+                                                           : tier_kind_entry(s, kind, sample, dim, table_rows);
+    if (c && std::none_of(ladder.begin(), ladder.end(), [&](const LadderCodec& l) { return l.spec == c->spec; }))
+      ladder.push_back(std::move(*c));
   }
-  std::stable_sort(ladder.begin(), ladder.end(),
-                   [](const LadderCodec& a, const LadderCodec& b) { return a.code_size > b.code_size; });
+  std::stable_sort(ladder.begin(), ladder.end(), [](const LadderCodec& a, const LadderCodec& b) {
+    return a.fallback() != b.fallback() ? !a.fallback() : a.row_bytes() > b.row_bytes();
+  });
   if (ladder.empty()) EDO_USAGE_FAIL("plan: no codec to try");
+  if (ladder.front().fallback())
+    EDO_USAGE_FAIL("plan: '{}' only answers dropped rows below a kept tier; give a codec or sparse tier too",
+                   ladder.front().spec);
   return ladder;
 }
 
@@ -112,7 +222,9 @@ struct Candidate {
 };
 
 // Candidate plans: one tier per codec, and two or three tiers with strictly
-// less precise codecs further down the hot order, cut at opt.cuts.
+// less precise codecs further down the hot order, cut at opt.cuts. A
+// fallback is only ever the coldest of two or three tiers: it answers rows a
+// plan drops, and nearest points at rows a kept tier stores.
 std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const std::vector<double>& cut_percents) {
   const std::vector<std::string> names = {"hot", "warm", "cold"};
   std::vector<Candidate> out;
@@ -129,12 +241,14 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
                                                       : Residency::host;
     return t;
   };
-  for (size_t i = 0; i < L; ++i) out.push_back({{tier(0, 1, 0, i)}, {i}, {}, 0, 0});
+  const auto kept = [&](size_t c) { return !ladder[c].fallback(); };
   for (size_t i = 0; i < L; ++i)
-    for (size_t j = i + 1; j < L; ++j)
+    if (kept(i)) out.push_back({{tier(0, 1, 0, i)}, {i}, {}, 0, 0});
+  for (size_t i = 0; i < L; ++i)
+    for (size_t j = i + 1; j < L && kept(i); ++j)
       for (double a : cut_percents) out.push_back({{tier(0, 2, a, i), tier(1, 2, 0, j)}, {i, j}, {}, 0, 0});
   for (size_t i = 0; i < L; ++i)
-    for (size_t j = i + 1; j < L; ++j)
+    for (size_t j = i + 1; j < L && kept(j); ++j)
       for (size_t k = j + 1; k < L; ++k)
         for (size_t a = 0; a < cut_percents.size(); ++a)
           for (size_t b = a + 1; b < cut_percents.size(); ++b)
@@ -147,15 +261,33 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
   return out;
 }
 
-// True when `c` is nowhere more precise than `f` (ladder index >= at every position).
-bool no_more_precise(const Candidate& c, const Candidate& f) {
+// True when ladder entry `a` is known to be no more precise than `b`. Codecs
+// are ranked by the ladder (bytes a row). Fallbacks are below every other
+// entry but not ranked among themselves (zero is not known to lose to
+// nearest). A sparse tier's bytes say little of its accuracy (on GloVe a
+// 30%-dense int8 CSR tier, between int8 and int4 in bytes, loses to int4 and
+// to PQ), so it ranks only below a codec that stores every value in at least
+// the bytes its rows would take stored dense (int8 and up for int8 values),
+// and with no other sparse tier.
+bool no_more_precise(const std::vector<LadderCodec>& ladder, size_t a, size_t b) {
+  if (a == b) return true;
+  const LadderCodec &la = ladder[a], &lb = ladder[b];
+  if (la.fallback() || lb.fallback()) return la.fallback() && !lb.fallback();
+  if (lb.kind == TierKind::sparse) return false;
+  if (la.kind == TierKind::sparse) return lb.code_size >= la.dense_row_bytes;
+  return a > b;
+}
+
+// True when `c` is nowhere more precise than `f`: at every position of the
+// hot order, c's entry is no more precise than f's.
+bool no_more_precise(const std::vector<LadderCodec>& ladder, const Candidate& c, const Candidate& f) {
   size_t ti = 0, fi = 0;
   uint64_t pos = 0;
   const uint64_t end = c.cuts.back();
   while (pos < end) {
     while (c.cuts[ti + 1] <= pos) ++ti;
     while (f.cuts[fi + 1] <= pos) ++fi;
-    if (c.codec[ti] < f.codec[fi]) return false;
+    if (!no_more_precise(ladder, c.codec[ti], f.codec[fi])) return false;
     pos = std::min(c.cuts[ti + 1], f.cuts[fi + 1]);
   }
   return true;
@@ -176,56 +308,56 @@ std::vector<uint64_t> ks_of(const std::vector<Gate>& budget) {
   return ks;
 }
 
+// A tier's slice [begin, end) of the hot order: with the sample it fixes
+// the tier's rows, so it keys what is computed from them.
+using Slice = std::pair<uint64_t, uint64_t>;
+
 // Decodes the sample as one candidate stores it. Each codec's decoded sample
 // is computed once: trainable codecs (pq, opq, pca...) train once on the
 // whole sample rather than on each candidate's tier, an approximation that
 // keeps planning to seconds (training per slice took minutes with PQ in the
 // ladder); edo-pack trains on the tier's own rows and --eval measures the
-// file it writes.
+// file it writes. Sparse density rules, centroids and nearest depend on the
+// tier's rows as the writer's do: fitted on the tier's sample rows, the
+// costly part (k-means, the nearest-row search) cached by slice.
 class SampleCodecs {
  public:
   SampleCodecs(const std::vector<LadderCodec>& ladder, const std::vector<float>& x, const std::vector<double>& freq,
                uint64_t dim, const PlanOptions& opt)
       : ladder_(ladder), x_(x), freq_(freq), dim_(dim), opt_(opt) {}
 
-  // `members`: sample rows of the tier, ascending; writes their rows into y.
-  void decode(size_t c, const std::vector<uint64_t>& members, float* y) {
-    const LadderCodec& lc = ladder_[c];
+  // `members`: sample rows of the tier, ascending, the tier taking `slice`;
+  // writes their rows into y. Tiers are decoded hottest first, so a fallback
+  // (the coldest) finds the kept tiers' rows in y already.
+  void decode(size_t c, const std::vector<uint64_t>& members, Slice slice, float* y) {
     if (members.empty()) return;
-    if (tier_kind_of(lc.spec) == TierKind::zero) {
-      for (uint64_t s : members) std::fill_n(y + s * dim_, dim_, 0.0f);
-      return;
-    }
-    if (tier_kind_of(lc.spec) == TierKind::shared_vector) {
-      std::vector<double> sum(dim_, 0.0);
-      double w = 0;
-      double mass = 0;
-      for (uint64_t s : members) mass += freq_.empty() ? 0 : freq_[s];
-      for (uint64_t s : members) {
-        const double ws = mass > 0 ? freq_[s] : 1.0;
-        for (uint64_t j = 0; j < dim_; ++j) sum[j] += ws * x_[s * dim_ + j];
-        w += ws;
-      }
-      for (uint64_t s : members)
-        for (uint64_t j = 0; j < dim_; ++j) y[s * dim_ + j] = static_cast<float>(sum[j] / w);
-      return;
+    switch (ladder_[c].kind) {
+      case TierKind::zero:
+        for (uint64_t s : members) std::fill_n(y + s * dim_, dim_, 0.0f);
+        return;
+      case TierKind::shared_vector:
+        decode_mean(members, y);
+        return;
+      case TierKind::sparse:
+        decode_sparse(ladder_[c].sparse, members, y);
+        return;
+      case TierKind::centroids:
+        decode_centroids(c, members, slice, y);
+        return;
+      case TierKind::nearest:
+        decode_nearest(c, members, slice, y);
+        return;
+      case TierKind::codec:
+      case TierKind::hashed:  // never in the ladder (tier_kind_entry)
+      case TierKind::grouped:
+        break;
     }
     auto& full = row_local_[c];
     if (full.empty()) {
-      const uint64_t n = x_.size() / dim_;
-      if (lc.trained) {
-        full = round_trip(*lc.trained, x_.data(), n);
-        for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
-        return;
-      }
-      auto codec = make_codec(lc.spec, dim_);
-      if (lc.trainable) {
-        const std::vector<uint64_t> pick = sample_indices(n, opt_.train_rows, opt_.seed);
-        std::vector<float> train(pick.size() * dim_);
-        for (size_t k = 0; k < pick.size(); ++k) std::copy_n(x_.data() + pick[k] * dim_, dim_, train.data() + k * dim_);
-        codec->train(train.data(), pick.size(), opt_.seed);
-      }
-      full = round_trip(*codec, x_.data(), n);
+      // Trainable codecs were trained on the sample by build_ladder.
+      const LadderCodec& lc = ladder_[c];
+      std::unique_ptr<Codec> fresh;
+      full = round_trip(lc.trained ? *lc.trained : *(fresh = make_codec(lc.spec, dim_)), x_.data(), x_.size() / dim_);
     }
     for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
   }
@@ -241,17 +373,124 @@ class SampleCodecs {
     return y;
   }
 
+  std::vector<float> gather(const std::vector<uint64_t>& rows) const {
+    std::vector<float> out(rows.size() * dim_);
+    for (size_t k = 0; k < rows.size(); ++k) std::copy_n(x_.data() + rows[k] * dim_, dim_, out.data() + k * dim_);
+    return out;
+  }
+
+  // The rows a tier trains on, as the writer picks them: a seeded sample of
+  // up to train_rows of its rows.
+  std::vector<uint64_t> training_rows(const std::vector<uint64_t>& members) const {
+    if (members.size() <= opt_.train_rows) return members;
+    std::vector<uint64_t> pick = sample_indices(members.size(), opt_.train_rows, opt_.seed);
+    for (uint64_t& p : pick) p = members[p];
+    return pick;
+  }
+
+  // The access-weighted mean (the plain mean without counts), as the writer's default tier.
+  void decode_mean(const std::vector<uint64_t>& members, float* y) const {
+    std::vector<double> sum(dim_, 0.0);
+    double w = 0;
+    double mass = 0;
+    for (uint64_t s : members) mass += freq_.empty() ? 0 : freq_[s];
+    for (uint64_t s : members) {
+      const double ws = mass > 0 ? freq_[s] : 1.0;
+      for (uint64_t j = 0; j < dim_; ++j) sum[j] += ws * x_[s * dim_ + j];
+      w += ws;
+    }
+    for (uint64_t s : members)
+      for (uint64_t j = 0; j < dim_; ++j) y[s * dim_ + j] = static_cast<float>(sum[j] / w);
+  }
+
+  // A density rule's threshold is fitted on the tier's own rows, as the writer's.
+  void decode_sparse(const SparseSpec& spec, const std::vector<uint64_t>& members, float* y) const {
+    const auto dim = static_cast<uint32_t>(dim_);
+    float threshold = spec.threshold;
+    if (spec.rule == SparseRule::density) {
+      const std::vector<float> train = gather(training_rows(members));
+      threshold = sparse_fit_threshold(spec.density, train.data(), train.size() / dim_, dim, opt_.seed);
+    }
+    const std::vector<float> x = gather(members);
+    std::vector<float> out(x.size());
+    sparse_round_trip(spec, threshold, x.data(), members.size(), dim, out.data());
+    for (size_t k = 0; k < members.size(); ++k) std::copy_n(out.data() + k * dim_, dim_, y + members[k] * dim_);
+  }
+
+  struct Fitted {
+    std::vector<float> centroids;
+    std::vector<uint32_t> assign;  // per member
+  };
+
+  // The writer's k-means of the tier's training rows, each row mapped to its nearest centroid.
+  Fitted fit_centroids(uint64_t count, const std::vector<uint64_t>& members) const {
+    const std::vector<uint64_t> train = training_rows(members);
+    if (train.size() < count)
+      EDO_FAIL("centroids:{} needs at least {} rows to fit, the tier has {} sample rows (raise --plan-sample-rows)",
+               count, count, train.size());
+    KmeansOptions ko;
+    ko.seed = opt_.seed;
+    Fitted f;
+    f.centroids = kmeans(gather(train).data(), train.size(), dim_, count, ko);
+    f.assign.resize(members.size());
+    nearest_centroids(gather(members).data(), members.size(), dim_, f.centroids.data(), count, f.assign.data());
+    return f;
+  }
+
+  void decode_centroids(size_t c, const std::vector<uint64_t>& members, Slice slice, float* y) {
+    auto it = centroids_.find({c, slice});
+    if (it == centroids_.end())
+      it = centroids_.emplace(std::pair{c, slice}, fit_centroids(ladder_[c].centroids, members)).first;
+    const Fitted& f = it->second;
+    for (size_t k = 0; k < members.size(); ++k)
+      std::copy_n(f.centroids.data() + f.assign[k] * dim_, dim_, y + members[k] * dim_);
+  }
+
+  // For each member, the nearest sample row outside the tier (the writer's
+  // exact search over the original rows). A fallback is only ever the
+  // coldest tier, so every other sample row is in a kept tier.
+  std::vector<uint64_t> nearest_targets(Metric metric, const std::vector<uint64_t>& members) const {
+    std::vector<uint64_t> kept;
+    for (uint64_t s = 0, m = 0; s < x_.size() / dim_; ++s) {
+      if (m < members.size() && members[m] == s)
+        ++m;
+      else
+        kept.push_back(s);
+    }
+    if (kept.empty()) EDO_FAIL("nearest: no sample row is in a kept tier (raise --plan-sample-rows)");
+    KnnOptions ko;
+    ko.metric = metric;
+    ko.k = 1;
+    const std::vector<float> queries = gather(members);
+    KnnSearch search(MatrixView{queries.data(), members.size(), dim_}, ko);
+    const std::vector<float> rows = gather(kept);
+    search.add(rows.data(), kept.size());
+    const KnnResult r = search.finish();
+    std::vector<uint64_t> targets(members.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+      const int64_t k = r.ids_of(i)[0];
+      targets[i] = kept[k >= 0 ? static_cast<size_t>(k) : 0];  // NaN scores: the first kept row, as the writer
+    }
+    return targets;
+  }
+
+  // Each member answered by its target as the target's tier decoded it.
+  void decode_nearest(size_t c, const std::vector<uint64_t>& members, Slice slice, float* y) {
+    auto it = targets_.find({c, slice});
+    if (it == targets_.end())
+      it = targets_.emplace(std::pair{c, slice}, nearest_targets(ladder_[c].metric, members)).first;
+    for (size_t k = 0; k < members.size(); ++k) std::copy_n(y + it->second[k] * dim_, dim_, y + members[k] * dim_);
+  }
+
   const std::vector<LadderCodec>& ladder_;
   const std::vector<float>& x_;
   const std::vector<double>& freq_;
   uint64_t dim_;
   const PlanOptions& opt_;
   std::map<size_t, std::vector<float>> row_local_;
+  std::map<std::pair<size_t, Slice>, Fitted> centroids_;
+  std::map<std::pair<size_t, Slice>, std::vector<uint64_t>> targets_;
 };
-
-}  // namespace
-
-namespace {
 
 // With frequencies, a budget metric without "w." is read as its access-weighted form.
 std::vector<Gate> weighted_budget(const PlanOptions& opt) {
@@ -265,15 +504,6 @@ std::vector<Gate> weighted_budget(const PlanOptions& opt) {
   }
   return budget;
 }
-
-// The seeded rows candidates are evaluated on, each with its position in the
-// hot order of the whole table and its access count.
-struct PlanSample {
-  std::vector<uint64_t> ids;
-  std::vector<float> x;
-  std::vector<double> freq;
-  std::vector<uint64_t> position;
-};
 
 PlanSample draw_sample(io::TableReader& table, const PlanOptions& opt, const std::vector<uint64_t>& order) {
   const uint64_t rows = table.rows(), dim = table.dim();
@@ -306,8 +536,7 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
     const size_t ntiers = c.tiers.size();
     c.bytes = ntiers > 1 ? row_map_bytes(rows, ntiers) : 0;
     for (size_t t = 0; t < ntiers; ++t) {
-      const LadderCodec& lc = ladder[c.codec[t]];
-      const uint64_t b = (c.cuts[t + 1] - c.cuts[t]) * lc.code_size + lc.state_bytes;
+      const uint64_t b = ladder[c.codec[t]].tier_bytes(c.cuts[t + 1] - c.cuts[t]);
       c.bytes += b;
       if (c.tiers[t].residency == Residency::gpu) c.gpu_bytes += b;
     }
@@ -337,6 +566,7 @@ class CandidateSearch {
         dim_(dim),
         opt_(opt),
         res_(res),
+        ladder_(ladder),
         codecs_(ladder, sample.x, sample.freq, dim, opt),
         original_("plan sample", sample.x.data(), sample.ids.size(), dim),
         y_(sample.x.size()),
@@ -372,7 +602,8 @@ class CandidateSearch {
     const Candidate& c = eligible_[i];
     seen_[i] = true;
     if (opt_.progress) opt_.progress(++done_, eligible_.size());
-    if (std::any_of(failed_.begin(), failed_.end(), [&](const Candidate* f) { return no_more_precise(c, *f); })) {
+    if (std::any_of(failed_.begin(), failed_.end(),
+                    [&](const Candidate* f) { return no_more_precise(ladder_, c, *f); })) {
       ++res_.dominated;
       return;
     }
@@ -396,7 +627,8 @@ class CandidateSearch {
       members[static_cast<size_t>(std::upper_bound(c.cuts.begin(), c.cuts.end(), sample_.position[s]) - c.cuts.begin() -
                                   1)]
           .push_back(s);
-    for (size_t t = 0; t < c.tiers.size(); ++t) codecs_.decode(c.codec[t], members[t], y_.data());
+    for (size_t t = 0; t < c.tiers.size(); ++t)
+      codecs_.decode(c.codec[t], members[t], {c.cuts[t], c.cuts[t + 1]}, y_.data());
     MatrixTable decoded("plan candidate", y_.data(), n, dim_);
     const EvalResult r = evaluate(original_, decoded, eo_);
     const std::vector<GateOutcome> outcomes = check_gates(res_.budget, r);
@@ -421,6 +653,7 @@ class CandidateSearch {
   uint64_t dim_;
   const PlanOptions& opt_;
   PlanResult& res_;
+  const std::vector<LadderCodec>& ladder_;
   SampleCodecs codecs_;
   MatrixTable original_;
   EvalOptions eo_;
@@ -450,8 +683,7 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
       hot_order(opt.freq.empty() ? detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms : opt.freq);
   const PlanSample sample = draw_sample(table, opt, order);
   res.sample_rows = sample.ids.size();
-  const std::vector<LadderCodec> ladder =
-      build_ladder(opt, dim, sample.x.data(), sample.ids.size(), sample.ids.data(), table.path());
+  const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path());
   const std::vector<Candidate> eligible = eligible_candidates(ladder, order, opt, res);
   CandidateSearch(eligible, ladder, sample, dim, opt, res).run(ladder.size());
   return res;

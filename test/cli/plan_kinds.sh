@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# edo-profile --plan with sparse tiers and dropped-row fallbacks in the
+# ladder: the chosen plan's config packs with edo-pack, and the sparse
+# estimate is near what edo-pack writes.
+#   plan_kinds.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$src/test/cli/checks.bash"
+glove="$src/data-samples/glove.6B.50d.10k.npy"
+py=/usr/bin/python3
+
+"$py" -c "import numpy as np; np.save('$work/zipf.npy', 1.0 / (np.arange(10000) + 1))"
+
+# Any plan passes a zero budget, so the cheapest wins: a hot csr tier and the rest answered by nearest.
+expect 0 "$build/edo-profile" "$glove" --freq "$work/zipf.npy" -q --plan --budget 'recall@10>=0' --plan-queries 200 \
+  --plan-codecs 'csr:density=0.3,values=int8' --plan-codecs nearest --plan-codecs centroids:32 --plan-codecs zero \
+  --plan-config "$work/plan.json"
+grep -q 'chosen: #' "$work/out" || fail "no chosen plan"
+expect 0 "$build/edo-pack" "$glove" -o "$work/p.edo" --freq "$work/zipf.npy" -q --json --config "$work/plan.json"
+"$py" - "$work/plan.json" "$work/out" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+rep = json.load(open(sys.argv[2]))
+codecs = [t["codec"] for t in plan["tiers"]]
+assert codecs[0] == "csr:density=0.3:values=int8" and codecs[-1] in ("zero", "nearest:cos", "centroids:32"), codecs
+assert [t["codec"] for t in rep["tiers"]] == codecs, rep["tiers"]
+est, got = plan["estimate"]["bytes"], rep["data_bytes"]
+assert abs(est - got) <= 0.1 * got, (est, got)
+PY
+
+# Fallbacks alone are refused, as is a sparse spec larger than dense storage.
+expect 2 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.5' --plan-codecs zero --plan-codecs nearest
+grep -q 'only answers dropped rows' "$work/err" || fail "fallbacks alone: $(cat "$work/err")"
+expect 2 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.5' --plan-codecs int8 \
+  --plan-codecs 'csr:density=0.9,values=int8'
+grep -q 'stored dense' "$work/err" || fail "sparse larger than dense: $(cat "$work/err")"
+"$build/edo-profile" --help | grep -qF 'nearest[:cos|l2]' || fail "--help does not name the fallbacks"
+[ "$failures" -eq 0 ] && echo "plan_kinds: ok"
+exit $((failures > 0))
