@@ -18,12 +18,16 @@ namespace {
 // The tiers of one file: the kept rows (when --keep-top) and the hashed rest.
 std::vector<edo::TierSpec> hash_tiers(const std::string& scheme, const std::string& keep_top,
                                       const std::string& keep_codec) {
-  if (!edo::is_hash_spec(scheme))
+  std::string canonical;
+  if (edo::is_hash_spec(scheme))
+    canonical = edo::format_hash_spec(edo::parse_hash_spec(scheme));
+  else if (edo::is_group_spec(scheme))
+    canonical = scheme;  // checked against the table's dim by check_tier_specs; labels are counted when read
+  else
     EDO_USAGE_FAIL(
-        "--scheme {}: expected hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S] or "
-        "qr:buckets=B[,op=sum|mul]",
+        "--scheme {}: expected hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S], "
+        "qr:buckets=B[,op=sum|mul] or group:clusters=C|labels[,residual=CODEC|none]",
         scheme);
-  const std::string canonical = edo::format_hash_spec(edo::parse_hash_spec(scheme));
   std::vector<edo::TierSpec> tiers;
   if (!keep_top.empty()) {
     edo::TierSpec top = edo::parse_tier_spec("top:" + keep_top + ":" + keep_codec);
@@ -43,17 +47,20 @@ std::string fit_text(const std::string& path, const edo::PackReport& rep) {
     if (!tiers[t].contains("fit")) continue;
     const nlohmann::json& f = tiers[t]["fit"];
     const nlohmann::json& col = tiers[t]["collisions"];
+    const bool groups = edo::tier_kind_of(tiers[t]["codec"].get<std::string>()) == edo::TierKind::grouped;
+    const std::string solver =
+        groups ? ""
+               : fmt::format("{} iterations, relative residual {:.3g}{}, ", f["iterations"].get<uint64_t>(),
+                             f["residual"].get<double>(),
+                             f["converged"].get<bool>() ? "" : " (partial: short of the tolerance)");
+    s += fmt::format("  fit        {}: {}weighted relative error {:.4f}, {:.2f} s\n", f["method"].get<std::string>(),
+                     solver, f["weighted_relative_error"].get<double>(), rep.tiers.at(t).encode_seconds);
     s += fmt::format(
-        "  fit        {}: {} iterations, relative residual {:.3g}{}, weighted relative error {:.4f}, "
-        "{:.2f} s\n",
-        f["method"].get<std::string>(), f["iterations"].get<uint64_t>(), f["residual"].get<double>(),
-        f["converged"].get<bool>() ? "" : " (partial: short of the tolerance)",
-        f["weighted_relative_error"].get<double>(), rep.tiers.at(t).encode_seconds);
-    s += fmt::format(
-        "  buckets    {} for {} rows: {:.2f} rows a bucket on average, at most {}, {} empty; the "
-        "busiest holds {:.2f}% of the lookups\n",
-        col["buckets"].get<uint64_t>(), col["rows"].get<uint64_t>(), col["mean_rows"].get<double>(),
-        col["max_rows"].get<uint64_t>(), col["empty"].get<uint64_t>(), 100.0 * col["max_mass"].get<double>());
+        "  {}    {} for {} rows: {:.2f} rows a {} on average, at most {}, {} empty; the busiest holds "
+        "{:.2f}% of the lookups\n",
+        groups ? "groups " : "buckets", col["buckets"].get<uint64_t>(), col["rows"].get<uint64_t>(),
+        col["mean_rows"].get<double>(), groups ? "group" : "bucket", col["max_rows"].get<uint64_t>(),
+        col["empty"].get<uint64_t>(), 100.0 * col["max_mass"].get<double>());
   }
   return s;
 }
@@ -97,17 +104,19 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Fit shared tables to a trained embedding table: each row becomes the sum of K of B hashed bucket vectors\n"
       "(optionally with K per-row weights), or a quotient-remainder pair, fitted by least squares (weighted by\n"
-      "--freq). The most frequent rows may keep their own vectors (--keep-top). Every id, even one beyond the\n"
-      "table, has its buckets: readers can serve new ids by the hash. Layout and the hash: docs/FORMAT.md 9.5;\n"
-      "guide: docs/PACK.md.\n\n"
+      "--freq), or its group's shared vector plus a small residual. The most frequent rows may keep their own\n"
+      "vectors (--keep-top). With hashing every id, even one beyond the table, has its buckets: readers can\n"
+      "serve new ids by the hash. Layout and the hash: docs/FORMAT.md 9.5-9.6; guide: docs/PACK.md.\n\n"
       "Examples:\n"
       "  edo-hash emb.npy -o emb.edo --scheme hash:buckets=1000 --eval\n"
       "  edo-hash emb.npy -o emb.edo --freq counts.npy --scheme hash:buckets=1000,k=2,weights=1 --keep-top rows=1%\n"
       "  edo-hash emb.npy -o emb.edo --scheme qr:buckets=100,op=mul --export fitted/\n"
+      "  edo-hash emb.npy -o emb.edo --scheme group:clusters=256,residual=int4 --eval\n"
+      "  edo-hash emb.npy -o emb.edo --scheme group:labels,residual=int2 --group-labels category.txt\n"
       "  edo-hash emb.npy --freq counts.npy --sweep "
       "'hash:buckets=1000,fit=none;hash:buckets=1000;hash:buckets=500,k=2'",
       "edo-hash"};
-  std::string input, output, freq_path, scheme, keep_top, keep_codec = "fp16", sweep, export_dir;
+  std::string input, output, freq_path, scheme, keep_top, keep_codec = "fp16", sweep, export_dir, labels_path;
   bool json = false, quiet = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0;
@@ -119,7 +128,11 @@ int main(int argc, char** argv) {
       "--scheme", scheme,
       "hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S]: each row the sum of K (1-8, default 1)\n"
       "of B buckets, with K fp16 weights a row when weights=1; fit=none is the naive baseline (each bucket\n"
-      "the highest-id row hashed to it; K=1). qr:buckets=B[,op=sum|mul]: row i = Q[i / B] + (or *) R[i % B]");
+      "the highest-id row hashed to it; K=1). qr:buckets=B[,op=sum|mul]: row i = Q[i / B] + (or *) R[i % B].\n"
+      "group:clusters=C|labels[,residual=CODEC|none]: rows of a group (C k-means clusters, or the labels of\n"
+      "--group-labels) share their weighted mean, each keeping its residual in CODEC (none by default;\n"
+      "e.g. residual=int4, residual=[pq:m=8])");
+  app.add_option("--group-labels", labels_path, "group:labels' groups: one integer >= 0 a line, one line a row");
   app.add_option("--freq", freq_path,
                  "Per-row access counts (npy or 'id count' text): the fit's weights, and which\n"
                  "rows --keep-top keeps");
@@ -153,7 +166,7 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("-o OUTPUT and --scheme are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     edo::cli::PathGuard paths;
-    paths.input(input).input(freq_path);
+    paths.input(input).input(freq_path).input(labels_path);
     if (!sweeping) paths.output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
@@ -166,6 +179,9 @@ int main(int argc, char** argv) {
     opt.tool = "edo-hash";
     opt.seed = seed;
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
+    std::vector<int64_t> labels;
+    if (!labels_path.empty()) labels = edo::cli::EvalFlags::read_labels(labels_path, table->rows());
+    fit.group_labels = &labels;
     if (!quiet) fit.note = [](const std::string& line) { std::fprintf(stderr, "edo-hash: %s\n", line.c_str()); };
     opt.hash_fit = fit;
     if (sweeping) return run_hash_sweep(sweep, keep_top, keep_codec, *table, opt, eval_flags, json);

@@ -204,3 +204,26 @@ TEST_CASE("hash: bad fits are errors, nothing written; --allow-partial writes an
   CHECK_FALSE(c.manifest()["tiers"][0]["fit"]["converged"].get<bool>());
   CHECK(c.manifest()["tiers"][0]["fit"]["iterations"].get<uint64_t>() == 1);
 }
+
+TEST_CASE("group: bases are the groups' weighted means; residuals add back") {
+  Fixture f;
+  std::vector<int64_t> labels(f.rows);
+  for (uint64_t i = 0; i < f.rows; ++i) labels[i] = static_cast<int64_t>(i % 4);
+  edo::HashFitOptions fit;
+  fit.group_labels = &labels;
+  const std::vector<float> bases = f.fit("group:labels", true, "", fit);
+  for (uint64_t g = 0; g < 4; ++g)
+    for (uint64_t j = 0; j < f.dim; ++j) {
+      double sum = 0, mass = 0;
+      for (uint64_t i = g; i < f.rows; i += 4) sum += f.freq[i] * f.x[i * f.dim + j], mass += f.freq[i];
+      for (uint64_t i = g; i < f.rows; i += 4) CHECK(bases[i * f.dim + j] == doctest::Approx(sum / mass).epsilon(1e-6));
+    }
+  const std::vector<float> exact = f.fit("group:labels,residual=fp32", true, "", fit);
+  for (size_t i = 0; i < exact.size(); ++i) CHECK(exact[i] == doctest::Approx(f.x[i]).epsilon(1e-6));
+  const std::vector<float> clusters = f.fit("group:clusters=5,residual=int8", false);
+  CHECK(weighted_error(f, clusters, false) < 0.02);
+  labels[7] = -2;
+  CHECK(error_of([&] { f.fit("group:labels", true, "", fit); }).find("negative") != std::string::npos);
+  CHECK(error_of([&] { f.fit("group:labels", true); }).find("--group-labels") != std::string::npos);
+  CHECK(error_of([&] { f.fit("group:clusters=61", true); }).find("at least as many rows") != std::string::npos);
+}

@@ -62,6 +62,23 @@ EDO_HD inline uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Group-shared tiers (a sibling kind, TierKind::grouped, also written by
+// edo-hash): rows of one group share a base vector and each keeps a
+// residual in any registry codec. Spec:
+//   group:clusters=C[,residual=CODEC|none]   C k-means groups of the tier's rows
+//   group:labels[,residual=CODEC|none]       the groups of a labels file (edo-hash --group-labels)
+// stored as group:groups=C,residual=CODEC|none (FORMAT.md 9.6). A codec
+// with ',' or ':' goes in brackets: residual=[pq:m=8].
+struct GroupSpec {
+  uint64_t groups = 0;       // C; 0 for labels until they are read
+  bool from_labels = false;  // group:labels
+  std::string residual = "none";
+};
+bool is_group_spec(std::string_view spec);
+// Usage error naming the spec; `dim` checks the residual codec.
+GroupSpec parse_group_spec(std::string_view spec, uint64_t dim);
+std::string format_group_spec(const GroupSpec& s);  // the stored form
+
 // Bucket k (0-based) of global id `id` among `buckets`: the id xor-ed with
 // a key drawn from (seed, k), mixed, reduced modulo the bucket count.
 EDO_HD inline uint64_t hash_bucket(uint64_t id, uint32_t k, uint64_t seed, uint64_t buckets) {

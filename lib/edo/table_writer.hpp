@@ -24,7 +24,7 @@
 namespace edo {
 
 // How a writer runs: shared by edo-quantize's and edo-pack's options.
-// Hashed tiers' least-squares fits (hash.hpp).
+// Hashed tiers' least-squares fits and group-shared tiers' labels (hash.hpp).
 struct HashFitOptions {
   // Stop when the relative residual of the normal equations (for qr op=mul:
   // the relative improvement of a round) falls to `tolerance`, or after
@@ -34,6 +34,8 @@ struct HashFitOptions {
   uint32_t max_iterations = 200;
   bool allow_partial = false;
   std::function<void(const std::string&)> note;  // progress lines (iterations, residual), or empty
+  // Group-shared tiers' group:labels: one label >= 0 per table row (not owned).
+  const std::vector<int64_t>* group_labels = nullptr;
 };
 
 struct WriteOptions {
@@ -109,6 +111,10 @@ std::unique_ptr<TierBuilder> make_sparse_tier_builder(const std::string& spec, u
 // The builder of a hashed tier (hash.hpp), fitted in prepare().
 std::unique_ptr<TierBuilder> make_hash_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
                                                     const HashFitOptions& fit);
+
+// The builder of a group-shared tier (hash.hpp, GroupSpec).
+std::unique_ptr<TierBuilder> make_group_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
+                                                     const HashFitOptions& fit);
 
 // The builder of a "zero" or "centroids:C" tier (the dropped rows' fallbacks).
 std::unique_ptr<TierBuilder> make_fallback_tier_builder(TierKind kind, const std::string& spec, uint64_t dim,

@@ -45,6 +45,7 @@ enum class TierKind : uint8_t {
   centroids,      // "centroids:C": C shared vectors, each row mapped to one (dropped rows' fallback)
   nearest,        // "nearest:cos|l2": each row answered by another row of the table (dropped rows' fallback)
   hashed,         // "hash:..." or "qr:...": rows answered by shared tables addressed from the id (hash.hpp)
+  grouped,        // "group:...": a base vector per group plus each row's residual (hash.hpp)
 };
 TierKind tier_kind_of(std::string_view codec_field);
 // The manifest word of a kind that is not a codec spec ("default", "zero",

@@ -1,4 +1,5 @@
-// The hashed tier kind (hash.hpp): its spec, and the view a reader opens.
+// The hashed and group-shared tier kinds (hash.hpp): their specs, and the
+// views a reader opens.
 // A hashed tier is keyed by global id (TierView::keyed_by_id): the reader
 // hands it table ids, not local ones, and it finds each id's rows of its
 // shared tables itself, so it stores nothing per row but optional weights.
@@ -85,6 +86,38 @@ std::string format_hash_spec(const HashSpec& s) {
                      s.fit == HashFit::least_squares ? "ls" : "none", s.seed);
 }
 
+bool is_group_spec(std::string_view spec) { return spec.substr(0, spec.find_first_of(":,")) == "group"; }
+
+GroupSpec parse_group_spec(std::string_view spec, uint64_t dim) {
+  constexpr const char* grammar = "group:clusters=C|labels|groups=C[,residual=CODEC|none]";
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  if (stages.size() != 1 || stages[0].name != "group") EDO_USAGE_FAIL("group spec '{}': expected {}", spec, grammar);
+  GroupSpec g;
+  int sources = 0;
+  bool residual = false;
+  for (const SpecParam& p : stages[0].params) {
+    if ((p.key == "clusters" || p.key == "groups") && !p.value.empty()) {
+      g.groups = parse_unsigned(spec, p), ++sources;
+      if (g.groups < 1 || g.groups > kMaxCentroids)
+        EDO_USAGE_FAIL("group spec '{}': {}={} is outside 1..{}", spec, p.key, p.value, kMaxCentroids);
+    } else if (p.key.empty() && p.value == "labels") {
+      g.from_labels = true, ++sources;
+    } else if (p.key == "residual" && !residual) {
+      residual = true;
+      g.residual = p.value == "none" ? "none" : canonical_spec(p.value, dim);
+    } else {
+      EDO_USAGE_FAIL("group spec '{}': unexpected '{}{}{}' (expected {})", spec, p.key, p.key.empty() ? "" : "=",
+                     p.value, grammar);
+    }
+  }
+  if (sources != 1) EDO_USAGE_FAIL("group spec '{}': give one of clusters=C and labels (expected {})", spec, grammar);
+  return g;
+}
+
+std::string format_group_spec(const GroupSpec& s) {
+  return format_spec({{"group", {{"groups", std::to_string(s.groups)}, {"residual", s.residual}}}});
+}
+
 namespace {
 
 // Tables are copied out of the mapping (whose alignment is only the
@@ -154,10 +187,90 @@ class HashedTier final : public TierView {
   HashTables tables_;
 };
 
+// Rows of one group share its base vector, each adding its own residual
+// (a registry codec's code row; none: the base alone).
+class GroupedTier final : public TierView {
+ public:
+  GroupedTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt)
+      : path_(c.path()), dim_(c.dim()) {
+    stats_ = tier_base_stats(info, TierKind::grouped);
+    try {
+      spec_ = parse_group_spec(info.codec, dim_);
+      if (spec_.from_labels) EDO_FAIL("a stored group tier names its count, groups=C");
+      if (spec_.residual != "none") residual_ = make_decoder(spec_.residual, dim_);
+    } catch (const Error& e) {
+      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+    }
+    stats_.codec = format_group_spec(spec_);
+    index_bytes_ = centroid_index_bytes(spec_.groups);
+    const uint64_t code = residual_ ? residual_->code_size() : 0;
+    stats_.code_size = index_bytes_ + code;
+    const io::SectionView bv = tier_section(c, info, "base", checked_mul(spec_.groups, dim_ * sizeof(float)), stats_);
+    base_.resize(spec_.groups * dim_);
+    std::memcpy(base_.data(), bv.data, bv.size);
+    assign_ = tier_section(c, info, "assign", checked_mul(info.rows, index_bytes_), stats_).data;
+    if (!residual_) {
+      if (info.sections.size() != 2) fail("a group tier without residuals has exactly 'base' and 'assign'");
+      return;
+    }
+    codes_ = tier_section(c, info, "codes", checked_mul(info.rows, code), stats_).data;
+    std::vector<NamedBlob> blobs = load_codec_state(c, info, jt, {"codes", "base", "assign"});
+    for (const auto& b : blobs) stats_.bytes += b.values.size() * sizeof(float);
+    try {
+      residual_->load_state(blobs);
+    } catch (const Error& e) {
+      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+    }
+  }
+
+  void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    if (residual_) residual_->decode_gather(codes_, local, dst, n, out);
+    for (size_t k = 0; k < n; ++k) add_base(local[k], out + dst[k] * dim_);
+  }
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    if (residual_) {
+      DecodeOptions opt;
+      opt.device = device;
+      residual_->decode(codes_ + begin * residual_->code_size(), count, out, opt);
+    } else if (device == Device::cuda) {
+      require_device(Device::cuda);  // decoded on the host all the same
+    }
+    for (uint64_t k = 0; k < count; ++k) add_base(begin + k, out + k * dim_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+
+  // out = base[group] + out (the residual), or the base alone.
+  void add_base(uint64_t r, float* out) const {
+    uint32_t g = 0;
+    std::memcpy(&g, assign_ + r * index_bytes_, index_bytes_);  // little-endian low bytes
+    if (g >= spec_.groups) fail(fmt::format("row {} is in group {} of {}", r, g, spec_.groups));
+    const float* b = base_.data() + g * dim_;
+    if (!residual_)
+      std::memcpy(out, b, dim_ * sizeof(float));
+    else
+      for (uint64_t j = 0; j < dim_; ++j) out[j] = b[j] + out[j];
+  }
+
+  std::string path_;
+  uint64_t dim_;
+  GroupSpec spec_;
+  std::unique_ptr<Codec> residual_;
+  uint32_t index_bytes_ = 0;
+  std::vector<float> base_;
+  const uint8_t *assign_ = nullptr, *codes_ = nullptr;
+};
+
 }  // namespace
 
 std::unique_ptr<TierView> open_hashed_tier(const io::Container& c, const io::TierInfo& info) {
   return std::make_unique<HashedTier>(c, info);
+}
+
+std::unique_ptr<TierView> open_grouped_tier(const io::Container& c, const io::TierInfo& info,
+                                            const nlohmann::json& jt) {
+  return std::make_unique<GroupedTier>(c, info, jt);
 }
 
 }  // namespace edo

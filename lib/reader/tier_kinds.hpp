@@ -2,6 +2,7 @@
 // Internal to lib/reader.
 #pragma once
 
+#include <edo/codec.hpp>
 #include <edo/io/container.hpp>
 #include <edo/tier.hpp>
 
@@ -29,5 +30,11 @@ std::unique_ptr<TierView> open_centroid_tier(const io::Container& c, const io::T
 std::unique_ptr<TierView> open_nearest_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
 // "hash:..." or "qr:...": shared tables addressed from the id (hash.hpp).
 std::unique_ptr<TierView> open_hashed_tier(const io::Container& c, const io::TierInfo& info);
+// "group:groups=C,residual=...": a base vector per group plus each row's residual.
+std::unique_ptr<TierView> open_grouped_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
+// A codec's fp32 state blobs from the tier's sections other than `skip`,
+// shaped by the manifest's "state_shapes".
+std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierInfo& tier, const nlohmann::json& jt,
+                                        std::initializer_list<const char*> skip);
 
 }  // namespace edo

@@ -41,6 +41,7 @@ TierKind tier_kind_of(std::string_view codec_field) {
   if (name == tier_kind_word(TierKind::centroids)) return TierKind::centroids;
   if (name == tier_kind_word(TierKind::nearest)) return TierKind::nearest;
   if (is_hash_spec(codec_field)) return TierKind::hashed;
+  if (is_group_spec(codec_field)) return TierKind::grouped;
   return is_sparse_spec(codec_field) ? TierKind::sparse : TierKind::codec;
 }
 
@@ -57,6 +58,7 @@ const char* tier_kind_word(TierKind kind) {
     case TierKind::codec:
     case TierKind::sparse:
     case TierKind::hashed:
+    case TierKind::grouped:
       break;
   }
   return nullptr;
@@ -92,14 +94,16 @@ std::string tier_error(const std::string& path, const std::string& tier, const s
 
 // ---- codec tiers -------------------------------------------------------------------
 
-// The fp32 blobs a trained codec needs, from the sections the tier names.
-std::vector<NamedBlob> load_state_blobs(const io::Container& c, const io::TierInfo& tier, const nlohmann::json& jt) {
+}  // namespace
+
+std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierInfo& tier, const nlohmann::json& jt,
+                                        std::initializer_list<const char*> skip) {
   const std::string& path = c.path();
   std::vector<NamedBlob> blobs;
   const nlohmann::json shapes = jt.value("state_shapes", nlohmann::json::object());
   if (!shapes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_shapes is not an object"));
   for (const auto& [role, section] : tier.sections) {
-    if (role == "codes") continue;
+    if (std::find(skip.begin(), skip.end(), role) != skip.end()) continue;
     NamedBlob blob;
     blob.name = role;
     if (!shapes.contains(role) || !shapes[role].is_array() || shapes[role].size() > 8)
@@ -123,6 +127,8 @@ std::vector<NamedBlob> load_state_blobs(const io::Container& c, const io::TierIn
   }
   return blobs;
 }
+
+namespace {
 
 class CodecTier final : public TierView {
  public:
@@ -150,7 +156,7 @@ class CodecTier final : public TierView {
                info.rows, stats_.code_size, need ? *need : 0);
     codes_ = codes.data;
     stats_.bytes = codes.size;
-    std::vector<NamedBlob> blobs = load_state_blobs(c, info, jt);
+    std::vector<NamedBlob> blobs = load_codec_state(c, info, jt, {"codes"});
     for (const auto& b : blobs) stats_.bytes += b.values.size() * sizeof(float);
     try {
       codec_->load_state(blobs);
@@ -327,6 +333,8 @@ std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& 
       return open_nearest_tier(c, info, jt);
     case TierKind::hashed:
       return open_hashed_tier(c, info);
+    case TierKind::grouped:
+      return open_grouped_tier(c, info, jt);
     case TierKind::codec:
       break;
   }

@@ -326,6 +326,8 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
   switch (tier_kind_of(codec_field)) {
     case TierKind::hashed:
       return make_hash_tier_builder(codec_field, dim, enc, fit);
+    case TierKind::grouped:
+      return make_group_tier_builder(codec_field, dim, enc, fit);
     case TierKind::shared_vector:
       return std::make_unique<SharedVectorTierBuilder>(dim, enc);
     case TierKind::sparse:

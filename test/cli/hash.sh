@@ -24,6 +24,18 @@ for scheme in hash:buckets=1000,fit=none hash:buckets=1000 hash:buckets=500,k=2,
   cmp -s "$work/a.edo" "$work/b.edo" || fail "$scheme: one thread and two wrote different files"
 done
 
+# Group-shared rows: labels (37 groups) with an fp32 residual read back within float rounding of the table.
+"$py" -c "open('$work/labels.txt', 'w').write(''.join('%d\n' % (i % 37) for i in range(10000)))"
+expect 0 "$H" "$glove" -o "$work/g.edo" --scheme group:labels,residual=fp32 --group-labels "$work/labels.txt" -q
+grep -q "^  groups     37 for 10000 rows" "$work/out" || fail "group labels: $(cat "$work/out")"
+expect 0 "$build/edo-unpack" "$work/g.edo" -o "$work/g.npy" -q
+"$py" - "$glove" "$work/g.npy" <<'PY' || fail "group round trip"
+import numpy as np, sys
+g = np.load(sys.argv[1]); y = np.load(sys.argv[2])
+assert np.abs(g - y).max() <= 1e-6 * max(1.0, np.abs(g).max()), np.abs(g - y).max()
+PY
+expect 0 "$H" "$glove" -o "$work/c.edo" --scheme 'group:clusters=64,residual=[int4:group=25]' -q
+
 # --keep-top: the top 1% by frequency (ids 0-99) read back exactly at fp32, the rest from the buckets.
 expect 0 "$H" "$glove" -o "$work/k.edo" --freq "$work/zipf.npy" --scheme hash:buckets=1000,k=2 --keep-top rows=1% \
   --keep-codec fp32 -q --json
@@ -76,7 +88,11 @@ grep -q "partial" "$work/out" || fail "--allow-partial: the summary does not say
 expect 2 "$H" "$glove" -o "$work/x.edo" --scheme hash:buckets=10000; err_has "share nothing"
 expect 2 "$H" "$glove" -o "$work/x.edo" --scheme hash:buckets=100,k=0; err_has "k=0 is outside 1..8"
 expect 2 "$H" "$glove" -o "$work/x.edo" --scheme hash:buckets=100,k=2,fit=none; err_has "fit=none"
-expect 2 "$H" "$glove" -o "$work/x.edo" --scheme group:clusters=8; err_has "--scheme group:clusters=8"
+expect 2 "$H" "$glove" -o "$work/x.edo" --scheme lsh:bits=8; err_has "--scheme lsh:bits=8"
+expect 2 "$H" "$glove" -o "$work/x.edo" --scheme group:labels; err_has "--group-labels"
+"$py" -c "open('$work/neg.txt', 'w').write('3\n' * 9999 + '-1\n'); open('$work/few.txt', 'w').write('1\n' * 10)"
+expect 2 "$H" "$glove" -o "$work/x.edo" --scheme group:labels --group-labels "$work/neg.txt"; err_has "negative"
+expect 1 "$H" "$glove" -o "$work/x.edo" --scheme group:labels --group-labels "$work/few.txt"; err_has "10 labels for 10000 rows"
 expect 2 "$H" "$glove" -o "$work/x.edo"; err_has "--scheme are required"
 expect 2 "$H" "$glove" -o "$work/x.edo" --scheme hash:buckets=100 --keep-top rest; err_has "--keep-top rest"
 expect 1 "$H" "$glove" -o "$work/x.edo" --scheme hash:buckets=100 --freq "$work/short.npy"
