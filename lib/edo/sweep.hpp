@@ -38,6 +38,7 @@ struct SweepPoint {
   // 0 for fallback tiers, 1 for other codecs; weighted by the tiers' rows.
   double density = 1;
   double fallback_share = 0;  // share of lookups a fallback tier answers (0 without frequencies)
+  double seconds = 0;         // training and encoding (fitting, for hashed tiers) of the file
   EvalResult eval;
 };
 

@@ -57,6 +57,7 @@ std::vector<SweepPoint> run_sweep(io::TableReader& table, const std::vector<Swee
     p.spec = item.label.empty() ? rep.tiers.at(0).codec : item.label;
     p.file_bytes = rep.file_bytes;
     p.ratio = rep.ratio;
+    p.seconds = rep.train_seconds + rep.encode_seconds;
     {
       auto decoded = EdoTable::open(path);
       const std::vector<TierStats>& tiers = decoded->reader().tiers();
@@ -90,6 +91,7 @@ nlohmann::json sweep_json(const std::vector<SweepPoint>& points) {
                    {"baseline", p.baseline},
                    {"density", p.density},
                    {"fallback_share", p.fallback_share},
+                   {"seconds", p.seconds},
                    {"file_bytes", p.file_bytes},
                    {"ratio", p.ratio},
                    {"eval", metrics}});
