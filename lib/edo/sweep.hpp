@@ -34,7 +34,7 @@ struct SweepPoint {
   bool baseline = false;
   uint64_t file_bytes = 0;
   double ratio = 0;  // compression_ratio(fp32 bytes, file bytes)
-  // Values stored / (rows * dim): a sparse tier's density, K/dim for dims:K,
+  // Values stored / (rows * dim): a sparse tier's density, K/dim for dims:K and pca:K,
   // 0 for fallback tiers, 1 for other codecs; weighted by the tiers' rows.
   double density = 1;
   double fallback_share = 0;  // share of lookups a fallback tier answers (0 without frequencies)

@@ -37,7 +37,7 @@ double stored_share(const nlohmann::json& entry, TierKind kind, uint64_t dim) {
   if (kind == TierKind::sparse) return entry.value("density", 1.0);
   if (is_fallback(kind)) return 0.0;
   const std::vector<SpecStage> stages = parse_spec(entry.value("codec", ""));
-  if (!stages.empty() && stages[0].name == "dims" && !stages[0].params.empty())
+  if (!stages.empty() && (stages[0].name == "dims" || stages[0].name == "pca") && !stages[0].params.empty())
     return std::stod(stages[0].params[0].value) / static_cast<double>(dim);
   return 1.0;
 }
