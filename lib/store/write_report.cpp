@@ -62,8 +62,11 @@ std::string pack_report_text(const PackReport& rep) {
     for (const auto& [role, bytes] : t.sections) s += fmt::format("  {:<10} {:<35} {:>12}\n", "", role, bytes);
   }
   s += fmt::format("  row map    {} bytes\n", rep.map_bytes);
-  s += fmt::format("  size       fp32 {} bytes -> file {} bytes ({:.2f}x smaller; {} bytes of data)\n", rep.fp32_bytes,
-                   rep.file_bytes, rep.ratio, rep.data_bytes);
+  // A file can be larger than fp32 (tiny tables, --force): say so rather than "0.83x smaller".
+  const std::string ratio = rep.ratio >= 1 ? fmt::format("{:.2f}x smaller", rep.ratio)
+                                           : fmt::format("{:.2f}x larger than fp32", 1.0 / rep.ratio);
+  s += fmt::format("  size       fp32 {} bytes -> file {} bytes ({}; {} bytes of data)\n", rep.fp32_bytes,
+                   rep.file_bytes, ratio, rep.data_bytes);
   s += fmt::format("  residency  gpu {} ({:.1f}% of fp32), host {} ({:.1f}%), disk {} ({:.1f}%)\n", rep.gpu_bytes,
                    100.0 * static_cast<double>(rep.gpu_bytes) / fp32, rep.host_bytes,
                    100.0 * static_cast<double>(rep.host_bytes) / fp32, rep.disk_bytes,
