@@ -5,7 +5,10 @@
 // lookups of a few ids (first, last, middle, unknown ones answered with the
 // default vector) in one batch and one by one, a short range through
 // decode_rows(), the whole row map validated, and every row decoded when the
-// table is small. Only edo::Error may come out; anything else escaping, a
+// table is small. It is opened again with unknown ids answered by the hash
+// (UnknownIdPolicy::hash), an error without a hashed tier; with one, ids
+// past the end and far beyond it are looked up, from tables sized for the
+// table's rows only. Only edo::Error may come out; anything else escaping, a
 // crash or a sanitizer report is a finding.
 //
 // Each step runs on its own, so a corrupt row that fails one still lets the
@@ -118,15 +121,40 @@ void read_all(const edo::Reader& r) {
     });
 }
 
+// Ids beyond the table, which only a hashed tier answers: its weights and
+// quotient rows exist for the table's ids alone. Then a negative id, which
+// stays an error.
+void read_beyond(const edo::Reader& r) {
+  const uint64_t rows = r.rows(), dim = r.dim();
+  if (rows >= static_cast<uint64_t>(INT64_MAX) / 4) return;
+  const auto end = static_cast<int64_t>(rows);
+  const std::vector<int64_t> ids = {end, end + 1, 3 * end + 17, INT64_MAX};
+  if (dim == 0 || dim > kMaxFloats / ids.size()) return;
+  step([&] {
+    std::vector<float> out(ids.size() * dim);
+    r.lookup(ids.data(), ids.size(), out.data());
+    consume(out);
+  });
+  for (const int64_t id : {ids[0], ids[3], int64_t{-1}})
+    step([&] {
+      std::vector<float> out(dim);
+      r.lookup(&id, 1, out.data());
+      consume(out);
+    });
+}
+
 void open_and_read(const uint8_t* data, size_t size) {
-  try {
-    auto c = edo::io::Container::view(data, size, "fuzz-input", edo::io::Verify::structure);
-    edo::ReaderOptions options;
-    options.unknown_ids = edo::UnknownIdPolicy::default_vector;
-    const edo::Reader r = edo::Reader::from_container(std::move(c), options);
-    read_all(r);
-  } catch (const edo::Error&) {
-  }
+  for (const auto policy : {edo::UnknownIdPolicy::default_vector, edo::UnknownIdPolicy::hash})
+    step([&] {
+      auto c = edo::io::Container::view(data, size, "fuzz-input", edo::io::Verify::structure);
+      edo::ReaderOptions options;
+      options.unknown_ids = policy;
+      const edo::Reader r = edo::Reader::from_container(std::move(c), options);
+      if (policy == edo::UnknownIdPolicy::hash)
+        read_beyond(r);
+      else
+        read_all(r);
+    });
 }
 
 }  // namespace

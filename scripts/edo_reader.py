@@ -25,6 +25,14 @@ library only; --decode needs numpy.
                                          sections' lengths checked, every index read below C), and
                                          nearest:cos|l2 (each row read as the row its target names,
                                          every target checked below rows and not a nearest tier's row)
+                                       - hashed tiers (FORMAT.md 9.5), keyed by table id also in
+                                         tiered files (edo-hash --keep-top): hash:buckets=B,k=K (K up
+                                         to 8) with or without weights=1, and qr:buckets=B,op=sum|mul;
+                                         the sections' exact lengths checked; bit for bit (the
+                                         weighted sum's fused multiply-add in float64, FORMAT.md 9.5)
+                                       - group-shared tiers (FORMAT.md 9.6), group:groups=C with
+                                         residual=none or any codec above (bracketed when it holds
+                                         "," or ":"): bit for bit as that codec, every index below C
     edo_reader.py FILE --decode OUT.npy --ids IDS
                                        the same for the rows IDS only, in that order (comma-separated
                                        row ids, or a .npy of integer ids): OUT.npy is (len(IDS), dim)
@@ -451,7 +459,8 @@ def tier_state(data, sections, tier, codec):
 
 def decode_tier(data, manifest, sections, tier, local=None):
     """(tier rows, dim) float32: the tier's rows in ascending row id order; or, given `local`
-    (indices within the tier, checked by the caller), (len(local), dim): those rows."""
+    (indices within the tier, checked by the caller; for a hashed tier, which is keyed by id,
+    table ids), (len(local), dim): those rows."""
     import numpy as np
 
     dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
@@ -470,6 +479,10 @@ def decode_tier(data, manifest, sections, tier, local=None):
         return decode_centroids(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     if parse_spec(tier["codec"])[0][0] in SPARSE_FORMS:
         return decode_sparse(data, manifest, sections, tier, np.arange(rows) if local is None else local)
+    if is_grouped(tier):
+        return decode_grouped(data, manifest, sections, tier, np.arange(rows) if local is None else local)
+    if is_hashed(tier):  # keyed by table id: `local` holds ids, and the whole tier is a one-tier file's table
+        return decode_hashed(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     codec = Codec(tier["codec"], dim)
     require(tier.get("code_size") == codec.code_size, "%s: code_size %r, codec %r at dim %d needs %d"
             % (what, tier.get("code_size"), tier["codec"], dim, codec.code_size))
@@ -503,6 +516,23 @@ def centroid_count(spec, what):
     return c
 
 
+def tier_payload(data, sections, tier, role, size):
+    """The bytes of a tier's section `role`, which must hold exactly `size` bytes."""
+    import numpy as np
+
+    what, roles = "tier %r" % tier["name"], tier["sections"]
+    require(role in roles, "%s: no '%s' section" % (what, role))
+    off, length, _ = sections[roles[role]]
+    require(length == size, "%s: section '%s' holds %d bytes, %d expected" % (what, roles[role], length, size))
+    return np.frombuffer(data, dtype=np.uint8, count=length, offset=off)
+
+
+def index_width(count):
+    """(bytes, numpy dtype) of an index below `count`: 1 byte up to 256, 2 up to 65536, else 4."""
+    width = 1 if count <= 256 else 2 if count <= 65536 else 4
+    return width, {1: "u1", 2: "<u2", 4: "<u4"}[width]
+
+
 def decode_centroids(data, manifest, sections, tier, local):
     """(len(local), dim) float32: rows `local` of a centroids:C tier, row i being centroid
     assign[i]; the sections' lengths checked first, then each index read below C."""
@@ -510,20 +540,14 @@ def decode_centroids(data, manifest, sections, tier, local):
 
     dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
     count = centroid_count(tier["codec"], what)
-    index_bytes = 1 if count <= 256 else 2 if count <= 65536 else 4
+    index_bytes, index_dtype = index_width(count)
     require(tier.get("code_size", index_bytes) == index_bytes, "%s: code_size %r, centroids:%d needs %d"
             % (what, tier.get("code_size"), count, index_bytes))
     roles = tier["sections"]
     require(len(roles) == 2, "%s: a centroids tier has exactly the sections 'centroids' and 'assign'" % what)
 
-    def payload(role, size):
-        require(role in roles, "%s: no '%s' section" % (what, role))
-        off, length, _ = sections[roles[role]]
-        require(length == size, "%s: section '%s' holds %d bytes, %d expected" % (what, roles[role], length, size))
-        return np.frombuffer(data, dtype=np.uint8, count=length, offset=off)
-
-    centroids = payload("centroids", count * dim * 4).view("<f4").reshape(count, dim)
-    assign = payload("assign", rows * index_bytes).view({1: "u1", 2: "<u2", 4: "<u4"}[index_bytes])
+    centroids = tier_payload(data, sections, tier, "centroids", count * dim * 4).view("<f4").reshape(count, dim)
+    assign = tier_payload(data, sections, tier, "assign", rows * index_bytes).view(index_dtype)
     local = np.asarray(local, dtype=np.int64)
     index = assign[local].astype(np.int64)
     for k in np.flatnonzero(index >= count)[:1]:
@@ -559,10 +583,10 @@ def nearest_targets(data, manifest, sections, tier):
 
 def follow_nearest(asked, tier, local, rows, table_tier, table_local, targets):
     """Ids `asked` resolved to (tier, local), those of a nearest tier (targets: {tier index:
-    target array}) resolved again as their target row: (tier, local) of the rows that answer.
-    The first (in `asked` order) whose target is not below `rows`, or is itself a nearest
-    tier's row, is an error. table_tier / table_local: the whole table's map (None: the
-    identity map of a one-tier file)."""
+    target array}) resolved again as their target row: (tier, local, row id) of the rows that
+    answer (the row id is what a hashed tier, keyed by id, is handed). The first (in `asked`
+    order) whose target is not below `rows`, or is itself a nearest tier's row, is an error.
+    table_tier / table_local: the whole table's map (None: the identity map of a one-tier file)."""
     import numpy as np
 
     tier, local = tier.copy(), local.copy()
@@ -580,7 +604,239 @@ def follow_nearest(asked, tier, local, rows, table_tier, table_local, targets):
     for k in np.flatnonzero(bad)[:1]:
         raise Invalid("row %d is answered by row %d, which is not a stored row" % (asked[k], target[k]))
     tier[redirected], local[redirected] = new_tier[redirected], new_local[redirected]
-    return tier, local
+    answer = np.where(redirected, row, asked).astype(np.int64)
+    return tier, local, answer
+
+
+# ---- hashed tiers (FORMAT.md 9.5) ------------------------------------------------------------
+
+HASH_SCHEMES = ("hash", "qr")
+MAX_HASH_K = 8
+MAX_BUCKETS = 1 << 32
+HASH_GRAMMAR = "hash:buckets=B[,k=K][,weights=0|1][,fit=ls|none][,seed=S] or qr:buckets=B[,op=sum|mul]"
+UINT_RE = re.compile(r"[0-9]+\Z")
+
+
+def is_hashed(tier):
+    """Whether a tier is of the hashed kind (codec hash:... or qr:...)."""
+    return parse_spec(tier["codec"])[0][0] in HASH_SCHEMES
+
+
+def hash_spec(spec):
+    """A hashed tier's codec as a dict (scheme, buckets, k, weights, fit, seed, op). The manifest
+    holds the canonical form, with every key; a key left out takes the value edo's writer gives
+    it (k=1, weights=0, fit=ls, seed=0, op=sum), so that both readers accept the same specs."""
+    stages = parse_spec(spec)
+    require(len(stages) == 1 and stages[0][0] in HASH_SCHEMES, "hash spec %r: expected %s" % (spec, HASH_GRAMMAR))
+    scheme, params = stages[0]
+    qr = scheme == "qr"
+    s = {"scheme": scheme, "buckets": 0, "k": 2 if qr else 1, "weights": False, "fit": "ls", "seed": 0, "op": "sum"}
+
+    def whole(key, value):
+        require(UINT_RE.match(value) and int(value) <= MASK, "hash spec %r: %s=%s is not a whole number"
+                % (spec, key, value))
+        return int(value)
+
+    seen = set()
+    for key, value in params:
+        require(key not in seen, "hash spec %r: %s given twice" % (spec, key))
+        seen.add(key)
+        if key == "buckets":
+            s["buckets"] = whole(key, value)
+        elif key == "k" and not qr:
+            s["k"] = whole(key, value)
+            require(1 <= s["k"] <= MAX_HASH_K, "hash spec %r: k=%d is outside 1..%d" % (spec, s["k"], MAX_HASH_K))
+        elif key == "weights" and not qr and value in ("0", "1"):
+            s["weights"] = value == "1"
+        elif key == "fit" and not qr and value in ("ls", "none"):
+            s["fit"] = value
+        elif key == "seed" and not qr:
+            s["seed"] = whole(key, value)
+        elif key == "op" and qr and value in ("sum", "mul"):
+            s["op"] = value
+        else:
+            require(False, "hash spec %r: unexpected '%s%s%s' (expected %s)"
+                    % (spec, key, "=" if key else "", value, HASH_GRAMMAR))
+    require(1 <= s["buckets"] <= MAX_BUCKETS, "hash spec %r: needs buckets=B with B in 1..%d" % (spec, MAX_BUCKETS))
+    # FORMAT.md leaves this open; edo's reader refuses it, and a cross-check needs both to agree.
+    require(s["fit"] == "ls" or (s["k"] == 1 and not s["weights"]),
+            "hash spec %r: fit=none (the naive baseline) is for k=1 without weights" % spec)
+    return s
+
+
+SPLITMIX_GAMMA, SPLITMIX_M1, SPLITMIX_M2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+
+
+def splitmix64(x):
+    """FORMAT.md 9.5's SplitMix64 output function of x: a Python int (masked to 64 bits), or a
+    numpy uint64 array (whose arithmetic wraps modulo 2^64, silently for arrays)."""
+    if isinstance(x, int):
+        x = (x + SPLITMIX_GAMMA) & MASK
+        x = ((x ^ (x >> 30)) * SPLITMIX_M1) & MASK
+        x = ((x ^ (x >> 27)) * SPLITMIX_M2) & MASK
+        return x ^ (x >> 31)
+    import numpy as np
+
+    u = np.uint64
+    x = x.astype(u) + u(SPLITMIX_GAMMA)
+    x = (x ^ (x >> u(30))) * u(SPLITMIX_M1)
+    x = (x ^ (x >> u(27))) * u(SPLITMIX_M2)
+    return x ^ (x >> u(31))
+
+
+def hash_bucket(ids, k, seed, buckets):
+    """bucket(i, k) = splitmix64(i ^ splitmix64(seed + k)) mod buckets, for a Python int or a
+    uint64 array of ids."""
+    key = splitmix64((seed + k) & MASK)
+    if isinstance(ids, int):
+        return splitmix64(ids ^ key) % buckets
+    import numpy as np
+
+    return splitmix64(ids.astype(np.uint64) ^ np.uint64(key)) % np.uint64(buckets)
+
+
+def decode_hashed(data, manifest, sections, tier, ids):
+    """(len(ids), dim) float32: the rows of table ids `ids` (any id >= 0, also beyond the table)
+    from a hashed tier's shared tables, each float32 operation in FORMAT.md 9.5's order; the
+    sections' exact lengths checked first (in edo's order, so both readers name the same one)."""
+    import numpy as np
+
+    dim, rows, what = manifest["dim"], manifest["rows"], "tier %r" % tier["name"]
+    try:
+        s = hash_spec(tier["codec"])
+    except Invalid as e:
+        raise Invalid("%s: %s" % (what, e))
+    roles = tier["sections"]
+
+    def table(role, nrows, dtype="<f4", width=dim):
+        require(role in roles, "%s: no '%s' section" % (what, role))
+        off, length, _ = sections[roles[role]]
+        size = nrows * width * np.dtype(dtype).itemsize
+        require(length == size, "%s: section '%s' holds %d bytes, %d expected" % (what, roles[role], length, size))
+        return np.frombuffer(data, dtype=dtype, count=nrows * width, offset=off).reshape(nrows, width)
+
+    B = s["buckets"]
+    if s["scheme"] == "qr":
+        Q = -(-rows // B)
+        require(len(roles) == 2, "%s: a qr tier has exactly the sections 'quotient' and 'remainder'" % what)
+        quotient, remainder = table("quotient", Q), table("remainder", B)
+        weights = None
+    else:
+        require(len(roles) == (2 if s["weights"] else 1),
+                "%s: a weighted hash tier has exactly the sections 'buckets' and 'weights'" % what if s["weights"]
+                else "%s: a hash tier has exactly one section, 'buckets'" % what)
+        buckets = table("buckets", B)
+        weights = table("weights", rows, "<f2", s["k"]) if s["weights"] else None
+    code_size = 2 * s["k"] if weights is not None else 0
+    require(tier.get("code_size", code_size) == code_size, "%s: code_size %r, codec %r needs %d"
+            % (what, tier.get("code_size"), tier["codec"], code_size))
+
+    ids = np.asarray(ids).astype(np.uint64)
+    out = np.empty((len(ids), dim), dtype=np.float32)
+    for r0 in range(0, len(ids), 65536):  # bounded working memory on big tables
+        i = ids[r0:r0 + 65536]
+        if s["scheme"] == "qr":
+            q = quotient[((i // np.uint64(B)) % np.uint64(Q)).astype(np.int64)]
+            r = remainder[(i % np.uint64(B)).astype(np.int64)]
+            out[r0:r0 + len(i)] = q + r if s["op"] == "sum" else q * r  # float32: one rounding each
+            continue
+        if weights is not None:
+            inside = i < np.uint64(rows)
+            w = np.ones((len(i), s["k"]), dtype=np.float32)  # ids beyond the table weigh 1.0
+            w[inside] = weights[i[inside].astype(np.int64)].astype(np.float32)
+        for k in range(s["k"]):
+            b = buckets[hash_bucket(i, k, s["seed"], B).astype(np.int64)]
+            if weights is None:
+                x = b.copy() if k == 0 else x + b
+            elif k == 0:
+                x = w[:, :1] * b
+            else:
+                # fma(w, b, x): w * b is exact in float64 (11 by 24 significant bits), so the sum
+                # is the only rounding there; the round to float32 can differ from one fused
+                # rounding only when it lands on a float32 tie (FORMAT.md 9.5).
+                x = (w[:, k:k + 1].astype(np.float64) * b + x).astype(np.float32)
+        out[r0:r0 + len(i)] = x
+    return out
+
+
+# ---- group-shared tiers (FORMAT.md 9.6) ---------------------------------------------------
+
+GROUP_GRAMMAR = "group:groups=C[,residual=CODEC|none]"
+
+
+def split_top(text, seps):
+    """text split at the characters of `seps` outside square brackets (FORMAT.md 7: a bracketed
+    value runs to its matching "]", brackets nest); a bracket left open or closed twice is an error."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        require(depth >= 0, "spec %r closes a bracket it did not open" % text)
+        if depth == 0 and ch in seps:
+            parts.append(text[start:i])
+            start = i + 1
+    require(depth == 0, "spec %r leaves a bracket open" % text)
+    return parts + [text[start:]]
+
+
+def is_grouped(tier):
+    """Whether a tier is of the group-shared kind (codec group:...)."""
+    return re.split(r"[:,]", tier["codec"], 1)[0] == "group"
+
+
+def group_spec(spec):
+    """(C, residual codec spec or "none") of a stored group tier's codec."""
+    pieces = split_top(spec, ",:")
+    require(pieces[0] == "group", "group spec %r: expected %s" % (spec, GROUP_GRAMMAR))
+    groups, residual = None, None
+    for piece in pieces[1:]:
+        key, eq, value = piece.partition("=")
+        if key == "groups" and eq and groups is None:
+            require(UINT_RE.match(value) and 1 <= int(value) <= MAX_CENTROIDS,
+                    "group spec %r: groups=%s is outside 1..%d" % (spec, value, MAX_CENTROIDS))
+            groups = int(value)
+        elif key == "residual" and eq and residual is None and value:
+            residual = value[1:-1] if value.startswith("[") and value.endswith("]") else value
+        else:
+            require(False, "group spec %r: unexpected '%s' (expected %s)" % (spec, piece, GROUP_GRAMMAR))
+    require(groups is not None, "group spec %r: a stored group tier names its count, groups=C" % spec)
+    return groups, residual or "none"
+
+
+def decode_grouped(data, manifest, sections, tier, local):
+    """(len(local), dim) float32: rows `local` of a group tier, row i being base[assign[i]], plus
+    (one float32 addition) the residual codec's decode of code row i unless it is none; the
+    sections' lengths checked first, then each group index below C."""
+    import numpy as np
+
+    dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
+    try:
+        count, residual = group_spec(tier["codec"])
+    except Invalid as e:
+        raise Invalid("%s: %s" % (what, e))
+    codec = None if residual == "none" else Codec(residual, dim)
+    index_bytes, index_dtype = index_width(count)
+    code_size = codec.code_size if codec else 0
+    require(tier.get("code_size") == index_bytes + code_size, "%s: code_size %r, codec %r needs %d"
+            % (what, tier.get("code_size"), tier["codec"], index_bytes + code_size))
+    roles = tier["sections"]
+
+    base = tier_payload(data, sections, tier, "base", count * dim * 4).view("<f4").reshape(count, dim)
+    assign = tier_payload(data, sections, tier, "assign", rows * index_bytes).view(index_dtype)
+    local = np.asarray(local, dtype=np.int64)
+    if codec is None:
+        require(len(roles) == 2, "%s: a group tier without residuals has exactly 'base' and 'assign'" % what)
+    else:
+        codes = tier_payload(data, sections, tier, "codes", rows * code_size).reshape(rows, code_size)
+        state = tier_state(data, sections, dict(tier, sections={r: n for r, n in roles.items()
+                                                                 if r not in ("base", "assign")}), codec)
+    index = assign[local].astype(np.int64)
+    for k in np.flatnonzero(index >= count)[:1]:
+        raise Invalid("%s: row %d is in group %d of %d" % (what, local[k], index[k], count))
+    out = np.empty((len(local), dim), dtype=np.float32)
+    for r0 in range(0, len(local), 65536):  # bounded working memory on big tiers
+        b = base[index[r0:r0 + 65536]]
+        out[r0:r0 + len(b)] = b if codec is None else b + codec.decode(codes[local[r0:r0 + 65536]], state)
+    return out
 
 
 # ---- sparse tiers (FORMAT.md "Sparse tiers") ----------------------------------------------
@@ -763,6 +1019,8 @@ def decode_table(data, manifest, sections, ids=None):
         for i in np.flatnonzero((ids < 0) | (ids >= rows))[:1]:
             raise Invalid("row id %d is out of range (the table has %d rows)" % (ids[i], rows))
     # Nearest tiers (FORMAT.md 9.4) store no values: their rows are answered by the rows they name.
+    # Hashed tiers (9.5) are keyed by id: handed the table id of the row that answers, not its local one.
+    keyed = {t for t, info in enumerate(tiers) if is_hashed(info)}
     targets = {t: nearest_targets(data, manifest, sections, info) for t, info in enumerate(tiers)
                if is_nearest(info)}
     if "rowmap" not in manifest:
@@ -778,24 +1036,26 @@ def decode_table(data, manifest, sections, ids=None):
     else:
         # A lookup by id resolves every id, redirects included, before decoding any (as edo's reader).
         asked, tier, index = ids, table_tier[ids], table_index[ids]
-        if targets:
-            tier, index = follow_nearest(asked, tier, index, rows, table_tier, table_index, targets)
+    answer = asked
+    if ids is not None and targets:
+        tier, index, answer = follow_nearest(asked, tier, index, rows, table_tier, table_index, targets)
     out = np.empty((len(tier), dim), dtype=np.float32)
     for t, info in enumerate(tiers):
         mask = tier == t
         if t not in targets:
-            out[mask] = decode_tier(data, manifest, sections, info, index[mask])
+            out[mask] = decode_tier(data, manifest, sections, info, (answer if t in keyed else index)[mask])
             continue
         if not mask.any():
             continue
         # The whole table, tier by tier (as edo-unpack): this tier's rows, ascending, through their targets.
         where = np.flatnonzero(mask)
-        to_tier, to_index = follow_nearest(asked[where], tier[where], index[where], rows, table_tier, table_index,
-                                           targets)
+        to_tier, to_index, to_row = follow_nearest(asked[where], tier[where], index[where], rows, table_tier,
+                                                   table_index, targets)
         for u, stored in enumerate(tiers):
             sub = to_tier == u
             if sub.any():
-                out[where[sub]] = decode_tier(data, manifest, sections, stored, to_index[sub])
+                key = to_row if u in keyed else to_index
+                out[where[sub]] = decode_tier(data, manifest, sections, stored, key[sub])
     return out
 
 

@@ -100,6 +100,12 @@ EDO_HD inline math::AffineParams sparse_row_params(const uint8_t* params) {
   return params ? math::load_affine(params, 0) : math::AffineParams{0.0f, 0.0f};
 }
 
+// Stored values [first, first + count) of a tier's `values` section (first
+// even for int4) decoded to out[0, count), bit for bit as sparse_value()
+// decodes each, eight at a time where the CPU allows (edo_reader).
+void sparse_decode_run(SparseValues v, const uint8_t* values, uint64_t first, uint64_t count, math::AffineParams p,
+                       float* out);
+
 // The columns a row keeps, ascending (the writer's rule, edo_store):
 // `threshold` is the rule's magnitude threshold (fitted for density=).
 void sparse_select(const SparseSpec& spec, float threshold, const float* row, uint32_t dim, std::vector<uint32_t>& keep,

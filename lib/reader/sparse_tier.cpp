@@ -10,6 +10,7 @@
 #include <edo/codec.hpp>
 #include <edo/device.hpp>
 #include <edo/error.hpp>
+#include <edo/float16.hpp>
 #include <edo/sparse.hpp>
 #include <edo/tier.hpp>
 
@@ -18,9 +19,15 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+
+#if defined(__AVX2__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 namespace edo {
 
@@ -126,6 +133,276 @@ std::string format_sparse_spec(const SparseSpec& s) {
 
 namespace {
 
+// Eight values a step needs AVX2, FMA and F16C (x86-64-v3, the build's
+// default where the host has them); without them, one value a step.
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define EDO_SPARSE_VECTOR 1
+
+// Values j .. j + 7 of a values section (j even for int4), bit for bit as
+// sparse_value() decodes each.
+template <SparseValues V>
+__m256 decode8(const uint8_t* values, uint64_t j, math::AffineParams p) {
+  if constexpr (V == SparseValues::f32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(values + 4 * j));
+  } else if constexpr (V == SparseValues::f16 || V == SparseValues::bf16) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(values + 2 * j));
+    if constexpr (V == SparseValues::bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    // vcvtph2ps quiets a signalling NaN (its bits change): Inf/NaN one at a time.
+    const __m128i exponent = _mm_set1_epi16(0x7c00);
+    if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, exponent), exponent)) == 0) return _mm256_cvtph_ps(h);
+    float one_by_one[8];
+    for (uint64_t i = 0; i < 8; ++i) one_by_one[i] = sparse_value(V, values, j + i, p);
+    return _mm256_loadu_ps(one_by_one);
+  } else {
+    __m256i q;
+    if constexpr (V == SparseValues::int8) {
+      q = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(values + j)));
+    } else {
+      int32_t four;
+      std::memcpy(&four, values + j / 2, 4);
+      const __m128i pairs = _mm_shuffle_epi8(_mm_cvtsi32_si128(four),
+                                             _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, -1, -1, -1, -1, -1, -1, -1, -1));
+      q = _mm256_and_si256(_mm256_srlv_epi32(_mm256_cvtepu8_epi32(pairs), _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4)),
+                           _mm256_set1_epi32(0xf));
+    }
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(p.scale), _mm256_set1_ps(p.offset));
+  }
+}
+
+#endif
+
+// Column i of a csr row's columns (u8, or u16 when Wide: little-endian, as the offsets).
+template <bool Wide>
+uint32_t column_at(const uint8_t* columns, uint64_t i) {
+  if constexpr (!Wide) return columns[i];
+  uint16_t j;
+  std::memcpy(&j, columns + 2 * i, 2);
+  return j;
+}
+
+#ifdef EDO_SPARSE_VECTOR
+// Lanes [0, n) of v (n <= 8) stored at out[column_at(columns, 0 .. n - 1)]
+// straight from the register (loaded back from a buffer just stored, they
+// would wait on store forwarding); lanes from n on go to *spare, so that no
+// branch depends on n.
+template <bool Wide>
+[[gnu::always_inline]] inline void store_lanes(__m256 v, uint64_t n, const uint8_t* columns, float* out, float* spare) {
+  const __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  const auto put = [&]<int K>(__m128 half) {
+    float* at = K < static_cast<int>(n) ? out + column_at<Wide>(columns, K) : spare;
+    _mm_store_ss(at, _mm_shuffle_ps(half, half, K % 4));
+  };
+  put.template operator()<0>(lo), put.template operator()<1>(lo), put.template operator()<2>(lo);
+  put.template operator()<3>(lo), put.template operator()<4>(hi), put.template operator()<5>(hi);
+  put.template operator()<6>(hi), put.template operator()<7>(hi);
+}
+#endif
+
+// The values [first, first + count) of a csr row (first even for int4)
+// stored at out[column i], each column checked against dim (false: one is
+// not, the row is corrupt). Eight a step while the section holds eight more
+// from there (`avail`: the values, and so the columns, it holds from first;
+// a row's last step may decode values past the row, never stored, but reads
+// nothing outside the section), the rest one at a time as sparse_value()
+// decodes each, the bound folded into the address rather than branched on.
+template <SparseValues V, bool Wide>
+[[gnu::always_inline]] inline bool scatter_run(const uint8_t* values, uint64_t first, uint64_t count, uint64_t avail,
+                                               math::AffineParams p, const uint8_t* columns, uint64_t dim, float* out) {
+  uint64_t i = 0;
+#ifdef EDO_SPARSE_VECTOR
+  float spare;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), cap = _mm256_set1_epi32(static_cast<int>(dim - 1));
+  for (; i < count && i + 8 <= avail; i += 8) {
+    const uint64_t n = std::min<uint64_t>(8, count - i);
+    const __m256i c = Wide ? _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(columns + 2 * i)))
+                           : _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(columns + i)));
+    const __m256i in_row = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
+    if (!_mm256_testz_si256(_mm256_cmpgt_epi32(c, cap), in_row)) return false;
+    store_lanes<Wide>(decode8<V>(values, first + i, p), n, columns + (Wide ? 2 : 1) * i, out, &spare);
+  }
+#else
+  (void)avail;
+#endif
+  uint32_t bad = 0;
+  for (; i < count; ++i) {
+    const uint32_t j = column_at<Wide>(columns, i);
+    bad |= j >= dim;
+    out[bad ? 0 : j] = sparse_value(V, values, first + i, p);
+  }
+  return bad == 0;
+}
+
+// The same into out[0, count), which has room for 7 more: whole steps of 8.
+template <SparseValues V>
+void decode_run(const uint8_t* values, uint64_t first, uint64_t count, uint64_t avail, math::AffineParams p,
+                float* out) {
+  uint64_t i = 0;
+#ifdef EDO_SPARSE_VECTOR
+  for (; i < count && i + 8 <= avail; i += 8) _mm256_storeu_ps(out + i, decode8<V>(values, first + i, p));
+#else
+  (void)avail;
+#endif
+  for (; i < count; ++i) out[i] = sparse_value(V, values, first + i, p);
+}
+
+// Entry b, lane c: the rank of bit c among the set bits of b below it, with
+// the sign bit set when bit c is set, so one vector is both vpermps's index
+// (its low 3 bits) and vblendvps's mask (its sign).
+constexpr std::array<std::array<int8_t, 8>, 256> kExpandLanes = [] {
+  std::array<std::array<int8_t, 8>, 256> t{};
+  for (uint32_t b = 0; b < 256; ++b)
+    for (uint32_t c = 0; c < 8; ++c)
+      t[b][c] = static_cast<int8_t>(std::popcount(b & ((1u << c) - 1)) | ((b >> c) & 1u ? 0x80 : 0));
+  return t;
+}();
+
+// A bitmap row's columns [0, dim): a set bit takes the next of the row's
+// values (run, readable 8 values past the last), a clear one +0. Eight
+// columns a step with AVX2, the values expanded by one permute; the last
+// dim % 8 as the step over columns [dim - 8, dim), which writes a few
+// columns again with the same values (a masked store costs more on AMD).
+// One column a step, without a branch, else.
+[[gnu::always_inline]] inline void expand_mask(const uint8_t* mask, uint64_t dim, const float* run, float* out) {
+  uint64_t byte = 0, pos = 0;
+#ifdef __AVX2__
+  const auto expand8 = [run](uint32_t m, uint64_t at) {
+    const __m256i lanes =
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kExpandLanes[m].data())));
+    return _mm256_blendv_ps(_mm256_setzero_ps(), _mm256_permutevar8x32_ps(_mm256_loadu_ps(run + at), lanes),
+                            _mm256_castsi256_ps(lanes));
+  };
+  for (; 8 * byte + 8 <= dim; ++byte) {
+    _mm256_storeu_ps(out + 8 * byte, expand8(mask[byte], pos));
+    pos += static_cast<uint64_t>(std::popcount(mask[byte]));
+  }
+  if (const uint64_t left = dim % 8; left == 0 || byte == 0) {
+    if (left == 0) return;
+  } else {
+    // Columns [dim - 8, 8 * byte) are the top 8 - left bits of the byte before.
+    const uint32_t before = mask[byte - 1] >> left;
+    const uint32_t bits = (before | static_cast<uint32_t>(mask[byte]) << (8 - left)) & 0xffu;
+    return _mm256_storeu_ps(out + dim - 8, expand8(bits, pos - static_cast<uint64_t>(std::popcount(before))));
+  }
+#endif
+  for (uint64_t c = 8 * byte; c < dim; ++c) {
+    const uint32_t bit = (mask[c / 8] >> (c % 8)) & 1u;
+    out[c] = std::bit_cast<float>(std::bit_cast<uint32_t>(run[pos]) & (0u - bit));
+    pos += bit;
+  }
+}
+
+}  // namespace
+
+void sparse_decode_run(SparseValues v, const uint8_t* values, uint64_t first, uint64_t count, math::AffineParams p,
+                       float* out) {
+  switch (v) {
+    case SparseValues::f32:
+      return decode_run<SparseValues::f32>(values, first, count, count, p, out);
+    case SparseValues::f16:
+      return decode_run<SparseValues::f16>(values, first, count, count, p, out);
+    case SparseValues::bf16:
+      return decode_run<SparseValues::bf16>(values, first, count, count, p, out);
+    case SparseValues::int8:
+      return decode_run<SparseValues::int8>(values, first, count, count, p, out);
+    case SparseValues::int4:
+      break;
+  }
+  decode_run<SparseValues::int4>(values, first, count, count, p, out);
+}
+
+namespace {
+
+// What the CPU decode reads: a tier's sections and sizes, by value, so that a
+// loop holding a copy keeps them in registers across its stores to the rows.
+struct SparseRows {
+  uint64_t dim, nnz, offset_bytes, mask_bytes;
+  uint32_t index_bytes;  // csr
+  const uint8_t *offsets, *values, *indices, *masks, *masks_end, *params;
+
+  // A row's values decoded in order before they are placed: dim of them at
+  // most, 8 more for the last eight-value step and for expand_mask's reads.
+  size_t run_floats() const { return dim + 8; }
+
+  uint64_t offset(uint64_t r) const {
+    if (offset_bytes == 4) {
+      uint32_t o;
+      std::memcpy(&o, offsets + 4 * r, 4);
+      return o;
+    }
+    uint64_t o;
+    std::memcpy(&o, offsets + 8 * r, 8);
+    return o;
+  }
+
+  template <SparseValues V>
+  void prefetch(uint64_t r) const {
+    const uint64_t a = offset(r);
+    __builtin_prefetch(values + sparse_value_bytes(V, a & ~uint64_t{1}));
+    if (indices) __builtin_prefetch(indices + a * index_bytes);
+    if (masks) __builtin_prefetch(masks + r * mask_bytes);
+    if (params) __builtin_prefetch(params + 8 * r);
+  }
+
+  // A row is decoded in two steps, a row apart (SparseTier::decode_rows_cpu).
+  // stage: row r checked whole (offsets, then its columns or mask; false
+  // when it is corrupt), and a bitmap row's values decoded into run.
+  template <SparseValues V>
+  [[gnu::always_inline]] bool stage(uint64_t r, float* run) const {
+    const uint64_t a = offset(r), b = offset(r + 1);
+    if (a > b || b > nnz || b - a > dim || (V == SparseValues::int4 && a % 2 != 0)) return false;
+    if (indices) return true;
+    if (!mask_holds(masks + r * mask_bytes, b - a)) return false;
+    decode_run<V>(values, a, b - a, nnz - a, row_params(r), run);
+    return true;
+  }
+
+  // place: row r, staged, into out[0, dim): csr values decoded and stored
+  // at their columns of a zeroed row, bitmap values expanded along the mask.
+  template <SparseValues V>
+  [[gnu::always_inline]] bool place(uint64_t r, const float* run, float* out) const {
+    if (masks) return expand_mask(masks + r * mask_bytes, dim, run, out), true;
+    const uint64_t a = offset(r), m = offset(r + 1) - a;
+    zero_row(out);
+    if (index_bytes == 1) return scatter_run<V, false>(values, a, m, nnz - a, row_params(r), indices + a, dim, out);
+    return scatter_run<V, true>(values, a, m, nnz - a, row_params(r), indices + 2 * a, dim, out);
+  }
+
+  math::AffineParams row_params(uint64_t r) const { return sparse_row_params(params ? params + 8 * r : nullptr); }
+
+  // (n a local: the stores may alias any field, which would be reloaded.)
+  void zero_row(float* out) const {
+    const uint64_t n = dim;
+#ifdef __AVX2__
+    if (n >= 8) {
+      for (uint64_t c = 0; c + 8 <= n; c += 8) _mm256_storeu_ps(out + c, _mm256_setzero_ps());
+      return _mm256_storeu_ps(out + n - 8, _mm256_setzero_ps());
+    }
+#endif
+    std::fill(out, out + n, 0.0f);
+  }
+
+  // A mask with exactly m bits set, none at or beyond dim, counted 8 bytes a
+  // step; the last few bytes too when the section holds 8 from there.
+  bool mask_holds(const uint8_t* mask, uint64_t m) const {
+    uint64_t bits = 0, byte = 0, w = 0;
+    for (; byte + 8 <= mask_bytes; byte += 8) {
+      std::memcpy(&w, mask + byte, 8);
+      bits += static_cast<uint64_t>(std::popcount(w));
+    }
+    if (const uint64_t left = mask_bytes - byte; left > 0) {
+      w = 0;
+      if (mask + byte + 8 <= masks_end) {
+        std::memcpy(&w, mask + byte, 8);
+        w &= ~uint64_t{0} >> (64 - 8 * left);
+      } else {
+        for (uint64_t k = 0; k < left; ++k) w |= uint64_t{mask[byte + k]} << (8 * k);
+      }
+      bits += static_cast<uint64_t>(std::popcount(w));
+    }
+    return bits == m && (dim % 8 == 0 || (mask[mask_bytes - 1] >> (dim % 8)) == 0);
+  }
+};
+
 class SparseTier final : public TierView {
  public:
   SparseTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) : path_(c.path()) {
@@ -151,27 +428,27 @@ class SparseTier final : public TierView {
       index_bytes_ = sparse_index_bytes(dim_);
       indices_ = section(c, info, "indices", checked_mul(nnz_, index_bytes_));
     } else {
-      masks_ = section(c, info, "masks", checked_mul(info.rows, sparse_mask_bytes(dim_)));
+      mask_bytes_ = sparse_mask_bytes(dim_);
+      masks_ = section(c, info, "masks", checked_mul(info.rows, mask_bytes_));
+      masks_end_ = masks_ + info.rows * mask_bytes_;
     }
     if (affine) params_ = section(c, info, "params", checked_mul(info.rows, uint64_t{8}));
     if (offset(0) != 0 || offset(info.rows) != nnz_)
       fail(fmt::format("offsets run from {} to {}, the tier holds {} values", offset(0), offset(info.rows), nnz_));
   }
 
-  // Rows come in any order: each row's offsets are fetched 16 rows ahead and
-  // its values and columns 8 ahead (from those offsets, unchecked: a
-  // prefetch of a bad address is harmless), so several misses overlap.
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
-    constexpr size_t kAhead = 8;
-    for (size_t k = 0; k < n; ++k) {
-      if (k + 2 * kAhead < n) __builtin_prefetch(offsets_ + local[k + 2 * kAhead] * offset_bytes_);
-      if (k + kAhead < n) prefetch_row(local[k + kAhead]);
-      decode_row(local[k], out + dst[k] * dim_);
-    }
+    for_kind([&]<SparseValues V>() {
+      decode_rows_cpu<V>(
+          n, [local](size_t k) { return local[k]; }, [&](size_t k) { return out + dst[k] * dim_; }, true);
+    });
   }
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
     if (device == Device::cuda) return decode_range_cuda(begin, count, out);
-    for (uint64_t k = 0; k < count; ++k) decode_row(begin + k, out + k * dim_);
+    for_kind([&]<SparseValues V>() {
+      decode_rows_cpu<V>(
+          count, [begin](size_t k) { return begin + k; }, [&](size_t k) { return out + k * dim_; }, false);
+    });
   }
 
  private:
@@ -182,23 +459,63 @@ class SparseTier final : public TierView {
     return tier_section(c, info, role, want, stats_).data;
   }
 
-  uint64_t offset(uint64_t r) const {
-    if (offset_bytes_ == 4) {
-      uint32_t o;
-      std::memcpy(&o, offsets_ + 4 * r, 4);
-      return o;
+  // Rows row(0) .. row(n - 1) into dst(0) .. dst(n - 1), V their value
+  // kind. Each row is staged (checked, bitmap values decoded) one row ahead
+  // of being placed, so the stores that stage a row's values have reached
+  // the cache by the time they are loaded back: loaded straight after, each
+  // row waited on store forwarding (bitmap lookups ran at half the speed).
+  // The first corrupt row in order is the error, after the rows before it.
+  // Rows in any order (`ahead`): each row's offsets are fetched 16 rows
+  // ahead and its values and columns 8 ahead (from those offsets,
+  // unchecked: a prefetch of a bad address is harmless), so misses overlap.
+  template <SparseValues V, class Row, class Dst>
+  void decode_rows_cpu(size_t n, Row&& row, Dst&& dst, bool ahead) const {
+    const SparseRows rows = view();
+    constexpr size_t kAhead = 8, kLag = 1, kRing = 4;
+    std::vector<float> run(kRing * rows.run_floats());
+    const auto staged = [&](size_t k) { return run.data() + k % kRing * rows.run_floats(); };
+    if (rows.indices) {
+      for (size_t k = 0; k < n; ++k) {
+        if (ahead && k + 2 * kAhead < n) __builtin_prefetch(rows.offsets + row(k + 2 * kAhead) * rows.offset_bytes);
+        if (ahead && k + kAhead < n) rows.prefetch<V>(row(k + kAhead));
+        if (!rows.stage<V>(row(k), nullptr) || !rows.place<V>(row(k), nullptr, dst(k))) corrupt(row(k));
+      }
+      return;
     }
-    uint64_t o;
-    std::memcpy(&o, offsets_ + 8 * r, 8);
-    return o;
+    bool ok[kRing];
+    for (size_t k = 0; k < std::min(n, kLag); ++k) ok[k] = rows.stage<V>(row(k), staged(k));
+    for (size_t k = 0; k < n; ++k) {
+      if (ahead && k + 2 * kAhead < n) __builtin_prefetch(rows.offsets + row(k + 2 * kAhead) * rows.offset_bytes);
+      if (ahead && k + kAhead < n) rows.prefetch<V>(row(k + kAhead));
+      if (k + kLag < n) ok[(k + kLag) % kRing] = rows.stage<V>(row(k + kLag), staged(k + kLag));
+      if (!ok[k % kRing] || !rows.place<V>(row(k), staged(k), dst(k))) corrupt(row(k));
+    }
   }
 
-  void prefetch_row(uint64_t r) const {
-    const uint64_t a = offset(r);
-    __builtin_prefetch(values_ + sparse_value_bytes(spec_.values, a & ~uint64_t{1}));
-    if (indices_) __builtin_prefetch(indices_ + a * index_bytes_);
-    if (masks_) __builtin_prefetch(masks_ + r * sparse_mask_bytes(dim_));
-    if (params_) __builtin_prefetch(params_ + 8 * r);
+  // The CPU decode's view of the sections, taken by value by each loop.
+  SparseRows view() const {
+    return SparseRows{dim_,    nnz_,     offset_bytes_, mask_bytes_, index_bytes_, offsets_,
+                      values_, indices_, masks_,        masks_end_,  params_};
+  }
+
+  uint64_t offset(uint64_t r) const { return view().offset(r); }
+
+  // fn.template operator()<V>() for the tier's value kind V, a constant there.
+  template <class Fn>
+  void for_kind(Fn&& fn) const {
+    switch (spec_.values) {
+      case SparseValues::f32:
+        return fn.template operator()<SparseValues::f32>();
+      case SparseValues::f16:
+        return fn.template operator()<SparseValues::f16>();
+      case SparseValues::bf16:
+        return fn.template operator()<SparseValues::bf16>();
+      case SparseValues::int8:
+        return fn.template operator()<SparseValues::int8>();
+      case SparseValues::int4:
+        break;
+    }
+    fn.template operator()<SparseValues::int4>();
   }
 
   [[noreturn]] void corrupt(uint64_t r) const { fail(fmt::format("row {} is corrupt", r)); }
@@ -268,62 +585,13 @@ class SparseTier final : public TierView {
 #endif
   }
 
-  void decode_row(uint64_t r, float* out) const {
-    switch (spec_.values) {
-      case SparseValues::f32:
-        return decode_row_as<SparseValues::f32>(r, out);
-      case SparseValues::f16:
-        return decode_row_as<SparseValues::f16>(r, out);
-      case SparseValues::bf16:
-        return decode_row_as<SparseValues::bf16>(r, out);
-      case SparseValues::int8:
-        return decode_row_as<SparseValues::int8>(r, out);
-      case SparseValues::int4:
-        break;
-    }
-    decode_row_as<SparseValues::int4>(r, out);
-  }
-
-  // One loop per value kind (V a constant), so the per-value switch of
-  // sparse_value() folds away.
-  template <SparseValues V>
-  void decode_row_as(uint64_t r, float* out) const {
-    const uint64_t a = offset(r), b = offset(r + 1);
-    if (a > b || b > nnz_ || b - a > dim_ || (V == SparseValues::int4 && a % 2 != 0)) corrupt(r);
-    std::fill(out, out + dim_, 0.0f);
-    const math::AffineParams params = sparse_row_params(params_ ? params_ + 8 * r : nullptr);
-    if (indices_) {
-      uint32_t bad = 0;
-      for (uint64_t i = a; i < b; ++i) {
-        const uint32_t j =
-            index_bytes_ == 1 ? indices_[i] : static_cast<uint32_t>(indices_[2 * i] | indices_[2 * i + 1] << 8);
-        bad |= j >= dim_;
-        out[bad ? 0 : j] = sparse_value(V, values_, i, params);
-      }
-      if (bad) corrupt(r);
-      return;
-    }
-    const uint64_t mb = sparse_mask_bytes(dim_);
-    const uint8_t* mask = masks_ + r * mb;
-    uint64_t bits = 0, byte = 0;
-    for (; byte + 8 <= mb; byte += 8) {
-      uint64_t w;
-      std::memcpy(&w, mask + byte, 8);
-      bits += static_cast<uint64_t>(std::popcount(w));
-    }
-    for (; byte < mb; ++byte) bits += static_cast<uint64_t>(std::popcount(mask[byte]));
-    if (bits != b - a || (dim_ % 8 != 0 && (mask[mb - 1] >> (dim_ % 8)) != 0)) corrupt(r);
-    uint64_t i = a;
-    for (byte = 0; byte < mb; ++byte)
-      for (uint32_t m = mask[byte]; m != 0; m &= m - 1)
-        out[8 * byte + static_cast<uint64_t>(std::countr_zero(m))] = sparse_value(V, values_, i++, params);
-  }
-
   std::string path_;
   SparseSpec spec_;
   uint64_t dim_ = 0, nnz_ = 0, offset_bytes_ = 0;
   uint32_t index_bytes_ = 0;
+  uint64_t mask_bytes_ = 0;  // a bitmap row's
   const uint8_t *offsets_ = nullptr, *values_ = nullptr, *indices_ = nullptr, *masks_ = nullptr, *params_ = nullptr;
+  const uint8_t* masks_end_ = nullptr;
 };
 
 }  // namespace

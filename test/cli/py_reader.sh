@@ -2,12 +2,14 @@
 # The independent Python reader (scripts/edo_reader.py --decode) against the C++
 # one (edo-unpack): one-tier files of every codec family, tiered files from
 # edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, zero,
-# centroids and nearest fallback tiers), rows by id (--ids), the committed golden files, and
-# corrupt row maps, state, sparse rows, centroid indices and nearest targets that the reader
-# must refuse (sparse rows, centroid indices and nearest targets: with edo-unpack's very message).
-# Scalar codecs, default, sparse and fallback tiers (nearest rows: their targets') decode bit for bit; pq and rq too (a lookup,
-# and float32 sums in the order FORMAT.md gives); opq and pca (float sums in
-# another order) within max |py - C++| <= 1e-5 * max |C++|.
+# centroids and nearest fallback tiers; hashed tiers from edo-hash), rows by id (--ids), the
+# committed golden files, and corrupt row maps, state, sparse rows, centroid indices, nearest
+# targets and hashed tiers' sections and specs that the reader must refuse (sparse rows,
+# centroid indices, nearest targets and hashed tiers: with edo-unpack's very message).
+# Scalar codecs, default, sparse, fallback (nearest rows: their targets') and hashed
+# tiers decode bit for bit; pq and rq too (a lookup, and float32 sums in the order
+# FORMAT.md gives); opq and pca (float sums in another order) within
+# max |py - C++| <= 1e-5 * max |C++|.
 # usage: py_reader.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build="$1"; src="$2"
@@ -114,6 +116,58 @@ for name in zero cent cent300 near nearl2; do
   decode "$name" exact
   decode_ids "$name" ids.npy exact
 done
+
+# --- hashed tiers (FORMAT.md 9.5): the hash's test vectors, then every scheme whole and by id,
+# alone and behind a kept top tier (where the hashed tier is handed table ids, not local ones).
+# The weighted ones (weights=1: fma(w, b, x) computed in float64, then rounded) are compared bit
+# for bit too: FORMAT.md 9.5 says the double rounding that could tell them apart is that rare,
+# and on these files it does not occur.
+"$py" - "$src/scripts" <<'PY' || fail "the Python reader's hash misses FORMAT.md 9.5's test vectors"
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from edo_reader import hash_bucket, splitmix64
+assert splitmix64(0) == 0xe220a8397b1dcdaf
+assert [hash_bucket(0, 0, 0, 1000), hash_bucket(1, 0, 0, 1000), hash_bucket(12345, 1, 0, 1000)] == [55, 430, 752]
+# numpy's uint64 form against Python's integers, with ids near 2^64 and a seed + k that wraps
+ids = np.array([0, 1, 12345, 2**63, 2**64 - 1], dtype=np.uint64)
+assert list(hash_bucket(ids, 3, 2**64 - 2, 2**32)) == [hash_bucket(int(i), 3, 2**64 - 2, 2**32) for i in ids]
+PY
+H="$build/edo-hash"
+hq=(-q --threads 1)
+n=0
+for scheme in hash:buckets=300 hash:buckets=300,k=3,seed=7 hash:buckets=300,k=2,weights=1 \
+              hash:buckets=200,k=8,weights=1,seed=3 hash:buckets=300,fit=none qr:buckets=70,op=sum \
+              qr:buckets=100,op=mul; do
+  n=$((n + 1))
+  expect 0 "$H" "$g" -o "$work/h$n.edo" --scheme "$scheme" "${hq[@]}"
+  decode "h$n" exact
+  decode_ids "h$n" ids.npy exact
+done
+expect 0 "$H" "$g" -o "$work/htop.edo" --freq "$work/zipf.npy" --scheme hash:buckets=300,k=2,weights=1 \
+  --keep-top rows=5% "${hq[@]}"
+expect 0 "$H" "$g" -o "$work/qtop.edo" --freq "$work/zipf.npy" --scheme qr:buckets=70,op=mul --keep-top mass=30% \
+  --keep-codec int8 "${hq[@]}"
+# A hashed tier between a kept tier and a nearest one (whose targets the writer takes from the kept tier).
+expect 0 "$K" "$g" -o "$work/nhash.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier kept:rows=40%:int8 --tier h:rows=40%:hash:buckets=100,k=2 --tier dropped:rest:nearest
+for name in htop qtop nhash; do
+  decode "$name" exact
+  decode_ids "$name" ids.npy exact
+done
+# --- group-shared tiers (FORMAT.md 9.6): base rows alone, plus int4 residuals (bit for bit), plus a
+# bracketed pca residual (float rounding), and behind a kept top tier (local indices, not ids).
+expect 0 "$H" "$g" -o "$work/gr1.edo" --scheme group:clusters=300,residual=none "${hq[@]}"
+expect 0 "$H" "$g" -o "$work/gr2.edo" --scheme 'group:clusters=40,residual=[int4:group=25]' "${hq[@]}"
+expect 0 "$H" "$g" -o "$work/gr3.edo" --scheme 'group:clusters=40,residual=[pca:10,int8]' "${hq[@]}"
+expect 0 "$H" "$g" -o "$work/gr4.edo" --freq "$work/zipf.npy" --scheme group:clusters=40,residual=int8 \
+  --keep-top rows=5% "${hq[@]}"
+for name in gr1 gr2 gr4; do
+  decode "$name" exact
+  decode_ids "$name" ids.npy exact
+done
+decode gr3 tol
+decode_ids gr3 ids.npy tol
 
 # --- golden files (written by older tools; packed.edo has no local indices)
 for f in "$src"/test/data/golden/*.edo; do
@@ -229,6 +283,87 @@ expect 1 "$py" "$reader" "$work/n1.edo" --decode "$work/x.npy" --ids 5,1500,1403
 err_has "n1.edo: row 1403 is answered by row 1999, which is not a stored row"
 expect 1 "$py" "$reader" "$work/n2.edo" --decode "$work/x.npy" --ids 1610,1403
 err_has "n2.edo: row 1610 is answered by row 2000, which is not a stored row"
+
+# rebuild IN OUT STATEMENTS: OUT is IN with its manifest m and section payloads p (name -> bytes)
+# changed by the statements (hashed(m): the tier named "hashed"), laid out again canonically with
+# every checksum right: unlike reseal, a section may change length.
+rebuild() {
+  "$py" - "$1" "$2" "$3" "$src/scripts" <<'PY'
+import json, struct, sys
+sys.path.insert(0, sys.argv[4])
+from edo_reader import HEADER, MAGIC, validate, xxh64
+data = open(sys.argv[1], "rb").read()
+m, sections, _ = validate(data)
+p = {name: data[off:off + length] for name, (off, length, _) in sections.items()}
+hashed = lambda m: [t for t in m["tiers"] if t["name"] == "hashed"][0]
+exec(sys.argv[3])
+out, table = bytearray(64), []
+for s in m["sections"]:
+    out += bytes(-len(out) % 64)
+    table.append(dict(s, offset=len(out), length=len(p[s["name"]]), xxh64="%016x" % xxh64(p[s["name"]])))
+    out += p[s["name"]]
+out += bytes(-len(out) % 64)
+m["sections"] = table
+text = json.dumps(m, sort_keys=True, separators=(",", ":")).encode()
+m_off = len(out)
+out += text + bytes(-len(text) % 64)
+head = HEADER.pack(MAGIC, 1, 0, 0, len(out), m_off, len(text), xxh64(text), len(table), 0, 0)[:56]
+out[:64] = head + struct.pack("<Q", xxh64(head))
+open(sys.argv[2], "wb").write(out)
+PY
+}
+# A sound rebuild still decodes (the helper changes nothing else).
+rebuild "$work/htop.edo" "$work/same.edo" "pass" || fail "rebuild failed"
+expect 0 "$py" "$reader" "$work/same.edo" --decode "$work/same.npy"
+cmp -s "$work/same.npy" "$work/htop.py.npy" || fail "a rebuilt, unchanged file decodes differently"
+# Hashed tiers' sections of the wrong length, a section missing and bad specs: both readers
+# refuse when opening, with the same message (also when asked for a few ids).
+rebuild "$work/h3.edo" "$work/r1.edo" 'p["hashed/buckets"] = p["hashed/buckets"][:-4]'
+refuse r1 "tier 'hashed': section 'hashed/buckets' holds 59996 bytes, 60000 expected"
+expect 1 "$py" "$reader" "$work/r1.edo" --decode "$work/x.npy" --ids 5
+err_has "r1.edo: tier 'hashed': section 'hashed/buckets' holds 59996 bytes, 60000 expected"
+rebuild "$work/h3.edo" "$work/r2.edo" 'p["hashed/weights"] += bytes(2)'
+refuse r2 "tier 'hashed': section 'hashed/weights' holds 8002 bytes, 8000 expected"
+rebuild "$work/h6.edo" "$work/r3.edo" 'p["hashed/quotient"] = p["hashed/quotient"][:-200]'  # one row short
+refuse r3 "tier 'hashed': section 'hashed/quotient' holds 5600 bytes, 5800 expected"
+rebuild "$work/h7.edo" "$work/r4.edo" 'p["hashed/remainder"] += bytes(4)'
+refuse r4 "tier 'hashed': section 'hashed/remainder' holds 20004 bytes, 20000 expected"
+rebuild "$work/htop.edo" "$work/r5.edo" 'p["hashed/buckets"] = p["hashed/buckets"][:-200]'
+refuse r5 "tier 'hashed': section 'hashed/buckets' holds 59800 bytes, 60000 expected"
+rebuild "$work/h3.edo" "$work/r6.edo" \
+  'del hashed(m)["sections"]["weights"]; m["sections"] = [s for s in m["sections"] if s["name"] != "hashed/weights"]'
+refuse r6 "tier 'hashed': a weighted hash tier has exactly the sections 'buckets' and 'weights'"
+rebuild "$work/h3.edo" "$work/r7.edo" 'hashed(m)["codec"] = hashed(m)["codec"].replace("k=2", "k=9")'
+refuse r7 "tier 'hashed': hash spec 'hash:buckets=300,k=9,weights=1,fit=ls,seed=0': k=9 is outside 1..8"
+rebuild "$work/h1.edo" "$work/r8.edo" 'hashed(m)["codec"] = hashed(m)["codec"].replace("=300", "=4294967297")'
+spec="hash spec 'hash:buckets=4294967297,k=1,weights=0,fit=ls,seed=0'"
+refuse r8 "tier 'hashed': $spec: needs buckets=B with B in 1..4294967296"
+# code_size is the codec's (FORMAT.md 7.1): 2K bytes of weights a row. edo's reader does not
+# check it for hashed tiers, so only this one is asked.
+rebuild "$work/h3.edo" "$work/r9.edo" 'hashed(m)["code_size"] = 0'
+expect 1 "$py" "$reader" "$work/r9.edo" --decode "$work/x.npy"
+err_has "r9.edo: tier 'hashed': code_size 0, codec 'hash:buckets=300,k=2,weights=1,fit=ls,seed=0' needs 4"
+# Group tiers: a base section a row short, and a group index past C (which only a decode finds).
+rebuild "$work/gr2.edo" "$work/gq1.edo" 'p["hashed/base"] = p["hashed/base"][:-200]'
+refuse gq1 "tier 'hashed': section 'hashed/base' holds 7800 bytes, 8000 expected"
+rebuild "$work/gr1.edo" "$work/gq2.edo" 'p["hashed/assign"] = p["hashed/assign"][:14] + bytes([0x2c, 1]) + p["hashed/assign"][16:]'
+refuse gq2 "tier 'hashed': row 7 is in group 300 of 300"
+# A nearest target in the hashed tier (a stored row, so allowed): the row is answered by the
+# hashed tier keyed by the target's table id, by both readers alike, whole and by id. With Zipf
+# frequencies tier h holds rows 800..1599 and the dropped tier rows 1600..1999.
+reseal "$work/nhash.edo" "$work/nh1.edo" dropped/target "<u4:p[3] = 1234"
+expect 0 "$U" "$work/nh1.edo" -o "$work/nh1.cpp.npy" -q
+expect 0 "$py" "$reader" "$work/nh1.edo" --decode "$work/nh1.py.npy"
+expect 0 "$py" "$reader" "$work/nh1.edo" --decode "$work/nh1.ids.npy" --ids 1603,1234,3
+"$py" - "$work/nh1.py.npy" "$work/nh1.cpp.npy" "$work/nh1.ids.npy" <<'PY' || fail "nh1: a target in the hashed tier"
+import sys
+import numpy as np
+whole, cpp, by_id = (np.load(f).view(np.uint32) for f in sys.argv[1:])
+assert np.array_equal(whole, cpp), "whole table: not bit for bit"
+assert np.array_equal(cpp[1603], cpp[1234]), "edo-unpack: row 1603 is not row 1234"
+assert np.array_equal(by_id, cpp[[1603, 1234, 3]]), "by id: not edo-unpack's rows"
+PY
+
 [ ! -e "$work/x.npy" ] || fail "a refused file left an output"
 
 [ "$failures" = 0 ] || { echo "py_reader: $failures failure(s)"; exit 1; }
