@@ -53,8 +53,10 @@ int main(int argc, char** argv) {
   app.add_option("--plan-codecs", plan_opt.codecs,
                  "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2 and pq when available).\n"
                  "Also sparse tiers (csr:density=0.3,values=int8, bitmap:k=8: bytes estimated from the sample's\n"
-                 "density) and, as the coldest of two or three tiers only, the dropped rows' fallbacks default,\n"
-                 "zero, centroids:C and nearest[:cos|l2], e.g. --plan-codecs int8 --plan-codecs centroids:64");
+                 "density), hashed and group tiers (hash:buckets=B,k=K, qr:buckets=B, group:clusters=C,residual=R:\n"
+                 "fitted to the sample, a hash's buckets scaled to it) and, as the coldest of two or three tiers\n"
+                 "only, the dropped rows' fallbacks default, zero, centroids:C and nearest[:cos|l2], e.g.\n"
+                 "--plan-codecs int8 --plan-codecs centroids:64");
   app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
       ->check(CLI::PositiveNumber);
   app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")

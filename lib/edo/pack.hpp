@@ -119,9 +119,11 @@ struct PlanOptions {
   // Codecs a tier may use, ranked by bytes a row; empty: fp16, int8, int4,
   // int2 and pq/opq settings when the registry has them. Also sparse specs
   // ("csr:density=0.3,values=int8", bytes estimated from the sample's
-  // density) and the dropped rows' fallbacks ("default", "zero",
-  // "centroids:C", "nearest[:cos|l2]"), which are only ever the coldest of
-  // two or three tiers (docs/PACK.md, "Planning").
+  // density), hashed and group tiers ("hash:buckets=B,k=2",
+  // "group:clusters=C,residual=int4": fitted to the sample) and the dropped
+  // rows' fallbacks ("default", "zero", "centroids:C", "nearest[:cos|l2]"),
+  // which are only ever the coldest of two or three tiers (docs/PACK.md,
+  // "Planning").
   std::vector<std::string> codecs;
   // Hot-order boundaries (percent of rows) tiers may start or end at.
   std::vector<double> cuts = {1, 2, 5, 10, 20, 40};

@@ -5,20 +5,26 @@
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
+#include <edo/hash.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/knn.hpp>
 #include <edo/pack.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
+#include <edo/reader.hpp>
 #include <edo/sparse.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
 #include <tuple>
+
+#include <unistd.h>
 
 namespace edo {
 
@@ -54,6 +60,8 @@ struct LadderCodec {
   uint64_t dense_row_bytes = 0;  // sparse: a row stored dense at the same value precision
   uint64_t centroids = 0;        // centroids:C
   Metric metric = Metric::cos;   // nearest
+  HashSpec hash;                 // hashed
+  uint64_t groups = 0;           // grouped: C
 
   // The dropped rows' kinds: only ever a plan's coldest tier, less precise
   // than every codec, and not ordered among themselves.
@@ -95,7 +103,39 @@ struct PlanSample {
   std::vector<uint64_t> position;
 };
 
-// A sparse tier or a fallback for dropped rows as a ladder entry.
+// A hashed tier: its shared tables (sized by the table's rows, not the
+// tier's) and, with weights, K fp16 weights a row.
+void hashed_entry(LadderCodec& c, const std::string& s, uint64_t table_rows) {
+  c.hash = parse_hash_spec(s);
+  c.spec = format_hash_spec(c.hash);
+  if (c.hash.buckets >= table_rows)
+    EDO_USAGE_FAIL("plan: {} has as many buckets as the table has rows ({}): B must be below them", c.spec, table_rows);
+  const uint64_t table_rows_of_params =
+      c.hash.scheme == HashScheme::qr ? qr_quotient_rows(table_rows, c.hash.buckets) + c.hash.buckets : c.hash.buckets;
+  c.code_size = c.hash.weights ? 2 * c.hash.k : 0;
+  c.state_bytes = table_rows_of_params * c.dim * sizeof(float);
+}
+
+// A group tier: a group index and the residual's code a row, the base rows
+// and the residual codec's state (a trainable residual trained on the
+// sample's rows to learn its size, which does not depend on the data).
+void grouped_entry(LadderCodec& c, const std::string& s, const PlanSample& sample) {
+  const GroupSpec g = parse_group_spec(s, c.dim);
+  if (g.from_labels) EDO_USAGE_FAIL("plan: '{}': the planner draws groups by k-means (group:clusters=C)", s);
+  c.groups = g.groups;
+  c.spec = fmt::format("group:clusters={},residual={}", g.groups,
+                       g.residual.find_first_of(",:") == std::string::npos ? g.residual : "[" + g.residual + "]");
+  c.code_size = centroid_index_bytes(g.groups);
+  c.state_bytes = g.groups * c.dim * sizeof(float);
+  if (g.residual == "none") return;
+  std::unique_ptr<Codec> residual = make_codec(g.residual, c.dim);
+  c.code_size += residual->code_size();
+  if (!residual->needs_training()) return;
+  residual->train(sample.x.data(), std::min<uint64_t>(sample.ids.size(), 4096), 0);
+  for (const NamedBlob& b : residual->state()) c.state_bytes += b.values.size() * sizeof(float);
+}
+
+// A sparse tier, a hashed or group tier, or a fallback for dropped rows as a ladder entry.
 LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSample& sample, uint64_t dim,
                             uint64_t table_rows) {
   LadderCodec c;
@@ -107,8 +147,11 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
     case TierKind::codec:
       break;
     case TierKind::hashed:
+      hashed_entry(c, s, table_rows);
+      break;
     case TierKind::grouped:
-      EDO_USAGE_FAIL("plan: hashed and group tiers ('{}') are not planner candidates yet", s);
+      grouped_entry(c, s, sample);
+      break;
     case TierKind::shared_vector:
       c.state_bytes = dim * sizeof(float);
       break;
@@ -268,11 +311,15 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
 // 30%-dense int8 CSR tier, between int8 and int4 in bytes, loses to int4 and
 // to PQ), so it ranks only below a codec that stores every value in at least
 // the bytes its rows would take stored dense (int8 and up for int8 values),
-// and with no other sparse tier.
+// and with no other sparse tier. Hashed and group tiers are not ranked
+// either way, but fallbacks stay below them.
 bool no_more_precise(const std::vector<LadderCodec>& ladder, size_t a, size_t b) {
   if (a == b) return true;
   const LadderCodec &la = ladder[a], &lb = ladder[b];
   if (la.fallback() || lb.fallback()) return la.fallback() && !lb.fallback();
+  // Shared tables' accuracy depends on how rows collide or cluster, not on bytes: unranked.
+  const auto shared = [](const LadderCodec& l) { return l.kind == TierKind::hashed || l.kind == TierKind::grouped; };
+  if (shared(la) || shared(lb)) return false;
   if (lb.kind == TierKind::sparse) return false;
   if (la.kind == TierKind::sparse) return lb.code_size >= la.dense_row_bytes;
   return a > b;
@@ -347,9 +394,11 @@ class SampleCodecs {
       case TierKind::nearest:
         decode_nearest(c, members, slice, y);
         return;
-      case TierKind::codec:
-      case TierKind::hashed:  // never in the ladder (tier_kind_entry)
+      case TierKind::hashed:
       case TierKind::grouped:
+        decode_shared(c, members, slice, y);
+        return;
+      case TierKind::codec:
         break;
     }
     auto& full = row_local_[c];
@@ -482,12 +531,69 @@ class SampleCodecs {
     for (size_t k = 0; k < members.size(); ++k) std::copy_n(y + it->second[k] * dim_, dim_, y + members[k] * dim_);
   }
 
+  // A hashed or group tier fitted by its writer to the tier's sample rows,
+  // written to a temporary file and read back. A hash's buckets are scaled
+  // by the share of the tier's rows in the sample, so that a bucket holds
+  // as many rows as it will in the file (collisions set a hash's error); a
+  // group tier keeps its C clusters, fitted to the sample rows as
+  // centroids:C is (optimistic when the sample has few rows a group).
+  std::vector<float> fit_shared(const LadderCodec& lc, const std::vector<uint64_t>& members, Slice slice) const {
+    const uint64_t n = members.size();
+    std::string spec = lc.spec;
+    if (lc.kind == TierKind::hashed) {
+      if (n < 2) EDO_FAIL("{}: the tier has {} sample rows, a fit needs 2 (raise --plan-sample-rows)", lc.spec, n);
+      HashSpec h = lc.hash;
+      const double share = static_cast<double>(n) / static_cast<double>(slice.second - slice.first);
+      h.buckets =
+          std::clamp<uint64_t>(static_cast<uint64_t>(std::llround(static_cast<double>(h.buckets) * share)), 1, n - 1);
+      spec = format_hash_spec(h);
+    } else if (n < lc.groups) {
+      EDO_FAIL("{} needs at least {} rows to fit, the tier has {} sample rows (raise --plan-sample-rows)", lc.spec,
+               lc.groups, n);
+    }
+    const std::vector<float> x = gather(members);
+    MatrixTable table("plan sample", x.data(), n, dim_);
+    PackOptions po;
+    po.tool = "edo-pack --plan";
+    po.seed = opt_.seed;
+    po.train_rows = opt_.train_rows;
+    po.hash_fit.allow_partial = true;  // the sample's fit, not the file's: its error is what the plan measures
+    po.tiers = {parse_tier_spec("all:rest:" + spec)};
+    if (!freq_.empty())
+      for (uint64_t m : members) po.freq.push_back(freq_[m]);
+    static std::atomic<uint64_t> serial{0};
+    const std::filesystem::path path =
+        std::filesystem::temp_directory_path() / fmt::format("edo-plan-{}-{}.edo", ::getpid(), serial++);
+    struct Remove {
+      const std::filesystem::path& p;
+      ~Remove() {
+        std::error_code ec;
+        std::filesystem::remove(p, ec);
+      }
+    } remove{path};
+    try {
+      pack_to_edo(table, path.string(), po);
+    } catch (const Error& e) {
+      EDO_FAIL("{}: {}", lc.spec, e.what());  // a candidate's failure, not the plan's (usage errors included)
+    }
+    std::vector<float> y(n * dim_);
+    Reader::open(path.string()).decode_all(y.data());
+    return y;
+  }
+
+  void decode_shared(size_t c, const std::vector<uint64_t>& members, Slice slice, float* y) {
+    auto it = shared_.find({c, slice});
+    if (it == shared_.end()) it = shared_.emplace(std::pair{c, slice}, fit_shared(ladder_[c], members, slice)).first;
+    for (size_t k = 0; k < members.size(); ++k) std::copy_n(it->second.data() + k * dim_, dim_, y + members[k] * dim_);
+  }
+
   const std::vector<LadderCodec>& ladder_;
   const std::vector<float>& x_;
   const std::vector<double>& freq_;
   uint64_t dim_;
   const PlanOptions& opt_;
   std::map<size_t, std::vector<float>> row_local_;
+  std::map<std::pair<size_t, Slice>, std::vector<float>> shared_;
   std::map<std::pair<size_t, Slice>, Fitted> centroids_;
   std::map<std::pair<size_t, Slice>, std::vector<uint64_t>> targets_;
 };

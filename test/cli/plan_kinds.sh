@@ -31,6 +31,34 @@ est, got = plan["estimate"]["bytes"], rep["data_bytes"]
 assert abs(est - got) <= 0.1 * got, (est, got)
 PY
 
+# Hashed and group tiers as candidates: on the whole table as the sample, a hash tier's estimate
+# is the file's own w.recall@10 (the buckets scale by the sample's share: here 1), and a plan
+# of group and hash tiers packs from its config with the estimated bytes exactly.
+expect 0 "$build/edo-profile" "$glove" --freq "$work/zipf.npy" -q --plan --budget 'recall@10>=0.6' \
+  --plan-queries 200 --plan-codecs 'group:clusters=64,residual=[int4:group=25]' \
+  --plan-codecs hash:buckets=2000,k=2 --plan-config "$work/plan2.json" --json
+cp "$work/out" "$work/plan2.out"
+expect 0 "$build/edo-pack" "$glove" -o "$work/h.edo" --freq "$work/zipf.npy" -q --json \
+  --tier all:rest:hash:buckets=2000,k=2 --eval --eval-freq "$work/zipf.npy" --queries 200
+cp "$work/out" "$work/h.out"
+expect 0 "$build/edo-pack" "$glove" -o "$work/p2.edo" --freq "$work/zipf.npy" -q --json --config "$work/plan2.json"
+"$py" - "$work/plan2.json" "$work/plan2.out" "$work/h.out" "$work/out" <<'PY'
+import json, sys
+plan, tried, hashed, packed = (json.load(open(f)) for f in sys.argv[1:])
+hash_only = [c for c in tried["plan"]["tried"] if [t["codec"] for t in c["tiers"]] == ["hash:buckets=2000,k=2,weights=0,fit=ls,seed=0"]]
+assert len(hash_only) == 1, tried["plan"]["tried"]
+est, got = hash_only[0]["metrics"]["w.recall@10"], hashed["eval"]["w.recall@10"]
+assert abs(est - got) < 1e-9, (est, got)
+codecs = [t["codec"] for t in plan["tiers"]]
+assert codecs == ["group:clusters=64,residual=[int4:group=25]"], codecs
+assert plan["estimate"]["bytes"] == packed["data_bytes"], (plan["estimate"]["bytes"], packed["data_bytes"])
+PY
+# Group tiers drawn from labels are not candidates (the planner clusters), nor is B >= rows.
+expect 2 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.5' --plan-codecs group:labels
+grep -q 'k-means' "$work/err" || fail "group:labels: $(cat "$work/err")"
+expect 2 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.5' --plan-codecs hash:buckets=10000
+grep -q 'B must be below' "$work/err" || fail "B >= rows: $(cat "$work/err")"
+
 # Fallbacks alone are refused, as is a sparse spec larger than dense storage.
 expect 2 "$build/edo-profile" "$glove" -q --plan --budget 'recall@10>=0.5' --plan-codecs zero --plan-codecs nearest
 grep -q 'only answers dropped rows' "$work/err" || fail "fallbacks alone: $(cat "$work/err")"
