@@ -4,6 +4,7 @@
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
 
+#include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/hash.hpp>
 #include <edo/io/container.hpp>
@@ -78,7 +79,7 @@ int run_hash_sweep(const std::string& text, const std::string& keep_top, const s
   }
   for (const char* dense : {"int8", "int4", "int4:group=32"})
     items.push_back({"", {edo::parse_tier_spec(std::string("all:rest:") + dense)}, true});
-  edo::EvalOptions eval = flags.options(table.rows(), opt.seed, edo::Device::cpu);
+  edo::EvalOptions eval = flags.options(table.rows(), opt.seed, opt.device);
   if (eval.freq.empty()) eval.freq = opt.freq;
   const char* tmp = std::getenv("TMPDIR");
   const std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
@@ -116,7 +117,8 @@ int main(int argc, char** argv) {
       "  edo-hash emb.npy --freq counts.npy --sweep "
       "'hash:buckets=1000,fit=none;hash:buckets=1000;hash:buckets=500,k=2'",
       "edo-hash"};
-  std::string input, output, freq_path, scheme, keep_top, keep_codec = "fp16", sweep, export_dir, labels_path;
+  std::string input, output, freq_path, scheme, keep_top, keep_codec = "fp16", sweep, export_dir, labels_path,
+                                                          device = "auto";
   bool json = false, quiet = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0;
@@ -150,6 +152,10 @@ int main(int argc, char** argv) {
   app.add_option("--sweep", sweep,
                  "Fit several schemes in one run, nothing written: 'SCHEME;SCHEME;...' (with --keep-top, each so);\n"
                  "prints bytes, ratio, recall, cosine and error of each next to dense int8, int4 and int4:group=32");
+  app.add_option("--device", device,
+                 "auto (GPU when present), cpu or cuda: where the least-squares solver's products and\n"
+                 "group:clusters' k-means run (the same bits either way; the evaluation's k-NN too)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--seed", seed, "Seed for evaluation queries (the hash's seed is the scheme's seed=)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
@@ -178,6 +184,7 @@ int main(int argc, char** argv) {
     edo::PackOptions opt;
     opt.tool = "edo-hash";
     opt.seed = seed;
+    opt.device = edo::select_device(device);
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
     std::vector<int64_t> labels;
     if (!labels_path.empty()) labels = edo::cli::EvalFlags::read_labels(labels_path, table->rows());
@@ -204,7 +211,7 @@ int main(int argc, char** argv) {
     int code = 0;
     if (eval_wanted)
       code = edo::cli::evaluate_packed("edo-hash", eval_flags, gates, *table, eval_target.path(), output, opt.freq,
-                                       seed, edo::Device::cpu, nullptr, result, outcomes);
+                                       seed, opt.device, nullptr, result, outcomes);
     nlohmann::json report = edo::pack_report_json(rep);
     if (code == 0 && !export_dir.empty()) report["export"] = edo::export_hash_tables(output, export_dir);
     edo::cli::print_write_summary(json, report, fit_lines + edo::pack_report_text(rep), input, output, code,

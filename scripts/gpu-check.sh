@@ -47,8 +47,8 @@ build_dir="${build_dir:-$repo/build-gpu}"
 
 # The size limit of what travels to the GPU machine: working tree plus carried paths.
 readonly limit_bytes=$((64 * 1024 * 1024))
-# What the bundle carries: the test binary, the benchmark, two tools.
-readonly binaries="test/edo_tests scripts/bench/gpu/edo_bench_gpu edo-quantize edo-pack"
+# What the bundle carries: the test binary, the benchmark, three tools.
+readonly binaries="test/edo_tests scripts/bench/gpu/edo_bench_gpu edo-quantize edo-pack edo-hash"
 # The doctest filter that selects the GPU tests (names are matched case-insensitively).
 # A test that skips without a GPU must match it: the dry run checks every such test in test/*.cpp.
 readonly gpu_test_filter='*cuda*,*gpu*,*cublas*,device:*'
@@ -84,7 +84,7 @@ build_binaries() {
   local log; new_tempdir; log=$tmpdir/configure.log
   local opts=(); [ -f "$build_dir/CMakeCache.txt" ] || opts=(-DCMAKE_BUILD_TYPE=Release -DEDO_BUILD_FUZZERS=OFF)
   cmake -S "$repo" -B "$build_dir" "${opts[@]}" >"$log" 2>&1 || { cat "$log"; die "configure failed"; }
-  cmake --build "$build_dir" -j "${EDO_JOBS:-2}" --target edo_tests edo_bench_gpu edo-quantize edo-pack
+  cmake --build "$build_dir" -j "${EDO_JOBS:-2}" --target edo_tests edo_bench_gpu edo-quantize edo-pack edo-hash
 }
 
 make_bundle() {
@@ -330,7 +330,7 @@ run_checks() {
   local tools_rc=0
   if [ "$gpu_rc" = 0 ]; then
     report ""
-    report "tools: edo-quantize / edo-pack --device cuda against --device cpu"
+    report "tools: edo-quantize / edo-pack / edo-hash --device cuda against --device cpu"
     local g="$repo/data-samples/glove.6B.50d.10k.npy"
     {
       set -x
@@ -344,8 +344,20 @@ run_checks() {
       bin edo-quantize "$g" -o "$tmp/g.edo" --codec int8 --device cuda --eval --k 10 --gate 'recall@10>=0.95'
       bin edo-pack "$g" -o "$tmp/p.edo" --device cuda --tier hot:rows=5%:fp16:gpu --tier warm:rows=30%:int8:gpu \
         --tier cold:rest:int4:host --eval --k 10
+      # Hash fits: the solver's products on the GPU, the same file; the fit's seconds of each.
+      schemes="hash:buckets=2000,k=2"
+      [ "$quick" = 1 ] || schemes="hash:buckets=2000,k=2 hash:buckets=1000,k=2,weights=1 qr:buckets=100"
+      for scheme in $schemes; do
+        for dev in cpu cuda; do
+          t0=$(date +%s.%N)
+          bin edo-hash "$g" -o "$tmp/h-$dev.edo" --scheme "$scheme" --device "$dev" -q
+          echo "hash fit $scheme --device $dev: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+        done
+        cmp "$tmp/h-cpu.edo" "$tmp/h-cuda.edo"
+      done
       set +x
     } >"$out/tools.log" 2>&1 || tools_rc=$?
+    grep '^hash fit ' "$out/tools.log" | sed 's/^/  /' | tee -a "$summary" || true
     if [ "$tools_rc" = 0 ]; then report "tools: ok (log tools.log)"; else report "tools FAILED (log tools.log)"; status=failed; fi
   fi
 

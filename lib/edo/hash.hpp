@@ -85,6 +85,19 @@ EDO_HD inline uint64_t hash_bucket(uint64_t id, uint32_t k, uint64_t seed, uint6
   return splitmix64(id ^ splitmix64(seed + k)) % buckets;
 }
 
+// The least-squares fit's product A^T F A v (lib/store/hash_builder.cpp;
+// A: each row's terms, F: its access counts), split where the GPU splits
+// it: one row's value at column j of A v times its count, then each term's
+// share added to its slot. Explicit fused multiply-adds in term order then
+// row order, so the CPU and kernels/hash_fit.cu give the same bits.
+EDO_HD inline float hash_normal_row(const float* coef, const uint64_t* slot, uint32_t terms, float freq, const float* v,
+                                    uint64_t dim, uint64_t j) {
+  float y = 0.0f;
+  for (uint32_t k = 0; k < terms; ++k) y = fmaf(coef[k], v[slot[k] * dim + j], y);
+  return y * freq;
+}
+EDO_HD inline float hash_normal_add(float sum, float coef, float row_value) { return fmaf(coef, row_value, sum); }
+
 // Rows of a qr tier's quotient table for a table of `rows`.
 inline uint64_t qr_quotient_rows(uint64_t rows, uint64_t buckets) { return (rows + buckets - 1) / buckets; }
 // The quotient row of `id`: id / B, which wraps for ids beyond the table

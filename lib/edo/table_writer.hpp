@@ -36,6 +36,9 @@ struct HashFitOptions {
   std::function<void(const std::string&)> note;  // progress lines (iterations, residual), or empty
   // Group-shared tiers' group:labels: one label >= 0 per table row (not owned).
   const std::vector<int64_t>* group_labels = nullptr;
+  // On a GPU, the rows one product pass holds (0: as many as 256 MB of
+  // values take); a test sets it small to cross block boundaries.
+  uint64_t gpu_block_rows = 0;
 };
 
 struct WriteOptions {

@@ -7,14 +7,21 @@
 //
 // Every sum over rows runs in table order inside one column of the tables,
 // and threads take whole columns, so a fit is the same bits whatever the
-// thread count.
+// thread count. On a GPU (EncodeOptions::device) the solver's products run
+// in kernels/hash_fit.cu with the same operations in the same order: the
+// same bits again.
 #include <edo/codec.hpp>
+#include <edo/device.hpp>
 #include <edo/error.hpp>
 #include <edo/float16.hpp>
 #include <edo/hash.hpp>
 #include <edo/io/table.hpp>
 #include <edo/parallel.hpp>
 #include <edo/table_writer.hpp>
+
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/hash_fit.cuh>
+#endif
 
 #include <omp.h>
 
@@ -61,6 +68,90 @@ void for_column_chunks(uint64_t dim, uint64_t work, Fn&& fn) {
     fn(dim * static_cast<uint64_t>(c) / static_cast<uint64_t>(chunks),
        dim * static_cast<uint64_t>(c + 1) / static_cast<uint64_t>(chunks));
 }
+
+#ifdef EDO_HAVE_CUDA
+// A^T F A v on the GPU: the design matrix both ways (hash_fit.cuh), uploaded
+// once a solve, then a block of rows' values at a time (at most 256 MB).
+class GpuNormalProduct {
+ public:
+  GpuNormalProduct(const std::vector<RowTerms>& rows, const std::vector<float>& freq, uint64_t slots, uint64_t dim,
+                   uint64_t block_rows)
+      : rows_(rows.size()),
+        slots_(slots),
+        dim_(dim),
+        block_rows_(
+            std::max<uint64_t>(1, std::min<uint64_t>(rows_, block_rows > 0 ? block_rows : (uint64_t{1} << 26) / dim))),
+        row_start_((rows_ + 1) * 8),
+        freq_(rows_ * 4),
+        slot_start_((slots + 1) * 8),
+        v_(slots * dim * 4),
+        out_(slots * dim * 4),
+        y_(block_rows_ * dim * 4) {
+    std::vector<uint64_t> row_start(rows_ + 1, 0), row_slot, slot_start(slots + 1, 0);
+    std::vector<float> row_coef;
+    for (uint64_t p = 0; p < rows_; ++p) {
+      for (uint32_t k = 0; k < rows[p].n; ++k) {
+        row_slot.push_back(rows[p].slot[k]);
+        row_coef.push_back(rows[p].coef[k]);
+        ++slot_start[rows[p].slot[k] + 1];
+      }
+      row_start[p + 1] = row_slot.size();
+    }
+    std::partial_sum(slot_start.begin(), slot_start.end(), slot_start.begin());
+    std::vector<uint64_t> entry_row(row_slot.size()), next(slot_start.begin(), slot_start.end() - 1);
+    std::vector<float> entry_coef(row_slot.size());
+    for (uint64_t p = 0; p < rows_; ++p)
+      for (uint64_t e = row_start[p]; e < row_start[p + 1]; ++e) {
+        const uint64_t at = next[row_slot[e]]++;
+        entry_row[at] = p;
+        entry_coef[at] = row_coef[e];
+      }
+    row_slot_ = std::make_unique<DeviceBuffer>(row_slot.size() * 8);
+    row_coef_ = std::make_unique<DeviceBuffer>(row_coef.size() * 4);
+    entry_row_ = std::make_unique<DeviceBuffer>(entry_row.size() * 8);
+    entry_coef_ = std::make_unique<DeviceBuffer>(entry_coef.size() * 4);
+    row_start_.upload(row_start.data(), row_start_.bytes());
+    freq_.upload(freq.data(), freq_.bytes());
+    slot_start_.upload(slot_start.data(), slot_start_.bytes());
+    row_slot_->upload(row_slot.data(), row_slot_->bytes());
+    row_coef_->upload(row_coef.data(), row_coef_->bytes());
+    entry_row_->upload(entry_row.data(), entry_row_->bytes());
+    entry_coef_->upload(entry_coef.data(), entry_coef_->bytes());
+  }
+
+  void apply(const std::vector<float>& v, std::vector<float>& out) {
+    cuda::HashNormalTerms t;
+    t.dim = dim_;
+    t.row_start = row_start_.as<uint64_t>();
+    t.row_slot = row_slot_->as<uint64_t>();
+    t.row_coef = row_coef_->as<float>();
+    t.freq = freq_.as<float>();
+    t.slot_start = slot_start_.as<uint64_t>();
+    t.entry_row = entry_row_->as<uint64_t>();
+    t.entry_coef = entry_coef_->as<float>();
+    v_.upload(v.data(), v_.bytes());
+    std::fill(out.begin(), out.end(), 0.0f);
+    out_.upload(out.data(), out_.bytes());
+    for (uint64_t r0 = 0; r0 < rows_; r0 += block_rows_) {
+      const uint64_t r1 = std::min(rows_, r0 + block_rows_);
+      cuda::hash_row_values(t, v_.as<float>(), r0, r1, y_.as<float>());
+      check_cuda_launch("hash_row_values");
+      cuda::hash_slot_sums(t, slots_, y_.as<float>(), r0, r1, out_.as<float>());
+      check_cuda_launch("hash_slot_sums");
+    }
+    out_.download(out.data(), out_.bytes());
+  }
+
+ private:
+  uint64_t rows_, slots_, dim_, block_rows_;
+  DeviceBuffer row_start_, freq_, slot_start_, v_, out_, y_;
+  std::unique_ptr<DeviceBuffer> row_slot_, row_coef_, entry_row_, entry_coef_;
+};
+#else
+struct GpuNormalProduct {
+  void apply(const std::vector<float>&, std::vector<float>&) {}
+};
+#endif
 
 class HashTierBuilder final : public TierBuilder {
  public:
@@ -252,21 +343,35 @@ class HashTierBuilder final : public TierBuilder {
     objective_ = xx > 0 ? std::sqrt(err / xx) : 0.0;
   }
 
-  // out = A^T F A v over the tier's rows (A: the rows' terms), column by column.
+  // out = A^T F A v over the tier's rows (A: the rows' terms), column by
+  // column, by hash_normal_row() and hash_normal_add(), on the GPU when the
+  // solve uploaded the terms there.
   void normal_product(const std::vector<float>& v, std::vector<float>& out) const {
+    if (gpu_) return gpu_->apply(v, out);
     std::fill(out.begin(), out.end(), 0.0f);
     const size_t n = rows_.ids.size();
     for_column_chunks(dim_, n * dim_, [&](uint64_t j0, uint64_t j1) {
       for (size_t p = 0; p < n; ++p) {
         const RowTerms t = terms(rows_.ids[p]);
         for (uint64_t j = j0; j < j1; ++j) {
-          float y = 0;
-          for (uint32_t k = 0; k < t.n; ++k) y += t.coef[k] * v[t.slot[k] * dim_ + j];
-          y *= rows_.freq[p];
-          for (uint32_t k = 0; k < t.n; ++k) out[t.slot[k] * dim_ + j] += t.coef[k] * y;
+          const float y = hash_normal_row(t.coef.data(), t.slot.data(), t.n, rows_.freq[p], v.data(), dim_, j);
+          for (uint32_t k = 0; k < t.n; ++k)
+            out[t.slot[k] * dim_ + j] = hash_normal_add(out[t.slot[k] * dim_ + j], t.coef[k], y);
         }
       }
     });
+  }
+
+  // With EncodeOptions::device cuda, the solver's products go to the GPU
+  // with the rows' terms as they stand (the weights change between rounds).
+  void upload_terms() {
+    gpu_.reset();
+#ifdef EDO_HAVE_CUDA
+    if (enc_.device != Device::cuda) return;
+    std::vector<RowTerms> t(rows_.ids.size());
+    for (size_t p = 0; p < t.size(); ++p) t[p] = terms(rows_.ids[p]);
+    gpu_ = std::make_unique<GpuNormalProduct>(t, rows_.freq, slots_, dim_, fit_.gpu_block_rows);
+#endif
   }
 
   // rhs = A^T F X: one pass over the table.
@@ -357,6 +462,7 @@ class HashTierBuilder final : public TierBuilder {
     method_ = spec_.weights ? "alternating least squares (conjugate gradient, per-row weights)" : "conjugate gradient";
     double previous = HUGE_VAL;
     for (uint32_t round = 0; round < rounds; ++round) {
+      upload_terms();
       normal_rhs(rhs, xx);
       uint32_t its = 0;
       residual_ = solve_normal(rhs, its);
@@ -370,6 +476,7 @@ class HashTierBuilder final : public TierBuilder {
       previous = objective_;
       fit_row_weights();
     }
+    gpu_.reset();
     converged_ = residual_ <= fit_.tolerance;
     if (!converged_ && !fit_.allow_partial)
       EDO_FAIL(
@@ -542,6 +649,7 @@ class HashTierBuilder final : public TierBuilder {
   FitRows rows_;
   std::vector<float> params_;
   std::vector<uint16_t> weights_;
+  std::unique_ptr<GpuNormalProduct> gpu_;  // the solver's products on the GPU (upload_terms)
   std::string method_;
   uint32_t iterations_ = 0;
   double residual_ = 0, objective_ = 0;
