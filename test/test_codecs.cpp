@@ -557,6 +557,35 @@ TEST_CASE("codecs: int4/int2 MSE-optimal ranges beat plain min/max") {
   }
 }
 
+TEST_CASE("codecs: the int4/int2 search errs no more than the exhaustive clip grid it replaced") {
+  // Relative Frobenius errors of the search before the walk stopped early
+  // and ran on the fast path (eight clip steps an end, in double): the
+  // faster search must not give any of them back (docs/BENCHMARKS.md).
+  const std::vector<std::tuple<const char*, const char*, double>> before = {
+      {"glove.6B.50d.10k.npy", "int4", 0.091946},
+      {"glove.6B.50d.10k.npy", "int2", 0.365524},
+      {"glove.6B.50d.10k.npy", "int4:group=32", 0.077167},
+      {"glove.6B.50d.10k.npy", "int2:group=32", 0.327120},
+      {"glove.6B.50d.10k.npy", "int4:group=16", 0.061414},
+      {"glove.6B.50d.10k.npy", "int2:group=8", 0.203482},
+      {"bigann10k_base.npy", "int4", 0.046225},
+      {"bigann10k_base.npy", "int2", 0.182965},
+      {"bigann10k_base.npy", "int4:group=32", 0.043227},
+      {"bigann10k_base.npy", "int2:group=32", 0.170900},
+      {"bigann10k_base.npy", "int4:group=16", 0.037355},
+      {"bigann10k_base.npy", "int2:group=8", 0.118254}};
+  for (const auto& [file, spec, err_before] : before) {
+    CAPTURE(file);
+    CAPTURE(spec);
+    const Matrix m = test::load_shared(file);
+    auto codec = make_codec(spec, m.dim);
+    const double err =
+        test::relative_frobenius_error(m.values, test::decode_all(*codec, test::encode_all(*codec, m), m.rows));
+    MESSAGE(file << " " << spec << ": relative error " << err << " (before " << err_before << ")");
+    CHECK(err <= err_before + 5e-7);
+  }
+}
+
 // ---- non-finite input -------------------------------------------------------------------------------
 
 TEST_CASE("codecs: NaN/Inf input is refused with its row and column unless allowed") {

@@ -118,6 +118,151 @@ void affine_dequantize_row(const uint8_t* q, size_t n, math::AffineParams p, flo
   for (; j < n; ++j) x[j] = math::affine_dequantize(q[j], p);
 }
 
+#ifdef __AVX2__
+// math::affine_params_search's evaluations 16 values a step in two
+// registers: the reference's float operations (math::AffineGroup) with
+// value i in lane i % 16 (register i / 8 % 2, lane i % 8), the last step
+// masked (a masked value adds exact zeros), the lanes folded in registers in
+// the reference's tree: every sum is the reference's float bit for bit, so
+// the search picks the same parameters. Several candidates share a pass.
+class AffineGroupAvx2 {
+ public:
+  AffineGroupAvx2(const float* x, size_t n, uint32_t qmax, float unit) : x_(x), n_(n), qmax_(qmax), unit_(unit) {}
+
+  float sse(math::AffineParams p) const {
+    math::AffineCodeSums out;
+    dispatch<false>(&p, 1, &out);
+    return out.sse;
+  }
+  void sse_batch(const math::AffineParams* p, int count, float* out) const {
+    math::AffineCodeSums sums[math::kClipBatch];
+    dispatch<false>(p, count, sums);
+    for (int k = 0; k < count; ++k) out[k] = sums[k].sse;
+  }
+  math::AffineCodeSums sums(math::AffineParams p) const {
+    math::AffineCodeSums out;
+    dispatch<true>(&p, 1, &out);
+    return out;
+  }
+  float total() const {
+    const __m256 vu = _mm256_set1_ps(unit_);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (size_t i = 0; i < n_; i += 16) {
+      acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(load(i), vu));
+      if (i + 8 < n_) acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(load(i + 8), vu));
+    }
+    return fold(acc[0], acc[1]);
+  }
+
+ private:
+  // Values [i, i + 8), zeros past n (the masked lanes).
+  __m256 load(size_t i) const {
+    if (i + 8 <= n_) return _mm256_loadu_ps(x_ + i);
+    return _mm256_maskload_ps(x_ + i, live(i));
+  }
+  __m256i live(size_t i) const {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n_ - i)), lane);
+  }
+  // The reference's lane_tree of lanes a (0-7) and b (8-15).
+  static float fold(__m256 a, __m256 b) {
+    const __m256 t = _mm256_add_ps(a, b);
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(t, t), _mm256_hadd_ps(t, t));
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+
+  template <bool kSums>
+  void dispatch(const math::AffineParams* p, int count, math::AffineCodeSums* out) const {
+    bool lifted = false;
+    for (int k = 0; k < count; ++k) lifted |= math::affine_inverse(p[k].scale).lift != 1.0f;
+    if (lifted) {
+      for (int k = 0; k < count; ++k) pass<1, kSums, true>(p + k, out + k);
+      return;
+    }
+    static_assert(math::kClipBatch == 3, "one pass<K> a batch size");
+    switch (count) {
+      case 1:
+        return pass<1, kSums, false>(p, out);
+      case 2:
+        return pass<2, kSums, false>(p, out);
+      default:
+        return pass<3, kSums, false>(p, out);
+    }
+  }
+
+  template <int K, bool kSums, bool kLift>
+  void pass(const math::AffineParams* p, math::AffineCodeSums* out) const {
+    const __m256 vq = _mm256_set1_ps(static_cast<float>(qmax_)), zero = _mm256_setzero_ps(),
+                 magic = _mm256_set1_ps(12582912.0f), vu = _mm256_set1_ps(unit_);
+    __m256 vo[K], vs[K], vi[K], vl[K], e[K][2], q[K][2], qq[K][2], qx[K][2];
+    for (int k = 0; k < K; ++k) {
+      const math::AffineInverse inv = math::affine_inverse(p[k].scale);
+      vo[k] = _mm256_set1_ps(p[k].offset);
+      vs[k] = _mm256_set1_ps(p[k].scale);
+      vi[k] = _mm256_set1_ps(inv.inv);
+      vl[k] = _mm256_set1_ps(inv.lift);
+      e[k][0] = e[k][1] = q[k][0] = q[k][1] = qq[k][0] = qq[k][1] = qx[k][0] = qx[k][1] = zero;
+    }
+    // One step of 8 values into register r of each candidate; `keep` masks a last partial step.
+    const auto step = [&](size_t i, int r, bool tail) {
+      const __m256 v = load(i);
+      const __m256 keep = tail ? _mm256_castsi256_ps(live(i)) : zero;
+      for (int k = 0; k < K; ++k) {
+        __m256 t = _mm256_sub_ps(v, vo[k]);
+        if constexpr (kLift) t = _mm256_mul_ps(t, vl[k]);
+        t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(t, vi[k]), zero), vq);  // as clampf
+        __m256 c = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);             // round_small_uint, exact
+        __m256 d = _mm256_mul_ps(_mm256_sub_ps(v, _mm256_fmadd_ps(c, vs[k], vo[k])), vu);
+        if (tail) {
+          c = _mm256_and_ps(c, keep);
+          d = _mm256_and_ps(d, keep);
+        }
+        e[k][r] = _mm256_fmadd_ps(d, d, e[k][r]);
+        if constexpr (kSums) {
+          q[k][r] = _mm256_add_ps(q[k][r], c);
+          qq[k][r] = _mm256_fmadd_ps(c, c, qq[k][r]);
+          qx[k][r] = _mm256_fmadd_ps(c, _mm256_mul_ps(v, vu), qx[k][r]);
+        }
+      }
+    };
+    size_t i = 0;
+    for (; i + 16 <= n_; i += 16) {
+      step(i, 0, false);
+      step(i + 8, 1, false);
+    }
+    if (i + 8 <= n_) {
+      step(i, 0, false);
+      if (i + 8 < n_) step(i + 8, 1, true);
+    } else if (i < n_) {
+      step(i, 0, true);
+    }
+    for (int k = 0; k < K; ++k) {
+      out[k].sse = fold(e[k][0], e[k][1]);
+      if constexpr (kSums) {
+        out[k].q = fold(q[k][0], q[k][1]);
+        out[k].qq = fold(qq[k][0], qq[k][1]);
+        out[k].qx = fold(qx[k][0], qx[k][1]);
+      }
+    }
+  }
+
+  const float* x_;
+  size_t n_;
+  uint32_t qmax_;
+  float unit_;
+};
+#endif
+
+// Group parameters of int4/int2 (the MSE search) on the fast path.
+math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float hi, uint32_t qmax) {
+#ifdef __AVX2__
+  const float unit = math::affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
+  return math::affine_params_search(AffineGroupAvx2(x, n, qmax, unit), n, lo, hi, qmax, unit);
+#else
+  return math::affine_params_search(x, n, lo, hi, qmax);
+#endif
+}
+
 void min_max(const float* x, size_t n, float& lo, float& hi) {
   size_t i = 0;
   float l = x[0], h = x[0];
@@ -524,9 +669,8 @@ class ScalarCodec final : public Codec {
           const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
           float lo, hi;
           min_max(row + begin, len, lo, hi);
-          const math::AffineParams p = L_.kind == ScalarKind::int8
-                                           ? math::affine_from_range(lo, hi, qmax)
-                                           : math::affine_params_search(row + begin, len, lo, hi, qmax);
+          const math::AffineParams p = L_.kind == ScalarKind::int8 ? math::affine_from_range(lo, hi, qmax)
+                                                                   : affine_search_fast(row + begin, len, lo, hi, qmax);
           math::store_f32(code + 8 * g, p.scale);
           math::store_f32(code + 8 * g + 4, p.offset);
           affine_quantize_row(row + begin, len, p.offset, math::affine_inverse(p.scale), qmaxf, out + begin);

@@ -165,92 +165,172 @@ EDO_HD inline AffineParams affine_from_range(double lo, double hi, uint32_t qmax
   return AffineParams{static_cast<float>(s), static_cast<float>(lo) + 0.0f};
 }
 
-// Sum of squared reconstruction errors of one group under `p`. Eight
-// interleaved partial sums combined in a fixed tree: a fixed order (so every
-// implementation agrees) without one long dependency chain (so it is fast).
-EDO_HD inline double affine_group_sse(const float* x, size_t n, AffineParams p, uint32_t qmax) {
-  const AffineInverse inv = affine_inverse(p.scale);
-  const float qm = static_cast<float>(qmax);
-  constexpr size_t kLanes = 8;
-  double lane[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (size_t l = 0; l < kLanes; ++l) {
-      const float v = x[i + l];
-      const double d =
-          static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
-      lane[l] = fma(d, d, lane[l]);
-    }
-  }
-  for (size_t l = 0; i + l < n; ++l) {
-    const float v = x[i + l];
-    const double d =
-        static_cast<double>(v) - static_cast<double>(affine_dequantize(affine_quantize(v, p.offset, inv, qm), p));
-    lane[l] = fma(d, d, lane[l]);
-  }
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+// One group's codes under `p`, summarised: the squared reconstruction
+// error, and the sums a least-squares refit of (scale, offset) to the codes
+// needs (codes q, q^2, q * x). Values and errors are taken in `unit`s, a
+// power of two that brings the group's range near 1 (exact, and float sums
+// neither underflow on subnormal tables nor overflow on huge ones). Each
+// sum runs in eight interleaved float lanes, value i in lane i % 8,
+// combined in a fixed tree: the one order every implementation (this
+// reference, the CPU's AVX2 path in lib/codecs/codec_scalar.cpp, the GPU)
+// follows, without one long dependency chain. Sixteen lanes, value i in
+// lane i % 16, folded as lane l + lane l + 8, then a tree of the eight.
+struct AffineCodeSums {
+  float sse = 0, q = 0, qq = 0, qx = 0;
+};
+
+inline constexpr size_t kSumLanes = 16;
+
+EDO_HD inline float lane_tree(const float* lane) {
+  float t[8];
+  for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
-// Clipping steps tried per end by affine_params_search, and the largest
-// fraction of the range one end may be clipped by.
+// Value x's code under (offset, inverse) as a float, and its error.
+EDO_HD inline float affine_code(float x, float offset, AffineInverse inv, float qmax) {
+  return static_cast<float>(affine_quantize(x, offset, inv, qmax));
+}
+
+// The power of two 2^-e with range in [2^e, 2^(e+1)), e clamped to
+// [-126, 126] (so the unit is a normal float); 1 for an empty range.
+EDO_HD inline float affine_unit(double range) {
+  if (!(range > 0.0)) return 1.0f;
+  int e = ilogb(range);
+  e = e < -126 ? -126 : e > 126 ? 126 : e;
+  return ldexpf(1.0f, -e);
+}
+
+EDO_HD inline float affine_group_sse(const float* x, size_t n, AffineParams p, uint32_t qmax, float unit) {
+  const AffineInverse inv = affine_inverse(p.scale);
+  const float qm = static_cast<float>(qmax);
+  float lane[kSumLanes] = {};
+  for (size_t i = 0; i < n; ++i) {
+    const float d = (x[i] - fmaf(affine_code(x[i], p.offset, inv, qm), p.scale, p.offset)) * unit;
+    lane[i % kSumLanes] = fmaf(d, d, lane[i % kSumLanes]);
+  }
+  return lane_tree(lane);
+}
+
+EDO_HD inline AffineCodeSums affine_code_sums(const float* x, size_t n, AffineParams p, uint32_t qmax, float unit) {
+  const AffineInverse inv = affine_inverse(p.scale);
+  const float qm = static_cast<float>(qmax);
+  float e[kSumLanes] = {}, q[kSumLanes] = {}, qq[kSumLanes] = {}, qx[kSumLanes] = {};
+  for (size_t i = 0; i < n; ++i) {
+    const size_t l = i % kSumLanes;
+    const float c = affine_code(x[i], p.offset, inv, qm);
+    const float d = (x[i] - fmaf(c, p.scale, p.offset)) * unit;
+    e[l] = fmaf(d, d, e[l]);
+    q[l] += c;
+    qq[l] = fmaf(c, c, qq[l]);
+    qx[l] = fmaf(c, x[i] * unit, qx[l]);
+  }
+  return AffineCodeSums{lane_tree(e), lane_tree(q), lane_tree(qq), lane_tree(qx)};
+}
+
+EDO_HD inline float affine_group_total(const float* x, size_t n, float unit) {
+  float lane[kSumLanes] = {};
+  for (size_t i = 0; i < n; ++i) lane[i % kSumLanes] += x[i] * unit;
+  return lane_tree(lane);
+}
+
+// The reference's view of one group, for affine_params_search.
+struct AffineGroup {
+  const float* x;
+  size_t n;
+  uint32_t qmax;
+  float unit;
+  EDO_HD float sse(AffineParams p) const { return affine_group_sse(x, n, p, qmax, unit); }
+  EDO_HD void sse_batch(const AffineParams* p, int count, float* out) const {
+    for (int k = 0; k < count; ++k) out[k] = sse(p[k]);
+  }
+  EDO_HD AffineCodeSums sums(AffineParams p) const { return affine_code_sums(x, n, p, qmax, unit); }
+  EDO_HD float total() const { return affine_group_total(x, n, unit); }
+};
+
+// Clipping steps tried per end by affine_params_search, the largest
+// fraction of the range one end may be clipped by, the steps in a row
+// without improvement that end an end's walk, and the refits after.
 inline constexpr int kClipSteps = 8;
 inline constexpr double kMaxClip = 0.4;
+inline constexpr int kClipPatience = 3;
+inline constexpr int kClipBatch = 3;
+inline constexpr int kRefits = 3;
 
 // The parameters that minimise the group's squared error among: plain
-// min/max; the low end clipped by 1..kClipSteps steps of kMaxClip/kClipSteps
-// of the range; then the high end likewise, with the best low end kept;
-// then two least-squares refits of (scale, offset) to the codes of the best
-// so far. Few levels (int4, int2) gain most from clipping outliers at the
-// ends, and the refit finds a scale no grid point hits. Ties keep the earlier
-// candidate, so the choice is deterministic.
-EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float lo, float hi, uint32_t qmax) {
+// min/max; the low end clipped by 1, 2, ... steps of kMaxClip/kClipSteps of
+// the range, until kClipPatience steps in a row err no less than the step
+// before (the error is near-unimodal in the clip, and most groups' best
+// clip is small); then the high end likewise, with the best low end kept;
+// then up to kRefits least-squares refits of (scale, offset) to the codes
+// of the best so far, while they improve. Few levels (int4, int2) gain most
+// from clipping outliers at the ends, and the refit finds a scale no grid
+// point hits. Ties keep the earlier candidate, so the choice is
+// deterministic. `g` evaluates candidates in units of `unit`
+// (affine_unit of hi - lo): AffineGroup here, an AVX2 twin that gives the
+// same floats on the CPU's fast path.
+template <class Group>
+EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float lo, float hi, uint32_t qmax,
+                                                float unit) {
   AffineParams best = affine_from_range(lo, hi, qmax);
   if (!(best.scale > 0.0f)) return best;
-  double best_sse = affine_group_sse(x, n, best, qmax);
+  float best_sse = g.sse(best);
   const double range = static_cast<double>(hi) - static_cast<double>(lo);
   double best_lo = lo;
   for (int side = 0; side < 2; ++side) {
     double chosen = side == 0 ? static_cast<double>(lo) : static_cast<double>(hi);
-    for (int step = 1; step <= kClipSteps; ++step) {
-      const double fraction = kMaxClip * step / kClipSteps;
-      const double end =
-          side == 0 ? fma(range, fraction, static_cast<double>(lo)) : fma(-range, fraction, static_cast<double>(hi));
-      const AffineParams p = side == 0 ? affine_from_range(end, hi, qmax) : affine_from_range(best_lo, end, qmax);
-      const double sse = affine_group_sse(x, n, p, qmax);
-      if (sse < best_sse) {
-        best_sse = sse;
-        best = p;
-        chosen = end;
+    float previous = best_sse;
+    int stalls = 0;
+    // Steps are measured kClipBatch at a time (a fast evaluator shares one
+    // pass over the group among them) and taken in order; steps measured
+    // past the walk's end are ignored, so the result is the one-by-one walk's.
+    for (int first = 1; first <= kClipSteps && stalls < kClipPatience; first += kClipBatch) {
+      const int count = kClipSteps - first + 1 < kClipBatch ? kClipSteps - first + 1 : kClipBatch;
+      AffineParams p[kClipBatch];
+      double end[kClipBatch];
+      float sse[kClipBatch];
+      for (int k = 0; k < count; ++k) {
+        const double fraction = kMaxClip * (first + k) / kClipSteps;
+        end[k] =
+            side == 0 ? fma(range, fraction, static_cast<double>(lo)) : fma(-range, fraction, static_cast<double>(hi));
+        p[k] = side == 0 ? affine_from_range(end[k], hi, qmax) : affine_from_range(best_lo, end[k], qmax);
+      }
+      g.sse_batch(p, count, sse);
+      for (int k = 0; k < count && stalls < kClipPatience; ++k) {
+        if (sse[k] < best_sse) {
+          best_sse = sse[k];
+          best = p[k];
+          chosen = end[k];
+        }
+        stalls = sse[k] < previous ? 0 : stalls + 1;
+        previous = sse[k];
       }
     }
     if (side == 0) best_lo = chosen;
   }
-  for (int iter = 0; iter < 2; ++iter) {
-    // Least squares of x on the current codes q: x ~= s * q + m.
-    const AffineInverse inv = affine_inverse(best.scale);
-    const float qm = static_cast<float>(qmax);
-    double sq = 0, sx = 0, sqq = 0, sqx = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double q = static_cast<double>(affine_quantize(x[i], best.offset, inv, qm));
-      const double v = static_cast<double>(x[i]);
-      sq += q;
-      sx += v;
-      sqq = fma(q, q, sqq);
-      sqx = fma(q, v, sqx);
-    }
-    const double nn = static_cast<double>(n);
+  AffineCodeSums c = g.sums(best);
+  const double sx = g.total(), nn = static_cast<double>(n), to_values = 1.0 / static_cast<double>(unit);
+  for (int iter = 0; iter < kRefits; ++iter) {
+    // Least squares of x on the codes q: x ~= s * q + m (in units, then values: exact, a power of two).
+    const double sq = c.q, sqq = c.qq, sqx = c.qx;
     const double den = fma(nn, sqq, -(sq * sq));
     if (!(den > 0.0)) break;
-    const double s = fma(nn, sqx, -(sq * sx)) / den;
-    const double m = fma(-s, sq, sx) / nn;
+    const double s_units = fma(nn, sqx, -(sq * sx)) / den;
+    const double s = s_units * to_values, m = fma(-s_units, sq, sx) / nn * to_values;
     if (!(s > 0.0) || !(fabs(m) <= static_cast<double>(FLT_MAX))) break;
     const AffineParams p = affine_from_range(m, fma(s, static_cast<double>(qmax), m), qmax);
-    const double sse = affine_group_sse(x, n, p, qmax);
-    if (!(sse < best_sse)) break;
-    best_sse = sse;
+    const AffineCodeSums next = g.sums(p);
+    if (!(next.sse < best_sse)) break;
+    best_sse = next.sse;
     best = p;
+    c = next;
   }
   return best;
+}
+
+EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float lo, float hi, uint32_t qmax) {
+  const float unit = affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
+  return affine_params_search(AffineGroup{x, n, qmax, unit}, n, lo, hi, qmax, unit);
 }
 
 // ---- sign codes ---------------------------------------------------------------------

@@ -35,11 +35,12 @@ void parallel_memcpy(uint8_t* dst, const uint8_t* src, size_t bytes) {
 int main(int argc, char** argv) {
   uint64_t rows = 2'097'152, dim = 128;
   int repeat = 3;
-  std::vector<std::string> peers;
+  std::vector<std::string> peers, specs = {"fp16", "bf16", "int8", "int4", "int4:group=32", "int2", "int2:group=32"};
   CLI::App app{"edo scalar codec throughput vs memcpy and FAISS ScalarQuantizer"};
   app.add_option("--rows", rows, "Rows of the table (default 2097152: 1 GiB at dim 128)");
   app.add_option("--dim", dim, "Dimension (default 128)");
   app.add_option("--repeat", repeat, "Runs per measurement; the best is kept (default 3)")->check(CLI::PositiveNumber);
+  app.add_option("--codecs", specs, "Codecs timed (default fp16 bf16 int8 int4 int4:group=32 int2 int2:group=32)");
   app.add_option("--peer", peers, "NAME=GBPS: a rate measured outside this program, shown in the table");
   CLI11_PARSE(app, argc, argv);
 
@@ -73,7 +74,7 @@ int main(int argc, char** argv) {
     table.add(fmt::format("faiss SQ QT_{} decode", name), td, gb / td);
   }
 
-  for (const char* spec : {"fp16", "bf16", "int8", "int4"}) {
+  for (const std::string& spec : specs) {
     const std::unique_ptr<edo::Codec> codec = edo::make_codec(spec, d);
     const double te = best_seconds(repeat, [&] { codec->encode(x.data(), n, codes.data()); });
     table.add(fmt::format("edo {} encode", spec), te, gb / te);
