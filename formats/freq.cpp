@@ -3,6 +3,7 @@
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/npy.hpp>
+#include <edo/io/text_lines.hpp>
 
 #include <charconv>
 #include <cmath>
@@ -18,18 +19,6 @@ bool ends_with_npy(const std::string& path) {
   std::string ext = path.substr(path.size() - 4);
   for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return ext == ".npy";
-}
-
-// A token quoted for an error message: short, and printable whatever the file holds.
-std::string quoted(std::string_view token) {
-  constexpr size_t kMax = 32;
-  std::string s = "'";
-  for (size_t i = 0; i < token.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(token[i]);
-    s.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?');
-  }
-  if (token.size() > kMax) s += "...";
-  return s + "'";
 }
 
 // Why a count is unusable, or nullptr when it is fine.
@@ -92,35 +81,24 @@ std::vector<double> read_npy_counts(const MappedFile& file, uint64_t rows, const
   return counts;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
 }  // namespace
 
 std::vector<double> parse_frequency_text(std::string_view text, uint64_t rows, const std::string& display) {
   std::vector<double> counts(rows, 0.0);
   std::vector<bool> seen(rows, false);
-  uint64_t line_no = 0;
   uint64_t entries = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-
+  for_each_text_line(text, [&](uint64_t line_no, std::string_view line) {
     std::string_view tokens[3];
     size_t n = 0;
     for (size_t i = 0; i < line.size();) {
-      while (i < line.size() && is_space(line[i])) ++i;
+      while (i < line.size() && is_text_space(line[i])) ++i;
       if (i == line.size()) break;
       const size_t start = i;
-      while (i < line.size() && !is_space(line[i])) ++i;
+      while (i < line.size() && !is_text_space(line[i])) ++i;
       if (n < 3) tokens[n] = line.substr(start, i - start);
       ++n;
     }
-    if (n == 0) continue;
+    if (n == 0) return;
     if (n != 2) EDO_FAIL("{}: line {}: expected 'id count', got {} fields", display, line_no, n);
 
     uint64_t id = 0;
@@ -146,7 +124,7 @@ std::vector<double> parse_frequency_text(std::string_view text, uint64_t rows, c
     seen[id] = true;
     counts[id] = count;
     ++entries;
-  }
+  });
   if (entries == 0) EDO_FAIL("{}: no 'id count' lines; the frequency file is empty", display);
   return counts;
 }

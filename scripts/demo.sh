@@ -44,6 +44,8 @@ for word in the king queen paris music; do
 done
 echo "ids of the king queen paris music: ${ids[*]}"
 "$build/example_lookup" "$out/glove.edo" "${ids[@]}" | cut -c1-110
+echo "the same rows from the shell (edo-lookup), with the tiers that served them:"
+printf '%s\n' "${ids[@]}" | "$build/edo-lookup" "$out/glove.edo" --ids - --format text --with-ids --stats | cut -c1-110
 
 step "6. decode the whole file back to float32"
 "$build/edo-unpack" "$out/glove.edo" -o "$out/glove.decoded.npy" --quiet

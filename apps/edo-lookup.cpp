@@ -1,0 +1,194 @@
+// edo-lookup: the reader library as a tool. Row ids in (text or npy, a file
+// or stdin), their rows out (npy, HDF5 or text, a file or stdout), decoded
+// by the same Reader::lookup a server links.
+#include "cli_common.hpp"
+
+#include <edo/io/files.hpp>
+#include <edo/io/ids.hpp>
+#include <edo/io/table.hpp>
+#include <edo/reader.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+namespace {
+
+// Bytes this process has had read from storage so far (/proc/self/io's
+// read_bytes: page-cache misses, of the mapping too), or -1 where unknown.
+int64_t storage_read_bytes() {
+  std::ifstream f("/proc/self/io");
+  std::string key;
+  int64_t value = 0;
+  while (f >> key >> value)
+    if (key == "read_bytes:") return value;
+  return -1;
+}
+
+// Where the rows go: a table writer (npy, HDF5; a file or npy on stdout) or text lines.
+class RowSink {
+ public:
+  RowSink(const std::string& output, bool text, bool with_ids, uint64_t rows, uint64_t dim)
+      : text_(text), with_ids_(with_ids), dim_(dim) {
+    if (!text) {
+      table_ = edo::io::create_table(output.empty() ? "-" : output, rows, dim);
+    } else if (!output.empty() && output != "-") {
+      file_ = std::make_unique<edo::io::AtomicFile>(output);
+    }
+  }
+
+  void write(const int64_t* ids, const float* rows, size_t n) {
+    if (table_) return table_->write_f32(rows, n);
+    fmt::memory_buffer buf;
+    for (size_t i = 0; i < n; ++i) {
+      if (with_ids_) fmt::format_to(std::back_inserter(buf), "{}\t", ids[i]);
+      // The shortest text that reads back to the same float32.
+      for (uint64_t j = 0; j < dim_; ++j) {
+        if (j > 0) buf.push_back(' ');
+        fmt::format_to(std::back_inserter(buf), "{}", rows[i * dim_ + j]);
+      }
+      buf.push_back('\n');
+    }
+    if (file_) return file_->write(buf.data(), buf.size());
+    if (std::fwrite(buf.data(), 1, buf.size(), stdout) != buf.size()) EDO_FAIL("<stdout>: write failed");
+  }
+
+  void commit() {
+    if (table_) table_->commit();
+    if (file_) file_->commit();
+  }
+
+ private:
+  bool text_, with_ids_;
+  uint64_t dim_;
+  std::unique_ptr<edo::io::TableWriter> table_;
+  std::unique_ptr<edo::io::AtomicFile> file_;
+};
+
+edo::UnknownIdPolicy unknown_policy(const std::string& s) {
+  if (s == "error") return edo::UnknownIdPolicy::error;
+  if (s == "default") return edo::UnknownIdPolicy::default_vector;
+  return edo::UnknownIdPolicy::hash;
+}
+
+// Ids at or beyond the table are refused up front when they would be an error, naming their line.
+void check_known(const edo::io::IdList& list, const std::string& ids_path, const edo::Reader& reader) {
+  for (size_t i = 0; i < list.ids.size(); ++i)
+    if (static_cast<uint64_t>(list.ids[i]) >= reader.rows())
+      EDO_FAIL("{}: {}: id {} is outside {} ({} rows); --unknown default or hash answers such ids",
+               ids_path == "-" ? "<stdin>" : ids_path, list.where(i), list.ids[i], reader.path(), reader.rows());
+}
+
+void print_stats(const edo::Reader& reader, const std::vector<int64_t>& ids, double seconds, int64_t read_bytes) {
+  std::vector<uint64_t> per_tier(reader.tiers().size(), 0);
+  uint64_t unknown = 0;
+  for (int64_t id : ids) {
+    if (static_cast<uint64_t>(id) >= reader.rows())
+      ++unknown;
+    else
+      ++per_tier[reader.tier_of(static_cast<uint64_t>(id))];
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double n = static_cast<double>(ids.size());
+  std::fprintf(stderr, "edo-lookup: %zu lookups in %.3f s: %.0f rows/s, %.1f MB/s of fp32 rows\n", ids.size(), seconds,
+               seconds > 0 ? n / seconds : 0.0,
+               seconds > 0 ? n * static_cast<double>(reader.dim()) * 4 / seconds / 1e6 : 0.0);
+  for (size_t t = 0; t < per_tier.size(); ++t) {
+    const edo::TierStats& s = reader.tiers()[t];
+    std::fprintf(stderr, "  tier %-10s %-28s %-5s %10llu lookups (%5.1f%%)\n", s.name.c_str(), s.codec.c_str(),
+                 edo::residency_name(s.residency), static_cast<unsigned long long>(per_tier[t]),
+                 n > 0 ? 100.0 * static_cast<double>(per_tier[t]) / n : 0.0);
+  }
+  if (unknown > 0)
+    std::fprintf(stderr, "  beyond the table          %10llu lookups (%5.1f%%)\n",
+                 static_cast<unsigned long long>(unknown), 100.0 * static_cast<double>(unknown) / n);
+  if (read_bytes >= 0)
+    std::fprintf(stderr, "  read from storage: %.1f MB (page-cache misses); major page faults: %ld\n",
+                 static_cast<double>(read_bytes) / 1e6, ru.ru_majflt);
+  std::fprintf(stderr, "  peak resident memory: %.1f MB\n", static_cast<double>(ru.ru_maxrss) / 1024.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Look up rows of a .edo file by id: the reader library as a tool. Ids come as text (one integer >= 0 a\n"
+      "line, '#' comments) or as an integer .npy, from a file or stdin (-); their rows go out in the ids' order,\n"
+      "as npy (a file, or stdout), HDF5 (x.h5:/dataset) or text (one row a line, each float32 printed so it\n"
+      "reads back exactly). Every tier kind decodes as edo-unpack decodes it.\n\n"
+      "Examples:\n"
+      "  edo-lookup table.edo --ids ids.txt -o rows.npy\n"
+      "  seq 0 9 | edo-lookup table.edo --ids - --format text --with-ids\n"
+      "  edo-lookup table.edo --ids new_ids.npy --unknown hash -o rows.npy --stats",
+      "edo-lookup"};
+  std::string input, ids_path, output, format = "auto", unknown = "error";
+  bool with_ids = false, stats = false, verify = false, quiet = false;
+  uint64_t batch = 65536;
+  int threads = 0;
+  app.add_option("FILE", input, "A .edo file")->required();
+  app.add_option("--ids", ids_path, "Ids to look up: a text file, an integer .npy, or - for stdin")->required();
+  app.add_option("-o,--output", output,
+                 "rows.npy, rows.h5:/dataset, rows.txt (with --format text) or - (stdout, "
+                 "the default)");
+  app.add_option("--format", format,
+                 "auto (default: text when stdout is a terminal, else npy), npy or text; a -o name ending in\n"
+                 ".txt means text")
+      ->check(CLI::IsMember({"auto", "npy", "text"}));
+  app.add_flag("--with-ids", with_ids, "Text rows start with their id and a tab");
+  app.add_option("--unknown", unknown,
+                 "Ids at or beyond the table: error (default; the line is named), default (the file's default\n"
+                 "vector: its default tier's, else zeros) or hash (from the file's hashed tier)")
+      ->check(CLI::IsMember({"error", "default", "hash"}));
+  app.add_option("--batch", batch, "Ids looked up a call (default 65536)")->check(CLI::Range(1, 1 << 24));
+  app.add_flag("--stats", stats,
+               "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
+  app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
+  edo::cli::add_threads_option(app, threads);
+  app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
+  edo::cli::add_version_flag(app, "edo-lookup");
+
+  return edo::cli::run_tool("edo-lookup", app, argc, argv, [&] {
+    edo::cli::apply_threads(threads);
+    const bool to_stdout = output.empty() || output == "-";
+    const bool text =
+        format == "text" ||
+        (format == "auto" && ((to_stdout && ::isatty(STDOUT_FILENO)) || (!to_stdout && output.ends_with(".txt"))));
+    if (!text && to_stdout && ::isatty(STDOUT_FILENO))
+      EDO_USAGE_FAIL("refusing to write binary .npy to a terminal (--format text prints rows)");
+    if (text && !to_stdout && output.find(':') != std::string::npos && !output.ends_with(".txt"))
+      EDO_USAGE_FAIL("-o {}: text rows go to a plain file, not a dataset", output);
+    if (with_ids && !text) EDO_USAGE_FAIL("--with-ids is for text rows (--format text)");
+    edo::cli::PathGuard()
+        .input(input)
+        .input(ids_path)
+        .output("-o", to_stdout ? "" : (text ? output : output.substr(0, output.find(':'))))
+        .check();
+    edo::ReaderOptions ro;
+    ro.verify = verify ? edo::io::Verify::all : edo::io::Verify::structure;
+    ro.unknown_ids = unknown_policy(unknown);
+    const edo::Reader reader = edo::Reader::open(input, ro);
+    const edo::io::IdList list = edo::io::read_ids(ids_path);
+    if (list.ids.empty()) EDO_FAIL("{}: no ids", ids_path == "-" ? "<stdin>" : ids_path);
+    if (ro.unknown_ids == edo::UnknownIdPolicy::error) check_known(list, ids_path, reader);
+    const int64_t read_before = storage_read_bytes();
+    const auto t0 = std::chrono::steady_clock::now();
+    RowSink sink(output, text, with_ids, list.ids.size(), reader.dim());
+    std::vector<float> rows(std::min<uint64_t>(batch, list.ids.size()) * reader.dim());
+    for (size_t begin = 0; begin < list.ids.size(); begin += batch) {
+      const size_t n = std::min<size_t>(batch, list.ids.size() - begin);
+      reader.lookup(list.ids.data() + begin, n, rows.data());
+      sink.write(list.ids.data() + begin, rows.data(), n);
+    }
+    sink.commit();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (stats) print_stats(reader, list.ids, seconds, read_before >= 0 ? storage_read_bytes() - read_before : -1);
+    if (!quiet && !stats && !to_stdout)
+      std::fprintf(stderr, "edo-lookup: %zu rows of %llu values -> %s\n", list.ids.size(),
+                   static_cast<unsigned long long>(reader.dim()), output.c_str());
+    return 0;
+  });
+}

@@ -1,0 +1,40 @@
+// Line-oriented text inputs (frequency files, id lists): the one way they
+// split lines, drop comments and quote a token in an error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace edo::io {
+
+inline bool is_text_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// A token quoted for an error message: short, and printable whatever the file holds.
+inline std::string quoted(std::string_view token) {
+  constexpr size_t kMax = 32;
+  std::string s = "'";
+  for (size_t i = 0; i < token.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(token[i]);
+    s.push_back(c >= 0x20 && c < 0x7f ? static_cast<char>(c) : '?');
+  }
+  if (token.size() > kMax) s += "...";
+  return s + "'";
+}
+
+// fn(line number from 1, the line up to its first '#') for every line of `text`.
+template <class Fn>
+void for_each_text_line(std::string_view text, Fn&& fn) {
+  uint64_t line_no = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    fn(line_no, line);
+  }
+}
+
+}  // namespace edo::io
