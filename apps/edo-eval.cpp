@@ -6,6 +6,7 @@
 #include <edo/edo_file.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/knn.hpp>
+#include <edo/word_tasks.hpp>
 
 #include <algorithm>
 
@@ -48,7 +49,9 @@ int main(int argc, char** argv) {
       "  edo-eval glove.npy glove.int8.edo\n"
       "  edo-eval glove.npy glove.int4.edo --gate 'recall@10>=0.9' --gate 'cos.min>=0.95' --report-md summary.md\n"
       "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json\n"
-      "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris",
+      "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris\n"
+      "  edo-eval glove.npy glove.int4.edo --vocab glove.vocab.txt --analogies questions-words.txt \\\n"
+      "      --similarity wordsim353.tsv --similarity simlex999.txt --gate 'analogy.3cosadd.drop<=0.01'",
       "edo-eval"};
   std::string original_path, compressed_path, device = "auto";
   bool json = false;
@@ -66,7 +69,17 @@ int main(int argc, char** argv) {
   std::vector<std::string> probes;
   app.add_option("--show-neighbours", show, "Also print the N nearest neighbours of each probe, before and after")
       ->check(CLI::Range(1, 1000));
-  app.add_option("--vocab", vocab, "Token of each row, one a line (names neighbours; lets probes be words)");
+  app.add_option("--vocab", vocab,
+                 "Token of each row, one a line (names neighbours; lets probes be words; the word tasks' words)");
+  edo::WordTaskFiles word_tasks;
+  app.add_option("--analogies", word_tasks.analogies,
+                 "Analogy questions (word2vec's questions-words.txt layout): accuracy by 3CosAdd and 3CosMul over\n"
+                 "the whole vocabulary, original and compressed (needs --vocab; docs/EVAL.md)");
+  app.add_option("--similarity", word_tasks.similarity,
+                 "Word pairs with human scores (WordSim-353, SimLex-999 layouts): Spearman rho of cosine,\n"
+                 "original and compressed, named by the file's stem; repeatable (needs --vocab)");
+  app.add_flag("--skip-bad-lines", word_tasks.skip_bad_lines,
+               "Count and leave out malformed lines of the word-task files instead of failing");
   app.add_option("--probe", probes,
                  "Row (or word, with --vocab) to show neighbours of; repeatable (default: rows 0-4, or\n"
                  "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
@@ -76,8 +89,11 @@ int main(int argc, char** argv) {
   return edo::cli::run_tool("edo-eval", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
     if (show > 0 && json) EDO_USAGE_FAIL("--show-neighbours prints a table; use it without --json");
+    const bool words = !word_tasks.analogies.empty() || !word_tasks.similarity.empty();
+    if (words && vocab.empty()) EDO_USAGE_FAIL("--analogies and --similarity match words: give --vocab");
     edo::cli::PathGuard paths;
-    paths.input(original_path).input(compressed_path).input(vocab);
+    paths.input(original_path).input(compressed_path).input(vocab).input(word_tasks.analogies);
+    for (const std::string& f : word_tasks.similarity) paths.input(f);
     flags.add_paths(paths);
     paths.check();
     const auto gates = flags.parsed_gates();
@@ -89,9 +105,22 @@ int main(int argc, char** argv) {
                original_path, original->rows(), original->dim());
     edo::EvalResult result = edo::evaluate(*original, *compressed, flags.options(original->rows(), flags.seed, dev));
     edo::add_memory_metrics(result, *original, *compressed);
+    edo::WordTaskReport word_report;
+    if (words) {
+      word_report =
+          edo::run_word_tasks(*original, *compressed, edo::io::read_vocab(vocab, original->rows()), vocab, word_tasks);
+      edo::add_word_task_metrics(word_report, result);
+    }
     const auto outcomes = edo::check_gates(gates, result);
-    const std::string report = json ? edo::to_json(result, outcomes).dump(2) + "\n"
-                                    : edo::to_text(result, outcomes, original_path, compressed_path);
+    std::string report;
+    if (json) {
+      nlohmann::json j = edo::to_json(result, outcomes);
+      if (words) j["word_tasks"] = edo::word_task_json(word_report);
+      report = j.dump(2) + "\n";
+    } else {
+      report = edo::to_text(result, outcomes, original_path, compressed_path);
+      if (words) report += edo::word_task_text(word_report);
+    }
     std::fputs(report.c_str(), stdout);
     if (show > 0) show_neighbours(*original, *compressed, result.metric, dev, show, probes, vocab);
     return edo::cli::finish_gates("edo-eval", flags, result, outcomes);

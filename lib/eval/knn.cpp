@@ -3,6 +3,8 @@
 #include <edo/io/table.hpp>
 #include <edo/knn.hpp>
 
+#include "single_threaded_blas.hpp"
+
 #include <cblas.h>
 #include <omp.h>
 
@@ -48,18 +50,7 @@ constexpr uint64_t kQuerySubTile = 64;
 constexpr uint64_t kDeviceRowTile = 32768;
 constexpr uint64_t kDeviceQueryTile = 256;
 
-// OpenBLAS's result depends on its thread count; pin it to one thread while
-// edo's own threads run one GEMM each, and put the setting back afterwards.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : saved_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-  ~SingleThreadedBlas() { openblas_set_num_threads(saved_); }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int saved_;
-};
+using detail::SingleThreadedBlas;
 
 struct Candidate {
   float key;  // larger is better
