@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   edo::HashFitOptions fit;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input, "Table to fit (npy, npz, HDF5, vecs, or - for npy on stdin)")->required();
+  app.add_option("INPUT", input, "Table to fit (npy, npz, HDF5, model.safetensors:tensor, vecs, or - for npy on stdin)")
+      ->required();
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option(
       "--scheme", scheme,

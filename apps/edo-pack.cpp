@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input, "Table to pack (npy, npz, HDF5, vecs, or - for npy on stdin)");
+  app.add_option("INPUT", input,
+                 "Table to pack (npy, npz, HDF5, model.safetensors:tensor, vecs, or - for npy on stdin)");
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
   app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");

@@ -1,6 +1,8 @@
 // edo-profile: what is this matrix, and where do its bytes go?
 #include "cli_common.hpp"
 
+#include <edo/io/safetensors.hpp>
+
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
@@ -10,17 +12,48 @@
 
 #include <optional>
 
+namespace {
+
+// The 2-D tensors of a safetensors file (or sharded model), largest first.
+int list_tensors(const std::string& path, bool json) {
+  const auto tables = edo::io::list_safetensors_tables(path);
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& t : tables)
+      list.push_back({{"name", t.name},
+                      {"file", t.file},
+                      {"dtype", edo::io::dtype_name(t.dtype)},
+                      {"shape", {t.rows, t.dim}},
+                      {"bytes", t.bytes}});
+    std::puts(nlohmann::json{{"input", path}, {"tables", list}}.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s: %zu 2-D tensors, largest first (profile one as %s:NAME)\n", path.c_str(), tables.size(),
+              path.c_str());
+  for (const auto& t : tables)
+    std::printf("  %-60s %12llu x %-7llu %-14s %14llu bytes\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
+                static_cast<unsigned long long>(t.dim), edo::io::dtype_name(t.dtype),
+                static_cast<unsigned long long>(t.bytes));
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
       "Profile an embedding table: shape, dtype, non-finite values, zeros, value and row-norm statistics,\n"
       "duplicate rows, PCA spectrum, the footprint under every codec, and (with --freq) the access skew.\n\n"
-      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, x.fvecs|.bvecs|.ivecs, - (npy on stdin),\n"
-      "or a .edo file: its tiers, sections and provenance, then the statistics of its decoded rows.\n\n"
+      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (or a sharded model's\n"
+      "model.safetensors.index.json:tensor), x.fvecs|.bvecs|.ivecs, - (npy on stdin), or a .edo file: its\n"
+      "tiers, sections and provenance, then the statistics of its decoded rows. A safetensors file without a\n"
+      "tensor named lists its 2-D tensors, largest first.\n\n"
       "Examples:\n"
       "  edo-profile glove.npy\n"
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.95' --gpu-bytes 100000000\n"
       "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
+      "  edo-profile model.safetensors\n"
+      "  edo-profile model.safetensors:embeddings.word_embeddings.weight\n"
       "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
       "edo-profile"};
   std::string input, freq, device = "auto";
@@ -74,6 +107,8 @@ int main(int argc, char** argv) {
     edo::cli::PathGuard().input(input).input(freq).output("--plan-config", plan_config).check();
     if (plan && budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
     opt.device = edo::select_device(device);
+    if (edo::io::is_safetensors_path(input) && edo::io::split_table_spec(input).member.empty())
+      return list_tensors(input, json);
     auto table = edo::open_any_table(input);
     nlohmann::json container;
     if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))

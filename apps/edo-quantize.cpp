@@ -23,7 +23,8 @@ void print_codec_list() {
 int main(int argc, char** argv) {
   CLI::App app{
       "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
-      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
+      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (a sharded model:\n"
+      "model.safetensors.index.json:tensor), x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
       "Examples:\n"
       "  edo-quantize --list\n"
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"

@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input, "Table to prune (npy, npz, HDF5, vecs, or - for npy on stdin)");
+  app.add_option("INPUT", input,
+                 "Table to prune (npy, npz, HDF5, model.safetensors:tensor, vecs, or - for npy on stdin)");
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--density", v.density, "Keep this share of the values, the largest in magnitude (0 < D <= 1)")
       ->check(CLI::Range(0.0, 1.0));

@@ -3,6 +3,7 @@
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/npy.hpp>
+#include <edo/io/readers.hpp>
 #include <edo/io/text_lines.hpp>
 
 #include <charconv>
@@ -38,6 +39,13 @@ double element_as_double(const uint8_t* p) {
 
 double load_as_double(DType t, const uint8_t* p) {
   switch (t) {
+    case DType::bf16:
+    case DType::f8_e4m3:
+    case DType::f8_e5m2: {  // not in .npy files; kept for completeness
+      float f;
+      widen_to_f32(t, p, 1, &f);
+      return static_cast<double>(f);
+    }
     case DType::f16: {
       uint16_t h;
       std::memcpy(&h, p, 2);

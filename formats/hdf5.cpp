@@ -241,6 +241,10 @@ Handle file_type_of(DType t) {
     case DType::u64:
       base = H5T_STD_U64LE;
       break;
+    case DType::bf16:
+    case DType::f8_e4m3:
+    case DType::f8_e5m2:
+      EDO_FAIL("tables are not written to HDF5 as {}", dtype_name(t));
   }
   return Handle(H5Tcopy(base), H5Tclose);
 }

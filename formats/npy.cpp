@@ -1,4 +1,5 @@
 #include <edo/checked.hpp>
+#include <edo/codec_math.hpp>
 #include <edo/error.hpp>
 #include <edo/float16.hpp>
 #include <edo/io/files.hpp>
@@ -54,8 +55,12 @@ const char* descr_of(DType t) {
       return "<i8";
     case DType::u64:
       return "<u8";
+    case DType::bf16:
+    case DType::f8_e4m3:
+    case DType::f8_e5m2:
+      break;  // no numpy descriptor: never written (the writers take the others)
   }
-  return "<f4";
+  EDO_FAIL(".npy has no {} type", dtype_name(t));
 }
 
 // A tiny cursor over the header's Python dict literal. Only the subset numpy
@@ -192,6 +197,15 @@ void widen_to_f32(DType t, const uint8_t* src, uint64_t n, float* out) {
     case DType::u64:
       widen<uint64_t>(src, n, out);
       return;
+    case DType::bf16:
+      for (uint64_t i = 0; i < n; ++i) out[i] = bf16_bits_to_float(load_u16le(src + 2 * i));
+      return;
+    case DType::f8_e4m3:
+      for (uint64_t i = 0; i < n; ++i) out[i] = math::fp8_to_float(src[i], math::Fp8Format::e4m3);
+      return;
+    case DType::f8_e5m2:
+      for (uint64_t i = 0; i < n; ++i) out[i] = math::fp8_to_float(src[i], math::Fp8Format::e5m2);
+      return;
   }
 }
 
@@ -312,16 +326,20 @@ std::string make_npy_header(DType dtype, const std::vector<uint64_t>& shape) {
 
 namespace {
 
-class NpyReader final : public TableReader {
+// Rows stored contiguously, row-major, little-endian, at a fixed offset of a
+// mapped file: .npy and safetensors tensors.
+class MappedRowsReader final : public TableReader {
  public:
-  NpyReader(const std::string& path, const std::string& display) : TableReader(display, "npy"), file_(path) {
+  // A .npy file, its header parsed here.
+  MappedRowsReader(const std::string& path, const std::string& display) : TableReader(display, "npy"), file_(path) {
     const NpyHeader h = parse_npy_header(file_.data(), file_.size(), file_.size(), display);
     require_npy_table(h, display);
-    rows_ = h.shape[0];
-    dim_ = h.shape[1];
-    dtype_ = h.dtype;
-    data_offset_ = h.data_offset;
-    zero_copy_ = dtype_ == DType::f32 && data_offset_ % alignof(float) == 0;
+    set_layout(h.shape[0], h.shape[1], h.dtype, h.data_offset);
+  }
+  // Any file whose rows the caller has located (and checked to lie inside it).
+  MappedRowsReader(MappedFile&& file, const std::string& display, const std::string& format, const RowsLayout& at)
+      : TableReader(display, format), file_(std::move(file)) {
+    set_layout(at.rows, at.dim, at.dtype, at.offset);
   }
 
   const float* rows_f32(uint64_t begin, uint64_t count) override {
@@ -378,6 +396,14 @@ class NpyReader final : public TableReader {
   std::vector<float> buffer_;
   std::vector<uint8_t> small_;
   static constexpr uint64_t kSmallRead = 16 << 10;
+
+  void set_layout(uint64_t rows, uint64_t dim, DType dtype, uint64_t offset) {
+    rows_ = rows;
+    dim_ = dim;
+    dtype_ = dtype;
+    data_offset_ = offset;
+    zero_copy_ = dtype_ == DType::f32 && data_offset_ % alignof(float) == 0;
+  }
 };
 
 template <class T>
@@ -426,7 +452,12 @@ void narrow_from_f32(DType t, const float* src, uint64_t n, uint8_t* out) {
     case DType::u64:
       narrow<uint64_t>(src, n, out);
       return;
+    case DType::bf16:
+    case DType::f8_e4m3:
+    case DType::f8_e5m2:
+      break;
   }
+  EDO_FAIL("tables are not written as {}", dtype_name(t));
 }
 
 // Writes to a temporary file and renames on commit, or straight to stdout.
@@ -480,7 +511,12 @@ class NpyWriter final : public TableWriter {
 }  // namespace
 
 std::unique_ptr<TableReader> open_npy(const std::string& path, const std::string& display) {
-  return std::make_unique<NpyReader>(path, display);
+  return std::make_unique<MappedRowsReader>(path, display);
+}
+
+std::unique_ptr<TableReader> open_mapped_rows(MappedFile&& file, const std::string& display, const std::string& format,
+                                              const RowsLayout& at) {
+  return std::make_unique<MappedRowsReader>(std::move(file), display, format, at);
 }
 
 std::unique_ptr<TableWriter> create_npy(const std::string& path, uint64_t rows, uint64_t dim, DType dtype) {

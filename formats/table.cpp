@@ -2,6 +2,7 @@
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/readers.hpp>
+#include <edo/io/safetensors.hpp>
 #include <edo/io/table.hpp>
 
 #include <fcntl.h>
@@ -40,6 +41,12 @@ const char* dtype_name(DType t) {
       return "int64";
     case DType::u64:
       return "uint64";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::f8_e4m3:
+      return "float8_e4m3fn";
+    case DType::f8_e5m2:
+      return "float8_e5m2";
   }
   return "?";
 }
@@ -48,7 +55,10 @@ size_t dtype_size(DType t) {
   switch (t) {
     case DType::i8:
     case DType::u8:
+    case DType::f8_e4m3:
+    case DType::f8_e5m2:
       return 1;
+    case DType::bf16:
     case DType::f16:
     case DType::i16:
     case DType::u16:
@@ -214,13 +224,14 @@ std::unique_ptr<TableReader> open_table_of_format(const std::string& spec) {
     return open_npy(s.file, spec);
   }
   if (ext == "npz") return open_npz(s.file, s.member, spec);
+  if (is_safetensors_path(s.file)) return open_safetensors(s.file, s.member, spec);
   if (ext == "h5" || ext == "hdf5" || ext == "he5") return open_hdf5(s.file, s.member, spec);
   if (ext == "fvecs" || ext == "bvecs" || ext == "ivecs") {
     no_member(".vecs");
     const DType element = ext == "fvecs" ? DType::f32 : ext == "bvecs" ? DType::u8 : DType::i32;
     return open_vecs(s.file, element, spec);
   }
-  EDO_FAIL("{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .fvecs, .bvecs or .ivecs)", spec);
+  EDO_FAIL("{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .safetensors, .fvecs, .bvecs or .ivecs)", spec);
 }
 
 }  // namespace

@@ -15,6 +15,13 @@ class MappedFile {
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
+  MappedFile(MappedFile&& other) noexcept
+      : fd_(other.fd_), path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+    other.fd_ = -1;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  MappedFile& operator=(MappedFile&&) = delete;
 
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }

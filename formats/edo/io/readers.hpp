@@ -2,6 +2,7 @@
 // `display` is the name used in messages (the spec as the user wrote it).
 #pragma once
 
+#include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
 
 #include <memory>
@@ -13,6 +14,21 @@ namespace edo::io {
 void widen_to_f32(DType t, const uint8_t* src, uint64_t n, float* out);
 
 std::unique_ptr<TableReader> open_npy(const std::string& path, const std::string& display);
+
+// Rows x dim values of `dtype`, row-major, little-endian, from byte `offset`
+// of a mapped file (the caller has checked they lie inside it).
+struct RowsLayout {
+  uint64_t rows = 0, dim = 0;
+  DType dtype = DType::f32;
+  uint64_t offset = 0;
+};
+std::unique_ptr<TableReader> open_mapped_rows(MappedFile&& file, const std::string& display, const std::string& format,
+                                              const RowsLayout& at);
+
+// A safetensors tensor (`tensor` empty: the file's only 2-D tensor; an
+// error listing them when there are several). safetensors.hpp has the rules.
+std::unique_ptr<TableReader> open_safetensors(const std::string& path, const std::string& tensor,
+                                              const std::string& display);
 std::unique_ptr<TableWriter> create_npy(const std::string& path, uint64_t rows, uint64_t dim, DType dtype);
 
 // HDF5 dataset `dataset` ("/group/name"; empty: the file's only 2-D dataset),

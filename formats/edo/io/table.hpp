@@ -4,6 +4,8 @@
 //   x.npy                 NumPy .npy (versions 1-3, C order, little-endian)
 //   x.npz[:member]        a member of a NumPy .npz (the only member if omitted)
 //   x.h5:/group/dataset   an HDF5 dataset (the only 2-D dataset if omitted)
+//   x.safetensors:name    a 2-D safetensors tensor (the only one if omitted);
+//   x.safetensors.index.json:name  the same in a sharded model (safetensors.hpp)
 //   x.fvecs x.bvecs x.ivecs  TEXMEX vector files
 //   -                     .npy on stdin (spooled to a temporary file)
 // Readers hand out row blocks widened to fp32; memory stays bounded by the
@@ -18,7 +20,9 @@
 
 namespace edo::io {
 
-enum class DType : uint8_t { f16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64 };
+// bf16, f8_e4m3 (float8_e4m3fn: no infinities, NaN at 0x7f) and f8_e5m2 are read (safetensors),
+// never written.
+enum class DType : uint8_t { f16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64, bf16, f8_e4m3, f8_e5m2 };
 
 const char* dtype_name(DType t);  // numpy-style: "float32", "uint8", ...
 size_t dtype_size(DType t);
