@@ -16,9 +16,7 @@ namespace {
 // table, side by side, by word when a vocabulary is given.
 void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric,
                      edo::Device device, uint64_t n, const std::vector<std::string>& probes,
-                     const std::string& vocab_path) {
-  std::vector<std::string> vocab;
-  if (!vocab_path.empty()) vocab = edo::io::read_vocab(vocab_path, original.rows());
+                     const std::vector<std::string>& vocab, const std::string& vocab_path) {
   const std::vector<uint64_t> ids = edo::probe_rows(probes, vocab, original.rows(), vocab_path);
   const edo::ProbeNeighbours nb = edo::probe_neighbours(original, compressed, ids, metric, device, n);
   const edo::KnnResult& before = nb.original;
@@ -70,14 +68,15 @@ int main(int argc, char** argv) {
   app.add_option("--show-neighbours", show, "Also print the N nearest neighbours of each probe, before and after")
       ->check(CLI::Range(1, 1000));
   app.add_option("--vocab", vocab,
-                 "Token of each row, one a line (names neighbours; lets probes be words; the word tasks' words)");
+                 "Token of each row, one a line (names neighbours; lets probes be words; the word tasks' words);\n"
+                 "word2vec and fastText inputs carry their own");
   edo::WordTaskFiles word_tasks;
   app.add_option("--analogies", word_tasks.analogies,
                  "Analogy questions (word2vec's questions-words.txt layout): accuracy by 3CosAdd and 3CosMul over\n"
-                 "the whole vocabulary, original and compressed (needs --vocab; docs/EVAL.md)");
+                 "the whole vocabulary, original and compressed (needs a vocabulary; docs/EVAL.md)");
   app.add_option("--similarity", word_tasks.similarity,
                  "Word pairs with human scores (WordSim-353, SimLex-999 layouts): Spearman rho of cosine,\n"
-                 "original and compressed, named by the file's stem; repeatable (needs --vocab)");
+                 "original and compressed, named by the file's stem; repeatable (needs a vocabulary)");
   app.add_flag("--skip-bad-lines", word_tasks.skip_bad_lines,
                "Count and leave out malformed lines of the word-task files instead of failing");
   app.add_option("--probe", probes,
@@ -90,7 +89,6 @@ int main(int argc, char** argv) {
     edo::cli::apply_threads(threads);
     if (show > 0 && json) EDO_USAGE_FAIL("--show-neighbours prints a table; use it without --json");
     const bool words = !word_tasks.analogies.empty() || !word_tasks.similarity.empty();
-    if (words && vocab.empty()) EDO_USAGE_FAIL("--analogies and --similarity match words: give --vocab");
     edo::cli::PathGuard paths;
     paths.input(original_path).input(compressed_path).input(vocab).input(word_tasks.analogies);
     for (const std::string& f : word_tasks.similarity) paths.input(f);
@@ -100,6 +98,17 @@ int main(int argc, char** argv) {
     const edo::Device dev = edo::select_device(device);
     auto original = edo::open_any_table(original_path);
     auto compressed = edo::open_any_table(compressed_path);
+    // The words: --vocab, else those the original table carries (word2vec, fastText).
+    std::vector<std::string> words_of_rows;
+    std::string vocab_name = vocab;
+    if (!vocab.empty()) {
+      words_of_rows = edo::io::read_vocab(vocab, original->rows());
+    } else if (const auto* own = original->vocabulary()) {
+      words_of_rows = *own;
+      vocab_name = original_path + " (its words)";
+    }
+    if (words && words_of_rows.empty())
+      EDO_USAGE_FAIL("--analogies and --similarity match words: give --vocab (or a word2vec/fastText original)");
     if (original->rows() != compressed->rows() || original->dim() != compressed->dim())
       EDO_FAIL("{}: shape {} x {} does not match {} ({} x {})", compressed_path, compressed->rows(), compressed->dim(),
                original_path, original->rows(), original->dim());
@@ -107,8 +116,7 @@ int main(int argc, char** argv) {
     edo::add_memory_metrics(result, *original, *compressed);
     edo::WordTaskReport word_report;
     if (words) {
-      word_report =
-          edo::run_word_tasks(*original, *compressed, edo::io::read_vocab(vocab, original->rows()), vocab, word_tasks);
+      word_report = edo::run_word_tasks(*original, *compressed, words_of_rows, vocab_name, word_tasks);
       edo::add_word_task_metrics(word_report, result);
     }
     const auto outcomes = edo::check_gates(gates, result);
@@ -122,7 +130,7 @@ int main(int argc, char** argv) {
       if (words) report += edo::word_task_text(word_report);
     }
     std::fputs(report.c_str(), stdout);
-    if (show > 0) show_neighbours(*original, *compressed, result.metric, dev, show, probes, vocab);
+    if (show > 0) show_neighbours(*original, *compressed, result.metric, dev, show, probes, words_of_rows, vocab_name);
     return edo::cli::finish_gates("edo-eval", flags, result, outcomes);
   });
 }

@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
       "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (a sharded model:\n"
-      "model.safetensors.index.json:tensor), x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
+      "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
+      "x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
       "Examples:\n"
       "  edo-quantize --list\n"
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"

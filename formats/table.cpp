@@ -4,6 +4,7 @@
 #include <edo/io/readers.hpp>
 #include <edo/io/safetensors.hpp>
 #include <edo/io/table.hpp>
+#include <edo/io/word2vec.hpp>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -231,7 +232,14 @@ std::unique_ptr<TableReader> open_table_of_format(const std::string& spec) {
     const DType element = ext == "fvecs" ? DType::f32 : ext == "bvecs" ? DType::u8 : DType::i32;
     return open_vecs(s.file, element, spec);
   }
-  EDO_FAIL("{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .safetensors, .fvecs, .bvecs or .ivecs)", spec);
+  if (is_word2vec_path(s.file)) {
+    no_member("word2vec");
+    return open_word2vec(s.file, spec);
+  }
+  EDO_FAIL(
+      "{}: unknown table format (expected .npy, .npz, .h5/.hdf5, .safetensors, .vec/.txt/.bin word vectors, .fvecs, "
+      ".bvecs or .ivecs)",
+      spec);
 }
 
 }  // namespace

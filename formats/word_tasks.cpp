@@ -87,7 +87,7 @@ WordPairSet parse_word_pairs(std::string_view text, const std::string& display, 
     double score = 0;
     if (first && (fields.size() < 3 || !parse_score(fields[2], score))) {
       first = false;
-      for (size_t i = 0; i < fields.size(); ++i)
+      for (size_t i = 2; i < fields.size(); ++i)  // the two words come first
         if (fields[i] == "SimLex999") score_column = i;
       return;  // a header
     }

@@ -3,6 +3,7 @@
 
 #include <edo/gates.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -167,4 +168,35 @@ TEST_CASE("report: Markdown tables for a CI summary") {
   CHECK(md.find("| `ratio >= 3.5` | 4 | pass | +0.5 |") != std::string::npos);
   const std::string plain = to_markdown(r);
   CHECK(plain.find("Gates") == std::string::npos);
+}
+
+TEST_CASE("report: the text report is one table, a column for all rows, the weighted figure and each group") {
+  EvalResult r;
+  r.groups = {"hot", "cold"};
+  r.set("rows", 100);
+  r.set("recall@10", 0.9);
+  r.set("hot.rows", 10);
+  r.set("hot.recall@10", 0.95);
+  r.set("cold.recall@10", 0.85);
+  r.set("w.recall@10", 0.93);
+  r.set("ratio", 4.5);
+  r.set("coldest.x", 1);  // not a group: a row of its own
+  const std::string t = metrics_text(r);
+  const auto line_of = [&](const std::string& start) {
+    const size_t at = t.find("\n  " + start + " ");
+    REQUIRE(at != std::string::npos);
+    return t.substr(at + 1, t.find('\n', at + 1) - at - 1);
+  };
+  const std::string head = t.substr(0, t.find('\n'));
+  CHECK(head.find("all") < head.find("weighted"));
+  CHECK(head.find("weighted") < head.find("hot"));
+  CHECK(head.find("hot") < head.find("cold"));
+  const std::string recall = line_of("recall@10");
+  CHECK(recall.find("0.9") < recall.find("0.93"));
+  CHECK(recall.find("0.93") < recall.find("0.95"));
+  CHECK(recall.find("0.95") < recall.find("0.85"));
+  CHECK(line_of("rows").find("10") != std::string::npos);
+  CHECK(line_of("coldest.x").find("1") != std::string::npos);
+  CHECK(t.find("\n  hot.") == std::string::npos);
+  CHECK(std::count(t.begin(), t.end(), '\n') == 5);  // the header and four rows
 }

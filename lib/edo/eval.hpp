@@ -136,6 +136,9 @@ class RowErrorStats {
 class EvalResult {
  public:
   Metric metric = Metric::l2;  // the k-NN metric the recalls were measured with
+  // Names of the row groups (EvalOptions::group_names, e.g. tiers) whose
+  // "<group>.<metric>" entries the text report shows as columns.
+  std::vector<std::string> groups;
 
   // Inserts or replaces (keeping the original position).
   void set(const std::string& name, double value);

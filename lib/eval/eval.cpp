@@ -398,6 +398,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   const KnnResult approx = approx_search.finish();
 
   EvalResult r;
+  r.groups = opts.group_names;
   r.metric = opts.metric;
   r.set("rows", static_cast<double>(rows));
   r.set("dim", static_cast<double>(dim));

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace edo {
 
@@ -55,8 +57,54 @@ std::string to_markdown(const EvalResult& result, const std::vector<GateOutcome>
 }
 
 std::string metrics_text(const EvalResult& result) {
-  std::string s;
-  for (const auto& [name, value] : result.metrics()) s += fmt::format("  {:<22} {:.6g}\n", name, value);
+  // One row a metric, one column for the whole table, the access-weighted
+  // figure ("w.") and each group ("<group>."), in first-seen order.
+  std::vector<std::string> columns = {""};
+  std::vector<std::string> rows;
+  std::map<std::pair<std::string, std::string>, double> cell;
+  const auto column_of = [&](const std::string& name) -> std::string {
+    if (name.starts_with("w.")) return "w.";
+    for (const std::string& g : result.groups)
+      if (name.size() > g.size() + 1 && name.starts_with(g) && name[g.size()] == '.') return g + ".";
+    return "";
+  };
+  for (const auto& [name, value] : result.metrics()) {
+    const std::string col = column_of(name), row = name.substr(col.size());
+    if (std::find(columns.begin(), columns.end(), col) == columns.end()) columns.push_back(col);
+    if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+    cell[{row, col}] = value;
+  }
+  const auto rank = [&](const std::string& c) -> size_t {
+    if (c.empty()) return 0;
+    if (c == "w.") return 1;
+    return 2 + static_cast<size_t>(std::find(result.groups.begin(), result.groups.end(), c.substr(0, c.size() - 1)) -
+                                   result.groups.begin());
+  };
+  std::stable_sort(columns.begin(), columns.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  size_t name_width = 6;
+  for (const std::string& r : rows) name_width = std::max(name_width, r.size());
+  std::vector<size_t> width;
+  std::vector<std::string> heads;
+  for (const std::string& c : columns) {
+    heads.push_back(c.empty() ? "all" : c == "w." ? "weighted" : c.substr(0, c.size() - 1));
+    size_t w = std::max<size_t>(9, heads.back().size());
+    for (const std::string& r : rows)
+      if (const auto it = cell.find({r, c}); it != cell.end()) w = std::max(w, format_value(it->second).size());
+    width.push_back(w);
+  }
+  const auto line = [&](const std::string& first, auto&& text_of) {
+    std::string l = fmt::format("  {:<{}}", first, name_width);
+    for (size_t c = 0; c < columns.size(); ++c) l += fmt::format("  {:>{}}", text_of(c), width[c]);
+    while (!l.empty() && l.back() == ' ') l.pop_back();
+    return l + "\n";
+  };
+  std::string s = line("metric", [&](size_t c) { return heads[c]; });
+  for (const std::string& r : rows)
+    s += line(r, [&](size_t c) {
+      const auto it = cell.find({r, columns[c]});
+      return it == cell.end() ? std::string() : format_value(it->second);
+    });
   return s;
 }
 

@@ -7,6 +7,8 @@
 //   x.safetensors:name    a 2-D safetensors tensor (the only one if omitted);
 //   x.safetensors.index.json:name  the same in a sharded model (safetensors.hpp)
 //   x.fvecs x.bvecs x.ivecs  TEXMEX vector files
+//   x.vec x.txt x.bin     word2vec / fastText vectors, text or binary, with
+//                         their words as the table's vocabulary (word2vec.hpp)
 //   -                     .npy on stdin (spooled to a temporary file)
 // Readers hand out row blocks widened to fp32; memory stays bounded by the
 // block size, never by the table.
@@ -63,6 +65,10 @@ class TableReader {
   // per thread costs less than faulting in and dropping mapped pages.
   // Throws edo::Error where concurrent_reads() is false.
   virtual void read_f32_concurrent(uint64_t begin, uint64_t count, float* out) const;
+
+  // The word of each row when the format carries one (word2vec, fastText),
+  // else null: tools take it where they would take --vocab.
+  virtual const std::vector<std::string>* vocabulary() const { return nullptr; }
 
   // Rows per block so that one fp32 block is about `block_bytes` (at least 1).
   uint64_t block_rows(size_t block_bytes = kDefaultBlockBytes) const;

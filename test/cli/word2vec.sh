@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# word2vec / fastText input: text with a header (.vec), GloVe's headerless
+# text (.txt) and word2vec binary (.bin) read back to the same float32 rows;
+# the words as the table's vocabulary (edo-eval's word tasks without
+# --vocab); bad input (one line naming the file and line or row, exit 1).
+#   word2vec.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+source "$src/test/cli/checks.bash"
+py=/usr/bin/python3
+d="$src/data-samples"
+"$py" - "$work" "$d" <<'PY'
+import struct, sys
+import numpy as np
+w, d = sys.argv[1], sys.argv[2]
+g = np.load(d + '/glove.6B.50d.10k.npy')
+words = [l.rstrip('\n') for l in open(d + '/glove.6B.50d.10k.vocab.txt')]
+def line(word, row):  # the shortest text that reads back to the same float32
+    return word + ' ' + ' '.join(np.format_float_positional(v, unique=True, trim='-') for v in row) + '\n'
+with open(w + '/glove.vec', 'w') as f:
+    f.write('%d %d\n' % g.shape)
+    f.writelines(line(words[i], g[i]) for i in range(len(g)))
+with open(w + '/glove.txt', 'w') as f:
+    f.writelines(line(words[i], g[i]) for i in range(2000))
+with open(w + '/glove.bin', 'wb') as f:
+    f.write(b'2000 50\n')
+    for i in range(2000):
+        f.write(words[i].encode() + b' ' + g[i].astype('<f4').tobytes() + b'\n')
+np.save(w + '/first2000.npy', g[:2000])
+open(w + '/short.vec', 'w').write('3 2\na 1 2\nb 3 4\n')
+open(w + '/narrow.vec', 'w').write('3 2\na 1 2\nb 3\nc 5 6\n')
+open(w + '/nan_text.vec', 'w').write('2 2\na 1 2\nb 3 x4\n')
+open(w + '/dup.vec', 'w').write('2 2\na 1 2\na 3 4\n')
+with open(w + '/cut.bin', 'wb') as f:
+    f.write(b'3 2\n' + b'a ' + struct.pack('<2f', 1, 2) + b'\nb ' + struct.pack('<2f', 3, 4) + b'\nc ' + b'\x00' * 5)
+open(w + '/model.bin', 'wb').write(struct.pack('<ii', 793712314, 12) + b'\x00' * 64)
+PY
+Q="$build/edo-quantize"
+U="$build/edo-unpack"
+for f in glove.vec glove.txt glove.bin; do
+  expect 0 "$Q" "$work/$f" -o "$work/$f.edo" --codec fp32 -q
+  expect 0 "$U" "$work/$f.edo" -o "$work/$f.npy" -q
+done
+"$py" - "$work" "$d" <<'PY' || fail "word2vec rows differ from the table they were written from"
+import sys
+import numpy as np
+w, d = sys.argv[1], sys.argv[2]
+g = np.load(d + '/glove.6B.50d.10k.npy')
+assert np.load(w + '/glove.vec.npy').tobytes() == g.tobytes()
+for f in ('glove.txt', 'glove.bin'):
+    assert np.load(w + '/' + f + '.npy').tobytes() == g[:2000].tobytes(), f
+PY
+# The words are the vocabulary: word tasks and probes by word without --vocab.
+expect 0 "$build/edo-eval" "$work/glove.vec" "$work/glove.vec.edo" --analogies "$d/questions-words.txt" \
+  --similarity "$d/wordsim353.tsv" --queries 20 --k 10 --json
+expect 0 "$build/edo-eval" "$work/glove.vec" "$work/glove.vec.edo" --analogies "$d/questions-words.txt" \
+  --queries 20 --k 10 --gate 'analogy.3cosadd>=0.585' --gate 'analogy.3cosadd<=0.5854'
+expect 0 "$build/edo-eval" "$work/glove.vec" "$work/glove.vec.edo" --queries 20 --k 10 --show-neighbours 3 \
+  --probe king
+grep -q "queen\|prince" "$work/out" || fail "neighbours of king by word: $(tail -6 "$work/out")"
+expect 0 "$build/edo-profile" "$work/glove.bin" -q
+grep -q "2000" "$work/out" || fail "profile of a binary file: $(head -3 "$work/out")"
+
+# Bad input: one line naming the file and the line or row.
+expect 1 "$Q" "$work/short.vec" -o "$work/x.edo" --codec fp32
+err_has "short.vec: 2 rows, where the header promises 3"
+expect 1 "$Q" "$work/narrow.vec" -o "$work/x.edo" --codec fp32
+err_has "narrow.vec: line 3: 1 values after the word, where the header has 2"
+expect 1 "$Q" "$work/nan_text.vec" -o "$work/x.edo" --codec fp32
+err_has "nan_text.vec: line 3: value 2 'x4' is not a number"
+expect 1 "$Q" "$work/dup.vec" -o "$work/x.edo" --codec fp32
+err_has "dup.vec: line 3: the word 'a' appears twice"
+expect 1 "$Q" "$work/cut.bin" -o "$work/x.edo" --codec fp32
+err_has "cut.bin: row 2: 5 bytes left for its 2 float32 values"
+expect 1 "$Q" "$work/model.bin" -o "$work/x.edo" --codec fp32
+err_has "model.bin: a fastText model (.bin), not word vectors"
+[ -e "$work/x.edo" ] && fail "an output was written from a bad input"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "word2vec: ok"
