@@ -6,8 +6,13 @@
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
+#include <edo/pack.hpp>
+#include <edo/sweep.hpp>
 
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 namespace {
 
@@ -16,6 +21,47 @@ void print_codec_list() {
   for (const auto& t : edo::codec_list())
     std::printf("%-8s %-22s %-20s %s\n", t.name, t.grammar, t.bits_formula, t.description);
   std::printf("\nbits/value: d = dimension, G = group size. Specs chain: pca:K,CODEC.\n");
+}
+
+}  // namespace
+
+namespace {
+
+// --sweep: each codec as a one-tier file (the bytes edo-quantize writes),
+// evaluated, smallest first, the Pareto front of bytes and the first recall marked.
+int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const edo::PackOptions& opt,
+                    const edo::cli::EvalFlags& flags, bool json) {
+  std::vector<edo::SweepItem> items;
+  for (const std::string& codec : edo::parse_sweep(text)) {
+    edo::make_codec(codec, table.dim());  // a bad spec is a usage error before any work
+    items.push_back({codec, {edo::parse_tier_spec("all:rest:" + codec)}, false});
+  }
+  const edo::EvalOptions eval = flags.options(table.rows(), opt.seed, opt.device);
+  const char* tmp = std::getenv("TMPDIR");
+  std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
+  std::stable_sort(points.begin(), points.end(),
+                   [](const auto& a, const auto& b) { return a.file_bytes < b.file_bytes; });
+  const std::string recall = fmt::format("recall@{}", eval.ks.front());
+  double best = -1;
+  for (auto& p : points) {  // smallest first: a point is on the front when it beats every smaller one
+    const double r = p.eval.get(recall).value_or(-1);
+    if (r > best) {
+      best = r;
+      if (!json) p.spec += " *";
+    }
+  }
+  if (json) {
+    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
+    return 0;
+  }
+  std::vector<std::string> metrics;
+  for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
+  metrics.insert(metrics.end(), {"cos.mean", "rel_fro"});
+  std::printf("%s: %llu x %llu, %zu codecs, smallest first (* on the front of bytes against %s)\n",
+              table.path().c_str(), static_cast<unsigned long long>(table.rows()),
+              static_cast<unsigned long long>(table.dim()), points.size(), recall.c_str());
+  std::fputs(edo::sweep_text(points, metrics).c_str(), stdout);
+  return 0;
 }
 
 }  // namespace
@@ -31,9 +77,10 @@ int main(int argc, char** argv) {
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
       "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
       "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json\n"
-      "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval",
+      "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval\n"
+      "  edo-quantize glove.npy --sweep 'int8;int4:group=32;pq:m=16;rq:m=8'",
       "edo-quantize"};
-  std::string input, output, spec, device = "auto";
+  std::string input, output, spec, device = "auto", sweep;
   bool list = false, json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
@@ -44,6 +91,10 @@ int main(int argc, char** argv) {
                  "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int4:group=32, bin, pca:128,int8,\n"
                  "pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
+  app.add_option("--sweep", sweep,
+                 "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"
+                 "recall, cosine and error (the evaluation flags apply), smallest first, '*' marking the files no\n"
+                 "other beats on both bytes and the first recall");
   app.add_option("--device", device, "auto (GPU when present), cpu or cuda (an error without a GPU)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
@@ -66,6 +117,25 @@ int main(int argc, char** argv) {
     if (list) {
       print_codec_list();
       return 0;
+    }
+    if (!sweep.empty()) {
+      if (!output.empty() || !spec.empty())
+        EDO_USAGE_FAIL("--sweep writes nothing and takes its codecs from its items: drop -o and --codec");
+      if (input.empty()) EDO_USAGE_FAIL("INPUT is required (see --help)");
+      edo::cli::PathGuard paths;
+      paths.input(input);
+      eval_flags.add_paths(paths);
+      paths.check();
+      edo::cli::apply_threads(threads);
+      auto table = edo::io::open_table(input);
+      edo::PackOptions opt;
+      opt.tool = "edo-quantize";
+      opt.seed = seed;
+      opt.train_rows = train_rows;
+      opt.device = edo::select_device(device);
+      opt.allow_nonfinite = allow_nonfinite;
+      opt.allow_underflow = allow_underflow;
+      return run_codec_sweep(sweep, *table, opt, eval_flags, json);
     }
     if (input.empty() || output.empty() || spec.empty())
       EDO_USAGE_FAIL("INPUT, -o OUTPUT and --codec SPEC are required (see --help)");
