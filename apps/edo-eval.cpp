@@ -39,6 +39,97 @@ void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compr
 
 }  // namespace
 
+// A compressed table of the original's shape.
+std::unique_ptr<edo::io::TableReader> open_matching(edo::io::TableReader& original, const std::string& original_path,
+                                                    const std::string& path) {
+  auto t = edo::open_any_table(path);
+  if (original.rows() != t->rows() || original.dim() != t->dim())
+    EDO_FAIL("{}: shape {} x {} does not match {} ({} x {})", path, t->rows(), t->dim(), original_path, original.rows(),
+             original.dim());
+  return t;
+}
+
+struct WordTasks {
+  bool wanted;
+  const std::vector<std::string>& words;
+  const std::string& vocab_name;
+  const edo::WordTaskFiles& files;
+};
+
+// Several files against one original: each evaluated (the original's k-NN
+// searched once), one table smallest first with the front of bytes against
+// the first recall marked, every gate on every file (exit 3 if any fails).
+int compare_files(edo::io::TableReader& original, const std::string& original_path,
+                  const std::vector<std::string>& paths, const edo::cli::EvalFlags& flags,
+                  const std::vector<edo::Gate>& gates, edo::Device dev, const WordTasks& wt, bool json) {
+  const edo::EvalOptions eo = flags.options(original.rows(), flags.seed, dev);
+  edo::KnnResult truth;
+  struct Entry {
+    std::string path;
+    edo::EvalResult result;
+    std::vector<edo::GateOutcome> outcomes;
+  };
+  std::vector<Entry> entries;
+  for (const std::string& path : paths) {
+    auto compressed = open_matching(original, original_path, path);
+    Entry e{path, edo::evaluate(original, *compressed, eo, &truth), {}};
+    edo::add_memory_metrics(e.result, original, *compressed);
+    if (wt.wanted)
+      edo::add_word_task_metrics(edo::run_word_tasks(original, *compressed, wt.words, wt.vocab_name, wt.files),
+                                 e.result);
+    e.outcomes = edo::check_gates(gates, e.result);
+    entries.push_back(std::move(e));
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.result.get("bytes_after").value_or(0) < b.result.get("bytes_after").value_or(0);
+  });
+  std::vector<std::string> columns = {"bytes_after", "ratio"};
+  for (uint64_t k : eo.ks) columns.push_back(fmt::format("recall@{}", k));
+  if (!eo.freq.empty())
+    for (uint64_t k : eo.ks) columns.push_back(fmt::format("w.recall@{}", k));
+  columns.insert(columns.end(), {"cos.mean", "rel_fro"});
+  for (const auto& [name, value] : entries.front().result.metrics())
+    if (name.ends_with(".drop") && (name.starts_with("analogy.") || name.starts_with("sim."))) columns.push_back(name);
+  const bool has10 = std::find(eo.ks.begin(), eo.ks.end(), uint64_t{10}) != eo.ks.end();
+  const std::string front_metric = fmt::format("recall@{}", has10 ? uint64_t{10} : eo.ks.front());
+  double best = -1;
+  nlohmann::json files = nlohmann::json::array();
+  bool passed = true;
+  std::string text =
+      fmt::format("{} ({} x {}, {}): {} files, smallest first (* on the front of bytes against {})\n", original_path,
+                  original.rows(), original.dim(), edo::metric_name(eo.metric), entries.size(), front_metric);
+  size_t path_width = 4;
+  for (const Entry& e : entries) path_width = std::max(path_width, e.path.size() + 2);
+  text += fmt::format("  {:<{}}", "file", path_width);
+  for (const std::string& c : columns) text += fmt::format(" {:>{}}", c, std::max<size_t>(10, c.size()));
+  text += "\n";
+  for (const Entry& e : entries) {
+    const double r = e.result.get(front_metric).value_or(-1);
+    const bool front = r > best;
+    best = std::max(best, r);
+    text += fmt::format("  {:<{}}", e.path + (front ? " *" : ""), path_width);
+    for (const std::string& c : columns) {
+      const auto v = e.result.get(c);
+      text += fmt::format(" {:>{}}", v ? fmt::format("{:.6g}", *v) : std::string("-"), std::max<size_t>(10, c.size()));
+    }
+    text += "\n";
+    for (const auto& o : e.outcomes) {
+      if (o.pass) continue;
+      passed = false;
+      std::fprintf(stderr, "edo-eval: gate failed: %s: %s\n", e.path.c_str(), o.message.c_str());
+    }
+    nlohmann::json j = edo::to_json(e.result, e.outcomes);
+    j["file"] = e.path;
+    j["pareto_front"] = front;
+    files.push_back(std::move(j));
+  }
+  const nlohmann::json all{{"original", original_path}, {"files", files}, {"gates_passed", passed}};
+  if (!flags.report_json.empty()) edo::cli::write_text_file(flags.report_json, all.dump(2) + "\n");
+  if (!flags.report_md.empty()) edo::cli::write_text_file(flags.report_md, "```\n" + text + "```\n");
+  std::fputs(json ? (all.dump(2) + "\n").c_str() : text.c_str(), stdout);
+  return passed ? 0 : static_cast<int>(edo::ExitCode::gate);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{
       "Compare an original table with a compressed one (.edo, or a decoded npy/HDF5 table).\n"
@@ -48,15 +139,20 @@ int main(int argc, char** argv) {
       "  edo-eval glove.npy glove.int4.edo --gate 'recall@10>=0.9' --gate 'cos.min>=0.95' --report-md summary.md\n"
       "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json\n"
       "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris\n"
+      "  edo-eval glove.npy int8.edo int4.edo pq.edo --gate 'recall@10>=0.9'    (one table; every file gated)\n"
       "  edo-eval glove.npy glove.int4.edo --vocab glove.vocab.txt --analogies questions-words.txt \\\n"
       "      --similarity wordsim353.tsv --similarity simlex999.txt --gate 'analogy.3cosadd.drop<=0.01'",
       "edo-eval"};
-  std::string original_path, compressed_path, device = "auto";
+  std::string original_path, device = "auto";
+  std::vector<std::string> compressed_paths;
   bool json = false;
   int threads = 0;
   edo::cli::EvalFlags flags;
   app.add_option("ORIGINAL", original_path, "The uncompressed table")->required();
-  app.add_option("COMPRESSED", compressed_path, "The compressed table (.edo) or its decoded copy")->required();
+  app.add_option("COMPRESSED", compressed_paths,
+                 "The compressed table (.edo) or its decoded copy; several: one table comparing them (the\n"
+                 "original searched once), smallest first, gates applied to every file")
+      ->required();
   flags.add_to(app, true);
   app.add_flag("--json", json, "Print the report as JSON on stdout");
   app.add_option("--device", device,
@@ -90,14 +186,15 @@ int main(int argc, char** argv) {
     if (show > 0 && json) EDO_USAGE_FAIL("--show-neighbours prints a table; use it without --json");
     const bool words = !word_tasks.analogies.empty() || !word_tasks.similarity.empty();
     edo::cli::PathGuard paths;
-    paths.input(original_path).input(compressed_path).input(vocab).input(word_tasks.analogies);
+    paths.input(original_path);
+    for (const std::string& f : compressed_paths) paths.input(f);
+    paths.input(vocab).input(word_tasks.analogies);
     for (const std::string& f : word_tasks.similarity) paths.input(f);
     flags.add_paths(paths);
     paths.check();
     const auto gates = flags.parsed_gates();
     const edo::Device dev = edo::select_device(device);
     auto original = edo::open_any_table(original_path);
-    auto compressed = edo::open_any_table(compressed_path);
     // The words: --vocab, else those the original table carries (word2vec, fastText).
     std::vector<std::string> words_of_rows;
     std::string vocab_name = vocab;
@@ -109,9 +206,13 @@ int main(int argc, char** argv) {
     }
     if (words && words_of_rows.empty())
       EDO_USAGE_FAIL("--analogies and --similarity match words: give --vocab (or a word2vec/fastText original)");
-    if (original->rows() != compressed->rows() || original->dim() != compressed->dim())
-      EDO_FAIL("{}: shape {} x {} does not match {} ({} x {})", compressed_path, compressed->rows(), compressed->dim(),
-               original_path, original->rows(), original->dim());
+    if (compressed_paths.size() > 1) {
+      if (show > 0) EDO_USAGE_FAIL("--show-neighbours compares one file; give one COMPRESSED");
+      const WordTasks wt{words, words_of_rows, vocab_name, word_tasks};
+      return compare_files(*original, original_path, compressed_paths, flags, gates, dev, wt, json);
+    }
+    const std::string& compressed_path = compressed_paths.front();
+    auto compressed = open_matching(*original, original_path, compressed_path);
     edo::EvalResult result = edo::evaluate(*original, *compressed, flags.options(original->rows(), flags.seed, dev));
     edo::add_memory_metrics(result, *original, *compressed);
     edo::WordTaskReport word_report;

@@ -163,7 +163,12 @@ class EvalResult {
 // count. `original` and `compressed` may be the same reader. A compressed
 // table that is also CodedRows with an ADC codec adds adc.recall@k,
 // adc.1-recall@k and adc.recall_drop@k (uniform queries).
-EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts);
+// `truth`, when given, carries the original's k-NN (the ground truth) from
+// one call to the next with the same original and options: an empty one is
+// filled, a filled one is used as it is (edo-eval comparing several files
+// searches the original once).
+EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts,
+                    KnnResult* truth = nullptr);
 
 // The query rows evaluate() uses for the uniform sample: opts.query_ids when
 // given, else min(opts.queries, rows) distinct rows drawn with opts.seed,

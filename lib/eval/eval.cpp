@@ -322,7 +322,8 @@ std::vector<uint64_t> sample_weighted_ids(const std::vector<double>& freq, uint6
   return ids;
 }
 
-EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts) {
+EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts,
+                    KnnResult* truth_cache) {
   check_inputs(original, compressed, opts);
   const uint64_t rows = original.rows(), dim = original.dim();
 
@@ -359,6 +360,9 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   ko.device = opts.device;
   ko.exclude.assign(query_rows.begin(), query_rows.end());
   const MatrixView queries{query_vectors.data(), query_rows.size(), dim};
+  const bool reuse = truth_cache && !truth_cache->ids.empty();
+  if (reuse && (truth_cache->nq != query_rows.size() || truth_cache->k != ko.k || truth_cache->metric != ko.metric))
+    EDO_FAIL("evaluate: the ground truth given was searched for other queries or options");
   KnnSearch truth_search(queries, ko);
   KnnSearch approx_search(queries, ko);
   // Asymmetric distance ranking, when the compressed rows are ADC codes.
@@ -380,7 +384,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
     original.read_f32(begin, n, original_block.data());
     const float* x = original_block.data();
     const float* y = compressed.rows_f32(begin, n);
-    truth_search.add(x, n);
+    if (!reuse) truth_search.add(x, n);
     approx_search.add(y, n);
     if (adc_search) adc_search->add(coded->codes_of(begin, n), y, n);
 #pragma omp parallel for schedule(static)
@@ -394,7 +398,8 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
       if (!opts.groups.empty()) group_stats[opts.groups[begin + i]].add(errors[i]);
     }
   }
-  const KnnResult truth = truth_search.finish();
+  const KnnResult truth = reuse ? *truth_cache : truth_search.finish();
+  if (truth_cache && !reuse) *truth_cache = truth;
   const KnnResult approx = approx_search.finish();
 
   EvalResult r;
