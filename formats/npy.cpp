@@ -406,6 +406,10 @@ class MappedRowsReader final : public TableReader {
   }
 };
 
+}  // namespace
+
+namespace {
+
 template <class T>
 void narrow(const float* src, uint64_t n, uint8_t* out) {
   for (uint64_t i = 0; i < n; ++i) {
@@ -413,6 +417,8 @@ void narrow(const float* src, uint64_t n, uint8_t* out) {
     std::memcpy(out + i * sizeof(T), &v, sizeof(T));
   }
 }
+
+}  // namespace
 
 void narrow_from_f32(DType t, const float* src, uint64_t n, uint8_t* out) {
   switch (t) {
@@ -453,12 +459,19 @@ void narrow_from_f32(DType t, const float* src, uint64_t n, uint8_t* out) {
       narrow<uint64_t>(src, n, out);
       return;
     case DType::bf16:
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint16_t h = float_to_bf16_bits(src[i]);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+      return;
     case DType::f8_e4m3:
     case DType::f8_e5m2:
       break;
   }
   EDO_FAIL("tables are not written as {}", dtype_name(t));
 }
+
+namespace {
 
 // Writes to a temporary file and renames on commit, or straight to stdout.
 class NpyWriter final : public TableWriter {

@@ -217,4 +217,62 @@ std::unique_ptr<TableReader> open_safetensors(const std::string& path, const std
   return open_mapped_rows(std::move(f), display, "safetensors", at);
 }
 
+namespace {
+
+// One tensor, written as rows arrive: the header (padded with spaces to a
+// multiple of 8 bytes, as the format's library aligns it), then the values.
+class SafetensorsWriter final : public TableWriter {
+ public:
+  SafetensorsWriter(const std::string& path, const std::string& tensor, uint64_t rows, uint64_t dim, DType dtype)
+      : TableWriter(rows, dim), path_(path), dtype_(dtype), file_(path) {
+    const char* name = dtype == DType::f32    ? "F32"
+                       : dtype == DType::f16  ? "F16"
+                       : dtype == DType::bf16 ? "BF16"
+                                              : nullptr;
+    if (!name) EDO_FAIL("{}: safetensors output takes float32, float16 or bfloat16, not {}", path, dtype_name(dtype));
+    if (tensor.empty() || tensor == "__metadata__") EDO_FAIL("{}: '{}' cannot name a tensor", path, tensor);
+    const uint64_t bytes = rows * dim * dtype_size(dtype);
+    nlohmann::json header = {{tensor, {{"dtype", name}, {"shape", {rows, dim}}, {"data_offsets", {0, bytes}}}},
+                             {"__metadata__", {{"writer", "edo"}}}};
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    uint8_t length[8];
+    for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
+    file_.write(length, 8);
+    file_.write(text.data(), text.size());
+  }
+
+  void write_f32(const float* rows, uint64_t count) override {
+    if (written_ + count > rows_) EDO_FAIL("{}: more rows written than the declared {}", path_, rows_);
+    const uint64_t n = count * dim_;
+    if (dtype_ == DType::f32) {
+      file_.write(rows, n * 4);
+    } else {
+      scratch_.resize(n * dtype_size(dtype_));
+      narrow_from_f32(dtype_, rows, n, scratch_.data());
+      file_.write(scratch_.data(), scratch_.size());
+    }
+    written_ += count;
+  }
+
+  void commit() override {
+    if (written_ != rows_) EDO_FAIL("{}: {} rows written, {} declared", path_, written_, rows_);
+    file_.commit();
+  }
+
+ private:
+  std::string path_;
+  DType dtype_;
+  AtomicFile file_;
+  uint64_t written_ = 0;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<TableWriter> create_safetensors(const std::string& path, const std::string& tensor, uint64_t rows,
+                                                uint64_t dim, DType dtype) {
+  return std::make_unique<SafetensorsWriter>(path, tensor, rows, dim, dtype);
+}
+
 }  // namespace edo::io

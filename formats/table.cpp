@@ -264,11 +264,16 @@ std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows
     if (ext == "h5" || ext == "hdf5" || ext == "he5")
       return create_hdf5(spec.substr(0, colon), spec.substr(colon + 1), rows, dim, dtype);
   }
+  // "x.safetensors:name": likewise at the first ':' after the extension.
+  for (size_t colon = spec.find(':'); colon != std::string::npos; colon = spec.find(':', colon + 1))
+    if (spec.substr(0, colon).ends_with(".safetensors"))
+      return create_safetensors(spec.substr(0, colon), spec.substr(colon + 1), rows, dim, dtype);
+  if (spec.ends_with(".safetensors")) return create_safetensors(spec, "embeddings", rows, dim, dtype);
   const std::string ext = lower_extension(spec);
   if (ext == "npy") return create_npy(spec, rows, dim, dtype);
   if (ext == "h5" || ext == "hdf5" || ext == "he5")
     EDO_FAIL("{}: name the dataset to write, as {}:/embeddings", spec, spec);
-  EDO_FAIL("{}: cannot write this format (expected x.npy, - or x.h5:/dataset)", spec);
+  EDO_FAIL("{}: cannot write this format (expected x.npy, -, x.h5:/dataset or x.safetensors[:tensor])", spec);
 }
 
 }  // namespace edo::io

@@ -133,5 +133,39 @@ for case in "past_end:data_offsets [16, 48] outside the 32 bytes after the heade
 done
 [ -e "$work/x.edo" ] && fail "an output was written from a bad input"
 
+# Output: edo-unpack writes a safetensors tensor (float32, float16, bfloat16) that edo reads back, and its
+# header is the format's (8-byte length, JSON padded to 8 bytes, the tensor tiling the buffer).
+expect 0 "$Q" "$src/data-samples/glove.6B.50d.10k.npy" -o "$work/g8.edo" --codec int8 -q
+expect 0 "$U" "$work/g8.edo" -o "$work/g8.npy" -q
+for dt in float32 float16 bfloat16; do
+  expect 0 "$U" "$work/g8.edo" -o "$work/out_$dt.safetensors:embed_tokens.weight" --dtype "$dt" -q
+  expect 0 "$Q" "$work/out_$dt.safetensors:embed_tokens.weight" -o "$work/back_$dt.edo" --codec fp32 -q
+  expect 0 "$U" "$work/back_$dt.edo" -o "$work/back_$dt.npy" -q
+done
+expect 0 "$U" "$work/g8.edo" -o "$work/default_name.safetensors" -q
+"$py" - "$work" <<'PY' || fail "safetensors output"
+import json, struct, sys
+import numpy as np
+w = sys.argv[1]
+x = np.load(w + '/g8.npy')
+bits = x.view(np.uint32)
+bf16 = (((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+want = {'float32': x, 'float16': x.astype(np.float16).astype(np.float32), 'bfloat16': bf16}
+for dt, expected in want.items():
+    assert np.load(w + '/back_%s.npy' % dt).tobytes() == expected.tobytes(), dt
+    raw = open(w + '/out_%s.safetensors' % dt, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    assert n % 8 == 0
+    h = json.loads(raw[8:8 + n])
+    t = h['embed_tokens.weight']
+    assert t['dtype'] == {'float32': 'F32', 'float16': 'F16', 'bfloat16': 'BF16'}[dt]
+    assert t['shape'] == [10000, 50] and t['data_offsets'][0] == 0 and t['data_offsets'][1] == len(raw) - 8 - n
+raw = open(w + '/default_name.safetensors', 'rb').read()
+h = json.loads(raw[8:8 + struct.unpack('<Q', raw[:8])[0]])
+assert 'embeddings' in h, h
+PY
+expect 2 "$U" "$work/g8.edo" -o "$work/x.npy" --dtype bfloat16
+err_has "npy and HDF5 have no bfloat16"
+
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "safetensors: ok"

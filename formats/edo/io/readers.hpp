@@ -12,6 +12,8 @@ namespace edo::io {
 
 // Converts n little-endian values of type t to fp32.
 void widen_to_f32(DType t, const uint8_t* src, uint64_t n, float* out);
+// Converts n fp32 values to type t, little-endian (not the fp8 types).
+void narrow_from_f32(DType t, const float* src, uint64_t n, uint8_t* out);
 
 std::unique_ptr<TableReader> open_npy(const std::string& path, const std::string& display);
 
@@ -27,6 +29,9 @@ std::unique_ptr<TableReader> open_mapped_rows(MappedFile&& file, const std::stri
 
 // A safetensors tensor (`tensor` empty: the file's only 2-D tensor; an
 // error listing them when there are several). safetensors.hpp has the rules.
+// One tensor `tensor` of rows x dim `dtype` values (f32, f16 or bf16).
+std::unique_ptr<TableWriter> create_safetensors(const std::string& path, const std::string& tensor, uint64_t rows,
+                                                uint64_t dim, DType dtype);
 std::unique_ptr<TableReader> open_safetensors(const std::string& path, const std::string& tensor,
                                               const std::string& display);
 std::unique_ptr<TableWriter> create_npy(const std::string& path, uint64_t rows, uint64_t dim, DType dtype);

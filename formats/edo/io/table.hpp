@@ -115,8 +115,10 @@ class TableWriter {
   uint64_t dim_;
 };
 
-// Creates x.npy (or "-" for stdout, written straight through) or
-// x.h5:/group/dataset. Both formats take every DType.
+// Creates x.npy (or "-" for stdout, written straight through),
+// x.h5:/group/dataset, or x.safetensors[:tensor] (one tensor, named
+// "embeddings" unless given; float32, float16 or bfloat16). npy and HDF5
+// take every DType but bfloat16 and the fp8 types.
 std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim,
                                           DType dtype = DType::f32);
 
