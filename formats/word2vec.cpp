@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <unordered_set>
 
 namespace edo::io {
 
@@ -71,7 +70,6 @@ class Word2VecReader final : public TableReader {
     else
       index_text(header ? rows : 0, header ? eol + 1 : 0, header);
     rows_ = starts_.size();
-    check_unique_words();
   }
 
   const std::vector<std::string>* vocabulary() const override { return &words_; }
@@ -143,15 +141,6 @@ class Word2VecReader final : public TableReader {
     while (pos < text_.size() && (text_[pos] == '\n' || text_[pos] == '\r')) ++pos;
     if (pos != text_.size())
       EDO_FAIL("{}: {} bytes after the header's {} rows of {} values", path_, text_.size() - pos, rows, dim_);
-  }
-
-  void check_unique_words() const {
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(words_.size());
-    for (size_t r = 0; r < words_.size(); ++r)
-      if (!seen.insert(words_[r]).second)
-        EDO_FAIL("{}: {} {}: the word '{}' appears twice", path_, binary_ ? "row" : "line", binary_ ? r : lines_[r],
-                 words_[r]);
   }
 
   void parse_text_row(uint64_t row, float* out) const {

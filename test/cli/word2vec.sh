@@ -71,8 +71,11 @@ expect 1 "$Q" "$work/narrow.vec" -o "$work/x.edo" --codec fp32
 err_has "narrow.vec: line 3: 1 values after the word, where the header has 2"
 expect 1 "$Q" "$work/nan_text.vec" -o "$work/x.edo" --codec fp32
 err_has "nan_text.vec: line 3: value 2 'x4' is not a number"
-expect 1 "$Q" "$work/dup.vec" -o "$work/x.edo" --codec fp32
-err_has "dup.vec: line 3: the word 'a' appears twice"
+# A repeated word does not stop a table from being compressed; the word tasks refuse it.
+expect 0 "$Q" "$work/dup.vec" -o "$work/dup.edo" --codec fp32 -q
+printf 'a\tb\t1\na\ta\t2\n' >"$work/pairs.txt"
+expect 1 "$build/edo-eval" "$work/dup.vec" "$work/dup.edo" --similarity "$work/pairs.txt" --queries 2 --k 1
+err_has "repeats 'a' of line 1"
 expect 1 "$Q" "$work/cut.bin" -o "$work/x.edo" --codec fp32
 err_has "cut.bin: row 2: 5 bytes left for its 2 float32 values"
 expect 1 "$Q" "$work/model.bin" -o "$work/x.edo" --codec fp32

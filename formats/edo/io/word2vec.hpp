@@ -13,7 +13,8 @@
 // keep the words (the table's vocabulary); rows are then parsed a block at a
 // time from the mapping. Errors name the file and line (text) or row
 // (binary): a row count or width that disagrees with the header, a bad
-// number, an empty word, a duplicate word.
+// number, an empty word. A word written twice is kept (the table is still a
+// table); the word tasks refuse such a vocabulary when they run.
 #pragma once
 
 #include <edo/io/table.hpp>
