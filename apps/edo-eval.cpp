@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   app.add_flag("--skip-bad-lines", word_tasks.skip_bad_lines,
                "Count and leave out malformed lines of the word-task files instead of failing");
   app.add_option("--probe", probes,
-                 "Row (or word, with --vocab) to show neighbours of; repeatable (default: rows 0-4, or\n"
+                 "Row (or word, with a vocabulary) to show neighbours of; repeatable (default: rows 0-4, or\n"
                  "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
   edo::cli::add_threads_option(app, threads);
   edo::cli::add_version_flag(app, "edo-eval");
