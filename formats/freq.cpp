@@ -13,8 +13,6 @@
 namespace edo::io {
 namespace {
 
-constexpr char kNpyMagic[] = "\x93NUMPY";
-
 bool ends_with_npy(const std::string& path) {
   if (path.size() < 4) return false;
   std::string ext = path.substr(path.size() - 4);
@@ -98,13 +96,10 @@ std::vector<double> parse_frequency_text(std::string_view text, uint64_t rows, c
   for_each_text_line(text, [&](uint64_t line_no, std::string_view line) {
     std::string_view tokens[3];
     size_t n = 0;
-    for (size_t i = 0; i < line.size();) {
-      while (i < line.size() && is_text_space(line[i])) ++i;
-      if (i == line.size()) break;
-      const size_t start = i;
-      while (i < line.size() && !is_text_space(line[i])) ++i;
-      if (n < 3) tokens[n] = line.substr(start, i - start);
-      ++n;
+    for (size_t i = 0;; ++n) {
+      const std::string_view t = next_text_field(line, i);
+      if (t.empty()) break;
+      if (n < 3) tokens[n] = t;
     }
     if (n == 0) return;
     if (n != 2) EDO_FAIL("{}: line {}: expected 'id count', got {} fields", display, line_no, n);

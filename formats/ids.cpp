@@ -16,8 +16,6 @@ namespace edo::io {
 
 namespace {
 
-constexpr char kNpyMagic[] = "\x93NUMPY";
-
 template <class T>
 int64_t load_id(const uint8_t* p, uint64_t entry, const std::string& display) {
   T v;
@@ -76,8 +74,7 @@ IdList parse_npy_ids(std::string_view bytes, const std::string& display) {
 IdList parse_text_ids(std::string_view text, const std::string& display) {
   IdList out;
   for_each_text_line(text, [&](uint64_t line_no, std::string_view line) {
-    while (!line.empty() && is_text_space(line.front())) line.remove_prefix(1);
-    while (!line.empty() && is_text_space(line.back())) line.remove_suffix(1);
+    line = trim_text(line);
     if (line.empty()) return;
     uint64_t id = 0;
     const auto r = std::from_chars(line.data(), line.data() + line.size(), id);

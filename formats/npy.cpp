@@ -18,8 +18,6 @@
 namespace edo::io {
 namespace {
 
-constexpr char kMagic[] = "\x93NUMPY";
-
 struct DescrEntry {
   const char* descr;
   DType dtype;
@@ -211,7 +209,7 @@ void widen_to_f32(DType t, const uint8_t* src, uint64_t n, float* out) {
 
 NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_size, const std::string& path) {
   if (size < 10) EDO_FAIL("{}: not a .npy file: too short for the header ({} bytes)", path, file_size);
-  if (std::memcmp(bytes, kMagic, 6) != 0) EDO_FAIL("{}: not a .npy file: wrong magic", path);
+  if (std::memcmp(bytes, kNpyMagic, 6) != 0) EDO_FAIL("{}: not a .npy file: wrong magic", path);
   NpyHeader h;
   h.major_version = bytes[6];
   uint64_t header_len = 0;
@@ -311,7 +309,7 @@ std::string make_npy_header(DType dtype, const std::vector<uint64_t>& shape) {
   dict.append(total - unpadded, ' ');
   dict.push_back('\n');
   const bool v2 = dict.size() > 65535;
-  std::string out(kMagic, 6);
+  std::string out(kNpyMagic, 6);
   out.push_back(static_cast<char>(v2 ? 2 : 1));
   out.push_back(0);
   const uint32_t len = static_cast<uint32_t>(dict.size());

@@ -71,7 +71,7 @@ class NpzReader final : public TableReader {
     // The .npy header: 10 or 12 fixed bytes that give the length of the rest.
     std::vector<uint8_t> head(std::min<uint64_t>(member_size_, 12));
     read_exact(head.data(), head.size());
-    if (head.size() >= 10 && std::memcmp(head.data(), "\x93NUMPY", 6) == 0) {
+    if (head.size() >= 10 && std::memcmp(head.data(), kNpyMagic, 6) == 0) {
       const uint64_t prefix = head[6] == 1 ? 10 : 12;
       uint64_t header_len = uint64_t{head[8]} | uint64_t{head[9]} << 8;
       if (prefix == 12 && head.size() == 12) header_len |= uint64_t{head[10]} << 16 | uint64_t{head[11]} << 24;

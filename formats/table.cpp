@@ -1,6 +1,7 @@
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
+#include <edo/io/npy.hpp>
 #include <edo/io/readers.hpp>
 #include <edo/io/safetensors.hpp>
 #include <edo/io/table.hpp>
@@ -132,7 +133,7 @@ std::string sniff_format(const std::string& path) {
   std::string format;
   char head[8];
   if (read_at(0, head, 8)) {
-    if (std::memcmp(head, "\x93NUMPY", 6) == 0)
+    if (std::memcmp(head, kNpyMagic, 6) == 0)
       format = "npy";
     else if (std::memcmp(head, "PK\x03\x04", 4) == 0)
       format = "npz";

@@ -16,18 +16,9 @@ constexpr uint32_t kFastTextMagic = 793712314;
 // Words longer than this are a broken file (the vocabulary's own limit).
 constexpr uint64_t kMaxWordBytes = 4096;
 
-bool is_field_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-std::string_view next_field(std::string_view line, size_t& i) {
-  while (i < line.size() && is_field_space(line[i])) ++i;
-  const size_t start = i;
-  while (i < line.size() && !is_field_space(line[i])) ++i;
-  return line.substr(start, i - start);
-}
-
 uint64_t count_fields(std::string_view line) {
   uint64_t n = 0;
-  for (size_t i = 0; !next_field(line, i).empty();) ++n;
+  for (size_t i = 0; !next_text_field(line, i).empty();) ++n;
   return n;
 }
 
@@ -53,16 +44,17 @@ class Word2VecReader final : public TableReader {
     const size_t eol = text_.find('\n');
     const std::string_view first = text_.substr(0, eol == std::string_view::npos ? text_.size() : eol);
     size_t i = 0;
-    const std::string_view a = next_field(first, i), b = next_field(first, i);
+    const std::string_view a = next_text_field(first, i), b = next_text_field(first, i);
+    const uint64_t first_fields = count_fields(first);
     uint64_t rows = 0, dim = 0;
-    const bool header = count_fields(first) == 2 && parse_u64(a, rows) && parse_u64(b, dim);
+    const bool header = first_fields == 2 && parse_u64(a, rows) && parse_u64(b, dim);
     if (binary && !header) EDO_FAIL("{}: line 1: expected the header 'ROWS DIM'", display);
-    if (!header && (text_.empty() || count_fields(first) < 2))
+    if (!header && (text_.empty() || first_fields < 2))
       EDO_FAIL("{}: line 1: neither a 'ROWS DIM' header nor 'word v1 v2 ...'", display);
     if (header && (rows == 0 || dim == 0 || dim > kMaxDim))
       EDO_FAIL("{}: line 1: header '{} {}': rows and dim must be at least 1 (dim at most {})", display, rows, dim,
                kMaxDim);
-    if (!header) dim = count_fields(first) - 1;
+    if (!header) dim = first_fields - 1;
     dim_ = dim;
     dtype_ = DType::f32;
     if (binary)
@@ -99,17 +91,18 @@ class Word2VecReader final : public TableReader {
       if (end == std::string_view::npos) end = text_.size();
       const std::string_view line = text_.substr(pos, end - pos);
       ++line_no;
-      if (count_fields(line) == 0) {
+      const uint64_t fields = count_fields(line);
+      if (fields == 0) {
         pos = end + 1;
         continue;
       }
       if (rows > 0 && starts_.size() == rows)
         EDO_FAIL("{}: line {}: more rows than the header's {}", path_, line_no, rows);
       size_t i = 0;
-      const std::string_view word = next_field(line, i);
+      const std::string_view word = next_text_field(line, i);
       if (word.size() > kMaxWordBytes)
         EDO_FAIL("{}: line {}: a word longer than {} bytes", path_, line_no, kMaxWordBytes);
-      const uint64_t values = count_fields(line) - 1;
+      const uint64_t values = fields - 1;
       if (values != dim_)
         EDO_FAIL("{}: line {}: {} values after the word, where the {} has {}", path_, line_no, values,
                  header ? "header" : "first line", dim_);
@@ -148,9 +141,9 @@ class Word2VecReader final : public TableReader {
     if (end == std::string_view::npos) end = text_.size();
     const std::string_view line = text_.substr(starts_[row], end - starts_[row]);
     size_t i = 0;
-    next_field(line, i);  // the word
+    next_text_field(line, i);  // the word
     for (uint64_t j = 0; j < dim_; ++j) {
-      std::string_view f = next_field(line, i);
+      std::string_view f = next_text_field(line, i);
       if (f.size() > 1 && f.front() == '+') f.remove_prefix(1);
       const auto r = std::from_chars(f.data(), f.data() + f.size(), out[j]);
       if (r.ec != std::errc() || r.ptr != f.data() + f.size())

@@ -16,13 +16,9 @@ constexpr size_t kMaxWordBytes = 4096;
 std::vector<std::string_view> split_fields(std::string_view line, bool commas) {
   std::vector<std::string_view> out;
   const auto sep = [&](char c) { return is_text_space(c) || (commas && c == ','); };
-  for (size_t i = 0; i < line.size();) {
-    while (i < line.size() && sep(line[i])) ++i;
-    if (i == line.size()) break;
-    const size_t start = i;
-    while (i < line.size() && !sep(line[i])) ++i;
-    out.push_back(line.substr(start, i - start));
-  }
+  size_t i = 0;
+  for (std::string_view f = next_text_field(line, i, sep); !f.empty(); f = next_text_field(line, i, sep))
+    out.push_back(f);
   return out;
 }
 
@@ -45,9 +41,7 @@ AnalogySet parse_analogies(std::string_view text, const std::string& display, bo
     const auto fields = split_fields(line, false);
     if (fields.empty()) return;
     if (fields[0].starts_with(':')) {
-      std::string name(line.substr(line.find(':') + 1));
-      while (!name.empty() && is_text_space(name.front())) name.erase(name.begin());
-      while (!name.empty() && is_text_space(name.back())) name.pop_back();
+      std::string name(trim_text(line.substr(line.find(':') + 1)));
       if (name.empty()) name = "(unnamed)";
       out.sections.push_back(name);
       section = static_cast<uint32_t>(out.sections.size() - 1);

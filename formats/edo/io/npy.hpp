@@ -18,6 +18,9 @@ struct NpyHeader {
   uint64_t element_count = 0;  // product of shape
 };
 
+// The first six bytes of every .npy file.
+inline constexpr char kNpyMagic[] = "\x93NUMPY";
+
 // Headers longer than this are rejected (numpy writes a few hundred bytes).
 inline constexpr uint64_t kMaxNpyHeaderBytes = 1u << 20;
 

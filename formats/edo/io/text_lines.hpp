@@ -22,6 +22,23 @@ inline std::string quoted(std::string_view token) {
   return s + "'";
 }
 
+// The field of `line` that starts at or after `i` (empty when none is
+// left), `i` moved past it; fields are separated by runs of `is_sep`.
+template <class Sep = bool (*)(char)>
+std::string_view next_text_field(std::string_view line, size_t& i, Sep is_sep = is_text_space) {
+  while (i < line.size() && is_sep(line[i])) ++i;
+  const size_t start = i;
+  while (i < line.size() && !is_sep(line[i])) ++i;
+  return line.substr(start, i - start);
+}
+
+// `s` without leading and trailing spaces.
+inline std::string_view trim_text(std::string_view s) {
+  while (!s.empty() && is_text_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_text_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
 // fn(line number from 1, the line up to its first '#') for every line of `text`.
 template <class Fn>
 void for_each_text_line(std::string_view text, Fn&& fn) {
