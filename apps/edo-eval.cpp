@@ -90,9 +90,10 @@ int compare_files(edo::io::TableReader& original, const std::string& original_pa
   columns.insert(columns.end(), {"cos.mean", "rel_fro"});
   for (const auto& [name, value] : entries.front().result.metrics())
     if (name.ends_with(".drop") && (name.starts_with("analogy.") || name.starts_with("sim."))) columns.push_back(name);
-  const bool has10 = std::find(eo.ks.begin(), eo.ks.end(), uint64_t{10}) != eo.ks.end();
-  const std::string front_metric = fmt::format("recall@{}", has10 ? uint64_t{10} : eo.ks.front());
-  double best = -1;
+  const std::string front_metric = edo::cli::front_recall(eo.ks);
+  std::vector<const edo::EvalResult*> results;
+  for (const Entry& e : entries) results.push_back(&e.result);
+  const std::vector<bool> on_front = edo::cli::pareto_front(results, front_metric);
   nlohmann::json files = nlohmann::json::array();
   bool passed = true;
   std::string text =
@@ -103,10 +104,9 @@ int compare_files(edo::io::TableReader& original, const std::string& original_pa
   text += fmt::format("  {:<{}}", "file", path_width);
   for (const std::string& c : columns) text += fmt::format(" {:>{}}", c, std::max<size_t>(10, c.size()));
   text += "\n";
-  for (const Entry& e : entries) {
-    const double r = e.result.get(front_metric).value_or(-1);
-    const bool front = r > best;
-    best = std::max(best, r);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const bool front = on_front[i];
     text += fmt::format("  {:<{}}", e.path + (front ? " *" : ""), path_width);
     for (const std::string& c : columns) {
       const auto v = e.result.get(c);

@@ -28,7 +28,7 @@ void print_codec_list() {
 namespace {
 
 // --sweep: each codec as a one-tier file (the bytes edo-quantize writes),
-// evaluated, smallest first, the Pareto front of bytes and the first recall marked.
+// evaluated, smallest first, the Pareto front of bytes and recall marked.
 int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const edo::PackOptions& opt,
                     const edo::cli::EvalFlags& flags, bool json) {
   std::vector<edo::SweepItem> items;
@@ -41,15 +41,12 @@ int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const 
   std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
   std::stable_sort(points.begin(), points.end(),
                    [](const auto& a, const auto& b) { return a.file_bytes < b.file_bytes; });
-  const std::string recall = fmt::format("recall@{}", eval.ks.front());
-  double best = -1;
-  for (auto& p : points) {  // smallest first: a point is on the front when it beats every smaller one
-    const double r = p.eval.get(recall).value_or(-1);
-    if (r > best) {
-      best = r;
-      if (!json) p.spec += " *";
-    }
-  }
+  const std::string recall = edo::cli::front_recall(eval.ks);
+  std::vector<const edo::EvalResult*> results;
+  for (const auto& p : points) results.push_back(&p.eval);
+  const std::vector<bool> front = edo::cli::pareto_front(results, recall);
+  for (size_t i = 0; i < points.size() && !json; ++i)
+    if (front[i]) points[i].spec += " *";
   if (json) {
     std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
     return 0;

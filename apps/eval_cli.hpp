@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -156,7 +157,26 @@ inline void write_text_file(const std::string& path, const std::string& text) {
   f.commit();
 }
 
-// Prints the metrics one a line ("name  value") to stdout.
+// The recall comparisons rank files by: recall@10 when asked, else the first k.
+inline std::string front_recall(const std::vector<uint64_t>& ks) {
+  const bool has10 = std::find(ks.begin(), ks.end(), uint64_t{10}) != ks.end();
+  return fmt::format("recall@{}", has10 ? uint64_t{10} : ks.front());
+}
+
+// For results in ascending bytes: whether each beats every smaller one on
+// `metric` (the Pareto front of bytes against it).
+inline std::vector<bool> pareto_front(const std::vector<const EvalResult*>& by_bytes, const std::string& metric) {
+  std::vector<bool> front;
+  double best = -HUGE_VAL;
+  for (const EvalResult* r : by_bytes) {
+    const double v = r->get(metric).value_or(-HUGE_VAL);
+    front.push_back(v > best);
+    best = std::max(best, v);
+  }
+  return front;
+}
+
+// Prints the metrics table (metrics_text) to stdout.
 inline void print_metrics(const EvalResult& r) { std::fputs(metrics_text(r).c_str(), stdout); }
 
 // The summary a tool that writes a .edo prints: with `json`, its report plus

@@ -102,6 +102,16 @@ SafetensorsHeader read_header(const MappedFile& f) {
 
 bool is_table(const SafetensorsTensor& t) { return t.dtype && t.shape.size() == 2 && t.shape[0] > 0 && t.shape[1] > 0; }
 
+// The readable 2-D tensors of one file's header, appended to `out`.
+void add_tables(const SafetensorsHeader& h, const std::string& file, std::vector<SafetensorsTable>& out) {
+  for (const SafetensorsTensor& t : h.tensors)
+    if (is_table(t)) out.push_back({t.name, file, *t.dtype, t.shape[0], t.shape[1], t.bytes()});
+}
+
+void largest_first(std::vector<SafetensorsTable>& tables) {
+  std::stable_sort(tables.begin(), tables.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+}
+
 std::string table_list(const std::vector<SafetensorsTable>& tables) {
   std::string s;
   for (size_t i = 0; i < tables.size() && i < 8; ++i)
@@ -166,12 +176,8 @@ std::vector<SafetensorsTable> list_safetensors_tables(const std::string& path) {
   } else {
     files.push_back(path);
   }
-  for (const std::string& file : files) {
-    const MappedFile f(file);
-    for (const SafetensorsTensor& t : read_header(f).tensors)
-      if (is_table(t)) out.push_back({t.name, file, *t.dtype, t.shape[0], t.shape[1], t.bytes()});
-  }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  for (const std::string& file : files) add_tables(read_header(MappedFile(file)), file, out);
+  largest_first(out);
   return out;
 }
 
@@ -196,18 +202,14 @@ std::unique_ptr<TableReader> open_safetensors(const std::string& path, const std
   const SafetensorsHeader h = read_header(f);
   const SafetensorsTensor* pick = nullptr;
   std::vector<SafetensorsTable> tables;
-  for (const SafetensorsTensor& t : h.tensors) {
-    if (is_table(t)) tables.push_back({t.name, file, *t.dtype, t.shape[0], t.shape[1], t.bytes()});
-    if (!tensor.empty() && t.name == tensor) pick = &t;
-  }
-  std::stable_sort(tables.begin(), tables.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
-  if (tensor.empty()) {
-    if (tables.size() != 1)
-      EDO_FAIL("{}: name a tensor (file:tensor); its 2-D tensors: {}", display,
-               tables.empty() ? std::string("none") : table_list(tables));
-    for (const SafetensorsTensor& t : h.tensors)
-      if (t.name == tables[0].name) pick = &t;
-  }
+  add_tables(h, file, tables);
+  largest_first(tables);
+  if (tensor.empty() && tables.size() != 1)
+    EDO_FAIL("{}: name a tensor (file:tensor); its 2-D tensors: {}", display,
+             tables.empty() ? std::string("none") : table_list(tables));
+  const std::string& wanted = tensor.empty() ? tables[0].name : tensor;
+  for (const SafetensorsTensor& t : h.tensors)
+    if (t.name == wanted) pick = &t;
   if (!pick) EDO_FAIL("{}: no tensor '{}'; its 2-D tensors: {}", display, tensor, table_list(tables));
   if (!pick->dtype) EDO_FAIL("{}: tensor '{}' is {}, which edo does not read", display, pick->name, pick->dtype_name);
   if (!is_table(*pick))
