@@ -74,9 +74,11 @@ void for_column_chunks(uint64_t dim, uint64_t work, Fn&& fn) {
 // once a solve, then a block of rows' values at a time (at most 256 MB).
 class GpuNormalProduct {
  public:
-  GpuNormalProduct(const std::vector<RowTerms>& rows, const std::vector<float>& freq, uint64_t slots, uint64_t dim,
+  // terms_of(p): row p's terms, for p below freq.size().
+  template <class TermsOf>
+  GpuNormalProduct(TermsOf&& terms_of, const std::vector<float>& freq, uint64_t slots, uint64_t dim,
                    uint64_t block_rows)
-      : rows_(rows.size()),
+      : rows_(freq.size()),
         slots_(slots),
         dim_(dim),
         block_rows_(
@@ -90,10 +92,11 @@ class GpuNormalProduct {
     std::vector<uint64_t> row_start(rows_ + 1, 0), row_slot, slot_start(slots + 1, 0);
     std::vector<float> row_coef;
     for (uint64_t p = 0; p < rows_; ++p) {
-      for (uint32_t k = 0; k < rows[p].n; ++k) {
-        row_slot.push_back(rows[p].slot[k]);
-        row_coef.push_back(rows[p].coef[k]);
-        ++slot_start[rows[p].slot[k] + 1];
+      const RowTerms t = terms_of(p);
+      for (uint32_t k = 0; k < t.n; ++k) {
+        row_slot.push_back(t.slot[k]);
+        row_coef.push_back(t.coef[k]);
+        ++slot_start[t.slot[k] + 1];
       }
       row_start[p + 1] = row_slot.size();
     }
@@ -368,9 +371,8 @@ class HashTierBuilder final : public TierBuilder {
     gpu_.reset();
 #ifdef EDO_HAVE_CUDA
     if (enc_.device != Device::cuda) return;
-    std::vector<RowTerms> t(rows_.ids.size());
-    for (size_t p = 0; p < t.size(); ++p) t[p] = terms(rows_.ids[p]);
-    gpu_ = std::make_unique<GpuNormalProduct>(t, rows_.freq, slots_, dim_, fit_.gpu_block_rows);
+    gpu_ = std::make_unique<GpuNormalProduct>([&](uint64_t p) { return terms(rows_.ids[p]); }, rows_.freq, slots_, dim_,
+                                              fit_.gpu_block_rows);
 #endif
   }
 
