@@ -29,6 +29,7 @@ struct EvalFlags {
   std::string labels;      // text: one integer class a line, one line a row
   std::string freq;
   std::vector<std::string> gates;
+  uint64_t bags = 1000, bag_size = 20, dot_pairs = 2000;
   std::string report_json, report_md;
   uint64_t seed = 0;
 
@@ -44,6 +45,13 @@ struct EvalFlags {
     app.add_option("--labels", labels, "One integer class a line, one line a row: adds k-NN accuracy");
     app.add_option("--eval-freq", freq,
                    "Per-row lookup counts (npy or 'id count' text): adds access-weighted w.* metrics");
+    app.add_option("--bag-size", bag_size,
+                   "Ids in each sum-pooled bag of the bag.* proxies, drawn by --eval-freq or uniformly (default 20)")
+        ->check(CLI::Range(uint64_t{1}, kMaxProxyDraws));
+    app.add_option("--bags", bags, "Bags for the bag.* proxies; 0 leaves them out (default 1000)")
+        ->check(CLI::Range(uint64_t{0}, kMaxProxyDraws));
+    app.add_option("--dot-pairs", dot_pairs, "Id pairs for the dot.* proxies; 0 leaves them out (default 2000)")
+        ->check(CLI::Range(uint64_t{0}, kMaxProxyDraws));
     app.add_option("--gate", gates,
                    "Quality gate, e.g. 'recall@10>=0.95', 'recall_drop@10<=0.01', 'cos.min>=0.98', 'ratio>=4';\n"
                    "repeatable; any failure exits 3");
@@ -73,6 +81,9 @@ struct EvalFlags {
     o.ks = ks;
     o.queries = queries;
     o.seed = seed_value;
+    o.bags = bags;
+    o.bag_size = bag_size;
+    o.dot_pairs = dot_pairs;
     if (!query_file.empty()) o.query_ids = read_id_lines(query_file, rows);
     if (!labels.empty()) o.labels = read_labels(labels, rows);
     if (!freq.empty()) {

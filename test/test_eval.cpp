@@ -466,3 +466,116 @@ TEST_CASE("eval: probes by row or word, and their neighbours before and after") 
     CHECK(std::find(after.begin(), after.end(), 5) == after.end());
   }
 }
+
+TEST_CASE("eval: recommender proxies on a hand-made table") {
+  // 2000 rows of dim 4; Zipf counts 1/(i+1). Rows from 1000 on are scaled by
+  // 1.1 in the "compressed" copy, row 1999 is negated.
+  const uint64_t rows = 2000, dim = 4;
+  std::vector<float> x(rows * dim), y(rows * dim);
+  std::vector<double> freq(rows);
+  for (uint64_t i = 0; i < rows; ++i) {
+    freq[i] = 1.0 / static_cast<double>(i + 1);
+    for (uint64_t j = 0; j < dim; ++j) {
+      x[i * dim + j] = static_cast<float>(std::sin(static_cast<double>(i * dim + j)) + 0.25);
+      y[i * dim + j] = i >= 1000 ? x[i * dim + j] * 1.1f : x[i * dim + j];
+    }
+  }
+  for (uint64_t j = 0; j < dim; ++j) y[1999 * dim + j] = -x[1999 * dim + j];
+  test::TempDir dir;
+  write_pair(dir, x, y, rows, dim);
+  EvalOptions o;
+  o.queries = 50;
+  o.freq = freq;
+  o.groups.assign(rows, 0);
+  for (uint64_t i = 1500; i < rows; ++i) o.groups[i] = 1;
+  o.group_names = {"kept", "dropped"};
+  o.fallback_groups = {1};
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+
+  // The buckets by hand: a row is in the head while the lookups before it are under 50%.
+  double total = 0;
+  for (double f : freq) total += f;
+  uint64_t head = 0, torso = 0;
+  double before = 0;
+  for (uint64_t i = 0; i < rows; before += freq[i], ++i) {
+    if (before / total < 0.5)
+      ++head;
+    else if (before / total < 0.9)
+      ++torso;
+  }
+  CHECK(r.at("head.rows") == static_cast<double>(head));
+  CHECK(r.at("torso.rows") == static_cast<double>(torso));
+  CHECK(r.at("tail.rows") == static_cast<double>(rows - head - torso));
+  REQUIRE(head + torso < 1000);  // the head and torso are untouched
+  CHECK(r.at("head.rel_fro") == 0);
+  CHECK(r.at("torso.rel_err.p99.9") == 0);
+  CHECK(r.at("head.cos.p0.1") == Approx(1.0));
+  // The tail: 1200 rows, so its worst 0.1% is the 2nd worst row: a scaled
+  // row (relative error 0.1, cosine 1), the negated row being the worst.
+  CHECK(r.at("tail.rel_err.p99.9") == Approx(0.1).epsilon(1e-6));
+  CHECK(r.at("tail.cos.p0.1") == Approx(1.0));
+  double tail_lookups = 0, dropped = 0;
+  for (uint64_t i = head + torso; i < rows; ++i) tail_lookups += freq[i];
+  for (uint64_t i = 1500; i < rows; ++i) dropped += freq[i];
+  CHECK(r.at("tail.lookups") == Approx(tail_lookups / total));
+  CHECK(r.at("head.lookups") + r.at("torso.lookups") + r.at("tail.lookups") == Approx(1.0));
+  CHECK(r.at("dropped.lookups") == Approx(dropped / total));
+  CHECK(r.at("fallback.lookups") == Approx(dropped / total));
+  CHECK(r.at("kept.lookups") == Approx(1 - dropped / total));
+  // Weighted tail error by hand.
+  double err2 = 0, norm2 = 0;
+  for (uint64_t i = head + torso; i < rows; ++i)
+    for (uint64_t j = 0; j < dim; ++j) {
+      const double a = x[i * dim + j], d = a - y[i * dim + j];
+      err2 += freq[i] * d * d;
+      norm2 += freq[i] * a * a;
+    }
+  CHECK(r.at("tail.rel_fro") == Approx(std::sqrt(err2 / norm2)).epsilon(1e-9));
+  CHECK(r.has("bag.rel_err.mean"));
+  CHECK(r.at("bag.rel_err.p99") >= r.at("bag.rel_err.mean"));
+  CHECK(r.has("dot.rho"));
+  // The per-row cosine histogram counts every row once: all in the first bin but the negated row.
+  REQUIRE(r.cos_histogram.counts.size() == CosHistogram::edges().size() + 1);
+  CHECK(r.cos_histogram.counts.front() == rows - 1);
+  CHECK(r.cos_histogram.counts.back() == 1);
+}
+
+TEST_CASE("eval: a uniform scale gives exact bag and dot proxies") {
+  // y = 1.25 x: every pooled bag is off by 0.25 and every dot product by
+  // 1.25^2 - 1, ranks unchanged; with no frequencies there are no buckets.
+  const uint64_t rows = 300, dim = 8;
+  std::vector<float> x(rows * dim), y(rows * dim);
+  for (uint64_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(std::cos(0.37 * static_cast<double>(i)));
+    y[i] = x[i] * 1.25f;
+  }
+  test::TempDir dir;
+  write_pair(dir, x, y, rows, dim);
+  EvalOptions o;
+  o.queries = 20;
+  o.bags = 64;
+  o.bag_size = 7;
+  o.dot_pairs = 100;
+  const EvalResult r = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  CHECK(r.at("bag.rel_err.mean") == Approx(0.25).epsilon(1e-6));
+  CHECK(r.at("bag.rel_err.p99") == Approx(0.25).epsilon(1e-6));
+  CHECK(r.at("dot.rel_err") == Approx(0.5625).epsilon(1e-6));
+  CHECK(r.at("dot.rho") == Approx(1.0));
+  CHECK_FALSE(r.has("head.rows"));
+  CHECK_FALSE(r.has("fallback.lookups"));
+  o.bags = 0;
+  o.dot_pairs = 0;
+  const EvalResult none = evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o);
+  CHECK_FALSE(none.has("bag.rel_err.mean"));
+  CHECK_FALSE(none.has("dot.rho"));
+  o.bags = kMaxProxyDraws + 1;
+  CHECK(test::error_of([&] { evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o); }).find("at most 100000") !=
+        std::string::npos);
+  // A tier named as a bucket is refused rather than reported under a mixed name.
+  o.bags = 10;
+  o.freq.assign(rows, 1.0);
+  o.groups.assign(rows, 0);
+  o.group_names = {"head"};
+  CHECK(test::error_of([&] { evaluate_files(dir.file("x.npy"), dir.file("y.npy"), o); }).find("rename the tier") !=
+        std::string::npos);
+}

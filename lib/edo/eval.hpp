@@ -39,6 +39,8 @@ class CodedRows {
   virtual const uint8_t* codes_of(uint64_t begin, uint64_t count) = 0;
 };
 
+inline constexpr uint64_t kMaxProxyDraws = 100000;
+
 struct EvalOptions {
   Metric metric = Metric::l2;
   std::vector<uint64_t> ks = {1, 10, 100};
@@ -60,6 +62,15 @@ struct EvalOptions {
   // in the group, and rows, rel_fro, mse, cos.mean, cos.min over its rows.
   std::vector<uint32_t> groups;
   std::vector<std::string> group_names;
+  // Group indices whose tiers answer dropped rows with a stand-in
+  // ("default", "zero", "centroids", "nearest"): with frequencies their
+  // lookups add up to fallback.lookups.
+  std::vector<uint32_t> fallback_groups;
+  // Recommender proxies (docs/EVAL.md): `bags` sum-pooled bags of
+  // `bag_size` ids and `dot_pairs` pairs of ids, drawn by frequency when
+  // given, else uniformly; 0 leaves that proxy out.
+  // Each at most kMaxProxyDraws.
+  uint64_t bags = 1000, bag_size = 20, dot_pairs = 2000;
   // Rows per streamed block; 0 lets the readers choose.
   uint64_t block_rows = 0;
   // Where the k-NN scores are computed (KnnOptions::device).
@@ -131,6 +142,18 @@ class RowErrorStats {
   std::vector<RowError> scratch_;
 };
 
+// The per-row cosine distribution: rows counted by their gap 1 - cos in bins
+// of fixed edges (a 1-2-5 ladder from 1e-6 to 1), so it reads the same for
+// any table and merges by adding counts.
+struct CosHistogram {
+  // Bin 0 holds gaps <= edges[0], bin i gaps in (edges[i-1], edges[i]], the
+  // last bin gaps above edges.back() (cos < 0).
+  static const std::vector<double>& edges();
+  std::vector<uint64_t> counts;  // edges().size() + 1 bins; empty: not measured
+  uint64_t nan = 0;              // rows whose cosine is NaN
+  void add(double cos);
+};
+
 // Named metrics in insertion order. Names are stable: gates and reports
 // refer to them (recall@10, cos.min, w.mse, ...).
 class EvalResult {
@@ -139,6 +162,8 @@ class EvalResult {
   // Names of the row groups (EvalOptions::group_names, e.g. tiers) whose
   // "<group>.<metric>" entries the text report shows as columns.
   std::vector<std::string> groups;
+  // Per-row cosines of the whole table (evaluate() fills it).
+  CosHistogram cos_histogram;
 
   // Inserts or replaces (keeping the original position).
   void set(const std::string& name, double value);

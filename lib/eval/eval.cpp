@@ -1,3 +1,5 @@
+#include "rec_proxies.hpp"
+
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/io/table.hpp>
@@ -43,6 +45,27 @@ std::string EvalResult::names() const {
     out += n;
   }
   return out;
+}
+
+const std::vector<double>& CosHistogram::edges() {
+  static const std::vector<double> e = [] {
+    std::vector<double> v;
+    for (double decade = 1e-6; decade < 1.5; decade *= 10)
+      for (double step : {1.0, 2.0, 5.0})
+        if (decade * step <= 1.0) v.push_back(decade * step);
+    return v;
+  }();
+  return e;
+}
+
+void CosHistogram::add(double cos) {
+  if (counts.empty()) counts.assign(edges().size() + 1, 0);
+  if (std::isnan(cos)) {
+    ++nan;
+    return;
+  }
+  const auto& e = edges();
+  ++counts[static_cast<size_t>(std::lower_bound(e.begin(), e.end(), 1.0 - cos) - e.begin())];
 }
 
 namespace {
@@ -280,7 +303,20 @@ void check_inputs(io::TableReader& original, io::TableReader& compressed, const 
         EDO_USAGE_FAIL("evaluate: row {} is in group {}, only {} are named", i, opts.groups[i],
                        opts.group_names.size());
   }
+  for (uint32_t g : opts.fallback_groups)
+    if (g >= opts.group_names.size()) EDO_USAGE_FAIL("evaluate: fallback group {} is not a named group", g);
+  // The proxies hold their bags' sums and their pairs' rows: bounded here.
+  if (opts.bags > kMaxProxyDraws || opts.bag_size > kMaxProxyDraws || opts.dot_pairs > kMaxProxyDraws)
+    EDO_USAGE_FAIL("evaluate: bags, bag size and id pairs must each be at most {} (given {}, {}, {})", kMaxProxyDraws,
+                   opts.bags, opts.bag_size, opts.dot_pairs);
   if (!opts.freq.empty()) {
+    for (const std::string& g : opts.group_names)
+      for (const char* bucket : detail::RecProxies::kBucketNames)
+        if (g == bucket)
+          EDO_FAIL(
+              "evaluate: a tier is named '{}', as a frequency bucket is; rename the tier (edo-pack reserves "
+              "head, torso and tail)",
+              g);
     if (opts.freq.size() != original.rows())
       EDO_USAGE_FAIL("evaluate: {} frequencies given for {} rows of {}", opts.freq.size(), original.rows(),
                      original.path());
@@ -372,6 +408,8 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
     adc_search = std::make_unique<AdcSearch>(*coded->codes_codec(), queries, ko);
 
   RowErrorStats stats(dim, rows);
+  CosHistogram histogram;
+  detail::RecProxies proxies(rows, dim, opts);
   RowErrorStats weighted_stats(dim);
   std::vector<RowErrorStats> group_stats(opts.group_names.size(), RowErrorStats(dim));
   const uint64_t block = opts.block_rows ? opts.block_rows : std::min(original.block_rows(), compressed.block_rows());
@@ -392,8 +430,10 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
       const uint64_t off = static_cast<uint64_t>(i) * dim;
       errors[static_cast<uint64_t>(i)] = row_error(x + off, y + off, dim);
     }
+    proxies.add(begin, n, x, y, errors.data());
     for (uint64_t i = 0; i < n; ++i) {
       stats.add(errors[i]);
+      histogram.add(errors[i].cos);
       if (!opts.freq.empty()) weighted_stats.add(errors[i], opts.freq[begin + i]);
       if (!opts.groups.empty()) group_stats[opts.groups[begin + i]].add(errors[i]);
     }
@@ -405,6 +445,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   EvalResult r;
   r.groups = opts.group_names;
   r.metric = opts.metric;
+  r.cos_histogram = std::move(histogram);
   r.set("rows", static_cast<double>(rows));
   r.set("dim", static_cast<double>(dim));
   r.set("queries", static_cast<double>(uniform.size()));
@@ -427,7 +468,9 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
     r.set("w.queries", static_cast<double>(weighted.size()));
     report_queries(r, "w.", set, query_rows, truth, approx, opts);
     report_weighted(r, weighted_stats.finish());
+    for (const char* bucket : detail::RecProxies::kBucketNames) r.groups.push_back(bucket);
   }
+  proxies.report(r);
   return r;
 }
 

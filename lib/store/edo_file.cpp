@@ -129,7 +129,13 @@ void add_memory_metrics(EvalResult& result, io::TableReader& original, io::Table
 
 void group_by_tier(EvalOptions& eo, const Reader& reader) {
   eo.group_names.clear();
-  for (const auto& t : reader.tiers()) eo.group_names.push_back(t.name);
+  eo.fallback_groups.clear();
+  for (const auto& t : reader.tiers()) {
+    const bool stand_in = t.kind == TierKind::shared_vector || t.kind == TierKind::zero ||
+                          t.kind == TierKind::centroids || t.kind == TierKind::nearest;
+    if (stand_in) eo.fallback_groups.push_back(static_cast<uint32_t>(eo.group_names.size()));
+    eo.group_names.push_back(t.name);
+  }
   eo.groups.resize(reader.rows());
   for (uint64_t r = 0; r < reader.rows(); ++r) eo.groups[r] = reader.tier_of(r);
 }

@@ -116,6 +116,8 @@ void check_tier_specs(const std::vector<TierSpec>& tiers, uint64_t rows, uint64_
     if (!valid_tier_name(t.name))
       EDO_USAGE_FAIL("tier name '{}' must be 1-32 of [A-Za-z0-9_-] and not 'rowmap'", t.name);
     if (!names.insert(t.name).second) EDO_USAGE_FAIL("tier '{}' is given twice", t.name);
+    if (t.name == "head" || t.name == "torso" || t.name == "tail")
+      EDO_USAGE_FAIL("tier name '{}' is reserved: evaluation reports its frequency buckets by that name", t.name);
     rests += t.share == ShareKind::rest;
     if (t.share == ShareKind::rows_count && t.value > static_cast<double>(rows))
       EDO_USAGE_FAIL("tier '{}': {} rows asked, the table has {}", t.name, t.value, rows);
