@@ -125,7 +125,29 @@ int compare_files(edo::io::TableReader& original, const std::string& original_pa
   }
   const nlohmann::json all{{"original", original_path}, {"files", files}, {"gates_passed", passed}};
   if (!flags.report_json.empty()) edo::cli::write_text_file(flags.report_json, all.dump(2) + "\n");
-  if (!flags.report_md.empty()) edo::cli::write_text_file(flags.report_md, "```\n" + text + "```\n");
+  if (!flags.report_md.empty())
+    edo::cli::write_text_file(flags.report_md, "```\n" + text + "```\n" + edo::cli::markdown_chart_link(flags));
+  if (!flags.report_html.empty()) {
+    edo::HtmlReport page;
+    page.title = fmt::format("edo-eval {}: {} files compared", original_path, entries.size());
+    page.recall_name = front_metric;
+    page.fp32_bytes = entries.front().result.get("bytes_before").value_or(0);
+    page.fp32_analogy = entries.front().result.get("analogy.3cosadd.original").value_or(NAN);
+    edo::HtmlReport::Table table{"Files, smallest first (* on the front)", {"file"}, {}};
+    table.header.insert(table.header.end(), columns.begin(), columns.end());
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const edo::EvalResult& r = entries[i].result;
+      page.points.push_back({entries[i].path, r.get("bytes_after").value_or(0), r.get(front_metric).value_or(NAN),
+                             r.get("analogy.3cosadd").value_or(NAN), on_front[i], false});
+      table.rows.push_back({entries[i].path + (on_front[i] ? " *" : "")});
+      for (const std::string& c : columns) {
+        const auto v = r.get(c);
+        table.rows.back().push_back(v ? fmt::format("{:.6g}", *v) : std::string("-"));
+      }
+    }
+    page.tables.push_back(std::move(table));
+    edo::cli::write_text_file(flags.report_html, edo::to_html(page));
+  }
   std::fputs(json ? (all.dump(2) + "\n").c_str() : text.c_str(), stdout);
   return passed ? 0 : static_cast<int>(edo::ExitCode::gate);
 }
@@ -213,7 +235,10 @@ int main(int argc, char** argv) {
     }
     const std::string& compressed_path = compressed_paths.front();
     auto compressed = open_matching(*original, original_path, compressed_path);
-    edo::EvalResult result = edo::evaluate(*original, *compressed, flags.options(original->rows(), flags.seed, dev));
+    edo::EvalOptions eo = flags.options(original->rows(), flags.seed, dev);
+    const auto* edo_file = dynamic_cast<const edo::EdoTable*>(compressed.get());
+    if (edo_file && edo_file->reader().tiers().size() > 1) edo::group_by_tier(eo, edo_file->reader());
+    edo::EvalResult result = edo::evaluate(*original, *compressed, eo);
     edo::add_memory_metrics(result, *original, *compressed);
     edo::WordTaskReport word_report;
     if (words) {
@@ -232,6 +257,15 @@ int main(int argc, char** argv) {
     }
     std::fputs(report.c_str(), stdout);
     if (show > 0) show_neighbours(*original, *compressed, result.metric, dev, show, probes, words_of_rows, vocab_name);
-    return edo::cli::finish_gates("edo-eval", flags, result, outcomes);
+    edo::HtmlReport page;
+    if (!flags.report_html.empty()) {
+      page.title = fmt::format("edo-eval {} vs {}", original_path, compressed_path);
+      page.subject = compressed_path;
+      if (edo_file) page.tiers = edo::cli::report_tiers(edo_file->reader());
+      if (!words_of_rows.empty())
+        page.neighbours = edo::cli::report_neighbours(*original, *compressed, result.metric, dev, show > 0 ? show : 8,
+                                                      probes, words_of_rows, vocab_name);
+    }
+    return edo::cli::finish_gates("edo-eval", flags, result, outcomes, page);
   });
 }

@@ -83,15 +83,16 @@ int run_hash_sweep(const std::string& text, const std::string& keep_top, const s
   if (eval.freq.empty()) eval.freq = opt.freq;
   const char* tmp = std::getenv("TMPDIR");
   const std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
-  if (json) {
-    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
-    return 0;
-  }
   std::vector<std::string> metrics;
   for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
   if (!eval.freq.empty())
     for (uint64_t k : eval.ks) metrics.push_back(fmt::format("w.recall@{}", k));
   metrics.insert(metrics.end(), {"cos.mean", "rel_fro"});
+  edo::cli::write_sweep_html(flags, points, metrics, table);
+  if (json) {
+    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
+    return 0;
+  }
   std::printf("%s: %llu x %llu, sweep of %zu schemes next to dense int8 and int4\n", table.path().c_str(),
               static_cast<unsigned long long>(table.rows()), static_cast<unsigned long long>(table.dim()),
               items.size() - 3);

@@ -1,5 +1,5 @@
 // edo-profile: what is this matrix, and where do its bytes go?
-#include "cli_common.hpp"
+#include "eval_cli.hpp"
 
 #include <edo/io/safetensors.hpp>
 
@@ -9,7 +9,9 @@
 #include <edo/io/table.hpp>
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
+#include <edo/report_html.hpp>
 
+#include <cmath>
 #include <optional>
 
 namespace {
@@ -38,6 +40,53 @@ int list_tensors(const std::string& path, bool json) {
 }
 
 }  // namespace
+
+// --report-html of --plan: every evaluated candidate on the chart of its
+// first budget metric against bytes (estimated data bytes), and as a table.
+std::string plan_html(const edo::PlanResult& plan, const std::string& title) {
+  edo::HtmlReport page;
+  page.title = title;
+  page.fp32_bytes = static_cast<double>(plan.fp32_bytes);
+  const edo::Gate* first = plan.budget.empty() ? nullptr : &plan.budget.front();
+  page.recall_name = first ? first->metric : "recall@10";
+  const bool higher_better = !first || first->op == edo::GateOp::ge || first->op == edo::GateOp::gt;
+  edo::HtmlReport::Table table{"Candidates, in evaluation order", {"tiers", "bytes", "ratio"}, {}};
+  for (const auto& g : plan.budget) table.header.push_back(g.metric);
+  table.header.push_back("budget");
+  std::vector<size_t> by_bytes;
+  for (size_t i = 0; i < plan.tried.size(); ++i) {
+    const edo::PlanCandidate& c = plan.tried[i];
+    std::string tiers;
+    for (const auto& t : c.tiers)
+      tiers += (tiers.empty() ? "" : " ") + t.name + ":" + edo::share_text(t) + ":" + t.codec;
+    double value = NAN;
+    for (const auto& [name, v] : c.metrics)
+      if (name == page.recall_name) value = v;
+    page.points.push_back({tiers, static_cast<double>(c.bytes), value, NAN, false, static_cast<int>(i) == plan.chosen});
+    table.rows.push_back({tiers, std::to_string(c.bytes),
+                          fmt::format("{:.3g}", static_cast<double>(plan.fp32_bytes) / static_cast<double>(c.bytes))});
+    for (const auto& g : plan.budget) {
+      std::string cell = "-";
+      for (const auto& [name, v] : c.metrics)
+        if (name == g.metric) cell = fmt::format("{:.4g}", v);
+      table.rows.back().push_back(cell);
+    }
+    table.rows.back().push_back(!c.error.empty() ? c.error : c.passed ? "met" : "missed");
+    if (c.evaluated && c.error.empty()) by_bytes.push_back(i);
+  }
+  std::stable_sort(by_bytes.begin(), by_bytes.end(),
+                   [&](size_t a, size_t b) { return plan.tried[a].bytes < plan.tried[b].bytes; });
+  double best = higher_better ? -HUGE_VAL : HUGE_VAL;
+  for (size_t i : by_bytes) {
+    const double v = page.points[i].recall;
+    if (std::isfinite(v) && (higher_better ? v > best : v < best)) {
+      page.points[i].front = true;
+      best = v;
+    }
+  }
+  page.tables.push_back(std::move(table));
+  return edo::to_html(page);
+}
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -74,7 +123,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   bool plan = false;
   std::vector<std::string> budget;
-  std::string plan_config, plan_metric = "cos";
+  std::string plan_config, plan_metric = "cos", report_html;
   edo::PlanOptions plan_opt;
   app.add_flag("--plan", plan,
                "Choose tiers for edo-pack under --budget: candidate plans are evaluated on a seeded sample, cheapest\n"
@@ -84,6 +133,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
   app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
   app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
+  app.add_option("--report-html", report_html,
+                 "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
   app.add_option("--plan-codecs", plan_opt.codecs,
                  "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2 and pq when available).\n"
                  "Also sparse tiers (csr:density=0.3,values=int8, bitmap:k=8: bytes estimated from the sample's\n"
@@ -103,9 +154,15 @@ int main(int argc, char** argv) {
 
   return edo::cli::run_tool("edo-profile", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
-    if (!plan && (!budget.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !plan_config.empty()))
-      EDO_USAGE_FAIL("--budget, --max-bytes, --gpu-bytes and --plan-config go with --plan");
-    edo::cli::PathGuard().input(input).input(freq).output("--plan-config", plan_config).check();
+    if (!plan &&
+        (!budget.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !plan_config.empty() || !report_html.empty()))
+      EDO_USAGE_FAIL("--budget, --max-bytes, --gpu-bytes, --plan-config and --report-html go with --plan");
+    edo::cli::PathGuard()
+        .input(input)
+        .input(freq)
+        .output("--plan-config", plan_config)
+        .output("--report-html", report_html)
+        .check();
     if (plan && budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
     opt.device = edo::select_device(device);
     if (edo::io::is_safetensors_path(input) && edo::io::split_table_spec(input).member.empty())
@@ -137,6 +194,8 @@ int main(int argc, char** argv) {
         f.write(text.data(), text.size());
         f.commit();
       }
+      if (!report_html.empty())
+        edo::cli::write_text_file(report_html, plan_html(*result, fmt::format("edo-profile {} --plan", input)));
     }
     const edo::PlanResult* chosen = result ? &*result : nullptr;
     if (json) {

@@ -45,15 +45,16 @@ int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const 
   std::vector<const edo::EvalResult*> results;
   for (const auto& p : points) results.push_back(&p.eval);
   const std::vector<bool> front = edo::cli::pareto_front(results, recall);
+  std::vector<std::string> metrics;
+  for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
+  metrics.insert(metrics.end(), {"cos.mean", "rel_fro"});
+  edo::cli::write_sweep_html(flags, points, metrics, table);
   for (size_t i = 0; i < points.size() && !json; ++i)
     if (front[i]) points[i].spec += " *";
   if (json) {
     std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
     return 0;
   }
-  std::vector<std::string> metrics;
-  for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
-  metrics.insert(metrics.end(), {"cos.mean", "rel_fro"});
   std::printf("%s: %llu x %llu, %zu codecs, smallest first (* on the front of bytes against %s)\n",
               table.path().c_str(), static_cast<unsigned long long>(table.rows()),
               static_cast<unsigned long long>(table.dim()), points.size(), recall.c_str());
@@ -171,7 +172,14 @@ int main(int argc, char** argv) {
       result = edo::evaluate(*table, *decoded, eval_flags.options(table->rows(), seed, opt.device));
       edo::add_memory_metrics(result, *table, *decoded);
       outcomes = edo::check_gates(gates, result);
-      code = edo::cli::finish_gates("edo-quantize", eval_flags, result, outcomes);
+      edo::HtmlReport page;
+      page.title = fmt::format("edo-quantize {} -> {} ({})", input, output, spec);
+      page.subject = output;
+      page.tiers = edo::cli::report_tiers(decoded->reader());
+      if (const auto* words = table->vocabulary(); words && !eval_flags.report_html.empty())
+        page.neighbours =
+            edo::cli::report_neighbours(*table, *decoded, result.metric, opt.device, 8, {}, *words, input);
+      code = edo::cli::finish_gates("edo-quantize", eval_flags, result, outcomes, page);
       if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
     }
 

@@ -139,15 +139,16 @@ int run_sweep(const std::vector<edo::SweepItem>& items, edo::io::TableReader& ta
   edo::EvalOptions eval = flags.options(table.rows(), opt.seed, edo::Device::cpu);
   if (eval.freq.empty()) eval.freq = opt.freq;
   const std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
-  if (json) {
-    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
-    return 0;
-  }
   std::vector<std::string> metrics;
   for (uint64_t k : eval.ks) metrics.push_back(fmt::format("recall@{}", k));
   if (!eval.freq.empty())
     for (uint64_t k : eval.ks) metrics.push_back(fmt::format("w.recall@{}", k));
   metrics.push_back("cos.mean");
+  edo::cli::write_sweep_html(flags, points, metrics, table);
+  if (json) {
+    std::puts(nlohmann::json{{"input", table.path()}, {"sweep", edo::sweep_json(points)}}.dump(2).c_str());
+    return 0;
+  }
   std::printf("%s: %llu x %llu, sweep of %zu items next to dense int8 and int4\n", table.path().c_str(),
               static_cast<unsigned long long>(table.rows()), static_cast<unsigned long long>(table.dim()),
               items.size() - 3);

@@ -10,11 +10,14 @@
 #include <edo/io/freq.hpp>
 #include <edo/io/table.hpp>
 #include <edo/pack.hpp>
+#include <edo/report_html.hpp>
+#include <edo/sweep.hpp>
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -30,7 +33,7 @@ struct EvalFlags {
   std::string freq;
   std::vector<std::string> gates;
   uint64_t bags = 1000, bag_size = 20, dot_pairs = 2000;
-  std::string report_json, report_md;
+  std::string report_json, report_md, report_html;
   uint64_t seed = 0;
 
   // `with_seed`: edo-eval owns --seed; the tools share theirs.
@@ -57,13 +60,15 @@ struct EvalFlags {
                    "repeatable; any failure exits 3");
     app.add_option("--report-json", report_json, "Write the metrics and gates as JSON to this file");
     app.add_option("--report-md", report_md, "Write a Markdown report (for a CI job summary) to this file");
+    app.add_option("--report-html", report_html,
+                   "Write a self-contained HTML report (charts as inline SVG, nothing fetched) to this file");
     if (with_seed) app.add_option("--seed", seed, "Seed of the query sample (default 0)");
   }
 
   // The files these flags read and the reports they write.
   void add_paths(PathGuard& paths) const {
     paths.input(query_file).input(labels).input(freq);
-    paths.output("--report-json", report_json).output("--report-md", report_md);
+    paths.output("--report-json", report_json).output("--report-md", report_md).output("--report-html", report_html);
   }
 
   std::vector<Gate> parsed_gates() const {
@@ -212,11 +217,105 @@ inline void print_write_summary(bool json, nlohmann::json report, const std::str
   for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
 }
 
-// Writes the requested reports, prints failed gates on stderr, returns the exit code (0 or 3).
+// The HTML report's neighbour table: each probe's `n` nearest words before
+// and after, the probes and lists --show-neighbours prints.
+inline std::vector<ReportNeighbours> report_neighbours(io::TableReader& original, io::TableReader& compressed,
+                                                       Metric metric, Device device, uint64_t n,
+                                                       const std::vector<std::string>& probes,
+                                                       const std::vector<std::string>& vocab,
+                                                       const std::string& vocab_path) {
+  const std::vector<uint64_t> ids = probe_rows(probes, vocab, original.rows(), vocab_path);
+  const ProbeNeighbours nb = probe_neighbours(original, compressed, ids, metric, device, n);
+  std::vector<ReportNeighbours> out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ReportNeighbours r{vocab[ids[i]], {}, {}};
+    for (int64_t id : nb.original.ids_of(i))
+      if (id >= 0) r.before.push_back(vocab[static_cast<size_t>(id)]);
+    for (int64_t id : nb.compressed.ids_of(i))
+      if (id >= 0) r.after.push_back(vocab[static_cast<size_t>(id)]);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// The tiers of an open .edo file, for the HTML report's bytes chart.
+inline std::vector<ReportTier> report_tiers(const Reader& reader) {
+  std::vector<ReportTier> out;
+  for (const TierStats& t : reader.tiers())
+    out.push_back({t.name, t.codec, residency_name(t.residency), t.rows, t.bytes});
+  return out;
+}
+
+// The HTML page of one evaluation, `page` holding what the caller knows
+// beyond the result (title, tiers, neighbours): the file is one point on the
+// recall chart, next to fp32.
+inline std::string html_of_result(HtmlReport page, const EvalFlags& flags, const EvalResult& result,
+                                  const std::vector<GateOutcome>& outcomes) {
+  page.recall_name = front_recall(flags.ks);
+  page.result = &result;
+  page.gates = outcomes;
+  page.fp32_bytes = result.get("bytes_before").value_or(0);
+  page.fp32_analogy = result.get("analogy.3cosadd.original").value_or(NAN);
+  if (page.points.empty() && result.has("bytes_after"))
+    page.points.push_back({page.subject.empty() ? page.title : page.subject, result.at("bytes_after"),
+                           result.get(page.recall_name).value_or(NAN), result.get("analogy.3cosadd").value_or(NAN),
+                           true, true});
+  return to_html(page);
+}
+
+// Markdown's pointer to the charts: the HTML file's name, relative to the
+// Markdown file when they share a folder.
+inline std::string markdown_chart_link(const EvalFlags& flags) {
+  if (flags.report_html.empty() || flags.report_md.empty()) return "";
+  const std::filesystem::path html(flags.report_html), md(flags.report_md);
+  const std::string target = html.parent_path() == md.parent_path() ? html.filename().string() : flags.report_html;
+  return fmt::format("\nCharts: [{}]({})\n", target, target);
+}
+
+// --report-html of a sweep: every item on the recall-against-bytes chart,
+// and as a table of `metrics`. Written when the flags ask for it.
+inline void write_sweep_html(const EvalFlags& flags, const std::vector<SweepPoint>& points,
+                             const std::vector<std::string>& metrics, io::TableReader& table) {
+  if (flags.report_html.empty()) return;
+  HtmlReport page;
+  page.title = fmt::format("sweep of {} ({} x {}), {} items", table.path(), table.rows(), table.dim(), points.size());
+  page.recall_name = front_recall(flags.ks);
+  page.fp32_bytes = static_cast<double>(table.rows() * table.dim() * sizeof(float));
+  std::vector<size_t> order(points.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return points[a].file_bytes < points[b].file_bytes; });
+  std::vector<const EvalResult*> results;
+  for (size_t i : order) results.push_back(&points[i].eval);
+  const std::vector<bool> front = pareto_front(results, page.recall_name);
+  HtmlReport::Table t{"Items, smallest first", {"item", "file bytes", "ratio"}, {}};
+  t.header.insert(t.header.end(), metrics.begin(), metrics.end());
+  for (size_t j = 0; j < order.size(); ++j) {
+    const SweepPoint& p = points[order[j]];
+    page.points.push_back({p.spec, static_cast<double>(p.file_bytes), p.eval.get(page.recall_name).value_or(NAN),
+                           p.eval.get("analogy.3cosadd").value_or(NAN), front[j], false});
+    t.rows.push_back({p.spec + (front[j] ? " *" : ""), std::to_string(p.file_bytes), fmt::format("{:.3g}", p.ratio)});
+    for (const std::string& m : metrics) {
+      const auto v = p.eval.get(m);
+      t.rows.back().push_back(v ? fmt::format("{:.6g}", *v) : std::string("-"));
+    }
+  }
+  page.tables.push_back(std::move(t));
+  write_text_file(flags.report_html, to_html(page));
+}
+
+// Writes the requested reports, prints failed gates on stderr, returns the
+// exit code (0 or 3). `page`: the HTML report's context (title, tiers).
 inline int finish_gates(const char* tool, const EvalFlags& flags, const EvalResult& result,
-                        const std::vector<GateOutcome>& outcomes) {
+                        const std::vector<GateOutcome>& outcomes, const HtmlReport& page = {}) {
   if (!flags.report_json.empty()) write_text_file(flags.report_json, to_json(result, outcomes).dump(2) + "\n");
-  if (!flags.report_md.empty()) write_text_file(flags.report_md, to_markdown(result, outcomes));
+  if (!flags.report_md.empty())
+    write_text_file(flags.report_md, to_markdown(result, outcomes) + markdown_chart_link(flags));
+  if (!flags.report_html.empty()) {
+    HtmlReport named = page;
+    if (named.title.empty()) named.title = std::string(tool) + " evaluation";
+    write_text_file(flags.report_html, html_of_result(std::move(named), flags, result, outcomes));
+  }
   int code = 0;
   for (const auto& o : outcomes) {
     if (!o.pass) {
@@ -244,7 +343,13 @@ inline int evaluate_packed(const char* tool, const EvalFlags& flags, const std::
   add_memory_metrics(result, table, *packed);
   if (rep) add_residency_metrics(result, *rep);
   outcomes = check_gates(gates, result);
-  const int code = finish_gates(tool, flags, result, outcomes);
+  HtmlReport page;
+  page.title = fmt::format("{} {} -> {}", tool, table.path(), output);
+  page.subject = output;
+  page.tiers = report_tiers(packed->reader());
+  if (const auto* words = table.vocabulary(); words && !flags.report_html.empty())
+    page.neighbours = report_neighbours(table, *packed, eo.metric, device, 8, {}, *words, table.path());
+  const int code = finish_gates(tool, flags, result, outcomes, page);
   if (code == 0) republish_with_manifest(target, output, {{"eval", to_json(result, outcomes)}});
   return code;
 }

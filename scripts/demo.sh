@@ -3,7 +3,8 @@
 # frequent words, in frequency order): install and build, then profile the
 # table, plan tiers under an accuracy budget, pack, evaluate (with word
 # neighbours before and after), look up a few words through the reader
-# library, and decode the file. Under a minute on a 2-core machine once built.
+# library, decode the file, and write an HTML report (its path is printed
+# last). Under a minute on a 2-core machine once built.
 # Outputs go to $EDO_DEMO_DIR (default: a new temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,4 +50,10 @@ printf '%s\n' "${ids[@]}" | "$build/edo-lookup" "$out/glove.edo" --ids - --forma
 
 step "6. decode the whole file back to float32"
 "$build/edo-unpack" "$out/glove.edo" -o "$out/glove.decoded.npy" --quiet
-echo "demo: files in $out (plan.json, glove.edo, report.md, glove.decoded.npy)"
+step "7. a report to look at: charts of the packed file against fp32, per tier, per frequency bucket, with word tasks"
+"$build/edo-eval" "$table" "$out/glove.edo" --k 1,10 --eval-freq "$out/counts.txt" --vocab "$vocab" \
+  --analogies data-samples/questions-words.txt --similarity data-samples/wordsim353.tsv \
+  --report-html "$out/report.html" --report-md "$out/report.md" |
+  grep -E '^  (metric|recall@10|lookups|analogy.3cosadd|sim.wordsim353.rho) '
+echo "demo: files in $out (plan.json, glove.edo, report.md, report.html, glove.decoded.npy)"
+echo "demo: open $out/report.html in a browser"

@@ -160,14 +160,18 @@ TEST_CASE("report: Markdown tables for a CI summary") {
   const EvalResult r = sample_result();
   const auto gates = check_gates({parse_gate("recall@10 >= 0.95"), parse_gate("ratio >= 3.5")}, r);
   const std::string md = to_markdown(r, gates);
-  CHECK(md.find("| metric | value |") != std::string::npos);
-  CHECK(md.find("| `recall@10` | 0.93125 |") != std::string::npos);
-  CHECK(md.find("| `queries` | 1000 |") != std::string::npos);
+  // The grid of the text report: "w." names in the weighted column.
+  CHECK(md.find("| metric | all | weighted |") != std::string::npos);
+  CHECK(md.find("| `recall@10` | 0.93125 | 0.97 |") != std::string::npos);
+  CHECK(md.find("| `queries` | 1000 |  |") != std::string::npos);
   CHECK(md.find("**Gates: FAILED**") != std::string::npos);
   CHECK(md.find("| `recall@10 >= 0.95` | 0.93125 | **FAIL** | -0.01875 |") != std::string::npos);
   CHECK(md.find("| `ratio >= 3.5` | 4 | pass | +0.5 |") != std::string::npos);
   const std::string plain = to_markdown(r);
   CHECK(plain.find("Gates") == std::string::npos);
+  EvalResult one;
+  one.set("recall@10", 0.5);
+  CHECK(to_markdown(one).find("| metric | value |\n| --- | ---: |\n| `recall@10` | 0.5 |") != std::string::npos);
 }
 
 TEST_CASE("report: the text report is one table, a column for all rows, the weighted figure and each group") {

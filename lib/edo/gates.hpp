@@ -49,9 +49,19 @@ bool all_passed(const std::vector<GateOutcome>& outcomes);
 // "metric", "op", "threshold", "value", "pass", "margin"}, ...],
 // "gates_passed": bool}. Non-finite numbers are written as null.
 nlohmann::json to_json(const EvalResult& result, const std::vector<GateOutcome>& gates = {});
-// A metrics table and, when there are gates, a gate table with pass/fail:
+// The metrics grid as a table and, when there are gates, a gate table with pass/fail:
 // GitHub-flavoured Markdown for a CI job summary.
 std::string to_markdown(const EvalResult& result, const std::vector<GateOutcome>& gates = {});
+// The metrics as a grid: a row per metric (its name without the column's
+// prefix), a column for the whole table ("all"), the access-weighted figure
+// ("weighted", from "w." names) and each of result.groups; cells formatted
+// as the reports print them, "" where a metric has no value in a column.
+struct MetricsGrid {
+  std::vector<std::string> columns;
+  std::vector<std::string> rows;
+  std::vector<std::vector<std::string>> cells;  // [row][column]
+};
+MetricsGrid metrics_grid(const EvalResult& result);
 // The metrics one a line ("  recall@10              0.9312"), as every tool
 // prints them.
 std::string metrics_text(const EvalResult& result);

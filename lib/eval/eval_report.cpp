@@ -44,8 +44,18 @@ nlohmann::json to_json(const EvalResult& result, const std::vector<GateOutcome>&
 
 std::string to_markdown(const EvalResult& result, const std::vector<GateOutcome>& gates) {
   std::string md = fmt::format("### edo evaluation (k-NN metric `{}`)\n\n", metric_name(result.metric));
-  md += "| metric | value |\n| --- | ---: |\n";
-  for (const auto& [name, value] : result.metrics()) md += fmt::format("| `{}` | {} |\n", name, format_value(value));
+  const MetricsGrid grid = metrics_grid(result);
+  // One column reads "value"; with tiers, weights or buckets, one column each.
+  md += "| metric |";
+  for (const std::string& c : grid.columns) md += fmt::format(" {} |", grid.columns.size() == 1 ? "value" : c);
+  md += "\n| --- |";
+  for (size_t c = 0; c < grid.columns.size(); ++c) md += " ---: |";
+  md += "\n";
+  for (size_t r = 0; r < grid.rows.size(); ++r) {
+    md += fmt::format("| `{}` |", grid.rows[r]);
+    for (const std::string& v : grid.cells[r]) md += fmt::format(" {} |", v);
+    md += "\n";
+  }
   if (!gates.empty()) {
     md += fmt::format("\n**Gates: {}**\n\n", all_passed(gates) ? "all passed" : "FAILED");
     md += "| gate | value | result | margin |\n| --- | ---: | :---: | ---: |\n";
@@ -56,11 +66,11 @@ std::string to_markdown(const EvalResult& result, const std::vector<GateOutcome>
   return md;
 }
 
-std::string metrics_text(const EvalResult& result) {
+MetricsGrid metrics_grid(const EvalResult& result) {
   // One row a metric, one column for the whole table, the access-weighted
   // figure ("w.") and each group ("<group>."), in first-seen order.
-  std::vector<std::string> columns = {""};
-  std::vector<std::string> rows;
+  std::vector<std::string> prefixes = {""};
+  MetricsGrid grid;
   std::map<std::pair<std::string, std::string>, double> cell;
   const auto column_of = [&](const std::string& name) -> std::string {
     if (name.starts_with("w.")) return "w.";
@@ -70,8 +80,8 @@ std::string metrics_text(const EvalResult& result) {
   };
   for (const auto& [name, value] : result.metrics()) {
     const std::string col = column_of(name), row = name.substr(col.size());
-    if (std::find(columns.begin(), columns.end(), col) == columns.end()) columns.push_back(col);
-    if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+    if (std::find(prefixes.begin(), prefixes.end(), col) == prefixes.end()) prefixes.push_back(col);
+    if (std::find(grid.rows.begin(), grid.rows.end(), row) == grid.rows.end()) grid.rows.push_back(row);
     cell[{row, col}] = value;
   }
   const auto rank = [&](const std::string& c) -> size_t {
@@ -80,31 +90,38 @@ std::string metrics_text(const EvalResult& result) {
     return 2 + static_cast<size_t>(std::find(result.groups.begin(), result.groups.end(), c.substr(0, c.size() - 1)) -
                                    result.groups.begin());
   };
-  std::stable_sort(columns.begin(), columns.end(),
+  std::stable_sort(prefixes.begin(), prefixes.end(),
                    [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  for (const std::string& c : prefixes)
+    grid.columns.push_back(c.empty() ? "all" : c == "w." ? "weighted" : c.substr(0, c.size() - 1));
+  for (const std::string& r : grid.rows) {
+    grid.cells.emplace_back();
+    for (const std::string& c : prefixes) {
+      const auto it = cell.find({r, c});
+      grid.cells.back().push_back(it == cell.end() ? std::string() : format_value(it->second));
+    }
+  }
+  return grid;
+}
+
+std::string metrics_text(const EvalResult& result) {
+  const MetricsGrid grid = metrics_grid(result);
   size_t name_width = 6;
-  for (const std::string& r : rows) name_width = std::max(name_width, r.size());
+  for (const std::string& r : grid.rows) name_width = std::max(name_width, r.size());
   std::vector<size_t> width;
-  std::vector<std::string> heads;
-  for (const std::string& c : columns) {
-    heads.push_back(c.empty() ? "all" : c == "w." ? "weighted" : c.substr(0, c.size() - 1));
-    size_t w = std::max<size_t>(9, heads.back().size());
-    for (const std::string& r : rows)
-      if (const auto it = cell.find({r, c}); it != cell.end()) w = std::max(w, format_value(it->second).size());
+  for (size_t c = 0; c < grid.columns.size(); ++c) {
+    size_t w = std::max<size_t>(9, grid.columns[c].size());
+    for (const auto& row : grid.cells) w = std::max(w, row[c].size());
     width.push_back(w);
   }
-  const auto line = [&](const std::string& first, auto&& text_of) {
+  const auto line = [&](const std::string& first, const std::vector<std::string>& texts) {
     std::string l = fmt::format("  {:<{}}", first, name_width);
-    for (size_t c = 0; c < columns.size(); ++c) l += fmt::format("  {:>{}}", text_of(c), width[c]);
+    for (size_t c = 0; c < texts.size(); ++c) l += fmt::format("  {:>{}}", texts[c], width[c]);
     while (!l.empty() && l.back() == ' ') l.pop_back();
     return l + "\n";
   };
-  std::string s = line("metric", [&](size_t c) { return heads[c]; });
-  for (const std::string& r : rows)
-    s += line(r, [&](size_t c) {
-      const auto it = cell.find({r, columns[c]});
-      return it == cell.end() ? std::string() : format_value(it->second);
-    });
+  std::string s = line("metric", grid.columns);
+  for (size_t r = 0; r < grid.rows.size(); ++r) s += line(grid.rows[r], grid.cells[r]);
   return s;
 }
 

@@ -1,6 +1,7 @@
 // edo-profile's reports: a table's profile, a .edo container's summary and,
 // with --plan, the chosen plan, as text for people and JSON for machines.
 #include <edo/edo_file.hpp>
+#include <edo/human_bytes.hpp>
 #include <edo/io/container.hpp>
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
@@ -69,16 +70,6 @@ nlohmann::json to_json(const TableProfile& p) {
 }
 
 namespace {
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (b >= 1000 && u < 4) {
-    b /= 1000;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[u]);
-}
 
 std::string percent(uint64_t part, uint64_t whole) {
   return fmt::format("{:.3g}%", whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);

@@ -1,5 +1,13 @@
 # Shared by the command-line tests (sourced; not a test itself: only *.sh are).
-# Needs $work, a scratch folder. Failures are counted, so one run reports all.
+# Sourced with a test's arguments (BUILD_DIR SOURCE_DIR) it sets $build and
+# $src to them and $work to a scratch folder removed at exit; otherwise the
+# test sets $work itself. Failures are counted, so one run reports all.
+if [ $# -ge 2 ]; then
+  build=$(cd "$1" && pwd)
+  src=$(cd "$2" && pwd)
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 # expect CODE CMD...: runs CMD, checks its exit code; stdout goes to $work/out, stderr to $work/err.

@@ -4,11 +4,7 @@
 # estimate is near what edo-pack writes.
 #   plan_kinds.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-build=$(cd "$1" && pwd)
-src=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/test/cli/checks.bash"
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
 glove="$src/data-samples/glove.6B.50d.10k.npy"
 py=/usr/bin/python3
 

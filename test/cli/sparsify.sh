@@ -3,11 +3,7 @@
 # dropping with the mean fallback, the size rule and --force, bad input.
 #   sparsify.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-build=$(cd "$1" && pwd)
-src=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/test/cli/checks.bash"
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
 glove="$src/data-samples/glove.6B.50d.10k.npy"
 py=/usr/bin/python3
 "$py" -c "import numpy as np; np.save('$work/zipf.npy', 1.0 / (np.arange(10000) + 1)); np.save('$work/short.npy', np.ones(5))"

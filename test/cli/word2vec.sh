@@ -5,11 +5,7 @@
 # --vocab); bad input (one line naming the file and line or row, exit 1).
 #   word2vec.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-build=$(cd "$1" && pwd)
-src=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/test/cli/checks.bash"
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
 py=/usr/bin/python3
 d="$src/data-samples"
 "$py" - "$work" "$d" <<'PY'

@@ -5,11 +5,7 @@
 # exit 1 or 2).
 #   word_tasks.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
-build=$(cd "$1" && pwd)
-src=$(cd "$2" && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-source "$src/test/cli/checks.bash"
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
 d="$src/data-samples"
 glove="$d/glove.6B.50d.10k.npy"
 vocab="$d/glove.6B.50d.10k.vocab.txt"
