@@ -17,6 +17,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -168,6 +169,37 @@ class Progress {
 };
 
 // More threads than this is a typing error, not a machine (docs/CLI.md).
+// A byte count as users type it: 1073741824, 1G, 512M, 64K (powers of 1024;
+// a trailing B or iB is allowed). Usage error naming `flag` otherwise.
+inline uint64_t parse_byte_count(const std::string& flag, const std::string& text) {
+  size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    if (text.empty() || text[0] == '-' || text[0] == '+') throw std::invalid_argument("sign");
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    EDO_USAGE_FAIL("{} {}: not a byte count (e.g. 1073741824, 1G, 512M)", flag, text);
+  }
+  std::string unit = text.substr(used);
+  if (unit.ends_with("iB"))
+    unit.resize(unit.size() - 2);
+  else if (unit.size() > 1 && unit.back() == 'B')
+    unit.pop_back();
+  int shift = 0;
+  if (unit == "K" || unit == "k")
+    shift = 10;
+  else if (unit == "M")
+    shift = 20;
+  else if (unit == "G")
+    shift = 30;
+  else if (unit == "T")
+    shift = 40;
+  else if (!unit.empty() && unit != "B")
+    EDO_USAGE_FAIL("{} {}: unknown unit '{}' (K, M, G or T)", flag, text, unit);
+  if (value > (std::numeric_limits<uint64_t>::max() >> shift)) EDO_USAGE_FAIL("{} {}: too large", flag, text);
+  return static_cast<uint64_t>(value) << shift;
+}
+
 inline constexpr int kMaxThreads = 1024;
 
 inline void add_threads_option(CLI::App& app, int& threads) {

@@ -106,6 +106,19 @@ void print_stats(const edo::Reader& reader, const std::vector<int64_t>& ids, dou
   if (unknown > 0)
     std::fprintf(stderr, "  beyond the table          %10llu lookups (%5.1f%%)\n",
                  static_cast<unsigned long long>(unknown), 100.0 * static_cast<double>(unknown) / n);
+  if (const uint64_t capacity = reader.cache_capacity(); capacity > 0) {
+    std::fprintf(stderr, "  disk cache: %.1f MB of pages (--max-resident)\n", static_cast<double>(capacity) / 1e6);
+    for (size_t t = 0; t < per_tier.size(); ++t) {
+      const edo::CacheCounts c = reader.cache_counts(t);
+      if (!c.cached) continue;
+      const uint64_t reads = c.hits + c.misses;
+      std::fprintf(stderr, "  tier %-10s cache hit rate %5.1f%% (%llu of %llu page reads), %.1f MB read by pread\n",
+                   reader.tiers()[t].name.c_str(),
+                   reads ? 100.0 * static_cast<double>(c.hits) / static_cast<double>(reads) : 0.0,
+                   static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(reads),
+                   static_cast<double>(c.bytes_read) / 1e6);
+    }
+  }
   if (read_bytes >= 0)
     std::fprintf(stderr, "  read from storage: %.1f MB (page-cache misses); major page faults: %ld\n",
                  static_cast<double>(read_bytes) / 1e6, ru.ru_majflt);
@@ -147,6 +160,10 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", stats,
                "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
   app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
+  std::string max_resident;
+  app.add_option("--max-resident", max_resident,
+                 "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read with pread\n"
+                 "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
   edo::cli::add_version_flag(app, "edo-lookup");
@@ -170,6 +187,10 @@ int main(int argc, char** argv) {
     edo::ReaderOptions ro;
     ro.verify = verify ? edo::io::Verify::all : edo::io::Verify::structure;
     ro.unknown_ids = unknown_policy(unknown);
+    if (!max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", max_resident);
+    if (!max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
+    if (verify && ro.max_resident > 0)
+      EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
     const edo::Reader reader = edo::Reader::open(input, ro);
     const edo::io::IdList list = edo::io::read_ids(ids_path);
     if (list.ids.empty()) EDO_FAIL("{}: no ids", ids_path == "-" ? "<stdin>" : ids_path);

@@ -45,6 +45,20 @@ struct ReaderOptions {
   // Where decode_rows() and decode_all() decode (edo-unpack --device): cuda
   // decodes each tier's slice of a block on the GPU. Lookups stay on the CPU.
   Device decode_device = Device::cpu;
+  // Bounded memory (docs/PACK.md, "Bounded memory"): when > 0, the bytes of
+  // the file kept resident. Codec tiers marked "disk" are then read with
+  // pread through a cache of `cache_page_bytes` pages that gets what the
+  // other tiers and the id map (resident through the mapping) leave of the
+  // budget; too small a budget for those is an error saying what is needed.
+  uint64_t max_resident = 0;
+  uint64_t cache_page_bytes = 4096;  // a power of two, 4096 to 2^24
+};
+
+// A disk tier's reads through the bounded cache (Reader::cache_counts).
+struct CacheCounts {
+  bool cached = false;  // the tier is served through the cache
+  uint64_t hits = 0, misses = 0;
+  uint64_t bytes_read = 0;  // from the file, by pread
 };
 
 // Bytes of the file's sections by residency; the id map counts as host.
@@ -86,6 +100,10 @@ class Reader {
   void decode_all(float* out) const;
   // Index of the tier that stores `row` (row < rows()).
   uint32_t tier_of(uint64_t row) const;
+  // Tier `t`'s reads through the bounded cache (all zero and not `cached`
+  // without ReaderOptions::max_resident); the cache's capacity in bytes.
+  CacheCounts cache_counts(size_t t) const;
+  uint64_t cache_capacity() const;
   // How ids resolve to tiers (identity for one tier in table order).
   IdMapKind id_map_kind() const;
   // Reads the whole id map (O(rows)); decode_all does it too.

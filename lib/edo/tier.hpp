@@ -71,6 +71,10 @@ struct TierStats {
   bool on_device = false;  // resident in GPU memory (ReaderOptions::device = cuda and a GPU decoder)
 };
 
+namespace detail {
+class PageCache;
+}
+
 // One tier of an open file: a view into the file's mapping, immutable after
 // opening, so any number of threads may decode from it at once.
 class TierView {
@@ -102,6 +106,11 @@ class TierView {
   // local ids (gather's `local`, decode_range's range), and answers any id
   // >= 0, inside the table or beyond it.
   virtual bool keyed_by_id() const { return false; }
+  // Serve this tier's rows by reading the file through `cache` (counted as
+  // `owner`) instead of the mapping, when the kind can (codec tiers):
+  // returns whether it will. Called once, before any lookup
+  // (ReaderOptions::max_resident).
+  virtual bool read_through(detail::PageCache& /*cache*/, size_t /*owner*/) { return false; }
 
  protected:
   TierStats stats_;

@@ -1,6 +1,8 @@
 // The reader library: tiers opened by kind, ids resolved by the file's id
 // map, and batch lookup: ids grouped by tier, each tier gathering and
 // decoding its rows straight into place (tier.hpp).
+#include "page_cache.hpp"
+
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
@@ -35,7 +37,9 @@ struct Reader::Impl {
   bool redirecting_any = false;  // a tier answers its ids with other rows (TierView::redirects)
   std::vector<bool> keyed;       // by tier: TierView::keyed_by_id
   bool keyed_any = false;
-  uint32_t hash_slot = 0;  // the first keyed tier: unknown ids' tier under UnknownIdPolicy::hash
+  std::unique_ptr<detail::PageCache> cache;  // ReaderOptions::max_resident
+  std::vector<bool> cached;                  // by tier: read through the cache
+  uint32_t hash_slot = 0;                    // the first keyed tier: unknown ids' tier under UnknownIdPolicy::hash
 #ifdef EDO_HAVE_CUDA
   struct DeviceTier {
     math::ScalarLayout layout;
@@ -190,8 +194,33 @@ struct Reader::Impl {
   }
 
   void load();
+  void bound_memory();
   void upload_gpu_tiers();
 };
+
+// Disk codec tiers through a page cache sized by what the rest leaves of the
+// budget; the rest (other tiers, the id map) stays resident by the mapping.
+void Reader::Impl::bound_memory() {
+  const std::string& path = container.path();
+  const uint64_t page = options.cache_page_bytes;
+  if (page < 4096 || page > (uint64_t{1} << 24) || (page & (page - 1)) != 0)
+    EDO_USAGE_FAIL("{}: cache pages of {} bytes: give a power of two from 4096 to 16777216", path, page);
+  uint64_t resident = map->bytes();
+  for (const auto& t : tiers)
+    if (t->stats().residency != Residency::disk || !t->codec()) resident += t->stats().bytes;
+  // At least 64 pages of cache, so that a batch's pages do not evict each other at once.
+  const uint64_t need = resident + 64 * page;
+  if (options.max_resident < need)
+    EDO_USAGE_FAIL(
+        "{}: a budget of {} resident bytes is too small: the host and gpu tiers and the id map take {} "
+        "and the disk cache at least {}; give at least {}",
+        path, options.max_resident, resident, 64 * page, need);
+  cache = std::make_unique<detail::PageCache>(path, container.file_size(), options.max_resident - resident, page,
+                                              tiers.size());
+  cached.assign(tiers.size(), false);
+  for (size_t t = 0; t < tiers.size(); ++t)
+    if (tiers[t]->stats().residency == Residency::disk) cached[t] = tiers[t]->read_through(*cache, t);
+}
 
 void Reader::Impl::load() {
   const std::string& path = container.path();
@@ -216,6 +245,7 @@ void Reader::Impl::load() {
   map = open_id_map(container, tier_rows);
   if (options.unknown_ids == UnknownIdPolicy::hash && !keyed_any)
     EDO_FAIL("{}: unknown ids by hash: the file has no hashed tier", path);
+  if (options.max_resident > 0) bound_memory();
   if (options.device == Device::cuda) upload_gpu_tiers();
 }
 
@@ -269,6 +299,14 @@ ResidencyBytes Reader::residency_bytes() const {
 }
 
 IdMapKind Reader::id_map_kind() const { return impl_->map->kind(); }
+
+CacheCounts Reader::cache_counts(size_t t) const {
+  if (!impl_->cache || t >= impl_->cached.size() || !impl_->cached[t]) return {};
+  const detail::PageCacheCounts c = impl_->cache->counts(t);
+  return {true, c.hits, c.misses, c.bytes_read};
+}
+
+uint64_t Reader::cache_capacity() const { return impl_->cache ? impl_->cache->capacity() : 0; }
 
 const Codec* Reader::single_tier_codec() const {
   return impl_->map->kind() == IdMapKind::identity ? impl_->tiers[0]->codec() : nullptr;

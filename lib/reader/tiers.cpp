@@ -1,5 +1,6 @@
 // The tier kinds a reader opens (a codec's code rows, one shared vector) and
 // the id maps (identity, the packed row map).
+#include "page_cache.hpp"
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
@@ -156,6 +157,8 @@ class CodecTier final : public TierView {
                info.rows, stats_.code_size, need ? *need : 0);
     codes_ = codes.data;
     stats_.bytes = codes.size;
+    for (const io::SectionInfo& si : c.sections())
+      if (si.name == codes_it->second) codes_offset_ = si.offset;
     std::vector<NamedBlob> blobs = load_codec_state(c, info, jt, {"codes"});
     for (const auto& b : blobs) stats_.bytes += b.values.size() * sizeof(float);
     try {
@@ -166,19 +169,43 @@ class CodecTier final : public TierView {
   }
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
-    codec_->decode_gather(codes_, local, dst, n, out);
+    if (!cache_) return codec_->decode_gather(codes_, local, dst, n, out);
+    // The rows' codes, read through the cache one after another, then decoded as rows 0..n-1.
+    const uint64_t size = stats_.code_size;
+    thread_local std::vector<uint8_t> rows;
+    thread_local std::vector<uint64_t> order;
+    rows.resize(n * size);
+    order.resize(n);
+    for (size_t k = 0; k < n; ++k) {
+      cache_->read(owner_, codes_offset_ + local[k] * size, size, rows.data() + k * size);
+      order[k] = k;
+    }
+    codec_->decode_gather(rows.data(), order.data(), dst, n, out);
   }
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
     DecodeOptions opt;
     opt.device = device;
-    codec_->decode(codes_ + begin * stats_.code_size, count, out, opt);
+    if (!cache_) return codec_->decode(codes_ + begin * stats_.code_size, count, out, opt);
+    // A scan: read once, past the cache, so it does not evict the hot pages.
+    std::vector<uint8_t> codes(count * stats_.code_size);
+    cache_->read_direct(owner_, codes_offset_ + begin * stats_.code_size, codes.size(), codes.data());
+    codec_->decode(codes.data(), count, out, opt);
   }
   const Codec* codec() const override { return codec_.get(); }
   const uint8_t* codes() const override { return codes_; }
+  bool read_through(detail::PageCache& cache, size_t owner) override {
+    cache_ = &cache;
+    owner_ = owner;
+    cache.keep(codes_offset_, codes_offset_ + stats_.rows * stats_.code_size);
+    return true;
+  }
 
  private:
   std::unique_ptr<Codec> codec_;
   const uint8_t* codes_ = nullptr;
+  uint64_t codes_offset_ = 0;  // in the file
+  detail::PageCache* cache_ = nullptr;
+  size_t owner_ = 0;
 };
 
 // ---- shared-vector tiers ("default") -----------------------------------------------------

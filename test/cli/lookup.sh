@@ -96,6 +96,20 @@ grep -q "3004 lookups in" "$work/err" || fail "--stats: $(cat "$work/err")"
 grep -q "tier hot " "$work/err" || fail "--stats has no per-tier line"
 grep -q "peak resident memory" "$work/err" || fail "--stats has no peak memory"
 
+# --max-resident: disk tiers read through a bounded page cache, the same rows.
+expect 0 "$P" "$glove" -o "$work/disk.edo" --freq "$work/zipf.npy" "${quick[@]}" \
+  --tier hot:rows=5%:fp16 --tier cold:rest:int4:disk
+expect 0 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/m.npy" -q
+expect 0 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 1M --stats
+cmp -s "$work/m.npy" "$work/c.npy" || fail "--max-resident changed the rows"
+grep -q "tier cold .*cache hit rate" "$work/err" || fail "--stats has no cache line: $(cat "$work/err")"
+expect 2 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 200K
+err_has "give at least"
+expect 2 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 1X
+err_has "unknown unit 'X'"
+expect 2 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 0
+err_has "give a budget"
+
 # Bad input: one line naming the file and the line or entry, nothing written.
 printf '5\n7\nabc\n' >"$work/bad.txt"
 expect 1 "$L" "$work/scalar.edo" --ids "$work/bad.txt" -o "$work/b.npy"
