@@ -232,3 +232,29 @@ TEST_CASE("reader: GPU lookup matches the CPU (skipped without a GPU)") {
   out.download(gpu.data(), out.bytes());
   CHECK(cpu == gpu);
 }
+
+TEST_CASE(
+    "reader: GPU lookup of host tiers by copies, mapped and managed memory matches the CPU (skipped without a GPU)") {
+  if (!edo::cuda_available()) {
+    MESSAGE("skipped: no GPU");
+    return;
+  }
+  Packed p({"hot:rows=20%:fp16:gpu", "warm:rows=30%:int8:host", "cold:rest:int4:host", "drop:rows=5%:default"});
+  std::vector<int64_t> ids;
+  edo::Rng rng(6);
+  for (int i = 0; i < 5000; ++i) ids.push_back(static_cast<int64_t>(rng.below(p.rows)));
+  std::vector<float> cpu(ids.size() * p.dim);
+  edo::Reader::open(p.path).lookup(ids.data(), ids.size(), cpu.data());
+  for (const auto access : {edo::HostTierAccess::copy, edo::HostTierAccess::mapped, edo::HostTierAccess::managed}) {
+    CAPTURE(static_cast<int>(access));
+    edo::ReaderOptions opt;
+    opt.device = edo::Device::cuda;
+    opt.host_access = access;
+    const edo::Reader r = edo::Reader::open(p.path, opt);
+    std::vector<float> gpu(cpu.size());
+    edo::DeviceBuffer out(gpu.size() * sizeof(float));
+    r.lookup_device(ids.data(), ids.size(), out.as<float>());
+    out.download(gpu.data(), out.bytes());
+    CHECK(cpu == gpu);
+  }
+}

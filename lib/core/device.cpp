@@ -5,6 +5,10 @@
 #include <edo/cuda_check.hpp>
 #endif
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace edo {
@@ -96,6 +100,58 @@ void DeviceBuffer::download(void* host, size_t bytes) const {
   EDO_CHECK(bytes <= bytes_, "cuda: download of {} bytes from a buffer of {}", bytes, bytes_);
   if (bytes) EDO_CUDA_TRY(cudaMemcpy(host, ptr_, bytes, cudaMemcpyDeviceToHost));
 }
+PinnedHostView::PinnedHostView(const void* host, size_t bytes) {
+  require_device(Device::cuda);
+  // Whole pages: a mapping's section starts anywhere in a page.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(host) & ~(page - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(host) + std::max<size_t>(bytes, 1) + page - 1) & ~(page - 1);
+  base_ = reinterpret_cast<void*>(begin);
+  EDO_CUDA_TRY(cudaHostRegister(base_, end - begin, cudaHostRegisterMapped | cudaHostRegisterReadOnly));
+  void* device_base = nullptr;
+  try {
+    EDO_CUDA_TRY(cudaHostGetDevicePointer(&device_base, base_, 0));
+  } catch (...) {
+    (void)cudaHostUnregister(base_);
+    throw;
+  }
+  device_ = static_cast<const uint8_t*>(device_base) + (reinterpret_cast<uintptr_t>(host) - begin);
+}
+PinnedHostView::~PinnedHostView() {
+  if (base_) (void)cudaHostUnregister(base_);
+}
+
+ManagedCopy::ManagedCopy(const void* host, size_t bytes) {
+  require_device(Device::cuda);
+  size_t free_bytes = 0, total = 0;
+  EDO_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total));
+  // A tenth of the free memory left for the kernels and other allocations.
+  if (bytes > free_bytes / 10 * 9)
+    EDO_FAIL(
+        "cuda: a managed copy of {} bytes does not fit in the {} bytes free on the GPU (of {}); serve the tier by "
+        "copies or mapped memory instead",
+        bytes, free_bytes, total);
+  int device = 0;
+  EDO_CUDA_TRY(cudaGetDevice(&device));
+  EDO_CUDA_TRY(cudaMallocManaged(&ptr_, std::max<size_t>(bytes, 1)));
+  try {
+    std::memcpy(ptr_, host, bytes);
+    cudaMemLocation gpu{};
+    gpu.type = cudaMemLocationTypeDevice;
+    gpu.id = device;
+    EDO_CUDA_TRY(cudaMemAdvise(ptr_, bytes, cudaMemAdviseSetReadMostly, gpu));
+    EDO_CUDA_TRY(cudaMemAdvise(ptr_, bytes, cudaMemAdviseSetPreferredLocation, gpu));
+    EDO_CUDA_TRY(cudaMemPrefetchAsync(ptr_, bytes, gpu, 0, 0));
+    EDO_CUDA_TRY(cudaDeviceSynchronize());
+  } catch (...) {
+    (void)cudaFree(ptr_);
+    throw;
+  }
+}
+ManagedCopy::~ManagedCopy() {
+  if (ptr_) (void)cudaFree(ptr_);
+}
+
 void check_cuda_launch(const char* what, std::source_location where) {
   detail::cuda_check(cudaGetLastError(), (std::string("kernel ") + what).c_str(), where.file_name(),
                      static_cast<int>(where.line()));
@@ -106,6 +162,10 @@ DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(const void*, size_t) { require_device(Device::cuda); }
 void DeviceBuffer::download(void*, size_t) const { require_device(Device::cuda); }
 void check_cuda_launch(const char*, std::source_location) { require_device(Device::cuda); }
+PinnedHostView::PinnedHostView(const void*, size_t) { require_device(Device::cuda); }
+PinnedHostView::~PinnedHostView() = default;
+ManagedCopy::ManagedCopy(const void*, size_t) { require_device(Device::cuda); }
+ManagedCopy::~ManagedCopy() = default;
 #endif
 
 Device select_device(std::string_view request) {

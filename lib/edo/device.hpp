@@ -48,6 +48,39 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Host bytes the GPU reads where they are: the pages holding [host, host +
+// bytes) registered as mapped, read-only, pinned memory (cudaHostRegister),
+// and the device address of `host` in them. Kernels then read them over the
+// bus, with no copy held on the device; pinning keeps them resident.
+class PinnedHostView {
+ public:
+  PinnedHostView(const void* host, size_t bytes);
+  ~PinnedHostView();
+  PinnedHostView(const PinnedHostView&) = delete;
+  PinnedHostView& operator=(const PinnedHostView&) = delete;
+  const void* device_pointer() const { return device_; }
+
+ private:
+  void* base_ = nullptr;  // the registered, page-aligned range
+  const void* device_ = nullptr;
+};
+
+// A copy of `bytes` of `host` in unified (managed) memory, advised
+// read-mostly with the GPU as its preferred home and prefetched there. Made
+// only when it fits in the device's free memory (an edo::Error saying so
+// otherwise): oversubscribed managed memory can stall a shared GPU.
+class ManagedCopy {
+ public:
+  ManagedCopy(const void* host, size_t bytes);
+  ~ManagedCopy();
+  ManagedCopy(const ManagedCopy&) = delete;
+  ManagedCopy& operator=(const ManagedCopy&) = delete;
+  const void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
 // Throws edo::Error naming kernel `what` and the caller's file and line when
 // the last kernel launch failed. (Calls of the CUDA runtime itself are
 // checked with EDO_CUDA_TRY, edo/cuda_check.hpp.)

@@ -36,6 +36,16 @@ class Codec;
 // error; negative ids stay errors).
 enum class UnknownIdPolicy : uint8_t { error, default_vector, hash };
 
+// How lookup_device() reaches the codes of tiers marked "host" whose codec
+// has a GPU decoder (the scalar codecs); the others are always decoded on
+// the host and copied in.
+enum class HostTierAccess : uint8_t {
+  copy,     // decoded on the host, the rows copied to the device (the default)
+  mapped,   // the codes stay in host memory, pinned and mapped: the GPU gathers and decodes them over the bus
+  managed,  // the codes copied to unified memory, prefetched to the GPU, advised read-mostly; only when
+            // they fit in the GPU's free memory (an error otherwise, at open)
+};
+
 struct ReaderOptions {
   io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)
   UnknownIdPolicy unknown_ids = UnknownIdPolicy::error;
@@ -45,6 +55,8 @@ struct ReaderOptions {
   // Where decode_rows() and decode_all() decode (edo-unpack --device): cuda
   // decodes each tier's slice of a block on the GPU. Lookups stay on the CPU.
   Device decode_device = Device::cpu;
+  // With device = cuda: how lookup_device() serves host tiers.
+  HostTierAccess host_access = HostTierAccess::copy;
   // Bounded memory (docs/PACK.md, "Bounded memory"): when > 0, the bytes of
   // the file kept resident. Codec tiers marked "disk" are then read with
   // pread through a cache of `cache_page_bytes` pages that gets what the

@@ -41,9 +41,18 @@ struct Reader::Impl {
   std::vector<bool> cached;                  // by tier: read through the cache
   uint32_t hash_slot = 0;                    // the first keyed tier: unknown ids' tier under UnknownIdPolicy::hash
 #ifdef EDO_HAVE_CUDA
+  // A tier the GPU gathers and decodes: its codes in device memory (gpu
+  // tiers), or host tiers' codes reached as options.host_access says.
   struct DeviceTier {
     math::ScalarLayout layout;
     std::unique_ptr<DeviceBuffer> codes;
+    std::unique_ptr<PinnedHostView> pinned;
+    std::unique_ptr<ManagedCopy> managed;
+    const uint8_t* device_codes() const {
+      if (codes) return codes->as<uint8_t>();
+      if (pinned) return static_cast<const uint8_t*>(pinned->device_pointer());
+      return static_cast<const uint8_t*>(managed->get());
+    }
   };
   std::vector<std::optional<DeviceTier>> device_tiers;
 #endif
@@ -255,14 +264,27 @@ void Reader::Impl::upload_gpu_tiers() {
   device_tiers.resize(tiers.size());
   for (size_t t = 0; t < tiers.size(); ++t) {
     const TierView& tier = *tiers[t];
-    if (tier.stats().residency != Residency::gpu || !tier.codec()) continue;
+    const Residency where = tier.stats().residency;
+    const bool host_on_gpu = where == Residency::host && options.host_access != HostTierAccess::copy;
+    if ((where != Residency::gpu && !host_on_gpu) || !tier.codec()) continue;
     const std::optional<math::ScalarLayout> layout = scalar_layout(*tier.codec());
     if (!layout) continue;
     const uint64_t bytes = tier.stats().rows * tier.stats().code_size;
-    auto codes = std::make_unique<DeviceBuffer>(std::max<uint64_t>(1, bytes));
-    codes->upload(tier.codes(), bytes);
-    device_tiers[t] = DeviceTier{*layout, std::move(codes)};
-    stats[t].on_device = true;
+    DeviceTier d{*layout, nullptr, nullptr, nullptr};
+    if (where == Residency::gpu) {
+      d.codes = std::make_unique<DeviceBuffer>(std::max<uint64_t>(1, bytes));
+      d.codes->upload(tier.codes(), bytes);
+      stats[t].on_device = true;
+    } else if (options.host_access == HostTierAccess::mapped) {
+      d.pinned = std::make_unique<PinnedHostView>(tier.codes(), bytes);
+    } else {
+      try {
+        d.managed = std::make_unique<ManagedCopy>(tier.codes(), bytes);
+      } catch (const Error& e) {
+        EDO_FAIL("{}: tier '{}': {}", container.path(), tier.stats().name, e.what());
+      }
+    }
+    device_tiers[t] = std::move(d);
   }
 #endif
 }
@@ -399,7 +421,7 @@ void Reader::lookup_device(const int64_t* ids, size_t n, float* out_device) cons
       for (size_t k = 0; k < m; ++k) gather_index[k] = index[group[k]];
       DeviceBuffer d_index(m * sizeof(uint64_t));
       d_index.upload(gather_index.data(), d_index.bytes());
-      cuda::gather_decode_scalar(resident->layout, resident->codes->as<uint8_t>(), d_index.as<uint64_t>(),
+      cuda::gather_decode_scalar(resident->layout, resident->device_codes(), d_index.as<uint64_t>(),
                                  d_dst.as<uint64_t>(), m, out_device);
       check_cuda_launch("gather_decode_scalar");
     } else {

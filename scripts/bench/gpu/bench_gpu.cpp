@@ -13,6 +13,9 @@
 //           cuBLAS sgemm of the same shape on resident data
 //   lookup  the reader's lookup_device rows/s (all tiers gpu-resident) next
 //           to a plain device gather of fp32 rows
+//   residency  lookup_device with a host tier served by copies, mapped pinned
+//           memory and managed memory (ReaderOptions::host_access), next to
+//           the same plain gather
 //
 // Without a GPU it says so and exits 0 (3 with --require-gpu or --info).
 // Exit codes: 0 ok, 1 error, 2 usage, 3 no GPU, 4 the binary has no code for
@@ -580,35 +583,48 @@ void section_knn(Report& rep, const Config& cfg) {
   rep.add({"knn", "exact k-NN, GPU next to the CPU", 1.0 / tg, "runs/s", "CPU", 1.0 / tc, "x the CPU", detail});
 }
 
-void section_lookup(Report& rep, const Config& cfg) {
-  const size_t rows = cfg.quick ? (size_t{1} << 18) : (size_t{1} << 20), dim = 128;
-  const fs::path dir = fs::path(cfg.tmp_dir) / fmt::format("edo-bench-gpu-{}", ::getpid());
-  fs::create_directories(dir);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
+// A seeded Gaussian table packed with Zipf counts (in a shuffled order: an
+// odd multiplier permutes ids modulo a power of two) into `tiers`, in a
+// temporary folder removed with it.
+struct PackedTable {
+  fs::path dir;
+  std::vector<float> x;
+  std::vector<double> freq;
+  std::string path;
+  PackedTable(const Config& cfg, const char* name, size_t rows, size_t dim, uint64_t seed,
+              std::initializer_list<const char*> tiers)
+      : dir(fs::path(cfg.tmp_dir) / fmt::format("edo-bench-gpu-{}-{}", name, ::getpid())),
+        x(edo::bench::gaussian(rows * dim, seed)),
+        freq(rows),
+        path((dir / "p.edo").string()) {
+    fs::create_directories(dir);
+    {
+      auto w = edo::io::create_table((dir / "t.npy").string(), rows, dim);
+      w->write_f32(x.data(), rows);
+      w->commit();
     }
-  } cleanup{dir};
-  const std::vector<float> x = edo::bench::gaussian(rows * dim, 61);
-  {
-    auto w = edo::io::create_table((dir / "t.npy").string(), rows, dim);
-    w->write_f32(x.data(), rows);
-    w->commit();
-  }
-  std::vector<double> freq(rows);
-  // Zipf counts in a shuffled order (an odd multiplier permutes ids modulo a power of two).
-  for (size_t r = 0; r < rows; ++r) freq[r] = 1.0 / static_cast<double>((r * 2654435761u) % rows + 1);
-  edo::PackOptions po;
-  for (const char* t : {"hot:rows=10%:fp16:gpu", "warm:rows=40%:int8:gpu", "cold:rest:int4:gpu"})
-    po.tiers.push_back(edo::parse_tier_spec(t));
-  po.freq = freq;
-  const std::string path = (dir / "p.edo").string();
-  {
+    for (size_t r = 0; r < rows; ++r) freq[r] = 1.0 / static_cast<double>((r * 2654435761u) % rows + 1);
+    edo::PackOptions po;
+    for (const char* t : tiers) po.tiers.push_back(edo::parse_tier_spec(t));
+    po.freq = freq;
     auto table = edo::io::open_table((dir / "t.npy").string());
     edo::pack_to_edo(*table, path, po);
   }
+  ~PackedTable() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  PackedTable(const PackedTable&) = delete;
+  PackedTable& operator=(const PackedTable&) = delete;
+};
+
+void section_lookup(Report& rep, const Config& cfg) {
+  const size_t rows = cfg.quick ? (size_t{1} << 18) : (size_t{1} << 20), dim = 128;
+  const PackedTable packed(cfg, "lookup", rows, dim, 61,
+                           {"hot:rows=10%:fp16:gpu", "warm:rows=40%:int8:gpu", "cold:rest:int4:gpu"});
+  const std::vector<float>& x = packed.x;
+  const std::vector<double>& freq = packed.freq;
+  const std::string& path = packed.path;
   edo::ReaderOptions gpu_opt;
   gpu_opt.device = edo::Device::cuda;
   const double t_cpu_open = edo::bench::best_seconds(3, [&] { (void)edo::Reader::open(path); });
@@ -679,6 +695,57 @@ void section_lookup(Report& rep, const Config& cfg) {
   }
 }
 
+// Host tiers served to the GPU three ways (ReaderOptions::host_access):
+// decoded on the host and copied in, read in place from mapped pinned host
+// memory, or from a managed copy prefetched to the GPU; next to a plain
+// device gather of fp32 rows, on the same Zipf ids.
+void section_residency(Report& rep, const Config& cfg) {
+  const size_t rows = cfg.quick ? (size_t{1} << 18) : (size_t{1} << 21), dim = 128, batch = 65536;
+  const PackedTable packed(cfg, "residency", rows, dim, 67, {"hot:rows=5%:fp16:gpu", "cold:rest:int8:host"});
+  const std::vector<float>& x = packed.x;
+  const std::vector<double>& freq = packed.freq;
+  const std::string& path = packed.path;
+  const std::vector<uint64_t> drawn = edo::sample_weighted_ids(freq, batch, 9);
+  const std::vector<int64_t> ids(drawn.begin(), drawn.end());
+  std::vector<float> want(batch * dim), got(batch * dim);
+  edo::Reader::open(path).lookup(ids.data(), batch, want.data());
+  Dev table(x.size() * sizeof(float)), d_ids(batch * sizeof(uint64_t)), plain(batch * dim * sizeof(float));
+  table.upload(x.data(), table.bytes());
+  d_ids.upload(drawn.data(), d_ids.bytes());
+  const double tp = best_device_seconds(cfg.repeat * 4, [&] {
+    edo::bench::gpu::gather_rows(table.as<float>(), d_ids.as<uint64_t>(), batch, dim, plain.as<float>());
+  });
+  const std::pair<edo::HostTierAccess, const char*> modes[] = {{edo::HostTierAccess::copy, "copy"},
+                                                               {edo::HostTierAccess::mapped, "mapped"},
+                                                               {edo::HostTierAccess::managed, "managed"}};
+  for (const auto& [access, name] : modes) {
+    edo::ReaderOptions opt;
+    opt.device = edo::Device::cuda;
+    opt.host_access = access;
+    const double t_open = best_host_seconds(1, [&] { (void)edo::Reader::open(path, opt); });
+    const edo::Reader reader = edo::Reader::open(path, opt);
+    Dev out(batch * dim * sizeof(float));
+    const double tl =
+        best_host_seconds(cfg.repeat * 4, [&] { reader.lookup_device(ids.data(), batch, out.as<float>()); });
+    out.download(got.data(), got.size() * sizeof(float));
+    rep.check_result(fmt::format("lookup_device with host tiers by {} equals the CPU lookup", name),
+                     std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    rep.add({"residency",
+             fmt::format("host tier by {}: lookup_device batch {}", name, batch),
+             static_cast<double>(batch) / tl,
+             "rows/s",
+             "plain device gather (fp32)",
+             static_cast<double>(batch) / tp,
+             "share of the gather",
+             {{"rows", rows},
+              {"dim", dim},
+              {"tiers", "hot 5% fp16 gpu, cold rest int8 host"},
+              {"open_seconds", t_open},
+              {"lookup_seconds", tl},
+              {"counts", "lookup_device from host ids, Zipf ids drawn by frequency"}}});
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -696,8 +763,8 @@ int main(int argc, char** argv) {
   app.add_option("--tmp", cfg.tmp_dir, "Folder for the packed file of the lookup section (default: the system's)");
   app.add_option("--repeat", cfg.repeat, "Timed runs per figure; the best is kept (default 5)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--sections", sections, "Only these: scalar upload pq rq kmeans knn lookup")
-      ->check(CLI::IsMember({"scalar", "upload", "pq", "rq", "kmeans", "knn", "lookup"}));
+  app.add_option("--sections", sections, "Only these: scalar upload pq rq kmeans knn lookup residency")
+      ->check(CLI::IsMember({"scalar", "upload", "pq", "rq", "kmeans", "knn", "lookup", "residency"}));
   app.add_flag("--info", info,
                "Print the GPU, driver, runtime and this binary's architectures, then exit "
                "(3 without a GPU, 4 when this binary has no code for it)");
@@ -806,6 +873,7 @@ int main(int argc, char** argv) {
     timed("kmeans", [&] { section_kmeans(rep, cfg, need_bigann()); });
     timed("knn", [&] { section_knn(rep, cfg); });
     timed("lookup", [&] { section_lookup(rep, cfg); });
+    timed("residency", [&] { section_residency(rep, cfg); });
     rep.print_table();
     if (!markdown_path.empty()) {
       std::ofstream md(markdown_path);
