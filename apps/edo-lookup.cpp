@@ -160,10 +160,13 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", stats,
                "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
   app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
-  std::string max_resident;
+  std::string max_resident, cache_io = "pread";
   app.add_option("--max-resident", max_resident,
                  "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read with pread\n"
                  "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
+  app.add_option("--cache-io", cache_io,
+                 "With --max-resident: read a batch's missing pages by pread (default) or io_uring")
+      ->check(CLI::IsMember({"pread", "io_uring"}));
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
   edo::cli::add_version_flag(app, "edo-lookup");
@@ -189,6 +192,7 @@ int main(int argc, char** argv) {
     ro.unknown_ids = unknown_policy(unknown);
     if (!max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", max_resident);
     if (!max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
+    ro.cache_io = cache_io == "io_uring" ? edo::CacheIo::io_uring : edo::CacheIo::pread;
     if (verify && ro.max_resident > 0)
       EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
     const edo::Reader reader = edo::Reader::open(input, ro);

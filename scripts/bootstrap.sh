@@ -8,6 +8,7 @@ packages=(
   libfaiss-dev libopenblas-dev liblapack-dev
   libcli11-dev libhdf5-dev nlohmann-json3-dev libfmt-dev doctest-dev
   libxxhash-dev libzip-dev zlib1g-dev
+  liburing-dev                   # batched reads of the reader's bounded cache (io_uring)
   clang libclang-rt-dev          # libFuzzer targets
   clang-format                   # the house style, checked by ctest (cli.format)
   universal-ctags                # function lengths, checked by ctest (cli.function_length)

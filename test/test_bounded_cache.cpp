@@ -81,6 +81,13 @@ TEST_CASE("bounded cache: the rows of the mapped reader, resident set within the
   evict(file.path);
   ReaderOptions ro;
   ro.max_resident = 4 << 20;  // 4 MB against a 26 MB disk tier
+  ro.cache_io = CacheIo::io_uring;
+  try {
+    Reader::open(file.path, ro).lookup(ids.data(), 1, bounded.data());
+  } catch (const Error& e) {
+    MESSAGE("io_uring unavailable, pread instead: ", e.what());
+    ro.cache_io = CacheIo::pread;
+  }
   const Reader reader = Reader::open(file.path, ro);
   REQUIRE(reader.cache_capacity() > 0);
   const uint64_t before = resident_bytes();
@@ -157,6 +164,30 @@ TEST_CASE("page cache: reads equal the file's bytes, evicts to its capacity, fai
   cache.read(0, 8192 * 3, 16, got.data());  // long evicted
   CHECK(cache.counts(0).misses == misses + 1);
   CHECK_THROWS(cache.read(0, bytes.size() - 4, 16, got.data()));  // beyond the file
+
+  // Batches of spans, by pread and by io_uring: more pages than the cache
+  // holds in one batch, spans across page edges, repeats.
+  for (const auto io : {detail::PageCache::Io::pread, detail::PageCache::Io::io_uring}) {
+    CAPTURE(static_cast<int>(io));
+    detail::PageCache batch(path, bytes.size(), 8 * 4096, 4096, 1, io);
+    std::vector<uint64_t> offsets;
+    for (int k = 0; k < 300; ++k) offsets.push_back((rng.next() % (bytes.size() - 100)));
+    offsets.push_back(4090);  // across a page edge
+    offsets.push_back(offsets.front());
+    std::vector<uint8_t> spans(offsets.size() * 100);
+    try {
+      batch.read_spans(0, offsets.data(), offsets.size(), 100, spans.data());
+    } catch (const Error& e) {
+      if (io == detail::PageCache::Io::io_uring && std::string(e.what()).find("not available") != std::string::npos) {
+        MESSAGE("io_uring skipped: ", e.what());
+        continue;
+      }
+      throw;
+    }
+    for (size_t k = 0; k < offsets.size(); ++k)
+      CHECK(std::memcmp(spans.data() + k * 100, bytes.data() + offsets[k], 100) == 0);
+    CHECK(batch.counts(0).misses > 8);
+  }
   REQUIRE(::truncate(path.c_str(), 1 << 19) == 0);
   const std::string err =
       test::error_of([&] { cache.read(0, 600000, 50, got.data()); });  // an evicted page past the new end

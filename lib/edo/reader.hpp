@@ -46,6 +46,8 @@ enum class HostTierAccess : uint8_t {
             // they fit in the GPU's free memory (an error otherwise, at open)
 };
 
+enum class CacheIo : uint8_t { pread, io_uring };
+
 struct ReaderOptions {
   io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)
   UnknownIdPolicy unknown_ids = UnknownIdPolicy::error;
@@ -64,6 +66,9 @@ struct ReaderOptions {
   // budget; too small a budget for those is an error saying what is needed.
   uint64_t max_resident = 0;
   uint64_t cache_page_bytes = 4096;  // a power of two, 4096 to 2^24
+  // How a lookup block's missing pages are read: pread, one page at a time,
+  // or io_uring, all of them in one submission (docs/PACK.md).
+  CacheIo cache_io = CacheIo::pread;
 };
 
 // A disk tier's reads through the bounded cache (Reader::cache_counts).

@@ -3,6 +3,7 @@
 #include <edo/error.hpp>
 
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +13,14 @@
 
 namespace edo::detail {
 
-PageCache::PageCache(const std::string& path, uint64_t file_size, uint64_t capacity, uint64_t page_bytes, size_t owners)
-    : path_(path), file_size_(file_size), page_bytes_(page_bytes), slots_(capacity / page_bytes), counts_(owners) {
+PageCache::PageCache(const std::string& path, uint64_t file_size, uint64_t capacity, uint64_t page_bytes, size_t owners,
+                     Io io)
+    : path_(path),
+      io_(io),
+      file_size_(file_size),
+      page_bytes_(page_bytes),
+      slots_(capacity / page_bytes),
+      counts_(owners) {
   if (page_bytes == 0 || (page_bytes & (page_bytes - 1)) != 0 || slots_ < 2)
     EDO_FAIL("{}: a page cache of {} bytes in pages of {} holds fewer than two pages", path, capacity, page_bytes);
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -128,6 +135,131 @@ void PageCache::read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_
   pread_exact(offset, size, dst);
   const std::lock_guard lock(mu_);
   counts_[owner].bytes_read += size;
+}
+
+namespace {
+
+// One ring a thread, made on first use: lookups run on OpenMP threads.
+struct Ring {
+  io_uring ring{};
+  bool ready = false;
+  static constexpr unsigned kDepth = 64;
+  ~Ring() {
+    if (ready) io_uring_queue_exit(&ring);
+  }
+  io_uring* get(const std::string& path) {
+    if (!ready) {
+      if (const int e = io_uring_queue_init(kDepth, &ring, 0); e < 0)
+        EDO_FAIL("{}: io_uring is not available here: {} (use pread)", path, std::strerror(-e));
+      ready = true;
+    }
+    return &ring;
+  }
+};
+
+}  // namespace
+
+void PageCache::uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const {
+  thread_local Ring holder;
+  io_uring* ring = holder.get(path_);
+  for (size_t begin = 0; begin < n; begin += Ring::kDepth) {
+    const size_t m = std::min<size_t>(Ring::kDepth, n - begin);
+    for (size_t k = begin; k < begin + m; ++k) {
+      io_uring_sqe* sqe = io_uring_get_sqe(ring);
+      const uint64_t start = index[k] * page_bytes_;
+      io_uring_prep_read(sqe, fd_, buf + k * page_bytes_,
+                         static_cast<unsigned>(std::min(page_bytes_, file_size_ - start)), start);
+      io_uring_sqe_set_data64(sqe, k);
+    }
+    if (const int e = io_uring_submit_and_wait(ring, static_cast<unsigned>(m)); e < 0)
+      EDO_FAIL("{}: io_uring submit failed: {}", path_, std::strerror(-e));
+    for (size_t done = 0; done < m; ++done) {
+      io_uring_cqe* cqe = nullptr;
+      if (const int e = io_uring_wait_cqe(ring, &cqe); e < 0)
+        EDO_FAIL("{}: io_uring wait failed: {}", path_, std::strerror(-e));
+      const uint64_t k = io_uring_cqe_get_data64(cqe);
+      const int res = cqe->res;
+      io_uring_cqe_seen(ring, cqe);
+      const uint64_t start = index[k] * page_bytes_, want = std::min(page_bytes_, file_size_ - start);
+      if (res < 0) EDO_FAIL("{}: read at byte {} failed: {}", path_, start, std::strerror(-res));
+      // A short read: the rest by pread, which names a truncated file.
+      if (static_cast<uint64_t>(res) < want)
+        pread_exact(start + static_cast<uint64_t>(res), want - static_cast<uint64_t>(res),
+                    buf + k * page_bytes_ + static_cast<uint64_t>(res));
+    }
+  }
+}
+
+void PageCache::read_spans(size_t owner, const uint64_t* offsets, size_t n, uint64_t size, uint8_t* dst) {
+  for (size_t k = 0; k < n; ++k)
+    if (offsets[k] > file_size_ || size > file_size_ - offsets[k])
+      EDO_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offsets[k], size, file_size_);
+  if (size == 0) return;
+  // Spans go in chunks whose missing pages fill one io_uring submission at
+  // most, so a lookup's read buffer stays at kBatchPages pages a thread.
+  constexpr size_t kBatchPages = 64;
+  thread_local std::vector<uint64_t> missing;
+  thread_local std::vector<uint8_t> fresh;
+  for (size_t begin = 0, end = 0; begin < n; begin = end) {
+    missing.clear();
+    {
+      const std::lock_guard lock(mu_);
+      for (; end < n; ++end) {
+        const size_t before = missing.size();
+        for (uint64_t p = offsets[end] / page_bytes_; p <= (offsets[end] + size - 1) / page_bytes_; ++p)
+          if (pages_.count(p) == 0 && std::find(missing.begin(), missing.end(), p) == missing.end())
+            missing.push_back(p);
+        if (missing.size() > kBatchPages && end > begin) {
+          missing.resize(before);
+          break;
+        }
+      }
+    }
+    std::sort(missing.begin(), missing.end());
+    // Read without the lock: the chunk's missing pages at once.
+    fresh.resize((missing.size() + 1) * page_bytes_);
+    if (io_ == Io::io_uring) {
+      uring_pages(missing.data(), missing.size(), fresh.data());
+    } else {
+      for (size_t k = 0; k < missing.size(); ++k) {
+        const uint64_t start = missing[k] * page_bytes_;
+        pread_exact(start, std::min(page_bytes_, file_size_ - start), fresh.data() + k * page_bytes_);
+      }
+    }
+    const std::lock_guard lock(mu_);
+    for (uint64_t p : missing) {
+      ++counts_[owner].misses;
+      counts_[owner].bytes_read += std::min(page_bytes_, file_size_ - p * page_bytes_);
+    }
+    uint8_t* spare = fresh.data() + missing.size() * page_bytes_;  // one page for a page lost meanwhile
+    for (size_t k = begin; k < end; ++k) {
+      uint64_t offset = offsets[k], left = size;
+      uint8_t* out = dst + k * size;
+      while (left > 0) {
+        const uint64_t index = offset / page_bytes_, within = offset % page_bytes_;
+        const uint64_t take = std::min(left, page_bytes_ - within);
+        // A page this chunk read may have been evicted by the chunk's own
+        // later pages: it is re-inserted from the bytes read.
+        const auto it = std::lower_bound(missing.begin(), missing.end(), index);
+        const uint8_t* bytes = it != missing.end() && *it == index
+                                   ? fresh.data() + static_cast<uint64_t>(it - missing.begin()) * page_bytes_
+                                   : nullptr;
+        if (!bytes) {
+          ++counts_[owner].hits;
+          if (pages_.count(index) == 0) {  // evicted by another thread since the first look (rare)
+            const uint64_t start = index * page_bytes_;
+            pread_exact(start, std::min(page_bytes_, file_size_ - start), spare);
+            bytes = spare;
+          }
+        }
+        const uint32_t slot = slot_of(index, bytes);
+        std::memcpy(out, slab_.get() + uint64_t{slot} * page_bytes_ + within, take);
+        out += take;
+        offset += take;
+        left -= take;
+      }
+    }
+  }
 }
 
 PageCacheCounts PageCache::counts(size_t owner) const {

@@ -170,16 +170,18 @@ class CodecTier final : public TierView {
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
     if (!cache_) return codec_->decode_gather(codes_, local, dst, n, out);
-    // The rows' codes, read through the cache one after another, then decoded as rows 0..n-1.
+    // The rows' codes, read through the cache as one batch, then decoded as rows 0..n-1.
     const uint64_t size = stats_.code_size;
     thread_local std::vector<uint8_t> rows;
-    thread_local std::vector<uint64_t> order;
+    thread_local std::vector<uint64_t> offsets, order;
     rows.resize(n * size);
+    offsets.resize(n);
     order.resize(n);
     for (size_t k = 0; k < n; ++k) {
-      cache_->read(owner_, codes_offset_ + local[k] * size, size, rows.data() + k * size);
+      offsets[k] = codes_offset_ + local[k] * size;
       order[k] = k;
     }
+    cache_->read_spans(owner_, offsets.data(), n, size, rows.data());
     codec_->decode_gather(rows.data(), order.data(), dst, n, out);
   }
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {

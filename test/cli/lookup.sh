@@ -103,6 +103,13 @@ expect 0 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/m.npy" -q
 expect 0 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 1M --stats
 cmp -s "$work/m.npy" "$work/c.npy" || fail "--max-resident changed the rows"
 grep -q "tier cold .*cache hit rate" "$work/err" || fail "--stats has no cache line: $(cat "$work/err")"
+# io_uring where the kernel allows it (containers may forbid it: then one clear line, exit 1).
+"$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/u.npy" --max-resident 1M --cache-io io_uring -q 2>"$work/err"
+case $? in
+  0) cmp -s "$work/m.npy" "$work/u.npy" || fail "--cache-io io_uring changed the rows" ;;
+  1) grep -q "io_uring is not available" "$work/err" || fail "io_uring: $(cat "$work/err")" ;;
+  *) fail "io_uring: unexpected exit: $(cat "$work/err")" ;;
+esac
 expect 2 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 200K
 err_has "give at least"
 expect 2 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 1X
