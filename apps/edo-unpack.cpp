@@ -5,6 +5,8 @@
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
+#include <edo/io/vocab.hpp>
+#include <edo/io/word2vec.hpp>
 
 #include <unistd.h>
 
@@ -15,16 +17,23 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.int8.edo -o glove.int8.npy\n"
       "  edo-unpack glove.int8.edo -o decoded.h5:/emb\n"
       "  edo-unpack glove.int8.edo -o decoded.safetensors:embed_tokens.weight --dtype bfloat16\n"
+      "  edo-unpack glove.int8.edo -o glove.int8.vec --vocab glove.vocab.txt        (word2vec text)\n"
+      "  edo-unpack glove.int8.edo -o glove.int8.bin --vocab glove.vocab.txt        (word2vec binary)\n"
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
-  std::string input, output, device = "cpu", dtype = "float32";
+  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab;
   bool quiet = false;
   int threads = 0;
   app.add_option("INPUT", input, "A .edo file")->required();
   app.add_option("-o,--output", output,
-                 "x.npy, x.h5:/dataset, x.safetensors[:tensor] (default tensor name: embeddings), or - (npy on "
-                 "stdout)")
+                 "x.npy, x.h5:/dataset, x.safetensors[:tensor] (default tensor name: embeddings), x.vec or x.txt\n"
+                 "(word2vec text), x.bin (word2vec binary), or - (npy on stdout)")
       ->required();
+  app.add_option("--to", to,
+                 "The output format when its name does not say: npy, hdf5, safetensors, word2vec (text) or\n"
+                 "word2vec-bin (default auto: by the output's name)")
+      ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin"}));
+  app.add_option("--vocab", vocab, "word2vec outputs: the word of each row, one a line (docs/CLI.md)");
   app.add_option("--dtype", dtype,
                  "float32 (default), float16 or bfloat16 (safetensors only): the values are rounded to it "
                  "(to nearest, ties to even)")
@@ -42,6 +51,7 @@ int main(int argc, char** argv) {
     const size_t st = output.find(".safetensors:");
     edo::cli::PathGuard()
         .input(input)
+        .input(vocab)
         .output("-o", st != std::string::npos ? output.substr(0, st + 12) : output.substr(0, output.find(':')))
         .check();
     auto table = edo::EdoTable::open(input, edo::io::Verify::all, edo::select_device(device));
@@ -50,7 +60,30 @@ int main(int argc, char** argv) {
                                                           : edo::io::DType::f32;
     if (out_type == edo::io::DType::bf16 && output.find(".safetensors") == std::string::npos)
       EDO_USAGE_FAIL("--dtype bfloat16: npy and HDF5 have no bfloat16; write x.safetensors");
-    auto writer = edo::io::create_table(output, table->rows(), table->dim(), out_type);
+    // The format the output's name says; --to must agree, or decide for a name that says none.
+    const std::string path = output.substr(0, output.find(':'));
+    const std::string named = output.find(".safetensors") != std::string::npos   ? "safetensors"
+                              : path.ends_with(".h5") || path.ends_with(".hdf5") ? "hdf5"
+                              : path.ends_with(".npy") || output == "-"          ? "npy"
+                              : path.ends_with(".vec") || path.ends_with(".txt") ? "word2vec"
+                              : path.ends_with(".bin")                           ? "word2vec-bin"
+                                                                                 : "";
+    if (to != "auto" && !named.empty() && to != named && !(to == "word2vec-bin" && named == "word2vec"))
+      EDO_USAGE_FAIL("--to {}: -o {} names {}", to, output, named);
+    const std::string format = to != "auto" ? to : named;
+    if (format.empty())
+      EDO_USAGE_FAIL("-o {}: the name says no format (.npy, .h5:/dataset, .safetensors, .vec, .bin); give --to",
+                     output);
+    if ((format == "npy" || format == "hdf5") && named != format)
+      EDO_USAGE_FAIL("--to {}: name the output x.{}", format, format == "npy" ? "npy" : "h5:/dataset");
+    const bool words = format == "word2vec" || format == "word2vec-bin";
+    if (words && vocab.empty()) EDO_USAGE_FAIL("-o {}: a word2vec file names each row: give --vocab FILE", output);
+    if (!words && !vocab.empty()) EDO_USAGE_FAIL("--vocab goes with word2vec outputs (.vec, .txt, .bin)");
+    if (words && out_type != edo::io::DType::f32) EDO_USAGE_FAIL("--dtype: word2vec files hold float32");
+    std::unique_ptr<edo::io::TableWriter> writer =
+        words ? edo::io::create_word2vec(output, table->rows(), table->dim(), edo::io::read_vocab(vocab, table->rows()),
+                                         format == "word2vec-bin")
+              : edo::io::create_table(output, table->rows(), table->dim(), out_type);
     edo::cli::Progress progress("edo-unpack", quiet);
     auto report = progress.callback();
     const uint64_t block = table->block_rows();

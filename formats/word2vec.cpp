@@ -160,7 +160,64 @@ class Word2VecReader final : public TableReader {
   std::vector<float> buffer_;
 };
 
+// Rows out with their words, as word2vec writes them: text values in the
+// shortest form that reads back to the same float32, binary values as
+// little-endian float32 followed by '\n'.
+class Word2VecWriter final : public TableWriter {
+ public:
+  Word2VecWriter(const std::string& path, uint64_t rows, uint64_t dim, std::vector<std::string> words, bool binary)
+      : TableWriter(rows, dim), file_(path), words_(std::move(words)), binary_(binary) {
+    if (words_.size() != rows) EDO_FAIL("{}: {} words for {} rows (one word a row)", path, words_.size(), rows);
+    for (uint64_t r = 0; r < rows; ++r) {
+      const std::string& w = words_[r];
+      if (w.empty() || w.size() > kMaxWordBytes || w.find_first_of(" \t\r\n") != std::string::npos)
+        EDO_FAIL("{}: word {} {} cannot be written: a word2vec word is 1-{} bytes without spaces or line breaks", path,
+                 r + 1, quoted(w), kMaxWordBytes);
+    }
+    const std::string header = fmt::format("{} {}\n", rows, dim);
+    file_.write(header.data(), header.size());
+  }
+
+  void write_f32(const float* rows, uint64_t count) override {
+    if (count > rows_ - written_) EDO_FAIL("{}: more than {} rows written", file_.path(), rows_);
+    std::string out;
+    for (uint64_t r = 0; r < count; ++r) {
+      const float* row = rows + r * dim_;
+      out += words_[written_ + r];
+      if (binary_) {
+        out += ' ';
+        out.append(reinterpret_cast<const char*>(row), dim_ * sizeof(float));  // x86-64 and ARM64: little-endian
+      } else {
+        for (uint64_t j = 0; j < dim_; ++j) fmt::format_to(std::back_inserter(out), " {}", row[j]);
+      }
+      out += '\n';
+      if (out.size() >= (1u << 20)) {
+        file_.write(out.data(), out.size());
+        out.clear();
+      }
+    }
+    file_.write(out.data(), out.size());
+    written_ += count;
+  }
+
+  void commit() override {
+    if (written_ != rows_) EDO_FAIL("{}: {} rows written of {}", file_.path(), written_, rows_);
+    file_.commit();
+  }
+
+ private:
+  AtomicFile file_;
+  std::vector<std::string> words_;
+  bool binary_;
+  uint64_t written_ = 0;
+};
+
 }  // namespace
+
+std::unique_ptr<TableWriter> create_word2vec(const std::string& path, uint64_t rows, uint64_t dim,
+                                             std::vector<std::string> words, bool binary) {
+  return std::make_unique<Word2VecWriter>(path, rows, dim, std::move(words), binary);
+}
 
 bool is_word2vec_path(const std::string& path) {
   return path.ends_with(".vec") || path.ends_with(".bin") || path.ends_with(".txt");

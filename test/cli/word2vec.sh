@@ -78,5 +78,51 @@ expect 1 "$Q" "$work/model.bin" -o "$work/x.edo" --codec fp32
 err_has "model.bin: a fastText model (.bin), not word vectors"
 [ -e "$work/x.edo" ] && fail "an output was written from a bad input"
 
+# Out: edo-unpack writes word2vec text and binary with --vocab; an independent
+# parser here and edo's own reader read back the decoded rows, bit for bit.
+glove="$src/data-samples/glove.6B.50d.10k.npy"
+vocab="$src/data-samples/glove.6B.50d.10k.vocab.txt"
+expect 0 "$Q" "$glove" -o "$work/g8.edo" --codec int4 -q
+expect 0 "$build/edo-unpack" "$work/g8.edo" -o "$work/g8.npy" -q
+expect 0 "$build/edo-unpack" "$work/g8.edo" -o "$work/g8.vec" --vocab "$vocab" -q
+expect 0 "$build/edo-unpack" "$work/g8.edo" -o "$work/g8.w2v" --to word2vec-bin --vocab "$vocab" -q
+"$py" - "$work" "$vocab" <<'PY' || fail "word2vec outputs do not read back to the decoded rows"
+import sys
+import numpy as np
+w, vocab = sys.argv[1], open(sys.argv[2]).read().split('\n')[:10000]
+want = np.load(w + '/g8.npy')
+lines = open(w + '/g8.vec').read().split('\n')
+assert lines[0] == '10000 50' and lines[-1] == '', (lines[0], lines[-1])
+for i, line in enumerate(lines[1:-1]):
+    fields = line.split(' ')
+    assert fields[0] == vocab[i], (i, fields[0])
+    assert np.array(fields[1:], dtype=np.float32).tobytes() == want[i].tobytes(), i
+data = open(w + '/g8.w2v', 'rb').read()
+head, pos = data.split(b'\n', 1)[0], data.index(b'\n') + 1
+assert head == b'10000 50'
+for i in range(10000):
+    space = data.index(b' ', pos)
+    assert data[pos:space].decode() == vocab[i]
+    row = np.frombuffer(data, dtype='<f4', count=50, offset=space + 1)
+    assert row.tobytes() == want[i].tobytes(), i
+    pos = space + 1 + 200
+    assert data[pos:pos + 1] == b'\n'
+    pos += 1
+assert pos == len(data)
+PY
+cp "$work/g8.w2v" "$work/g8.bin"
+for f in g8.vec g8.bin; do
+  expect 0 "$build/edo-eval" "$work/g8.npy" "$work/$f" --queries 50 --k 1 --json
+  grep -q '"rel_fro": 0.0' "$work/out" || fail "edo's reader of $f differs from the decoded rows: $(grep rel_fro "$work/out")"
+done
+expect 2 "$build/edo-unpack" "$work/g8.edo" -o "$work/x.vec"
+err_has "give --vocab FILE"
+expect 2 "$build/edo-unpack" "$work/g8.edo" -o "$work/x.vec" --to npy --vocab "$vocab"
+err_has "--to npy: -o $work/x.vec names word2vec"
+"$py" -c "open('$work/v2.txt', 'w').write('\n'.join(['w%d' % i for i in range(9999)] + ['two words']) + '\n')"
+expect 1 "$build/edo-unpack" "$work/g8.edo" -o "$work/x.vec" --vocab "$work/v2.txt"
+err_has "word 10000 'two words' cannot be written"
+[ -e "$work/x.vec" ] && fail "a word2vec file was left from a bad vocabulary"
+
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "word2vec: ok"

@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace edo::io {
 
@@ -28,5 +29,11 @@ bool is_word2vec_path(const std::string& path);
 // Binary when `path` ends in .bin, text otherwise.
 std::unique_ptr<TableReader> open_word2vec(const std::string& path, const std::string& display);
 std::unique_ptr<TableReader> open_word2vec(const std::string& path, const std::string& display, bool binary);
+// Writes rows with `words` (one a row: 1 to 4096 bytes, no spaces or line
+// breaks, else an error naming the word) as word2vec text or binary, through
+// a temporary name renamed by commit(). Text values are the shortest decimal
+// that reads back to the same float32.
+std::unique_ptr<TableWriter> create_word2vec(const std::string& path, uint64_t rows, uint64_t dim,
+                                             std::vector<std::string> words, bool binary);
 
 }  // namespace edo::io
