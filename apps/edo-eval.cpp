@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--vocab", vocab,
                  "Token of each row, one a line (names neighbours; lets probes be words; the word tasks' words);\n"
-                 "word2vec and fastText inputs carry their own");
+                 "word2vec and fastText originals carry their own, and so does a .edo that stores its words");
   edo::WordTaskFiles word_tasks;
   app.add_option("--analogies", word_tasks.analogies,
                  "Analogy questions (word2vec's questions-words.txt layout): accuracy by 3CosAdd and 3CosMul over\n"
@@ -225,6 +225,10 @@ int main(int argc, char** argv) {
     } else if (const auto* own = original->vocabulary()) {
       words_of_rows = *own;
       vocab_name = original_path + " (its words)";
+    } else if (auto first = edo::open_any_table(compressed_paths.front()); first->vocabulary()) {
+      // A .edo that stores the words of its rows (FORMAT.md 9.7).
+      if (first->rows() == original->rows()) words_of_rows = *first->vocabulary();
+      vocab_name = compressed_paths.front() + " (its words)";
     }
     if (words && words_of_rows.empty())
       EDO_USAGE_FAIL("--analogies and --similarity match words: give --vocab (or a word2vec/fastText original)");

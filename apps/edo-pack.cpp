@@ -7,6 +7,7 @@
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
+#include <edo/io/vocab.hpp>
 #include <edo/pack.hpp>
 
 #include <unistd.h>
@@ -52,6 +53,10 @@ int main(int argc, char** argv) {
                "Write csr/bitmap tiers even when larger than their rows stored dense at the same precision");
   app.add_flag("--allow-underflow", allow_underflow,
                "Store rows whose values are too small for their tier's codec instead of refusing (docs/CLI.md)");
+  std::string vocab_path;
+  app.add_option("--vocab", vocab_path,
+                 "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
+                 "(word2vec and fastText inputs store their own words)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval,
                "Evaluate the file: metrics overall, per tier (<tier>.*) and access-weighted (w.*, from --freq),\n"
@@ -67,7 +72,7 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     edo::cli::PathGuard paths;
-    paths.input(input).input(freq_path).input(config).output("-o", output);
+    paths.input(input).input(freq_path).input(config).input(vocab_path).output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
@@ -88,6 +93,11 @@ int main(int argc, char** argv) {
     opt.allow_nonfinite = allow_nonfinite;
     opt.allow_underflow = allow_underflow;
     opt.allow_larger_sparse = force;
+    std::vector<std::string> given_words;
+    if (!vocab_path.empty()) {
+      given_words = edo::io::read_vocab(vocab_path, table->rows());
+      opt.vocabulary = &given_words;
+    }
     opt.parameters = {{"freq", freq_path.empty() ? "" : freq_path.substr(freq_path.find_last_of('/') + 1)}};
     edo::cli::Progress progress("edo-pack", quiet);
     opt.progress = progress.callback();

@@ -6,6 +6,7 @@
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
+#include <edo/io/vocab.hpp>
 #include <edo/pack.hpp>
 #include <edo/sweep.hpp>
 
@@ -103,6 +104,10 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-underflow", allow_underflow,
                "Store rows whose values are too small for the codec (decoded to zeros or beyond its error bound,\n"
                "docs/CLI.md) instead of refusing");
+  std::string vocab_path;
+  app.add_option("--vocab", vocab_path,
+                 "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
+                 "(word2vec and fastText inputs store their own words)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval,
                "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
@@ -139,7 +144,7 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("INPUT, -o OUTPUT and --codec SPEC are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     edo::cli::PathGuard paths;
-    paths.input(input).output("-o", output);
+    paths.input(input).input(vocab_path).output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
@@ -157,6 +162,11 @@ int main(int argc, char** argv) {
     opt.allow_underflow = allow_underflow;
     opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
     if (allow_underflow) opt.parameters["allow_underflow"] = true;
+    std::vector<std::string> given_words;
+    if (!vocab_path.empty()) {
+      given_words = edo::io::read_vocab(vocab_path, table->rows());
+      opt.vocabulary = &given_words;
+    }
     edo::cli::Progress progress("edo-quantize", quiet);
     opt.progress = progress.callback();
 
@@ -176,7 +186,7 @@ int main(int argc, char** argv) {
       page.title = fmt::format("edo-quantize {} -> {} ({})", input, output, spec);
       page.subject = output;
       page.tiers = edo::cli::report_tiers(decoded->reader());
-      if (const auto* words = table->vocabulary(); words && !eval_flags.report_html.empty())
+      if (const auto* words = decoded->vocabulary(); words && !eval_flags.report_html.empty())
         page.neighbours =
             edo::cli::report_neighbours(*table, *decoded, result.metric, opt.device, 8, {}, *words, input);
       code = edo::cli::finish_gates("edo-quantize", eval_flags, result, outcomes, page);

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
                  "The output format when its name does not say: npy, hdf5, safetensors, word2vec (text) or\n"
                  "word2vec-bin (default auto: by the output's name)")
       ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin"}));
-  app.add_option("--vocab", vocab, "word2vec outputs: the word of each row, one a line (docs/CLI.md)");
+  app.add_option("--vocab", vocab,
+                 "word2vec outputs: the word of each row, one a line (default: the words the file stores)");
   app.add_option("--dtype", dtype,
                  "float32 (default), float16 or bfloat16 (safetensors only): the values are rounded to it "
                  "(to nearest, ties to even)")
@@ -77,11 +78,14 @@ int main(int argc, char** argv) {
     if ((format == "npy" || format == "hdf5") && named != format)
       EDO_USAGE_FAIL("--to {}: name the output x.{}", format, format == "npy" ? "npy" : "h5:/dataset");
     const bool words = format == "word2vec" || format == "word2vec-bin";
-    if (words && vocab.empty()) EDO_USAGE_FAIL("-o {}: a word2vec file names each row: give --vocab FILE", output);
+    const std::vector<std::string>* stored = table->vocabulary();
+    if (words && vocab.empty() && !stored)
+      EDO_USAGE_FAIL("-o {}: a word2vec file names each row and {} stores no words: give --vocab FILE", output, input);
     if (!words && !vocab.empty()) EDO_USAGE_FAIL("--vocab goes with word2vec outputs (.vec, .txt, .bin)");
     if (words && out_type != edo::io::DType::f32) EDO_USAGE_FAIL("--dtype: word2vec files hold float32");
     std::unique_ptr<edo::io::TableWriter> writer =
-        words ? edo::io::create_word2vec(output, table->rows(), table->dim(), edo::io::read_vocab(vocab, table->rows()),
+        words ? edo::io::create_word2vec(output, table->rows(), table->dim(),
+                                         vocab.empty() ? *stored : edo::io::read_vocab(vocab, table->rows()),
                                          format == "word2vec-bin")
               : edo::io::create_table(output, table->rows(), table->dim(), out_type);
     edo::cli::Progress progress("edo-unpack", quiet);

@@ -347,7 +347,7 @@ inline int evaluate_packed(const char* tool, const EvalFlags& flags, const std::
   page.title = fmt::format("{} {} -> {}", tool, table.path(), output);
   page.subject = output;
   page.tiers = report_tiers(packed->reader());
-  if (const auto* words = table.vocabulary(); words && !flags.report_html.empty())
+  if (const auto* words = packed->vocabulary(); words && !flags.report_html.empty())
     page.neighbours = report_neighbours(table, *packed, eo.metric, device, 8, {}, *words, table.path());
   const int code = finish_gates(tool, flags, result, outcomes, page);
   if (code == 0) republish_with_manifest(target, output, {{"eval", to_json(result, outcomes)}});

@@ -1,6 +1,7 @@
 // libFuzzer target for the .edo container reader: open (all structural and
 // schema checks), verify every section checksum, then touch every section
-// byte, so a check that lets a bad offset through shows up as an ASan report.
+// byte, so a check that lets a bad offset through shows up as an ASan report;
+// then parse the vocabulary section (FORMAT.md 9.7) when the manifest names one.
 //
 // Each input is tried twice: as given, and with its manifest and header
 // checksums recomputed. A mutation almost never keeps the checksums valid,
@@ -8,6 +9,7 @@
 // JSON parsing and the sections-table checks.
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
+#include <edo/io/vocab.hpp>
 
 #include "reseal.hpp"
 
@@ -27,6 +29,10 @@ void open_and_read(const uint8_t* data, size_t size) {
     }
     for (const auto& tier : c.tiers())
       for (const auto& [role, name] : tier.sections) sum += c.section(name).size;
+    try {  // the vocabulary section's parser, on whatever the manifest names
+      if (const auto words = edo::io::read_vocab_section(c)) sum += words->size();
+    } catch (const edo::Error&) {
+    }
     volatile uint64_t sink = sum;
     (void)sink;
   } catch (const edo::Error&) {

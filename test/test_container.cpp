@@ -2,6 +2,7 @@
 
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
+#include <edo/io/vocab.hpp>
 
 #include <sys/wait.h>
 
@@ -582,4 +583,37 @@ TEST_CASE("container: the independent Python reader (scripts/edo_reader.py) agre
   CHECK_FALSE(python_accepts(bad));
   CHECK_FALSE(python_accepts(with_header(t.valid, [](ContainerHeader& h) { h.major = 2; })));
   CHECK(python_accepts(with_header(t.valid, [](ContainerHeader& h) { h.minor = 3; })));
+}
+
+TEST_CASE("container: a vocabulary section reads back, and malformed ones are named") {
+  test::TempDir dir;
+  const float values[8] = {0.5f, -1.f, 2.f, 3.25f, 4.f, -5.f, 6.f, 7.5f};
+  // write(bytes, words): a 4 x 2 table with a vocab section holding `bytes`, declared as `words` words.
+  const auto write = [&](const std::string& name, const std::string& bytes, json vocab) {
+    ContainerWriter w(dir.file(name));
+    w.add_section("codes", values, sizeof values);
+    w.add_section("vocab", bytes.data(), bytes.size());
+    json m = one_tier_manifest(4, 2, {{"codes", "codes"}});
+    m["vocab"] = std::move(vocab);
+    w.finish(m);
+    return Container::open(dir.file(name));
+  };
+  const json ok = {{"section", "vocab"}, {"words", 4}};
+  const auto words = read_vocab_section(write("ok.edo", "the\nof\n\nking\n", ok));
+  REQUIRE(words.has_value());
+  CHECK(*words == std::vector<std::string>{"the", "of", "", "king"});
+  CHECK(vocab_section_bytes(*words) == "the\nof\n\nking\n");
+  CHECK_FALSE(read_vocab_section(Container::open(kGoldenPath)).has_value());
+  const auto error = [&](const std::string& name, const std::string& bytes, json vocab) {
+    return test::error_of([&] { read_vocab_section(write(name, bytes, vocab)); });
+  };
+  CHECK(error("count.edo", "a\nb\nc\nd\n", {{"section", "vocab"}, {"words", 3}}).find("3 words for 4 rows") !=
+        std::string::npos);
+  CHECK(error("short.edo", "a\nb\nc\n", ok).find("3 words for 4 rows") != std::string::npos);
+  CHECK(error("long.edo", "a\nb\nc\nd\ne\n", ok).find("more than 4 words") != std::string::npos);
+  CHECK(error("open.edo", "a\nb\nc\nd", ok).find("ending in newlines") != std::string::npos);
+  CHECK(error("key.edo", "a\nb\nc\nd\n", "vocab").find("manifest 'vocab' must be") != std::string::npos);
+  CHECK(error("none.edo", "a\nb\nc\nd\n", {{"section", "words"}, {"words", 4}}).find("words") != std::string::npos);
+  CHECK(error("huge.edo", std::string(5000, 'x') + "\nb\nc\nd\n", ok).find("longer than 4096") != std::string::npos);
+  CHECK(test::error_of([] { vocab_section_bytes({"a\nb"}); }).find("line break") != std::string::npos);
 }

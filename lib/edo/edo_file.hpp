@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace edo {
@@ -33,7 +35,8 @@ struct QuantizeReport {
   uint64_t rows = 0, dim = 0;
   uint64_t fp32_bytes = 0;    // rows * dim * 4
   uint64_t input_bytes = 0;   // the input's values as stored
-  uint64_t file_bytes = 0;    // the .edo file
+  uint64_t file_bytes = 0;    // the .edo file, less its vocabulary section
+  uint64_t vocab_bytes = 0;   // the vocabulary section (FORMAT.md 9.7), when the input had words
   uint64_t code_size = 0;     // bytes per row
   double ratio = 0;           // compression_ratio(fp32_bytes, file_bytes)
   double bits_per_value = 0;  // file_bytes * 8 / values
@@ -68,11 +71,15 @@ class EdoTable final : public io::TableReader, public CodedRows {
   uint64_t file_bytes() const { return reader_.file_bytes(); }
   const Codec* codes_codec() const override { return reader_.single_tier_codec(); }
   const uint8_t* codes_of(uint64_t begin, uint64_t count) override;
+  // The file's vocabulary section (FORMAT.md 9.7), read on first use; null without one.
+  const std::vector<std::string>* vocabulary() const override;
 
  private:
   EdoTable(const std::string& path, Reader reader);
   Reader reader_;
   std::vector<float> buffer_;
+  mutable std::once_flag vocab_once_;
+  mutable std::optional<std::vector<std::string>> vocab_;
 };
 
 // open_table() plus .edo files (by extension or magic).

@@ -52,6 +52,9 @@ struct WriteOptions {
   bool allow_larger_sparse = false;
   size_t block_bytes = io::kDefaultBlockBytes;
   std::string tool;
+  // The words of the rows, stored as the file's vocabulary section (FORMAT.md
+  // 9.7); null: those of the input when it carries them (word2vec, fastText).
+  const std::vector<std::string>* vocabulary = nullptr;
   nlohmann::json parameters = nlohmann::json::object();  // recorded in the provenance
   // Extra manifest entries (e.g. "eval"), merged in before the file is written.
   nlohmann::json extra_manifest = nlohmann::json::object();
@@ -160,7 +163,9 @@ struct TableWriteReport {
   uint64_t fp32_bytes = 0;  // rows * dim * 4
   uint64_t data_bytes = 0;  // every section (tiers and id map): the file less header, manifest and padding
   uint64_t map_bytes = 0;   // the id map's sections
-  uint64_t file_bytes = 0;
+  // The file less its vocabulary section (as written_file_bytes(): what the
+  // compression ratio divides by); the words' bytes, padding included, apart.
+  uint64_t file_bytes = 0, vocab_bytes = 0;
   uint64_t gpu_bytes = 0, host_bytes = 0, disk_bytes = 0;  // data bytes by residency; the id map counts as host
   double ratio = 0;                                        // compression_ratio(fp32_bytes, file_bytes)
   double train_seconds = 0, encode_seconds = 0;

@@ -2,6 +2,7 @@
 #include <edo/checked.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
+#include <edo/io/vocab.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
 
@@ -29,6 +30,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   rep.fp32_bytes = w.fp32_bytes;
   rep.input_bytes = input.payload_bytes();
   rep.file_bytes = w.file_bytes;
+  rep.vocab_bytes = w.vocab_bytes;
   rep.code_size = tier.code_size;
   rep.ratio = w.ratio;
   rep.bits_per_value = static_cast<double>(w.file_bytes) * 8.0 / static_cast<double>(w.rows * w.dim);
@@ -53,6 +55,11 @@ std::unique_ptr<EdoTable> EdoTable::open(const std::string& path, io::Verify ver
   opt.verify = verify;
   opt.decode_device = decode_device;
   return std::unique_ptr<EdoTable>(new EdoTable(path, Reader::open(path, opt)));
+}
+
+const std::vector<std::string>* EdoTable::vocabulary() const {
+  std::call_once(vocab_once_, [&] { vocab_ = io::read_vocab_section(reader_.container()); });
+  return vocab_ ? &*vocab_ : nullptr;
 }
 
 const float* EdoTable::rows_f32(uint64_t begin, uint64_t count) {
@@ -86,11 +93,19 @@ std::unique_ptr<io::TableReader> open_any_table(const std::string& spec, io::Ver
 namespace edo {
 
 uint64_t written_file_bytes(const io::Container& c) {
-  if (!c.manifest().contains("eval")) return c.file_size();
+  // The words of the rows are not the table: their section (padded to the
+  // alignment, as laid out) is left out like --eval's results.
+  uint64_t words = 0;
+  if (c.manifest().contains("vocab") && c.manifest()["vocab"].is_object() &&
+      c.manifest()["vocab"].value("section", "") == io::kVocabSection && c.has_section(io::kVocabSection)) {
+    const uint64_t n = c.section(io::kVocabSection).size;
+    words = (n + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment;
+  }
+  if (!c.manifest().contains("eval")) return c.file_size() - words;
   nlohmann::json manifest = c.manifest();
   manifest.erase("eval");
   const uint64_t end = c.manifest_offset() + manifest.dump().size();
-  return (end + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment;
+  return (end + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment - words;
 }
 
 uint64_t compressed_bytes(io::TableReader& table) {

@@ -6,6 +6,7 @@
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
 #include <edo/io/rowmap.hpp>
+#include <edo/io/vocab.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
 #include <edo/table_writer.hpp>
@@ -395,6 +396,13 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     }
     rep.map_bytes = row_map_bytes(rows, ntiers);
   }
+  if (const std::vector<std::string>* words = opt.vocabulary ? opt.vocabulary : input.vocabulary()) {
+    if (words->size() != rows) EDO_FAIL("{}: {} words for {} rows (one word a row)", out_path, words->size(), rows);
+    const std::string bytes = io::vocab_section_bytes(*words);
+    writer.add_section(io::kVocabSection, bytes.data(), bytes.size());
+    rep.vocab_bytes = (bytes.size() + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment;
+    manifest["vocab"] = {{"section", io::kVocabSection}, {"words", rows}};
+  }
   manifest["provenance"] = {{"tool", opt.tool},
                             {"version", EDO_VERSION_STRING},
                             {"source", basename_of(input.path())},
@@ -411,7 +419,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
      : t.residency == Residency::disk ? rep.disk_bytes
                                       : rep.host_bytes) += t.bytes;
   rep.data_bytes = rep.gpu_bytes + rep.host_bytes + rep.disk_bytes;
-  rep.file_bytes = file_size_of(out_path);
+  rep.file_bytes = file_size_of(out_path) - rep.vocab_bytes;
   rep.ratio = compression_ratio(rep.fp32_bytes, rep.file_bytes);
   return rep;
 }

@@ -40,6 +40,7 @@ nlohmann::json pack_report_json(const PackReport& rep) {
           {"fp32_bytes", rep.fp32_bytes},
           {"data_bytes", rep.data_bytes},
           {"file_bytes", rep.file_bytes},
+          {"vocab_bytes", rep.vocab_bytes},
           {"rowmap_bytes", rep.map_bytes},
           {"ratio", rep.ratio},
           {"bytes_gpu", rep.gpu_bytes},
@@ -62,6 +63,8 @@ std::string pack_report_text(const PackReport& rep) {
     for (const auto& [role, bytes] : t.sections) s += fmt::format("  {:<10} {:<35} {:>12}\n", "", role, bytes);
   }
   s += fmt::format("  row map    {} bytes\n", rep.map_bytes);
+  if (rep.vocab_bytes > 0)
+    s += fmt::format("  words      {} bytes of vocabulary (not counted in the size)\n", rep.vocab_bytes);
   // A file can be larger than fp32 (tiny tables, --force): say so rather than "0.83x smaller".
   const std::string ratio = rep.ratio >= 1 ? fmt::format("{:.2f}x smaller", rep.ratio)
                                            : fmt::format("{:.2f}x larger than fp32", 1.0 / rep.ratio);
@@ -82,6 +85,7 @@ nlohmann::json quantize_report_json(const QuantizeReport& rep) {
           {"fp32_bytes", rep.fp32_bytes},
           {"input_bytes", rep.input_bytes},
           {"file_bytes", rep.file_bytes},
+          {"vocab_bytes", rep.vocab_bytes},
           {"code_size", rep.code_size},
           {"ratio", rep.ratio},
           {"bits_per_value", rep.bits_per_value},
@@ -98,6 +102,8 @@ std::string quantize_report_text(const QuantizeReport& rep) {
   std::string s = fmt::format("  codec          {} ({} bytes a row, device {})\n", rep.spec, rep.code_size, rep.device);
   s += fmt::format("  size           {} x {}: {} bytes as fp32 -> {} bytes ({:.2f}x, {:.3g} bits a value)\n", rep.rows,
                    rep.dim, rep.fp32_bytes, rep.file_bytes, rep.ratio, rep.bits_per_value);
+  if (rep.vocab_bytes > 0)
+    s += fmt::format("  words          {} bytes of vocabulary (not counted in the size)\n", rep.vocab_bytes);
   s += fmt::format("  error          relative Frobenius {:.4g}, MSE {:.4g}, cosine mean {:.6f} min {:.6f}\n",
                    rep.rel_frobenius, rep.mse, rep.cos_mean, rep.cos_min);
   if (rep.train_seconds > 0) s += fmt::format("  training       {:.3f} s\n", rep.train_seconds);

@@ -124,5 +124,23 @@ expect 1 "$build/edo-unpack" "$work/g8.edo" -o "$work/x.vec" --vocab "$work/v2.t
 err_has "word 10000 'two words' cannot be written"
 [ -e "$work/x.vec" ] && fail "a word2vec file was left from a bad vocabulary"
 
+# The words travel in the .edo (FORMAT.md 9.7): from a word2vec input or --vocab, to
+# edo-unpack's word2vec output and edo-eval's word tasks, without --vocab again.
+expect 0 "$Q" "$glove" -o "$work/gv.edo" --codec int4 --vocab "$vocab" -q
+expect 0 "$build/edo-unpack" "$work/gv.edo" -o "$work/gv.vec" -q
+cmp -s "$work/gv.vec" "$work/g8.vec" || fail "the stored words did not come back as --vocab gave them"
+expect 0 "$Q" "$work/gv.vec" -o "$work/gw.edo" --codec int4 -q
+expect 0 "$build/edo-unpack" "$work/gw.edo" -o "$work/gw.vec" -q
+cmp -s <(cut -d' ' -f1 "$work/gw.vec") <(cut -d' ' -f1 "$work/g8.vec") || fail "a word2vec input's words were not stored"
+expect 0 "$build/edo-eval" "$glove" "$work/gv.edo" --queries 50 --k 1 --analogies "$src/data-samples/questions-words.txt"
+grep -q "analogy.3cosadd " "$work/out" || fail "edo-eval did not take the words stored in gv.edo"
+expect 0 "$build/edo-eval" "$glove" "$work/gv.edo" "$work/g8.edo" --queries 50 --k 1 --json
+"$py" -c "
+import json, sys
+r = json.load(open('$work/out'))
+a, b = (f['bytes_after'] for f in r['files'])
+assert abs(a - b) <= 64, (a, b)  # the words are not counted; the manifest's 'vocab' key may add one 64-byte unit
+" || fail "the vocabulary section counted in bytes_after"
+
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "word2vec: ok"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,5 +11,17 @@ namespace edo::io {
 // Reads exactly `rows` lines (a trailing newline is optional); error naming the
 // file when the count differs or a line is longer than 4096 bytes.
 std::vector<std::string> read_vocab(const std::string& path, uint64_t rows);
+
+class Container;
+// The words a .edo stores (docs/FORMAT.md 9.7): manifest "vocab" names a
+// section of `rows` words, each followed by '\n'. nullopt when the file has
+// none; an error naming the file when the key or section is malformed (a
+// word count other than the table's rows, a missing final newline, a word of
+// more than 4096 bytes).
+std::optional<std::vector<std::string>> read_vocab_section(const Container& c);
+// The section's bytes for `words`; an error when a word holds '\n' or is
+// longer than 4096 bytes.
+std::string vocab_section_bytes(const std::vector<std::string>& words);
+inline constexpr const char* kVocabSection = "vocab";
 
 }  // namespace edo::io
