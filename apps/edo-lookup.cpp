@@ -112,7 +112,8 @@ void print_stats(const edo::Reader& reader, const std::vector<int64_t>& ids, dou
       const edo::CacheCounts c = reader.cache_counts(t);
       if (!c.cached) continue;
       const uint64_t reads = c.hits + c.misses;
-      std::fprintf(stderr, "  tier %-10s cache hit rate %5.1f%% (%llu of %llu page reads), %.1f MB read by pread\n",
+      std::fprintf(stderr,
+                   "  tier %-10s cache hit rate %5.1f%% (%llu of %llu page reads), %.1f MB read from the file\n",
                    reader.tiers()[t].name.c_str(),
                    reads ? 100.0 * static_cast<double>(c.hits) / static_cast<double>(reads) : 0.0,
                    static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(reads),
@@ -160,13 +161,14 @@ int main(int argc, char** argv) {
   app.add_flag("--stats", stats,
                "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
   app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
-  std::string max_resident, cache_io = "pread";
+  std::string max_resident, cache_io = "auto";
   app.add_option("--max-resident", max_resident,
                  "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read with pread\n"
                  "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
   app.add_option("--cache-io", cache_io,
-                 "With --max-resident: read a batch's missing pages by pread (default) or io_uring")
-      ->check(CLI::IsMember({"pread", "io_uring"}));
+                 "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"
+                 "default, falls back to pread where the kernel refuses io_uring), or always pread or io_uring")
+      ->check(CLI::IsMember({"auto", "pread", "io_uring"}));
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
   edo::cli::add_version_flag(app, "edo-lookup");
@@ -192,7 +194,9 @@ int main(int argc, char** argv) {
     ro.unknown_ids = unknown_policy(unknown);
     if (!max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", max_resident);
     if (!max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
-    ro.cache_io = cache_io == "io_uring" ? edo::CacheIo::io_uring : edo::CacheIo::pread;
+    ro.cache_io = cache_io == "io_uring" ? edo::CacheIo::io_uring
+                  : cache_io == "pread"  ? edo::CacheIo::pread
+                                         : edo::CacheIo::automatic;
     if (verify && ro.max_resident > 0)
       EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
     const edo::Reader reader = edo::Reader::open(input, ro);

@@ -81,13 +81,6 @@ TEST_CASE("bounded cache: the rows of the mapped reader, resident set within the
   evict(file.path);
   ReaderOptions ro;
   ro.max_resident = 4 << 20;  // 4 MB against a 26 MB disk tier
-  ro.cache_io = CacheIo::io_uring;
-  try {
-    Reader::open(file.path, ro).lookup(ids.data(), 1, bounded.data());
-  } catch (const Error& e) {
-    MESSAGE("io_uring unavailable, pread instead: ", e.what());
-    ro.cache_io = CacheIo::pread;
-  }
   const Reader reader = Reader::open(file.path, ro);
   REQUIRE(reader.cache_capacity() > 0);
   const uint64_t before = resident_bytes();
@@ -167,7 +160,7 @@ TEST_CASE("page cache: reads equal the file's bytes, evicts to its capacity, fai
 
   // Batches of spans, by pread and by io_uring: more pages than the cache
   // holds in one batch, spans across page edges, repeats.
-  for (const auto io : {detail::PageCache::Io::pread, detail::PageCache::Io::io_uring}) {
+  for (const auto io : {CacheIo::pread, CacheIo::io_uring, CacheIo::automatic}) {
     CAPTURE(static_cast<int>(io));
     detail::PageCache batch(path, bytes.size(), 8 * 4096, 4096, 1, io);
     std::vector<uint64_t> offsets;
@@ -178,7 +171,7 @@ TEST_CASE("page cache: reads equal the file's bytes, evicts to its capacity, fai
     try {
       batch.read_spans(0, offsets.data(), offsets.size(), 100, spans.data());
     } catch (const Error& e) {
-      if (io == detail::PageCache::Io::io_uring && std::string(e.what()).find("not available") != std::string::npos) {
+      if (io == CacheIo::io_uring && std::string(e.what()).find("not available") != std::string::npos) {
         MESSAGE("io_uring skipped: ", e.what());
         continue;
       }

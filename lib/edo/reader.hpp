@@ -46,7 +46,11 @@ enum class HostTierAccess : uint8_t {
             // they fit in the GPU's free memory (an error otherwise, at open)
 };
 
-enum class CacheIo : uint8_t { pread, io_uring };
+// How the bounded cache reads a lookup block's missing pages: io_uring, all
+// of them in one submission, where the kernel allows it (automatic, the
+// default), or always pread (one page a call), or always io_uring (an error
+// where it is not available).
+enum class CacheIo : uint8_t { automatic, pread, io_uring };
 
 struct ReaderOptions {
   io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)
@@ -66,9 +70,7 @@ struct ReaderOptions {
   // budget; too small a budget for those is an error saying what is needed.
   uint64_t max_resident = 0;
   uint64_t cache_page_bytes = 4096;  // a power of two, 4096 to 2^24
-  // How a lookup block's missing pages are read: pread, one page at a time,
-  // or io_uring, all of them in one submission (docs/PACK.md).
-  CacheIo cache_io = CacheIo::pread;
+  CacheIo cache_io = CacheIo::automatic;
 };
 
 // A disk tier's reads through the bounded cache (Reader::cache_counts).

@@ -14,7 +14,7 @@
 namespace edo::detail {
 
 PageCache::PageCache(const std::string& path, uint64_t file_size, uint64_t capacity, uint64_t page_bytes, size_t owners,
-                     Io io)
+                     CacheIo io)
     : path_(path),
       io_(io),
       file_size_(file_size),
@@ -147,21 +147,25 @@ struct Ring {
   ~Ring() {
     if (ready) io_uring_queue_exit(&ring);
   }
-  io_uring* get(const std::string& path) {
-    if (!ready) {
-      if (const int e = io_uring_queue_init(kDepth, &ring, 0); e < 0)
-        EDO_FAIL("{}: io_uring is not available here: {} (use pread)", path, std::strerror(-e));
-      ready = true;
+  int error = 0;  // of the first init, kept: a thread does not retry
+  // The thread's ring; null when io_uring cannot be set up and `required` is false.
+  io_uring* get(const std::string& path, bool required) {
+    if (!ready && error == 0) {
+      error = io_uring_queue_init(kDepth, &ring, 0);
+      ready = error == 0;  // else -errno
     }
-    return &ring;
+    if (ready) return &ring;
+    if (required) EDO_FAIL("{}: io_uring is not available here: {} (use pread)", path, std::strerror(-error));
+    return nullptr;
   }
 };
 
 }  // namespace
 
-void PageCache::uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const {
+bool PageCache::uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const {
   thread_local Ring holder;
-  io_uring* ring = holder.get(path_);
+  io_uring* ring = holder.get(path_, io_ == CacheIo::io_uring);
+  if (!ring) return false;
   for (size_t begin = 0; begin < n; begin += Ring::kDepth) {
     const size_t m = std::min<size_t>(Ring::kDepth, n - begin);
     for (size_t k = begin; k < begin + m; ++k) {
@@ -188,6 +192,7 @@ void PageCache::uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const
                     buf + k * page_bytes_ + static_cast<uint64_t>(res));
     }
   }
+  return true;
 }
 
 void PageCache::read_spans(size_t owner, const uint64_t* offsets, size_t n, uint64_t size, uint8_t* dst) {
@@ -218,9 +223,7 @@ void PageCache::read_spans(size_t owner, const uint64_t* offsets, size_t n, uint
     std::sort(missing.begin(), missing.end());
     // Read without the lock: the chunk's missing pages at once.
     fresh.resize((missing.size() + 1) * page_bytes_);
-    if (io_ == Io::io_uring) {
-      uring_pages(missing.data(), missing.size(), fresh.data());
-    } else {
+    if (io_ == CacheIo::pread || !uring_pages(missing.data(), missing.size(), fresh.data())) {
       for (size_t k = 0; k < missing.size(); ++k) {
         const uint64_t start = missing[k] * page_bytes_;
         pread_exact(start, std::min(page_bytes_, file_size_ - start), fresh.data() + k * page_bytes_);

@@ -3,6 +3,8 @@
 // the unbounded mapping (docs/PACK.md, "Bounded memory"). Internal to lib/reader.
 #pragma once
 
+#include <edo/reader.hpp>
+
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -19,15 +21,11 @@ struct PageCacheCounts {
 
 class PageCache {
  public:
-  // How missing pages are read: one pread each, or io_uring (one submission
-  // of a batch's misses).
-  enum class Io : uint8_t { pread, io_uring };
-
   // Opens `path`, which must be `file_size` bytes long (the size the
   // container was validated at). `capacity` bytes of page slots, each
   // `page_bytes` (a power of two); `owners` the number of counters (tiers).
   PageCache(const std::string& path, uint64_t file_size, uint64_t capacity, uint64_t page_bytes, size_t owners,
-            Io io = Io::pread);
+            CacheIo io = CacheIo::pread);
   ~PageCache();
   PageCache(const PageCache&) = delete;
   PageCache& operator=(const PageCache&) = delete;
@@ -36,7 +34,7 @@ class PageCache {
   // counted for `owner`. Safe from any number of threads.
   void read(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst);
   // n spans of `size` bytes at offsets[0..n) into dst (span k at dst + k *
-  // size): the batch's missing pages read at once, by the cache's Io.
+  // size): the batch's missing pages read at once, by the cache's CacheIo.
   void read_spans(size_t owner, const uint64_t* offsets, size_t n, uint64_t size, uint8_t* dst);
   // The same bytes straight from the file, not cached (sequential scans).
   void read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst);
@@ -56,15 +54,16 @@ class PageCache {
     std::list<uint64_t>::iterator lru;  // valid when !kept
   };
   void pread_exact(uint64_t offset, uint64_t size, uint8_t* dst) const;
-  // Pages `index[0..n)` into buf (page k at buf + k * page_bytes_), by io_uring.
-  void uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const;
+  // Pages `index[0..n)` into buf (page k at buf + k * page_bytes_), by
+  // io_uring; false (nothing read) when this thread has no ring and io_ is automatic.
+  bool uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const;
   // With mu_ held: the slot of page `index`, loading it from `fresh` (the
   // page's bytes, read without the lock) when absent.
   uint32_t slot_of(uint64_t index, const uint8_t* fresh);
   bool is_kept(uint64_t index) const;
 
   std::string path_;
-  Io io_;
+  CacheIo io_;
   int fd_ = -1;
   uint64_t file_size_, page_bytes_, slots_;
   std::unique_ptr<uint8_t[]> slab_;  // slots_ pages, touched only as used

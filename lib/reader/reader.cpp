@@ -224,9 +224,8 @@ void Reader::Impl::bound_memory() {
         "{}: a budget of {} resident bytes is too small: the host and gpu tiers and the id map take {} "
         "and the disk cache at least {}; give at least {}",
         path, options.max_resident, resident, 64 * page, need);
-  cache = std::make_unique<detail::PageCache>(
-      path, container.file_size(), options.max_resident - resident, page, tiers.size(),
-      options.cache_io == CacheIo::io_uring ? detail::PageCache::Io::io_uring : detail::PageCache::Io::pread);
+  cache = std::make_unique<detail::PageCache>(path, container.file_size(), options.max_resident - resident, page,
+                                              tiers.size(), options.cache_io);
   cached.assign(tiers.size(), false);
   for (size_t t = 0; t < tiers.size(); ++t)
     if (tiers[t]->stats().residency == Residency::disk) cached[t] = tiers[t]->read_through(*cache, t);

@@ -7,8 +7,9 @@
 # bytes capped at an eighth of that (--gpu-bytes, so that it fits the serving
 # budget when served from host memory), marks every tier after the hot one
 # disk (cold rows on NVMe), packs, evaluates, and serves 100 batches of 4096
-# ids drawn by frequency twice: with --max-resident (1G) after dropping the
-# file from the page cache, and through the mapping with the file cached.
+# ids drawn by frequency: with --max-resident (1G) after dropping the file
+# from the page cache (the cache's reads by io_uring, then by pread), and
+# through the mapping with the file cached.
 # Prints each step's wall time and peak RSS.
 # usage: [MAX_RESIDENT=1G] scripts/bench/big_table_case.sh [ROWS] [DIM] [DIR]
 #   (default 47000000 128 /tmp/edo-big; needs ROWS*DIM*4 bytes + ~40% free in DIR)
@@ -73,9 +74,11 @@ cat "$dir/pack.txt"
 step "eval" "$build/edo-eval" "$table" "$packed" --eval-freq "$counts" --k 10 --queries 1000 >"$dir/eval.txt"
 grep -E '^  (metric|recall@10|rel_fro|cos.mean|lookups|bag.rel_err.mean|dot.rho|ratio) ' "$dir/eval.txt"
 
-drop_cache "$packed"
-step "lookup, --max-resident $resident, file evicted" "$build/edo-lookup" "$packed" --ids "$ids" --batch 4096 \
-  --max-resident "$resident" --stats -o "$dir/rows-bounded.npy" 2>&1 | grep -vE '^\s*$'
+for io in io_uring pread; do
+  drop_cache "$packed"
+  step "lookup, --max-resident $resident, --cache-io $io, file evicted" "$build/edo-lookup" "$packed" --ids "$ids" \
+    --batch 4096 --max-resident "$resident" --cache-io "$io" --stats -o "$dir/rows-bounded.npy" 2>&1 | grep -vE '^\s*$'
+done
 cat "$packed" >/dev/null  # the whole file in the page cache
 step "lookup, mapped, file cached" "$build/edo-lookup" "$packed" --ids "$ids" --batch 4096 --stats \
   -o "$dir/rows-mapped.npy" 2>&1 | grep -vE '^\s*$'
