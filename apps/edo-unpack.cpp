@@ -3,10 +3,12 @@
 
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
+#include <edo/faiss_export.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/io/word2vec.hpp>
+#include <edo/knn.hpp>
 
 #include <unistd.h>
 
@@ -19,20 +21,25 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.int8.edo -o decoded.safetensors:embed_tokens.weight --dtype bfloat16\n"
       "  edo-unpack glove.int8.edo -o glove.int8.vec --vocab glove.vocab.txt        (word2vec text)\n"
       "  edo-unpack glove.int8.edo -o glove.int8.bin --vocab glove.vocab.txt        (word2vec binary)\n"
+      "  edo-unpack glove.pq.edo -o glove.pq.faiss --metric l2    (IndexPQ over the file's codes)\n"
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
-  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab;
+  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2";
   bool quiet = false;
   int threads = 0;
   app.add_option("INPUT", input, "A .edo file")->required();
   app.add_option("-o,--output", output,
                  "x.npy, x.h5:/dataset, x.safetensors[:tensor] (default tensor name: embeddings), x.vec or x.txt\n"
-                 "(word2vec text), x.bin (word2vec binary), or - (npy on stdout)")
+                 "(word2vec text), x.bin (word2vec binary), x.faiss or x.index (a FAISS index), or - (npy on stdout)")
       ->required();
   app.add_option("--to", to,
-                 "The output format when its name does not say: npy, hdf5, safetensors, word2vec (text) or\n"
-                 "word2vec-bin (default auto: by the output's name)")
-      ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin"}));
+                 "The output format when its name does not say: npy, hdf5, safetensors, word2vec (text),\n"
+                 "word2vec-bin or faiss (default auto: by the output's name)")
+      ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin", "faiss"}));
+  app.add_option("--metric", metric,
+                 "faiss: the index's metric, l2 (default), ip, or cos (inner product over unit rows; normalise\n"
+                 "queries too). fp16, pq and opq files keep their codes under l2 and ip (docs/PACK.md)")
+      ->check(CLI::IsMember({"l2", "ip", "cos"}));
   app.add_option("--vocab", vocab,
                  "word2vec outputs: the word of each row, one a line (default: the words the file stores)");
   app.add_option("--dtype", dtype,
@@ -63,20 +70,31 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("--dtype bfloat16: npy and HDF5 have no bfloat16; write x.safetensors");
     // The format the output's name says; --to must agree, or decide for a name that says none.
     const std::string path = output.substr(0, output.find(':'));
-    const std::string named = output.find(".safetensors") != std::string::npos   ? "safetensors"
-                              : path.ends_with(".h5") || path.ends_with(".hdf5") ? "hdf5"
-                              : path.ends_with(".npy") || output == "-"          ? "npy"
-                              : path.ends_with(".vec") || path.ends_with(".txt") ? "word2vec"
-                              : path.ends_with(".bin")                           ? "word2vec-bin"
-                                                                                 : "";
+    const std::string named = output.find(".safetensors") != std::string::npos       ? "safetensors"
+                              : path.ends_with(".h5") || path.ends_with(".hdf5")     ? "hdf5"
+                              : path.ends_with(".npy") || output == "-"              ? "npy"
+                              : path.ends_with(".vec") || path.ends_with(".txt")     ? "word2vec"
+                              : path.ends_with(".bin")                               ? "word2vec-bin"
+                              : path.ends_with(".faiss") || path.ends_with(".index") ? "faiss"
+                                                                                     : "";
     if (to != "auto" && !named.empty() && to != named && !(to == "word2vec-bin" && named == "word2vec"))
       EDO_USAGE_FAIL("--to {}: -o {} names {}", to, output, named);
     const std::string format = to != "auto" ? to : named;
     if (format.empty())
-      EDO_USAGE_FAIL("-o {}: the name says no format (.npy, .h5:/dataset, .safetensors, .vec, .bin); give --to",
+      EDO_USAGE_FAIL("-o {}: the name says no format (.npy, .h5:/dataset, .safetensors, .vec, .bin, .faiss); give --to",
                      output);
     if ((format == "npy" || format == "hdf5") && named != format)
       EDO_USAGE_FAIL("--to {}: name the output x.{}", format, format == "npy" ? "npy" : "h5:/dataset");
+    if (format == "faiss") {
+      if (!vocab.empty() || out_type != edo::io::DType::f32)
+        EDO_USAGE_FAIL("--vocab and --dtype do not apply to a FAISS index");
+      const edo::FaissIndexKind kind = edo::export_faiss_index(*table, output, edo::parse_metric(metric));
+      if (!quiet)
+        std::fprintf(stderr, "edo-unpack: %s -> %s: %s\n", input.c_str(), output.c_str(),
+                     edo::faiss_index_kind_name(kind));
+      return 0;
+    }
+    if (app.count("--metric") > 0) EDO_USAGE_FAIL("--metric is for FAISS outputs (x.faiss, --to faiss)");
     const bool words = format == "word2vec" || format == "word2vec-bin";
     const std::vector<std::string>* stored = table->vocabulary();
     if (words && vocab.empty() && !stored)

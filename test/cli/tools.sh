@@ -127,5 +127,15 @@ err_has "notaword1234"
 expect 1 "$E" "$data" "$work/a.edo" --show-neighbours 5 --vocab "$work/zipf.txt.missing"
 expect 2 "$E" "$data" "$work/a.edo" --show-neighbours 5 --json
 
+# FAISS outputs: the kind said on stderr, a usable file; flags that do not apply refused.
+expect 0 "$build/edo-unpack" "$work/a.edo" -o "$work/a.faiss" --metric ip
+grep -q "IndexFlat (the decoded rows)" "$work/err" || fail "edo-unpack -o x.faiss: $(cat "$work/err")"
+[ -s "$work/a.faiss" ] || fail "no FAISS index written"
+expect 2 "$build/edo-unpack" "$work/a.edo" -o "$work/a2.npy" --metric ip
+err_has "--metric is for FAISS outputs"
+expect 2 "$build/edo-unpack" "$work/a.edo" -o "$work/a2.faiss" --vocab "$work/zipf.txt"
+err_has "do not apply to a FAISS index"
+[ -e "$work/a2.faiss" ] && fail "a FAISS index was written from bad flags"
+
 if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all tool checks passed"
