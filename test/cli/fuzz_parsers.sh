@@ -100,7 +100,7 @@ cxxflags=(-std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer -fno-sanitiz
   $march "${compat_flags[@]}"
   -I"$src_dir/lib" -I"$src_dir/formats" -I"$src_dir/kernels" -I"$build_dir/generated"
   $(pkg-config --cflags hdf5 libzip))
-libs=(-lfmt -lxxhash -lzip -lz $(pkg-config --libs hdf5))
+libs=(-lfmt -lxxhash -lzip -lz -luring $(pkg-config --libs hdf5))
 
 # Sources are rebuilt when their text, any header or the flags change: every
 # object carries a stamp (a hash of all three) beside it.
