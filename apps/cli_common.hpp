@@ -96,6 +96,8 @@ inline std::string version_text(const char* tool) {
 template <class Body>
 int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body) {
   io::install_signal_cleanup();
+  io::report_bus_errors_as(
+      fmt::format("{}: error: a mapped input file shrank while being read (truncated by another process?)", tool));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -200,6 +200,8 @@ int main(int argc, char** argv) {
     if (verify && ro.max_resident > 0)
       EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
     const edo::Reader reader = edo::Reader::open(input, ro);
+    edo::io::report_bus_errors_as(fmt::format(
+        "edo-lookup: error: {}: the file shrank while being served (truncated by another process?)", input));
     const edo::io::IdList list = edo::io::read_ids(ids_path);
     if (list.ids.empty()) EDO_FAIL("{}: no ids", ids_path == "-" ? "<stdin>" : ids_path);
     if (ro.unknown_ids == edo::UnknownIdPolicy::error) check_known(list, ids_path, reader);

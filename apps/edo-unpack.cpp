@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin", "faiss"}));
   app.add_option("--metric", metric,
                  "faiss: the index's metric, l2 (default), ip, or cos (inner product over unit rows; normalise\n"
-                 "queries too). fp16, pq and opq files keep their codes under l2 and ip (docs/PACK.md)")
+                 "queries too). fp16, pq, opq and rq files keep their codes under l2 and ip (docs/PACK.md)")
       ->check(CLI::IsMember({"l2", "ip", "cos"}));
   app.add_option("--vocab", vocab,
                  "word2vec outputs: the word of each row, one a line (default: the words the file stores)");

@@ -36,7 +36,29 @@ extern "C" void edo_cleanup_and_reraise(int sig) {
   ::raise(sig);
 }
 
+char g_bus_line[1024];
+std::atomic<size_t> g_bus_line_size{0};
+
+extern "C" void edo_report_bus_error(int) {
+  for (CleanupSlot& s : g_cleanup)
+    if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
+  const size_t n = g_bus_line_size.load(std::memory_order_acquire);
+  if (n > 0) (void)!::write(STDERR_FILENO, g_bus_line, n);
+  ::_exit(1);
+}
+
 }  // namespace
+
+void report_bus_errors_as(const std::string& line) {
+  g_bus_line_size.store(0, std::memory_order_release);
+  const std::string text = line.substr(0, sizeof g_bus_line - 2) + "\n";
+  std::memcpy(g_bus_line, text.data(), text.size());
+  g_bus_line_size.store(text.size(), std::memory_order_release);
+  struct sigaction sa {};
+  sa.sa_handler = edo_report_bus_error;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGBUS, &sa, nullptr);
+}
 
 void CleanupOnSignal::arm(const std::string& path) {
   disarm();

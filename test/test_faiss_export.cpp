@@ -1,7 +1,7 @@
 // edo-unpack's FAISS output: faiss::read_index opens the file and its top-10
 // agrees with edo's exact search over the file's decoded rows, for every
 // index kind (flat, QT_fp16 over the codes, IndexPQ with even and padded
-// sub-spaces, OPQ) and metric (l2, ip, cos over unit rows).
+// sub-spaces, OPQ, residual) and metric (l2, ip, cos over unit rows).
 #include "test_util.hpp"
 
 #include <edo/edo_file.hpp>
@@ -43,11 +43,9 @@ TEST_CASE("faiss export: read_index opens every kind and its top-10 is edo's ove
   const uint64_t nq = 200, k = 10, dim = glove->dim();
   std::vector<float> queries(nq * dim);
   for (uint64_t q = 0; q < nq; ++q) glove->read_f32(q * 37, 1, queries.data() + q * dim);
-  const std::pair<const char*, FaissIndexKind> codecs[] = {{"int8", FaissIndexKind::flat},
-                                                           {"fp16", FaissIndexKind::scalar_fp16},
-                                                           {"pq:m=10", FaissIndexKind::pq},
-                                                           {"pq:m=16", FaissIndexKind::pq},
-                                                           {"opq:m=10", FaissIndexKind::opq}};
+  const std::pair<const char*, FaissIndexKind> codecs[] = {
+      {"int8", FaissIndexKind::flat},  {"fp16", FaissIndexKind::scalar_fp16}, {"pq:m=10", FaissIndexKind::pq},
+      {"pq:m=16", FaissIndexKind::pq}, {"opq:m=10", FaissIndexKind::opq},     {"rq:m=4", FaissIndexKind::rq}};
   for (const auto& [spec, kind_under_l2] : codecs) {
     QuantizeOptions qo;
     qo.spec = spec;

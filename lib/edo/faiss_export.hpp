@@ -12,7 +12,7 @@ namespace edo {
 class EdoTable;
 
 // Which FAISS index a file became (for reports and tests).
-enum class FaissIndexKind : uint8_t { flat, scalar_fp16, pq, opq };
+enum class FaissIndexKind : uint8_t { flat, scalar_fp16, pq, opq, rq };
 const char* faiss_index_kind_name(FaissIndexKind kind);
 
 // Writes `table` as a FAISS index searched with `metric` (l2: L2 distance;
@@ -20,8 +20,9 @@ const char* faiss_index_kind_name(FaissIndexKind kind);
 // length, so a query normalised the same way ranks by cosine), through a
 // temporary name renamed on success. One-tier files whose codec FAISS can
 // decode the same way keep their codes (fp16 -> IndexScalarQuantizer QT_fp16,
-// pq -> IndexPQ, opq -> IndexPreTransform of the rotation over IndexPQ; with
-// l2 or ip); every other file becomes an IndexFlat of its decoded rows.
+// pq -> IndexPQ, opq -> IndexPreTransform of the rotation over IndexPQ,
+// rq -> IndexResidualQuantizer; with l2 or ip); every other file becomes an
+// IndexFlat of its decoded rows.
 FaissIndexKind export_faiss_index(EdoTable& table, const std::string& path, Metric metric);
 
 }  // namespace edo

@@ -4,6 +4,7 @@
 #include <edo/io/files.hpp>
 #include <edo/pq_math.hpp>
 
+#include <faiss/IndexAdditiveQuantizer.h>
 #include <faiss/IndexFlat.h>
 #include <faiss/IndexPQ.h>
 #include <faiss/IndexPreTransform.h>
@@ -27,6 +28,8 @@ const char* faiss_index_kind_name(FaissIndexKind kind) {
       return "IndexPQ (the file's codebooks and codes)";
     case FaissIndexKind::opq:
       return "IndexPreTransform (the OPQ rotation) over IndexPQ (the file's codebooks and codes)";
+    case FaissIndexKind::rq:
+      return "IndexResidualQuantizer (the file's codebooks and codes, decompressed to search)";
     case FaissIndexKind::flat:
       break;
   }
@@ -83,6 +86,26 @@ std::unique_ptr<faiss::Index> pq_index(const Codec& codec, const uint8_t* codes,
   return pre;
 }
 
+// IndexResidualQuantizer searching by decompression (ST_decompress: no norm
+// bits in the codes): its codes are edo's, M codes of nbits packed from the
+// least significant bit, and a row decodes to the sum of its codewords.
+std::unique_ptr<faiss::Index> rq_index(const Codec& codec, const uint8_t* codes, uint64_t rows, Metric metric) {
+  const std::vector<NamedBlob> state = codec.state();
+  const NamedBlob* books = blob(state, "rq.codebooks");
+  const size_t m = books->shape[0], ksub = books->shape[1];
+  const size_t nbits = static_cast<size_t>(std::log2(static_cast<double>(ksub)));
+  auto rq = std::make_unique<faiss::IndexResidualQuantizer>(
+      static_cast<int>(codec.dim()), m, nbits, faiss_metric(metric), faiss::AdditiveQuantizer::ST_decompress);
+  rq->rq.codebooks = books->values;
+  rq->rq.is_trained = true;
+  rq->is_trained = true;
+  if (rq->code_size != codec.code_size())
+    EDO_FAIL("FAISS codes of {} bytes where {} has {}", rq->code_size, codec.spec(), codec.code_size());
+  rq->codes.assign(codes, codes + rows * codec.code_size());
+  rq->ntotal = static_cast<faiss::Index::idx_t>(rows);
+  return rq;
+}
+
 std::unique_ptr<faiss::Index> flat_index(EdoTable& table, Metric metric) {
   const uint64_t dim = table.dim();
   std::unique_ptr<faiss::IndexFlat> index;
@@ -130,6 +153,9 @@ FaissIndexKind export_faiss_index(EdoTable& table, const std::string& path, Metr
       bool rotated = false;
       index = pq_index(*codec, table.codes_of(0, table.rows()), table.rows(), metric, rotated);
       kind = rotated ? FaissIndexKind::opq : FaissIndexKind::pq;
+    } else if (keeps_codes && spec.starts_with("rq:")) {
+      index = rq_index(*codec, table.codes_of(0, table.rows()), table.rows(), metric);
+      kind = FaissIndexKind::rq;
     } else {
       index = flat_index(table, metric);
     }

@@ -117,6 +117,15 @@ err_has "unknown unit 'X'"
 expect 2 "$L" "$work/disk.edo" --ids "$work/ids.npy" -o "$work/c.npy" --max-resident 0
 err_has "give a budget"
 
+# A file truncated while being served: one line naming it, exit 1, no output left.
+cp "$work/scalar.edo" "$work/shrinking.edo"
+{ echo 1; sleep 1; truncate -s 4096 "$work/shrinking.edo"; seq 2 9999; } |
+  "$L" "$work/shrinking.edo" --ids - -o "$work/shrunk.npy" >"$work/out" 2>"$work/err"
+[ $? = 1 ] || fail "truncated while served: exit $? :: $(cat "$work/err")"
+err_has "shrinking.edo: the file shrank while being served"
+[ -e "$work/shrunk.npy" ] && fail "an output was left by a lookup of a truncated file"
+ls "$work" | grep -q 'shrunk.npy.' && fail "a temporary was left by a lookup of a truncated file"
+
 # Bad input: one line naming the file and the line or entry, nothing written.
 printf '5\n7\nabc\n' >"$work/bad.txt"
 expect 1 "$L" "$work/scalar.edo" --ids "$work/bad.txt" -o "$work/b.npy"

@@ -63,6 +63,14 @@ class CleanupOnSignal {
   int slot_ = -1;
 };
 
+// A file mapped for reading that shrinks underneath (truncated by another
+// process) makes the next touch of its lost pages raise SIGBUS. After this
+// call such a fault removes the registered temporaries, prints `line` (one
+// line, e.g. "edo-lookup: t.edo: the file shrank while being served") on
+// stderr and exits with status 1, instead of dying by the signal. Call again
+// to change the line (at most 1023 bytes are kept).
+void report_bus_errors_as(const std::string& line);
+
 // Installs the handlers (signals the parent set to be ignored stay ignored).
 // Each handler removes every registered file, then ends the process by the
 // same signal, so the exit status still says how it ended.
