@@ -96,37 +96,7 @@ uint32_t PageCache::slot_of(uint64_t index, const uint8_t* fresh) {
 }
 
 void PageCache::read(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst) {
-  if (offset > file_size_ || size > file_size_ - offset)
-    EDO_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offset, size, file_size_);
-  thread_local std::vector<uint8_t> fresh;
-  while (size > 0) {
-    const uint64_t index = offset / page_bytes_, within = offset % page_bytes_;
-    const uint64_t take = std::min(size, page_bytes_ - within);
-    bool present;
-    {
-      const std::lock_guard lock(mu_);
-      present = pages_.count(index) != 0;
-      if (present) {
-        const uint32_t slot = slot_of(index, nullptr);
-        std::memcpy(dst, slab_.get() + uint64_t{slot} * page_bytes_ + within, take);
-        ++counts_[owner].hits;
-      }
-    }
-    if (!present) {
-      // Read without the lock, so other threads' hits and reads go on.
-      const uint64_t start = index * page_bytes_, length = std::min(page_bytes_, file_size_ - start);
-      fresh.resize(page_bytes_);
-      pread_exact(start, length, fresh.data());
-      const std::lock_guard lock(mu_);
-      const uint32_t slot = slot_of(index, fresh.data());
-      std::memcpy(dst, slab_.get() + uint64_t{slot} * page_bytes_ + within, take);
-      ++counts_[owner].misses;
-      counts_[owner].bytes_read += length;
-    }
-    dst += take;
-    offset += take;
-    size -= take;
-  }
+  read_spans(owner, &offset, 1, size, dst);
 }
 
 void PageCache::read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst) {

@@ -31,7 +31,7 @@ class PageCache {
   PageCache& operator=(const PageCache&) = delete;
 
   // Bytes [offset, offset + size) of the file into dst, through the cache;
-  // counted for `owner`. Safe from any number of threads.
+  // counted for `owner`. Safe from any number of threads (as read_spans).
   void read(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst);
   // n spans of `size` bytes at offsets[0..n) into dst (span k at dst + k *
   // size): the batch's missing pages read at once, by the cache's CacheIo.
