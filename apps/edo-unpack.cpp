@@ -62,7 +62,6 @@ int main(int argc, char** argv) {
         .input(vocab)
         .output("-o", st != std::string::npos ? output.substr(0, st + 12) : output.substr(0, output.find(':')))
         .check();
-    auto table = edo::EdoTable::open(input, edo::io::Verify::all, edo::select_device(device));
     const edo::io::DType out_type = dtype == "float16"    ? edo::io::DType::f16
                                     : dtype == "bfloat16" ? edo::io::DType::bf16
                                                           : edo::io::DType::f32;
@@ -85,22 +84,26 @@ int main(int argc, char** argv) {
                      output);
     if ((format == "npy" || format == "hdf5") && named != format)
       EDO_USAGE_FAIL("--to {}: name the output x.{}", format, format == "npy" ? "npy" : "h5:/dataset");
+    const bool words = format == "word2vec" || format == "word2vec-bin";
+    if (format == "faiss" && (!vocab.empty() || out_type != edo::io::DType::f32))
+      EDO_USAGE_FAIL("--vocab and --dtype do not apply to a FAISS index");
+    if (format != "faiss" && app.count("--metric") > 0)
+      EDO_USAGE_FAIL("--metric is for FAISS outputs (x.faiss, --to faiss)");
+    if (!words && format != "faiss" && !vocab.empty())
+      EDO_USAGE_FAIL("--vocab goes with word2vec outputs (.vec, .txt, .bin)");
+    if (words && out_type != edo::io::DType::f32) EDO_USAGE_FAIL("--dtype: word2vec files hold float32");
+    // Usage checked: now the file (every checksum verified first).
+    auto table = edo::EdoTable::open(input, edo::io::Verify::all, edo::select_device(device));
     if (format == "faiss") {
-      if (!vocab.empty() || out_type != edo::io::DType::f32)
-        EDO_USAGE_FAIL("--vocab and --dtype do not apply to a FAISS index");
       const edo::FaissIndexKind kind = edo::export_faiss_index(*table, output, edo::parse_metric(metric));
       if (!quiet)
         std::fprintf(stderr, "edo-unpack: %s -> %s: %s\n", input.c_str(), output.c_str(),
                      edo::faiss_index_kind_name(kind));
       return 0;
     }
-    if (app.count("--metric") > 0) EDO_USAGE_FAIL("--metric is for FAISS outputs (x.faiss, --to faiss)");
-    const bool words = format == "word2vec" || format == "word2vec-bin";
     const std::vector<std::string>* stored = table->vocabulary();
     if (words && vocab.empty() && !stored)
       EDO_USAGE_FAIL("-o {}: a word2vec file names each row and {} stores no words: give --vocab FILE", output, input);
-    if (!words && !vocab.empty()) EDO_USAGE_FAIL("--vocab goes with word2vec outputs (.vec, .txt, .bin)");
-    if (words && out_type != edo::io::DType::f32) EDO_USAGE_FAIL("--dtype: word2vec files hold float32");
     std::unique_ptr<edo::io::TableWriter> writer =
         words ? edo::io::create_word2vec(output, table->rows(), table->dim(),
                                          vocab.empty() ? *stored : edo::io::read_vocab(vocab, table->rows()),
