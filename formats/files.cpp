@@ -39,7 +39,14 @@ extern "C" void edo_cleanup_and_reraise(int sig) {
 char g_bus_line[1024];
 std::atomic<size_t> g_bus_line_size{0};
 
+std::atomic_flag g_bus_reported = ATOMIC_FLAG_INIT;
+
 extern "C" void edo_report_bus_error(int) {
+  // Several threads may fault at once: the first reports and exits, the
+  // others wait for that exit.
+  if (g_bus_reported.test_and_set()) {
+    for (;;) ::pause();
+  }
   for (CleanupSlot& s : g_cleanup)
     if (s.state.load(std::memory_order_acquire) == 2) ::unlink(s.path);
   const size_t n = g_bus_line_size.load(std::memory_order_acquire);
