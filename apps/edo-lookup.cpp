@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
   std::string max_resident, cache_io = "auto";
   app.add_option("--max-resident", max_resident,
-                 "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read with pread\n"
+                 "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read by io_uring or pread\n"
                  "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
   app.add_option("--cache-io", cache_io,
                  "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"

@@ -65,7 +65,7 @@ struct ReaderOptions {
   HostTierAccess host_access = HostTierAccess::copy;
   // Bounded memory (docs/PACK.md, "Bounded memory"): when > 0, the bytes of
   // the file kept resident. Codec tiers marked "disk" are then read with
-  // pread through a cache of `cache_page_bytes` pages that gets what the
+  // io_uring or pread (cache_io) through a cache of `cache_page_bytes` pages that gets what the
   // other tiers and the id map (resident through the mapping) leave of the
   // budget; too small a budget for those is an error saying what is needed.
   uint64_t max_resident = 0;
@@ -77,7 +77,7 @@ struct ReaderOptions {
 struct CacheCounts {
   bool cached = false;  // the tier is served through the cache
   uint64_t hits = 0, misses = 0;
-  uint64_t bytes_read = 0;  // from the file, by pread
+  uint64_t bytes_read = 0;  // from the file, by io_uring or pread
 };
 
 // Bytes of the file's sections by residency; the id map counts as host.

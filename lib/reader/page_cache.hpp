@@ -1,4 +1,4 @@
-// A bounded cache of a file's pages, read with pread: how the reader serves
+// A bounded cache of a file's pages, read with io_uring or pread: how the reader serves
 // tiers marked "disk" under ReaderOptions::max_resident instead of through
 // the unbounded mapping (docs/PACK.md, "Bounded memory"). Internal to lib/reader.
 #pragma once
