@@ -13,6 +13,7 @@ packages=(
   clang-format                   # the house style, checked by ctest (cli.format)
   universal-ctags                # function lengths, checked by ctest (cli.function_length)
   python3-numpy                  # independent cross-checks in tests and benchmarks
+  pybind11-dev python3-dev       # the edo Python module (python/)
   chromium fonts-dejavu-core     # renders the HTML report headless in a test (cli.html_render)
 )
 

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The edo Python module (python/edo_module.cpp, built into BUILD_DIR/python):
+# lookups and decode_all equal edo-unpack's rows for every tier kind, the
+# manifest and tiers read, bad ids and files raise edo.Error with edo's line.
+#   python_module.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
+glove="$src/data-samples/glove.6B.50d.10k.npy"
+py=/usr/bin/python3
+[ -n "$(ls "$build"/python/edo.*.so 2>/dev/null)" ] || { echo "FAIL: no module in $build/python"; exit 1; }
+"$py" -c "import numpy as np; np.save('$work/zipf.npy', 1.0 / (np.arange(10000) + 1))"
+quick=(-q --train-rows 2000 --freq "$work/zipf.npy")
+expect 0 "$build/edo-pack" "$glove" -o "$work/tiers.edo" "${quick[@]}" \
+  --tier hot:rows=5%:fp16 --tier warm:rows=30%:int8 --tier cold:rows=50%:pq:m=10 --tier rare:rest:default
+expect 0 "$build/edo-pack" "$glove" -o "$work/sparse.edo" "${quick[@]}" \
+  --tier hot:rows=10%:fp16 --tier 'cold:rest:csr:density=0.3,values=int8:disk'
+expect 0 "$build/edo-hash" "$glove" -o "$work/hash.edo" --freq "$work/zipf.npy" --scheme hash:buckets=1000,k=2 -q
+for name in tiers sparse hash; do
+  expect 0 "$build/edo-unpack" "$work/$name.edo" -o "$work/$name.npy" -q
+done
+PYTHONPATH="$build/python" "$py" - "$work" <<'PY' || fail "the Python module's rows, manifest or errors are wrong"
+import sys
+import numpy as np
+import edo
+w = sys.argv[1]
+rng = np.random.default_rng(3)
+ids = rng.integers(0, 10000, 5000)
+for name in ('tiers', 'sparse', 'hash'):
+    want = np.load(f'{w}/{name}.npy')
+    r = edo.open(f'{w}/{name}.edo')
+    assert (r.rows, r.dim, len(r)) == (10000, 50, 10000), (r.rows, r.dim)
+    got = r.lookup(ids)
+    assert got.dtype == np.float32 and got.shape == (5000, 50)
+    assert got.tobytes() == want[ids].tobytes(), name
+    assert r.decode_all().tobytes() == want.tobytes(), name
+    assert r.lookup(ids.astype(np.int32)).tobytes() == got.tobytes()  # any integer array
+    assert r.manifest['rows'] == 10000 and 'tiers' in r.manifest
+    assert sum(t['rows'] for t in r.tiers) == 10000
+    bounded = edo.open(f'{w}/{name}.edo', max_resident=1 << 20)
+    assert bounded.lookup(ids).tobytes() == got.tobytes(), name
+tiers = edo.open(f'{w}/tiers.edo').tiers
+assert [t['name'] for t in tiers] == ['hot', 'warm', 'cold', 'rare'], tiers
+assert tiers[3]['kind'] == 'default' and tiers[2]['codec'].startswith('pq'), tiers
+r = edo.open(f'{w}/tiers.edo', unknown='default')
+assert r.lookup(np.array([10005])).tobytes() == r.lookup(np.array([9999])).tobytes()  # the rare tier's vector
+for call, text in ((lambda: edo.open(f'{w}/tiers.edo').lookup(np.array([10000])), 'is outside the table'),
+                   (lambda: edo.open(f'{w}/missing.edo'), 'missing.edo: cannot open'),
+                   (lambda: edo.open(f'{w}/tiers.edo', unknown='maybe'), "unknown='maybe'"),
+                   (lambda: edo.open(f'{w}/tiers.edo').lookup(np.zeros((2, 2), dtype=np.int64)), 'one-dimensional')):
+    try:
+        call()
+        raise SystemExit(f'no error for {text}')
+    except edo.Error as e:
+        assert text in str(e), (text, str(e))
+PY
+[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "python module: ok"
