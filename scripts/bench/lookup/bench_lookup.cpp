@@ -1,10 +1,13 @@
 // Batch lookup throughput of a packed .edo (mmapped, CPU; GPU when present)
 // next to a plain gather from the fp32 table in memory, in the same run, and
 // the time Reader::open takes.
-//   bench_lookup FILE.edo ORIGINAL.npy FREQ.npy [BATCH]
+//   bench_lookup FILE.edo ORIGINAL.npy FREQ.npy [BATCH [IDS.npy]]
+// IDS.npy (an integer .npy of BATCH ids) replaces the ids drawn by frequency,
+// so another reader (the Python module) can be timed on the same ids.
 #include <edo/device.hpp>
 #include <edo/eval.hpp>
 #include <edo/io/freq.hpp>
+#include <edo/io/ids.hpp>
 #include <edo/io/table.hpp>
 #include <edo/reader.hpp>
 
@@ -40,7 +43,7 @@ double batches_per_second(Fn&& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4) return std::fprintf(stderr, "usage: %s FILE.edo ORIGINAL.npy FREQ.npy [BATCH]\n", argv[0]), 2;
+  if (argc < 4) return std::fprintf(stderr, "usage: %s FILE.edo ORIGINAL.npy FREQ.npy [BATCH [IDS.npy]]\n", argv[0]), 2;
   const size_t batch = argc > 4 ? std::stoul(argv[4]) : 4096;
   std::vector<double> open_ms;
   for (int i = 0; i < 20; ++i) {
@@ -56,7 +59,9 @@ int main(int argc, char** argv) {
   original->read_f32(0, original->rows(), table.data());
   const std::vector<double> freq = edo::io::read_frequencies(argv[3], reader.rows());
   const std::vector<uint64_t> drawn = edo::sample_weighted_ids(freq, batch, 7);
-  const std::vector<int64_t> ids(drawn.begin(), drawn.end());
+  std::vector<int64_t> ids(drawn.begin(), drawn.end());
+  if (argc > 5) ids = edo::io::read_ids(argv[5]).ids;
+  if (ids.size() != batch) return std::fprintf(stderr, "%s: %zu ids, not %zu\n", argv[5], ids.size(), batch), 2;
   std::vector<float> out(batch * dim);
 
   const double gather = batches_per_second([&] {
