@@ -9,24 +9,21 @@
 #include <edo/word_tasks.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace {
 
 // Nearest neighbours of a few probe rows in the original and the compressed
 // table, side by side, by word when a vocabulary is given.
-void show_neighbours(edo::io::TableReader& original, edo::io::TableReader& compressed, edo::Metric metric,
-                     edo::Device device, uint64_t n, const std::vector<std::string>& probes,
-                     const std::vector<std::string>& vocab, const std::string& vocab_path) {
-  const std::vector<uint64_t> ids = edo::probe_rows(probes, vocab, original.rows(), vocab_path);
-  const edo::ProbeNeighbours nb = edo::probe_neighbours(original, compressed, ids, metric, device, n);
+void show_neighbours(const edo::ProbeNeighbours& nb, uint64_t n, const std::vector<std::string>& vocab) {
   const edo::KnnResult& before = nb.original;
   const edo::KnnResult& after = nb.compressed;
   auto name = [&](int64_t id) {
     if (id < 0) return std::string("-");
     return vocab.empty() ? std::to_string(id) : vocab[static_cast<size_t>(id)];
   };
-  for (size_t i = 0; i < ids.size(); ++i) {
-    std::printf("\n  %s\n  %-24s %s\n", name(static_cast<int64_t>(ids[i])).c_str(), "original", "compressed");
+  for (size_t i = 0; i < nb.probes.size(); ++i) {
+    std::printf("\n  %s\n  %-24s %s\n", name(static_cast<int64_t>(nb.probes[i])).c_str(), "original", "compressed");
     for (uint64_t r = 0; r < n; ++r) {
       const int64_t a = before.ids_of(i)[r], b = after.ids_of(i)[r];
       const auto& truth = before.ids_of(i);
@@ -260,15 +257,20 @@ int main(int argc, char** argv) {
       if (words) report += edo::word_task_text(word_report);
     }
     std::fputs(report.c_str(), stdout);
-    if (show > 0) show_neighbours(*original, *compressed, result.metric, dev, show, probes, words_of_rows, vocab_name);
+    // One probe search serves the printed neighbours and the HTML report's.
+    const bool html_words = !flags.report_html.empty() && !words_of_rows.empty();
+    std::optional<edo::ProbeNeighbours> nb;
+    if (show > 0 || html_words)
+      nb = edo::probe_neighbours(*original, *compressed,
+                                 edo::probe_rows(probes, words_of_rows, original->rows(), vocab_name), result.metric,
+                                 dev, show > 0 ? show : 8);
+    if (show > 0) show_neighbours(*nb, show, words_of_rows);
     edo::HtmlReport page;
     if (!flags.report_html.empty()) {
       page.title = fmt::format("edo-eval {} vs {}", original_path, compressed_path);
       page.subject = compressed_path;
       if (edo_file) page.tiers = edo::cli::report_tiers(edo_file->reader());
-      if (!words_of_rows.empty())
-        page.neighbours = edo::cli::report_neighbours(*original, *compressed, result.metric, dev, show > 0 ? show : 8,
-                                                      probes, words_of_rows, vocab_name);
+      if (html_words) page.neighbours = edo::cli::report_neighbours(*nb, words_of_rows);
     }
     return edo::cli::finish_gates("edo-eval", flags, result, outcomes, page);
   });

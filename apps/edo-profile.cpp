@@ -76,14 +76,10 @@ std::string plan_html(const edo::PlanResult& plan, const std::string& title) {
   }
   std::stable_sort(by_bytes.begin(), by_bytes.end(),
                    [&](size_t a, size_t b) { return plan.tried[a].bytes < plan.tried[b].bytes; });
-  double best = higher_better ? -HUGE_VAL : HUGE_VAL;
-  for (size_t i : by_bytes) {
-    const double v = page.points[i].recall;
-    if (std::isfinite(v) && (higher_better ? v > best : v < best)) {
-      page.points[i].front = true;
-      best = v;
-    }
-  }
+  std::vector<double> values;
+  for (size_t i : by_bytes) values.push_back(page.points[i].recall);
+  const std::vector<bool> front = edo::cli::pareto_front(values, higher_better);
+  for (size_t j = 0; j < by_bytes.size(); ++j) page.points[by_bytes[j]].front = front[j];
   page.tables.push_back(std::move(table));
   return edo::to_html(page);
 }

@@ -187,8 +187,7 @@ int main(int argc, char** argv) {
       page.subject = output;
       page.tiers = edo::cli::report_tiers(decoded->reader());
       if (const auto* words = decoded->vocabulary(); words && !eval_flags.report_html.empty())
-        page.neighbours =
-            edo::cli::report_neighbours(*table, *decoded, result.metric, opt.device, 8, {}, *words, input);
+        page.neighbours = edo::cli::report_neighbours(*table, *decoded, result.metric, opt.device, *words, input);
       code = edo::cli::finish_gates("edo-quantize", eval_flags, result, outcomes, page);
       if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
     }

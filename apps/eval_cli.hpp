@@ -179,17 +179,24 @@ inline std::string front_recall(const std::vector<uint64_t>& ks) {
   return fmt::format("recall@{}", has10 ? uint64_t{10} : ks.front());
 }
 
-// For results in ascending bytes: whether each beats every smaller one on
-// `metric` (the Pareto front of bytes against it).
-inline std::vector<bool> pareto_front(const std::vector<const EvalResult*>& by_bytes, const std::string& metric) {
+// For values in ascending bytes: whether each beats every smaller one (the
+// Pareto front of bytes against the value); NaN is never on it.
+inline std::vector<bool> pareto_front(const std::vector<double>& by_bytes, bool higher_is_better = true) {
   std::vector<bool> front;
-  double best = -HUGE_VAL;
-  for (const EvalResult* r : by_bytes) {
-    const double v = r->get(metric).value_or(-HUGE_VAL);
-    front.push_back(v > best);
-    best = std::max(best, v);
+  double best = higher_is_better ? -HUGE_VAL : HUGE_VAL;
+  for (const double v : by_bytes) {
+    const bool better = higher_is_better ? v > best : v < best;  // false for NaN
+    front.push_back(better);
+    if (better) best = v;
   }
   return front;
+}
+
+// The same for results in ascending bytes on `metric` (higher is better; absent is never on the front).
+inline std::vector<bool> pareto_front(const std::vector<const EvalResult*>& by_bytes, const std::string& metric) {
+  std::vector<double> values;
+  for (const EvalResult* r : by_bytes) values.push_back(r->get(metric).value_or(NAN));
+  return pareto_front(values);
 }
 
 // Prints the metrics table (metrics_text) to stdout.
@@ -217,18 +224,13 @@ inline void print_write_summary(bool json, nlohmann::json report, const std::str
   for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());
 }
 
-// The HTML report's neighbour table: each probe's `n` nearest words before
-// and after, the probes and lists --show-neighbours prints.
-inline std::vector<ReportNeighbours> report_neighbours(io::TableReader& original, io::TableReader& compressed,
-                                                       Metric metric, Device device, uint64_t n,
-                                                       const std::vector<std::string>& probes,
-                                                       const std::vector<std::string>& vocab,
-                                                       const std::string& vocab_path) {
-  const std::vector<uint64_t> ids = probe_rows(probes, vocab, original.rows(), vocab_path);
-  const ProbeNeighbours nb = probe_neighbours(original, compressed, ids, metric, device, n);
+// The HTML report's neighbour table from a probe search (probe_neighbours),
+// by word.
+inline std::vector<ReportNeighbours> report_neighbours(const ProbeNeighbours& nb,
+                                                       const std::vector<std::string>& vocab) {
   std::vector<ReportNeighbours> out;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ReportNeighbours r{vocab[ids[i]], {}, {}};
+  for (size_t i = 0; i < nb.probes.size(); ++i) {
+    ReportNeighbours r{vocab[nb.probes[i]], {}, {}};
     for (int64_t id : nb.original.ids_of(i))
       if (id >= 0) r.before.push_back(vocab[static_cast<size_t>(id)]);
     for (int64_t id : nb.compressed.ids_of(i))
@@ -236,6 +238,15 @@ inline std::vector<ReportNeighbours> report_neighbours(io::TableReader& original
     out.push_back(std::move(r));
   }
   return out;
+}
+
+// The same for the well-known probe words (probe_rows) and their 8 nearest.
+inline std::vector<ReportNeighbours> report_neighbours(io::TableReader& original, io::TableReader& compressed,
+                                                       Metric metric, Device device,
+                                                       const std::vector<std::string>& vocab,
+                                                       const std::string& vocab_path) {
+  const std::vector<uint64_t> ids = probe_rows({}, vocab, original.rows(), vocab_path);
+  return report_neighbours(probe_neighbours(original, compressed, ids, metric, device, 8), vocab);
 }
 
 // The tiers of an open .edo file, for the HTML report's bytes chart.
@@ -348,7 +359,7 @@ inline int evaluate_packed(const char* tool, const EvalFlags& flags, const std::
   page.subject = output;
   page.tiers = report_tiers(packed->reader());
   if (const auto* words = packed->vocabulary(); words && !flags.report_html.empty())
-    page.neighbours = report_neighbours(table, *packed, eo.metric, device, 8, {}, *words, table.path());
+    page.neighbours = report_neighbours(table, *packed, eo.metric, device, *words, table.path());
   const int code = finish_gates(tool, flags, result, outcomes, page);
   if (code == 0) republish_with_manifest(target, output, {{"eval", to_json(result, outcomes)}});
   return code;

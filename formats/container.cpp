@@ -21,8 +21,6 @@ using json = nlohmann::json;
 constexpr size_t kWriteBufferBytes = size_t{1} << 20;
 constexpr uint8_t kZeros[kContainerAlignment] = {};
 
-uint64_t align_up(uint64_t x) { return (x + kContainerAlignment - 1) / kContainerAlignment * kContainerAlignment; }
-
 void put_le(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }

@@ -98,14 +98,13 @@ uint64_t written_file_bytes(const io::Container& c) {
   uint64_t words = 0;
   if (c.manifest().contains("vocab") && c.manifest()["vocab"].is_object() &&
       c.manifest()["vocab"].value("section", "") == io::kVocabSection && c.has_section(io::kVocabSection)) {
-    const uint64_t n = c.section(io::kVocabSection).size;
-    words = (n + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment;
+    words = io::align_up(c.section(io::kVocabSection).size);
   }
   if (!c.manifest().contains("eval")) return c.file_size() - words;
   nlohmann::json manifest = c.manifest();
   manifest.erase("eval");
   const uint64_t end = c.manifest_offset() + manifest.dump().size();
-  return (end + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment - words;
+  return io::align_up(end) - words;
 }
 
 uint64_t compressed_bytes(io::TableReader& table) {

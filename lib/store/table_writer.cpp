@@ -400,7 +400,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     if (words->size() != rows) EDO_FAIL("{}: {} words for {} rows (one word a row)", out_path, words->size(), rows);
     const std::string bytes = io::vocab_section_bytes(*words);
     writer.add_section(io::kVocabSection, bytes.data(), bytes.size());
-    rep.vocab_bytes = (bytes.size() + io::kContainerAlignment - 1) / io::kContainerAlignment * io::kContainerAlignment;
+    rep.vocab_bytes = io::align_up(bytes.size());
     manifest["vocab"] = {{"section", io::kVocabSection}, {"words", rows}};
   }
   manifest["provenance"] = {{"tool", opt.tool},

@@ -27,6 +27,10 @@ inline constexpr uint8_t kContainerMagic[8] = {0x89, 'E', 'D', 'O', '\r', '\n', 
 inline constexpr uint16_t kContainerMajor = 1;  // incompatible changes
 inline constexpr uint16_t kContainerMinor = 0;  // additive changes
 inline constexpr uint64_t kContainerAlignment = 64;
+// `x` rounded up to the alignment: the bytes a section or the manifest takes in the file.
+inline constexpr uint64_t align_up(uint64_t x) {
+  return (x + kContainerAlignment - 1) / kContainerAlignment * kContainerAlignment;
+}
 inline constexpr uint64_t kContainerHeaderSize = 64;
 inline constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
 inline constexpr int kMaxManifestDepth = 64;
