@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   edo::HashFitOptions fit;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input, "Table to fit (npy, npz, HDF5, model.safetensors:tensor, vecs, or - for npy on stdin)")
+  app.add_option("INPUT", input,
+                 "Table to fit (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
+                 "codes edo-unpack --codes wrote, or - for npy on stdin)")
       ->required();
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option(
@@ -181,7 +183,7 @@ int main(int argc, char** argv) {
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();
     edo::cli::apply_threads(threads);
-    auto table = edo::io::open_table(input);
+    auto table = edo::open_any_table(input);
 
     edo::PackOptions opt;
     opt.tool = "edo-hash";

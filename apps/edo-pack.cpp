@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
   app.add_option("INPUT", input,
-                 "Table to pack (npy, npz, HDF5, model.safetensors:tensor, vecs, or - for npy on stdin)");
+                 "Table to pack (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
+                 "codes edo-unpack --codes wrote, or - for npy on stdin)");
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
   app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
     for (const auto& t : tier_texts) tiers.push_back(edo::parse_tier_spec(t));
     if (!config.empty()) tiers = edo::read_plan_file(config);
     edo::cli::apply_threads(threads);
-    auto table = edo::io::open_table(input);
+    auto table = edo::open_any_table(input);
     edo::check_tier_specs(tiers, table->rows(), table->dim());
 
     edo::PackOptions opt;

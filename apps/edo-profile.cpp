@@ -17,8 +17,13 @@
 namespace {
 
 // The 2-D tensors of a safetensors file (or sharded model), largest first.
+// Plus the groups of codes edo-unpack --codes wrote (a NAME.codec in __metadata__).
 int list_tensors(const std::string& path, bool json) {
   const auto tables = edo::io::list_safetensors_tables(path);
+  std::vector<std::pair<std::string, std::string>> codes;  // name, codec
+  if (!path.ends_with(".index.json"))
+    for (const auto& [key, value] : edo::io::open_safetensors_file(path).header.metadata)
+      if (key.ends_with(".codec")) codes.emplace_back(key.substr(0, key.size() - 6), value);
   if (json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& t : tables)
@@ -27,7 +32,9 @@ int list_tensors(const std::string& path, bool json) {
                       {"dtype", edo::io::dtype_name(t.dtype)},
                       {"shape", {t.rows, t.dim}},
                       {"bytes", t.bytes}});
-    std::puts(nlohmann::json{{"input", path}, {"tables", list}}.dump(2).c_str());
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& [name, codec] : codes) groups.push_back({{"name", name}, {"codec", codec}});
+    std::puts(nlohmann::json{{"input", path}, {"tables", list}, {"codes", groups}}.dump(2).c_str());
     return 0;
   }
   std::printf("%s: %zu 2-D tensors, largest first (profile one as %s:NAME)\n", path.c_str(), tables.size(),
@@ -36,6 +43,9 @@ int list_tensors(const std::string& path, bool json) {
     std::printf("  %-60s %12llu x %-7llu %-14s %14llu bytes\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
                 static_cast<unsigned long long>(t.dim), edo::io::dtype_name(t.dtype),
                 static_cast<unsigned long long>(t.bytes));
+  for (const auto& [name, codec] : codes)
+    std::printf("codes %s (%s, edo-unpack --codes): %s:%s reads them decoded\n", name.c_str(), codec.c_str(),
+                path.c_str(), name.c_str());
   return 0;
 }
 
@@ -92,7 +102,7 @@ int main(int argc, char** argv) {
       "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
       "x.fvecs|.bvecs|.ivecs, - (npy on stdin), or a .edo file: its tiers, sections and provenance, then\n"
       "the statistics of its decoded rows. A safetensors file without a tensor named lists its 2-D tensors,\n"
-      "largest first.\n\n"
+      "largest first, and the groups of codes edo-unpack --codes wrote (x.safetensors:NAME decodes them).\n\n"
       "Examples:\n"
       "  edo-profile glove.npy\n"
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"

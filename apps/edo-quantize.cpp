@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
       "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
       "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (a sharded model:\n"
       "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
-      "x.fvecs|.bvecs|.ivecs, or - (npy on stdin).\n\n"
+      "x.fvecs|.bvecs|.ivecs, a .edo (its decoded rows) or the codes edo-unpack --codes wrote to\n"
+      "x.safetensors:NAME (decoded), or - (npy on stdin).\n\n"
       "Examples:\n"
       "  edo-quantize --list\n"
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
       eval_flags.add_paths(paths);
       paths.check();
       edo::cli::apply_threads(threads);
-      auto table = edo::io::open_table(input);
+      auto table = edo::open_any_table(input);
       edo::PackOptions opt;
       opt.tool = "edo-quantize";
       opt.seed = seed;
@@ -150,7 +151,7 @@ int main(int argc, char** argv) {
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();  // usage errors before any work
     edo::cli::apply_threads(threads);
-    auto table = edo::io::open_table(input);
+    auto table = edo::open_any_table(input);
     edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
 
     edo::QuantizeOptions opt;

@@ -1,6 +1,7 @@
 // edo-unpack: decode a .edo file back to fp32 rows.
 #include "cli_common.hpp"
 
+#include <edo/code_export.hpp>
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/faiss_export.hpp>
@@ -22,10 +23,13 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.int8.edo -o glove.int8.vec --vocab glove.vocab.txt        (word2vec text)\n"
       "  edo-unpack glove.int8.edo -o glove.int8.bin --vocab glove.vocab.txt        (word2vec binary)\n"
       "  edo-unpack glove.pq.edo -o glove.pq.faiss --metric l2    (IndexPQ over the file's codes)\n"
+      "  edo-unpack glove.int4.edo -o glove.int4.safetensors:emb --codes    (U8 codes, F32 scales and offsets)\n"
+      "  edo-unpack glove.int4.edo -o glove.fbgemm.npy --to fbgemm   (IntNBit INT4 rows for FBGEMM/TorchRec)\n"
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
-  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2";
-  bool quiet = false;
+  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2", fbgemm_type;
+  bool quiet = false, codes = false;
+  uint32_t row_alignment = 16;
   int threads = 0;
   app.add_option("INPUT", input, "A .edo file")->required();
   app.add_option("-o,--output", output,
@@ -34,8 +38,20 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--to", to,
                  "The output format when its name does not say: npy, hdf5, safetensors, word2vec (text),\n"
-                 "word2vec-bin or faiss (default auto: by the output's name)")
-      ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin", "faiss"}));
+                 "word2vec-bin, faiss, or fbgemm (FBGEMM IntNBitTableBatchedEmbeddingBagsCodegen weight rows,\n"
+                 "uint8 rows x row_bytes in x.npy or x.safetensors:name; default auto: by the output's name)")
+      ->check(CLI::IsMember({"auto", "npy", "hdf5", "safetensors", "word2vec", "word2vec-bin", "faiss", "fbgemm"}));
+  app.add_flag("--codes", codes,
+               "safetensors: the file's codes as stored, not decoded: NAME.codes (U8, or the fp8/fp16 values),\n"
+               "NAME.scales and NAME.offsets (F32 per row or group) or NAME.state.* (codebooks), the codec in\n"
+               "__metadata__; every tool reads x.safetensors:NAME back as the decoded table (docs/PACK.md)");
+  app.add_option("--fbgemm-type", fbgemm_type,
+                 "fbgemm: INT8, INT4 or INT2 rows [fp16 scale][fp16 bias][codes] (default: the file's int8/int4/\n"
+                 "int2 row-wise codec, else INT8); rows are quantized again where the codes do not map one to one,\n"
+                 "and the added error is reported")
+      ->transform(CLI::IsMember({"int8", "int4", "int2"}, CLI::ignore_case));
+  app.add_option("--row-alignment", row_alignment,
+                 "fbgemm: row bytes rounded up to this power of two (default 16, FBGEMM's on CUDA; 1 on its CPU)");
   app.add_option("--metric", metric,
                  "faiss: the index's metric, l2 (default), ip, or cos (inner product over unit rows; normalise\n"
                  "queries too). fp16, pq, opq and rq files keep their codes under l2 and ip (docs/PACK.md)")
@@ -76,7 +92,9 @@ int main(int argc, char** argv) {
                               : path.ends_with(".bin")                               ? "word2vec-bin"
                               : path.ends_with(".faiss") || path.ends_with(".index") ? "faiss"
                                                                                      : "";
-    if (to != "auto" && !named.empty() && to != named && !(to == "word2vec-bin" && named == "word2vec"))
+    const bool fbgemm_named = to == "fbgemm" && (named == "npy" || named == "safetensors");
+    if (to != "auto" && !named.empty() && to != named && !(to == "word2vec-bin" && named == "word2vec") &&
+        !fbgemm_named)
       EDO_USAGE_FAIL("--to {}: -o {} names {}", to, output, named);
     const std::string format = to != "auto" ? to : named;
     if (format.empty())
@@ -92,6 +110,13 @@ int main(int argc, char** argv) {
     if (!words && format != "faiss" && !vocab.empty())
       EDO_USAGE_FAIL("--vocab goes with word2vec outputs (.vec, .txt, .bin)");
     if (words && out_type != edo::io::DType::f32) EDO_USAGE_FAIL("--dtype: word2vec files hold float32");
+    if (format == "fbgemm" && !fbgemm_named) EDO_USAGE_FAIL("--to fbgemm: name the output x.npy or x.safetensors:name");
+    if (format == "fbgemm" && (!vocab.empty() || out_type != edo::io::DType::f32))
+      EDO_USAGE_FAIL("--vocab and --dtype do not apply to FBGEMM rows");
+    if (format != "fbgemm" && (!fbgemm_type.empty() || app.count("--row-alignment") > 0))
+      EDO_USAGE_FAIL("--fbgemm-type and --row-alignment are for --to fbgemm");
+    if (codes && (format != "safetensors" || out_type != edo::io::DType::f32))
+      EDO_USAGE_FAIL("--codes writes a safetensors file of the stored codes (x.safetensors[:name]), no --dtype");
     // Usage checked: now the file (every checksum verified first).
     auto table = edo::EdoTable::open(input, edo::io::Verify::all, edo::select_device(device));
     if (format == "faiss") {
@@ -99,6 +124,29 @@ int main(int argc, char** argv) {
       if (!quiet)
         std::fprintf(stderr, "edo-unpack: %s -> %s: %s\n", input.c_str(), output.c_str(),
                      edo::faiss_index_kind_name(kind));
+      return 0;
+    }
+    if (format == "fbgemm") {
+      const std::optional<edo::FbgemmType> own = edo::fbgemm_type_of(*table);
+      const edo::FbgemmType type = fbgemm_type == "int4"   ? edo::FbgemmType::int4
+                                   : fbgemm_type == "int2" ? edo::FbgemmType::int2
+                                   : fbgemm_type == "int8" ? edo::FbgemmType::int8
+                                                           : own.value_or(edo::FbgemmType::int8);
+      const edo::FbgemmExport r = edo::export_fbgemm(*table, output, type, row_alignment);
+      // The added error is what a user must know: printed even with --quiet.
+      std::fprintf(stderr,
+                   "edo-unpack: %s -> %s: FBGEMM %s rows of %llu bytes; %llu rows keep the file's codes, %llu "
+                   "quantized again; added error %.4g (relative, Frobenius), worst row %.3g\n",
+                   input.c_str(), output.c_str(), edo::fbgemm_type_name(type),
+                   static_cast<unsigned long long>(r.row_bytes), static_cast<unsigned long long>(r.rows_codes_kept),
+                   static_cast<unsigned long long>(r.rows_requantized), r.added_rel_error, r.added_row_rel_error_max);
+      return 0;
+    }
+    if (codes) {
+      const size_t colon = output.find(".safetensors:");
+      const std::string file = colon == std::string::npos ? output : output.substr(0, colon + 12);
+      edo::export_safetensors_codes(*table, file,
+                                    colon == std::string::npos ? "embeddings" : output.substr(colon + 13));
       return 0;
     }
     const std::vector<std::string>* stored = table->vocabulary();

@@ -494,6 +494,12 @@ class NpyWriter final : public TableWriter {
     written_ += count;
   }
 
+  void write_raw(const void* rows, uint64_t count) override {
+    if (written_ + count > rows_) EDO_FAIL("{}: more rows written than the declared {}", path_, rows_);
+    put(rows, count * dim_ * dtype_size(dtype_));
+    written_ += count;
+  }
+
   void commit() override {
     if (written_ != rows_) EDO_FAIL("{}: {} rows written, {} declared", path_, written_, rows_);
     if (file_) {

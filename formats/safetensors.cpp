@@ -219,41 +219,90 @@ std::unique_ptr<TableReader> open_safetensors(const std::string& path, const std
   return open_mapped_rows(std::move(f), display, "safetensors", at);
 }
 
+const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
+  for (const SafetensorsTensor& t : header.tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+SafetensorsFile open_safetensors_file(const std::string& path) {
+  MappedFile f(path);
+  SafetensorsHeader h = read_header(f);
+  return SafetensorsFile{std::move(f), std::move(h)};
+}
+
+uint64_t safetensors_dtype_size(const std::string& dtype_name) {
+  const DTypeName* d = find_dtype(dtype_name);
+  return d ? d->size : 0;
+}
+
+SafetensorsFileWriter::SafetensorsFileWriter(const std::string& path, std::vector<SafetensorsTensorSpec> tensors,
+                                             const std::map<std::string, std::string>& metadata)
+    : path_(path), file_(path), tensors_(std::move(tensors)) {
+  nlohmann::json header = nlohmann::json::object();
+  uint64_t offset = 0;
+  for (const SafetensorsTensorSpec& t : tensors_) {
+    const uint64_t size = safetensors_dtype_size(t.dtype_name);
+    if (size == 0) EDO_FAIL("{}: safetensors has no dtype '{}'", path, t.dtype_name);
+    if (t.name.empty() || t.name == "__metadata__" || header.contains(t.name))
+      EDO_FAIL("{}: '{}' cannot name a tensor (empty, reserved or repeated)", path, t.name);
+    uint64_t bytes = size;
+    for (uint64_t e : t.shape) bytes *= e;
+    header[t.name] = {{"dtype", t.dtype_name}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    begin_.push_back(offset);
+    bytes_.push_back(bytes);
+    offset += bytes;
+  }
+  written_.assign(tensors_.size(), 0);
+  header["__metadata__"] = metadata;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  file_.write(length, 8);
+  file_.write(text.data(), text.size());
+  for (uint64_t& b : begin_) b += 8 + text.size();
+}
+
+void SafetensorsFileWriter::write(size_t index, uint64_t offset, const void* data, uint64_t n) {
+  if (index >= tensors_.size() || offset > bytes_[index] || n > bytes_[index] - offset)
+    EDO_FAIL("{}: a write outside tensor {} of the file", path_, index);
+  file_.pwrite(data, n, begin_[index] + offset);
+  written_[index] += n;
+}
+
+void SafetensorsFileWriter::commit() {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (written_[i] != bytes_[i])
+      EDO_FAIL("{}: tensor '{}': {} of its {} bytes written", path_, tensors_[i].name, written_[i], bytes_[i]);
+  file_.commit();
+}
+
 namespace {
 
-// One tensor, written as rows arrive: the header (padded with spaces to a
-// multiple of 8 bytes, as the format's library aligns it), then the values.
+// One tensor, written as rows arrive.
 class SafetensorsWriter final : public TableWriter {
  public:
   SafetensorsWriter(const std::string& path, const std::string& tensor, uint64_t rows, uint64_t dim, DType dtype)
-      : TableWriter(rows, dim), path_(path), dtype_(dtype), file_(path) {
-    const char* name = dtype == DType::f32    ? "F32"
-                       : dtype == DType::f16  ? "F16"
-                       : dtype == DType::bf16 ? "BF16"
-                                              : nullptr;
-    if (!name) EDO_FAIL("{}: safetensors output takes float32, float16 or bfloat16, not {}", path, dtype_name(dtype));
-    if (tensor.empty() || tensor == "__metadata__") EDO_FAIL("{}: '{}' cannot name a tensor", path, tensor);
-    const uint64_t bytes = rows * dim * dtype_size(dtype);
-    nlohmann::json header = {{tensor, {{"dtype", name}, {"shape", {rows, dim}}, {"data_offsets", {0, bytes}}}},
-                             {"__metadata__", {{"writer", "edo"}}}};
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    uint8_t length[8];
-    for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(static_cast<uint64_t>(text.size()) >> (8 * i));
-    file_.write(length, 8);
-    file_.write(text.data(), text.size());
-  }
+      : TableWriter(rows, dim), path_(path), dtype_(dtype), file_(open(path, tensor, rows, dim, dtype)) {}
 
   void write_f32(const float* rows, uint64_t count) override {
     if (written_ + count > rows_) EDO_FAIL("{}: more rows written than the declared {}", path_, rows_);
-    const uint64_t n = count * dim_;
+    const uint64_t n = count * dim_, offset = written_ * dim_ * dtype_size(dtype_);
     if (dtype_ == DType::f32) {
-      file_.write(rows, n * 4);
+      file_.write(0, offset, rows, n * 4);
     } else {
       scratch_.resize(n * dtype_size(dtype_));
       narrow_from_f32(dtype_, rows, n, scratch_.data());
-      file_.write(scratch_.data(), scratch_.size());
+      file_.write(0, offset, scratch_.data(), scratch_.size());
     }
+    written_ += count;
+  }
+
+  void write_raw(const void* rows, uint64_t count) override {
+    if (written_ + count > rows_) EDO_FAIL("{}: more rows written than the declared {}", path_, rows_);
+    const uint64_t row_bytes = dim_ * dtype_size(dtype_);
+    file_.write(0, written_ * row_bytes, rows, count * row_bytes);
     written_ += count;
   }
 
@@ -263,9 +312,21 @@ class SafetensorsWriter final : public TableWriter {
   }
 
  private:
+  static SafetensorsFileWriter open(const std::string& path, const std::string& tensor, uint64_t rows, uint64_t dim,
+                                    DType dtype) {
+    const char* name = dtype == DType::f32    ? "F32"
+                       : dtype == DType::f16  ? "F16"
+                       : dtype == DType::bf16 ? "BF16"
+                       : dtype == DType::u8   ? "U8"
+                                              : nullptr;
+    if (!name)
+      EDO_FAIL("{}: safetensors output takes float32, float16, bfloat16 or uint8, not {}", path, dtype_name(dtype));
+    return SafetensorsFileWriter(path, {{tensor, name, {rows, dim}}}, {{"writer", "edo"}});
+  }
+
   std::string path_;
   DType dtype_;
-  AtomicFile file_;
+  SafetensorsFileWriter file_;
   uint64_t written_ = 0;
   std::vector<uint8_t> scratch_;
 };

@@ -79,6 +79,8 @@ size_t dtype_size(DType t) {
 
 uint64_t TableReader::payload_bytes() const { return rows_ * dim_ * dtype_size(dtype_); }
 
+void TableWriter::write_raw(const void*, uint64_t) { EDO_FAIL("this output format takes float rows only"); }
+
 void TableReader::check_range(uint64_t begin, uint64_t count) const {
   if (begin > rows_ || count > rows_ - begin)
     EDO_FAIL("{}: rows [{}, {}) are outside the table ({} rows)", path_, begin, begin + count, rows_);

@@ -14,6 +14,7 @@ packages=(
   universal-ctags                # function lengths, checked by ctest (cli.function_length)
   python3-numpy                  # independent cross-checks in tests and benchmarks
   pybind11-dev python3-dev       # the edo Python module (python/)
+  python3-venv                   # `pip install .` tested in a virtual environment (cli.pip_install)
   chromium fonts-dejavu-core     # renders the HTML report headless in a test (cli.html_render)
 )
 

@@ -82,7 +82,8 @@ class EdoTable final : public io::TableReader, public CodedRows {
   mutable std::optional<std::vector<std::string>> vocab_;
 };
 
-// open_table() plus .edo files (by extension or magic).
+// open_table() plus .edo files (by extension or magic) and the codes
+// edo-unpack --codes writes to safetensors (code_export.hpp).
 std::unique_ptr<io::TableReader> open_any_table(const std::string& spec, io::Verify verify = io::Verify::structure);
 bool is_edo_file(const std::string& path);
 

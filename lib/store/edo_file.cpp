@@ -5,6 +5,7 @@
 #include <edo/io/vocab.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
+#include <edo/safetensors_codes.hpp>
 
 #include <sys/stat.h>
 #include <xxhash.h>
@@ -85,6 +86,9 @@ bool is_edo_file(const std::string& path) {
 
 std::unique_ptr<io::TableReader> open_any_table(const std::string& spec, io::Verify verify) {
   if (spec != "-" && is_edo_file(spec)) return EdoTable::open(spec, verify);
+  const io::TableSpec parts = io::split_table_spec(spec);
+  if (parts.file.ends_with(".safetensors"))
+    if (auto codes = open_safetensors_codes(parts.file, parts.member, spec)) return codes;
   return io::open_table(spec);
 }
 

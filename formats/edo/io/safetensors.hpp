@@ -14,6 +14,7 @@
 // whose "weight_map" names each tensor's shard file (beside the index).
 #pragma once
 
+#include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
 
 #include <cstdint>
@@ -53,6 +54,45 @@ struct SafetensorsTable {
   uint64_t rows = 0, dim = 0, bytes = 0;
 };
 std::vector<SafetensorsTable> list_safetensors_tables(const std::string& path);
+
+// One file mapped with its header checked, for readers that assemble a table
+// from several tensors (edo's stored codes, lib/store/safetensors_codes.cpp).
+struct SafetensorsFile {
+  MappedFile file;
+  SafetensorsHeader header;
+  const SafetensorsTensor* find(const std::string& name) const;  // null when absent
+  const uint8_t* bytes(const SafetensorsTensor& t) const { return file.data() + t.begin; }
+};
+SafetensorsFile open_safetensors_file(const std::string& path);
+
+// The size of one element of a dtype named as the format names it ("F32",
+// "U8", ...); 0 for a name the format does not have.
+uint64_t safetensors_dtype_size(const std::string& dtype_name);
+
+// A new file of several tensors, declared up front (laid out in the order
+// given, the header padded with spaces to a multiple of 8 bytes as the
+// format's library does), their bytes then written at any offset in any
+// order; commit() checks every byte was written and renames the temporary
+// onto `path`.
+struct SafetensorsTensorSpec {
+  std::string name;
+  std::string dtype_name;  // "F32", "U8", ...
+  std::vector<uint64_t> shape;
+};
+class SafetensorsFileWriter {
+ public:
+  SafetensorsFileWriter(const std::string& path, std::vector<SafetensorsTensorSpec> tensors,
+                        const std::map<std::string, std::string>& metadata);
+  // n bytes of tensor `index`, at byte `offset` of that tensor.
+  void write(size_t index, uint64_t offset, const void* data, uint64_t n);
+  void commit();
+
+ private:
+  std::string path_;
+  AtomicFile file_;
+  std::vector<SafetensorsTensorSpec> tensors_;
+  std::vector<uint64_t> begin_, bytes_, written_;
+};
 
 // True for a path ending in .safetensors or .safetensors.index.json.
 bool is_safetensors_path(const std::string& path);

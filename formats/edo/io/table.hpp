@@ -47,8 +47,9 @@ class TableReader {
   uint64_t dim() const { return dim_; }
   DType dtype() const { return dtype_; }                 // element type on disk
   const std::string& format() const { return format_; }  // "npy", "hdf5", "fvecs", ...
-  // Bytes the table's values take in the file (rows * dim * element size).
-  uint64_t payload_bytes() const;
+  // Bytes the table's values take in the file (rows * dim * element size;
+  // a table of codes, the bytes of its codes and parameters).
+  virtual uint64_t payload_bytes() const;
 
   // Rows [begin, begin + count) as row-major fp32. The pointer is valid until
   // the next call on this reader; it may point into a read-only mapping.
@@ -104,6 +105,9 @@ class TableWriter {
   TableWriter& operator=(const TableWriter&) = delete;
   // Appends `count` rows of dim() fp32 values, converted to the writer's dtype.
   virtual void write_f32(const float* rows, uint64_t count) = 0;
+  // Appends `count` rows already in the writer's dtype (dim() elements each,
+  // little-endian): npy and safetensors writers; others refuse.
+  virtual void write_raw(const void* rows, uint64_t count);
   // Checks that exactly rows() rows were written, then publishes the file.
   virtual void commit() = 0;
   uint64_t rows() const { return rows_; }
@@ -117,7 +121,8 @@ class TableWriter {
 
 // Creates x.npy (or "-" for stdout, written straight through),
 // x.h5:/group/dataset, or x.safetensors[:tensor] (one tensor, named
-// "embeddings" unless given; float32, float16 or bfloat16). npy and HDF5
+// "embeddings" unless given; float32, float16, bfloat16, or uint8 rows
+// written by write_raw). npy and HDF5
 // take every DType but bfloat16 and the fp8 types.
 std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim,
                                           DType dtype = DType::f32);
