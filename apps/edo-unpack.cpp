@@ -52,9 +52,10 @@ int main(int argc, char** argv) {
       ->transform(CLI::IsMember({"int8", "int4", "int2"}, CLI::ignore_case));
   app.add_option("--row-alignment", row_alignment,
                  "fbgemm: row bytes rounded up to this power of two (default 16, FBGEMM's on CUDA; 1 on its CPU)");
-  app.add_option("--metric", metric,
-                 "faiss: the index's metric, l2 (default), ip, or cos (inner product over unit rows; normalise\n"
-                 "queries too). fp16, pq, opq and rq files keep their codes under l2 and ip (docs/PACK.md)")
+  app.add_option(
+         "--metric", metric,
+         "faiss: the index's metric, l2 (default), ip, or cos (inner product over unit rows; normalise\n"
+         "queries too). fp16, pq, opq, rq and pca:K[,fp16] files keep their codes under l2 and ip (docs/PACK.md)")
       ->check(CLI::IsMember({"l2", "ip", "cos"}));
   app.add_option("--vocab", vocab,
                  "word2vec outputs: the word of each row, one a line (default: the words the file stores)");

@@ -1,7 +1,7 @@
 // edo-unpack's FAISS output: faiss::read_index opens the file and its top-10
 // agrees with edo's exact search over the file's decoded rows, for every
 // index kind (flat, QT_fp16 over the codes, IndexPQ with even and padded
-// sub-spaces, OPQ, residual) and metric (l2, ip, cos over unit rows).
+// sub-spaces, OPQ, residual, PCA over flat and fp16 codes) and metric (l2, ip, cos over unit rows).
 #include "test_util.hpp"
 
 #include <edo/edo_file.hpp>
@@ -45,7 +45,8 @@ TEST_CASE("faiss export: read_index opens every kind and its top-10 is edo's ove
   for (uint64_t q = 0; q < nq; ++q) glove->read_f32(q * 37, 1, queries.data() + q * dim);
   const std::pair<const char*, FaissIndexKind> codecs[] = {
       {"int8", FaissIndexKind::flat},  {"fp16", FaissIndexKind::scalar_fp16}, {"pq:m=10", FaissIndexKind::pq},
-      {"pq:m=16", FaissIndexKind::pq}, {"opq:m=10", FaissIndexKind::opq},     {"rq:m=4", FaissIndexKind::rq}};
+      {"pq:m=16", FaissIndexKind::pq}, {"opq:m=10", FaissIndexKind::opq},     {"rq:m=4", FaissIndexKind::rq},
+      {"pca:24", FaissIndexKind::pca}, {"pca:24,fp16", FaissIndexKind::pca},  {"pca:24,int8", FaissIndexKind::flat}};
   for (const auto& [spec, kind_under_l2] : codecs) {
     QuantizeOptions qo;
     qo.spec = spec;

@@ -12,7 +12,7 @@ namespace edo {
 class EdoTable;
 
 // Which FAISS index a file became (for reports and tests).
-enum class FaissIndexKind : uint8_t { flat, scalar_fp16, pq, opq, rq };
+enum class FaissIndexKind : uint8_t { flat, scalar_fp16, pq, opq, rq, pca };
 const char* faiss_index_kind_name(FaissIndexKind kind);
 
 // Writes `table` as a FAISS index searched with `metric` (l2: L2 distance;
@@ -21,7 +21,8 @@ const char* faiss_index_kind_name(FaissIndexKind kind);
 // temporary name renamed on success. One-tier files whose codec FAISS can
 // decode the same way keep their codes (fp16 -> IndexScalarQuantizer QT_fp16,
 // pq -> IndexPQ, opq -> IndexPreTransform of the rotation over IndexPQ,
-// rq -> IndexResidualQuantizer; with l2 or ip); every other file becomes an
+// rq -> IndexResidualQuantizer, pca:K,fp32|fp16 -> IndexPreTransform of the
+// basis over a flat or fp16 index; with l2 or ip); every other file becomes an
 // IndexFlat of its decoded rows.
 FaissIndexKind export_faiss_index(EdoTable& table, const std::string& path, Metric metric);
 

@@ -14,6 +14,7 @@
 #include <faiss/impl/io.h>
 #include <faiss/index_io.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -30,6 +31,9 @@ const char* faiss_index_kind_name(FaissIndexKind kind) {
       return "IndexPreTransform (the OPQ rotation) over IndexPQ (the file's codebooks and codes)";
     case FaissIndexKind::rq:
       return "IndexResidualQuantizer (the file's codebooks and codes, decompressed to search)";
+    case FaissIndexKind::pca:
+      return "IndexPreTransform (the PCA basis as a LinearTransform) over the file's codes (IndexFlat or fp16 "
+             "IndexScalarQuantizer)";
     case FaissIndexKind::flat:
       break;
   }
@@ -106,6 +110,44 @@ std::unique_ptr<faiss::Index> rq_index(const Codec& codec, const uint8_t* codes,
   return rq;
 }
 
+// pca:K,fp32 and pca:K,fp16: a LinearTransform onto the file's basis over a
+// flat or fp16 index of the file's K-value codes. A row decodes to
+// mean + C^T y with C's rows orthonormal, so for a query q, |q - x|^2 =
+// |C(q - mean) - y|^2 + (a term of q alone) and q.x = (Cq).y + q.mean: the
+// transform C(q - mean) (l2) or Cq (ip) ranks rows as their decoded form does.
+std::unique_ptr<faiss::Index> pca_index(const Codec& codec, const uint8_t* codes, uint64_t rows, Metric metric,
+                                        bool fp16) {
+  const std::vector<NamedBlob> state = codec.state();
+  const NamedBlob* mean = blob(state, "pca.mean");
+  const NamedBlob* comps = blob(state, "pca.components");
+  const int dim = static_cast<int>(codec.dim()), k = static_cast<int>(comps->shape[0]);
+  auto* lt = new faiss::LinearTransform(dim, k, metric == Metric::l2);
+  lt->A = comps->values;
+  if (metric == Metric::l2) {
+    lt->b.assign(static_cast<size_t>(k), 0.0f);
+    for (int i = 0; i < k; ++i) {
+      double dot = 0;
+      for (int j = 0; j < dim; ++j)
+        dot += static_cast<double>(comps->values[static_cast<size_t>(i) * dim + j]) * mean->values[j];
+      lt->b[static_cast<size_t>(i)] = static_cast<float>(-dot);
+    }
+  }
+  lt->is_trained = true;
+  std::unique_ptr<faiss::Index> inner;
+  if (fp16)
+    inner = std::make_unique<faiss::IndexScalarQuantizer>(k, faiss::ScalarQuantizer::QT_fp16, faiss_metric(metric));
+  else if (metric == Metric::l2)
+    inner = std::make_unique<faiss::IndexFlatL2>(k);
+  else
+    inner = std::make_unique<faiss::IndexFlatIP>(k);
+  auto* coded = dynamic_cast<faiss::IndexFlatCodes*>(inner.get());
+  coded->codes.assign(codes, codes + rows * codec.code_size());
+  coded->ntotal = static_cast<faiss::Index::idx_t>(rows);
+  auto pre = std::make_unique<faiss::IndexPreTransform>(lt, inner.release());
+  pre->own_fields = true;
+  return pre;
+}
+
 std::unique_ptr<faiss::Index> flat_index(EdoTable& table, Metric metric) {
   const uint64_t dim = table.dim();
   std::unique_ptr<faiss::IndexFlat> index;
@@ -153,6 +195,10 @@ FaissIndexKind export_faiss_index(EdoTable& table, const std::string& path, Metr
       bool rotated = false;
       index = pq_index(*codec, table.codes_of(0, table.rows()), table.rows(), metric, rotated);
       kind = rotated ? FaissIndexKind::opq : FaissIndexKind::pq;
+    } else if (keeps_codes && spec.starts_with("pca:") && (spec.ends_with(",fp32") || spec.ends_with(",fp16")) &&
+               std::count(spec.begin(), spec.end(), ',') == 1) {
+      index = pca_index(*codec, table.codes_of(0, table.rows()), table.rows(), metric, spec.ends_with(",fp16"));
+      kind = FaissIndexKind::pca;
     } else if (keeps_codes && spec.starts_with("rq:")) {
       index = rq_index(*codec, table.codes_of(0, table.rows()), table.rows(), metric);
       kind = FaissIndexKind::rq;
