@@ -9,6 +9,7 @@
 #include <edo/io/freq.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/pack.hpp>
+#include <edo/shard.hpp>
 
 #include <unistd.h>
 
@@ -29,7 +30,8 @@ int main(int argc, char** argv) {
       "cold:rest:pq:m=16,nbits=8:disk\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
       "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
-      "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'",
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
+      "  edo-pack --merge part-*.edo -o emb.edo    (shards of edo-quantize --shard; docs/SCALE.md)",
       "edo-pack"};
   std::string input, output, freq_path, config, device = "auto";
   std::vector<std::string> tier_texts;
@@ -65,9 +67,26 @@ int main(int argc, char** argv) {
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  std::vector<std::string> merge;
+  app.add_option("--merge", merge,
+                 "Shard files (edo-quantize --shard, in any order): concatenated without decoding into -o, the file\n"
+                 "one process writes from the same command and seed, byte for byte; every shard must be there once")
+      ->expected(1, -1);
   edo::cli::add_version_flag(app, "edo-pack");
 
   return edo::cli::run_tool("edo-pack", app, argc, argv, [&] {
+    if (!merge.empty()) {
+      if (!input.empty() || !tier_texts.empty() || !config.empty() || run_eval || output.empty())
+        EDO_USAGE_FAIL("--merge SHARDS... -o OUTPUT takes no INPUT, tiers or --eval");
+      edo::cli::PathGuard paths;
+      for (const std::string& m : merge) paths.input(m);
+      paths.output("-o", output).check();
+      const uint64_t rows = edo::merge_shards(merge, output);
+      if (!quiet)
+        std::fprintf(stderr, "edo-pack: %zu shards -> %s (%llu rows)\n", merge.size(), output.c_str(),
+                     static_cast<unsigned long long>(rows));
+      return 0;
+    }
     if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
     if (tier_texts.empty() == config.empty())
       EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");

@@ -1,6 +1,7 @@
 // edo-quantize: scalar and vector quantization of a table into a .edo file.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "shard_cli.hpp"
 
 #include <edo/codec.hpp>
 #include <edo/device.hpp>
@@ -8,6 +9,7 @@
 #include <edo/io/files.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/pack.hpp>
+#include <edo/shard.hpp>
 #include <edo/sweep.hpp>
 
 #include <unistd.h>
@@ -65,6 +67,51 @@ int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const 
 
 }  // namespace
 
+namespace {
+
+struct ShardFlags {
+  std::string shard, trained;
+  uint32_t shard_count = 0;
+  bool train_only = false;
+};
+
+// --trained (the codec, its state, and the training run's parameters and
+// seed, so the provenance is a whole-table run's) and --shard (the rows of
+// one shard, marked as one in the manifest): returns the table to encode.
+edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReader& table, edo::QuantizeOptions& opt,
+                                        std::optional<edo::TrainedState>& trained,
+                                        std::unique_ptr<edo::io::TableReader>& view, bool eval_wanted) {
+  if (!f.trained.empty()) {
+    trained = edo::read_trained_state(f.trained);
+    if (trained->dim != table.dim())
+      EDO_USAGE_FAIL("--trained {}: a state for {} columns, {} has {}", f.trained, trained->dim, table.path(),
+                     table.dim());
+    if (!opt.spec.empty() && edo::canonical_spec(opt.spec, table.dim()) != trained->spec)
+      EDO_USAGE_FAIL("--codec {}: --trained {} holds {} (drop --codec: the state implies it)", opt.spec, f.trained,
+                     trained->spec);
+    opt.spec = trained->spec;
+    opt.trained_state = &trained->blobs;
+    opt.parameters = trained->parameters;
+    opt.seed = trained->seed;
+  }
+  const edo::cli::ShardChoice choice = edo::cli::resolve_shard(f.shard, f.shard_count);
+  if (!choice.active()) return table;
+  if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
+  if (!trained && edo::make_codec(opt.spec, table.dim())->needs_training())
+    EDO_USAGE_FAIL(
+        "codec {} trains, and every shard must share one state: run edo-quantize INPUT --train-only -o "
+        "MODEL.edo --codec {} once, then each shard with --trained MODEL.edo",
+        opt.spec, opt.spec);
+  const edo::RowRange range = edo::shard_rows(table.rows(), choice.index, choice.count);
+  edo::cli::say_shard("edo-quantize", choice, range, table.rows());
+  view = edo::row_range_view(table, range);
+  opt.first_row = range.begin;
+  opt.shard = edo::shard_entry(choice.index, choice.count, range, table.rows());
+  return *view;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{
       "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
@@ -109,6 +156,14 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", vocab_path,
                  "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
                  "(word2vec and fastText inputs store their own words)");
+  ShardFlags shard_flags;
+  edo::cli::add_shard_options(app, shard_flags.shard, shard_flags.shard_count);
+  app.add_flag("--train-only", shard_flags.train_only,
+               "Write only the trained codec state (a .edo with no rows), trained on the sample a whole-table\n"
+               "run draws (--seed, --train-rows): for --trained in each shard's run");
+  app.add_option("--trained", shard_flags.trained,
+                 "A --train-only file: encode with its state, training nothing (implies --codec, --seed and the\n"
+                 "training parameters)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval,
                "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
@@ -141,18 +196,20 @@ int main(int argc, char** argv) {
       opt.allow_underflow = allow_underflow;
       return run_codec_sweep(sweep, *table, opt, eval_flags, json);
     }
-    if (input.empty() || output.empty() || spec.empty())
-      EDO_USAGE_FAIL("INPUT, -o OUTPUT and --codec SPEC are required (see --help)");
+    if (input.empty() || output.empty() || (spec.empty() && shard_flags.trained.empty()))
+      EDO_USAGE_FAIL("INPUT, -o OUTPUT and --codec SPEC (or --trained MODEL) are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    if (shard_flags.train_only && (!shard_flags.trained.empty() || !shard_flags.shard.empty() || run_eval))
+      EDO_USAGE_FAIL("--train-only trains on the whole table's sample: no --trained, --shard or --eval");
     edo::cli::PathGuard paths;
-    paths.input(input).input(vocab_path).output("-o", output);
+    paths.input(input).input(vocab_path).input(shard_flags.trained).output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();  // usage errors before any work
     edo::cli::apply_threads(threads);
     auto table = edo::open_any_table(input);
-    edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
+    if (!spec.empty()) edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
 
     edo::QuantizeOptions opt;
     opt.spec = spec;
@@ -168,12 +225,26 @@ int main(int argc, char** argv) {
       given_words = edo::io::read_vocab(vocab_path, table->rows());
       opt.vocabulary = &given_words;
     }
+    if (shard_flags.train_only) {
+      edo::write_trained_state(*table, output, spec, opt);
+      if (!quiet)
+        std::fprintf(stderr, "edo-quantize: %s -> %s: the trained state of %s\n", input.c_str(), output.c_str(),
+                     spec.c_str());
+      return 0;
+    }
+    std::optional<edo::TrainedState> trained;
+    std::unique_ptr<edo::io::TableReader> shard_view;
+    edo::io::TableReader& source = apply_shard_flags(shard_flags, *table, opt, trained, shard_view, eval_wanted);
+    if (shard_view && opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own
+      const auto first = given_words.begin() + static_cast<int64_t>(opt.first_row);
+      given_words = std::vector<std::string>(first, first + static_cast<int64_t>(source.rows()));
+    }
     edo::cli::Progress progress("edo-quantize", quiet);
     opt.progress = progress.callback();
 
     const edo::cli::EvalTarget eval_target(output, eval_wanted);
     const std::string& target = eval_target.path();
-    const edo::QuantizeReport rep = edo::quantize_to_edo(*table, target, opt);
+    const edo::QuantizeReport rep = edo::quantize_to_edo(source, target, opt);
 
     edo::EvalResult result;
     std::vector<edo::GateOutcome> outcomes;

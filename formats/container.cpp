@@ -308,8 +308,11 @@ bool valid_section_name(std::string_view name) {
 std::vector<TierInfo> validate_manifest_schema(const json& manifest, const std::string& path) {
   const json* format = member(manifest, manifest_key::format);
   if (!format || *format != kManifestFormat) EDO_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
+  // A trained state (FORMAT.md 9.8) is the one file with no rows.
+  const bool trained_only = manifest.contains("trained_only");
   for (const char* key : {manifest_key::rows, manifest_key::dim})
-    if (unsigned_member(manifest, key, "", path) == 0) EDO_FAIL("{}: manifest: \"{}\" must be positive", path, key);
+    if (unsigned_member(manifest, key, "", path) == 0 && !(trained_only && key == manifest_key::rows))
+      EDO_FAIL("{}: manifest: \"{}\" must be positive", path, key);
   if (const uint64_t dim = unsigned_member(manifest, manifest_key::dim, "", path); dim > kMaxDim)
     EDO_FAIL("{}: manifest: \"dim\" {} is more than the {} columns a table may have", path, dim, kMaxDim);
   const json* provenance = member(manifest, manifest_key::provenance);

@@ -23,7 +23,9 @@ using json = nlohmann::json;
 namespace {
 
 const std::string kSourceRoot = std::string(EDO_TEST_DATA_DIR) + "/../..";
-const std::string kGoldenPath = std::string(EDO_TEST_DATA_DIR) + "/container/golden_v1_0.edo";
+const std::string kGoldenPath = std::string(EDO_TEST_DATA_DIR) + "/container/golden_v1_1.edo";
+// Written by the 1.0 writer: kept to show this reader still reads it.
+const std::string kGolden10Path = std::string(EDO_TEST_DATA_DIR) + "/container/golden_v1_0.edo";
 const std::string kCorpusDir = kSourceRoot + "/fuzz/corpus/container";
 
 json one_tier_manifest(uint64_t rows, uint64_t dim, json sections) {
@@ -190,7 +192,14 @@ TEST_CASE("container: same calls give byte-identical files, whatever the append 
   CHECK(a == read_bytes(dir.file("c.edo")));
 }
 
-TEST_CASE("container: the committed 1.0 golden file matches the writer byte for byte") {
+TEST_CASE("container: the committed 1.0 file still opens, its sections and checksums intact") {
+  const auto old = Container::open(kGolden10Path, Verify::all);
+  CHECK(old.minor_version() == 0);
+  CHECK(old.section("tier.0/scales").size == 5);
+  CHECK(old.rows() == 4);
+}
+
+TEST_CASE("container: the committed 1.1 golden file matches the writer byte for byte") {
   TempDir dir;
   write_small(dir.file("small.edo"));
   const std::string fresh = read_bytes(dir.file("small.edo"));
@@ -244,7 +253,7 @@ TEST_CASE("container: a newer minor version opens, an unknown major does not") {
   write_bytes(path, newer);
   CHECK(Container::open(path, Verify::all).minor_version() == 7);
   CHECK(contains(t.open_error(with_header(t.valid, [](ContainerHeader& h) { h.major = 2; })),
-                 "version 2.0 is not supported"));
+                 "version 2." + std::to_string(kContainerMinor) + " is not supported"));
   CHECK(contains(t.open_error(with_header(t.valid, [](ContainerHeader& h) { h.major = 0; })), "not supported"));
 }
 

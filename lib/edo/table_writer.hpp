@@ -60,6 +60,12 @@ struct WriteOptions {
   nlohmann::json extra_manifest = nlohmann::json::object();
   std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
   HashFitOptions hash_fit;
+  // Sharded runs (shard.hpp): the table row number of the input's first row
+  // (for the source digest), the manifest's "shard" entry (null: a whole
+  // table), and the state a codec tier loads instead of training.
+  uint64_t first_row = 0;
+  nlohmann::json shard;
+  const std::vector<NamedBlob>* trained_state = nullptr;
 };
 
 struct TableLayout;
@@ -79,6 +85,8 @@ class TierBuilder {
   virtual void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self);
   // Fits on a seeded sample of the tier's own rows, named row_ids[i] in errors.
   virtual void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed);
+  // Instead of train(): the state a --train-only run wrote (codec tiers; others refuse).
+  virtual void load_trained(const std::vector<NamedBlob>& state);
   // Opens what the tier streams; sections are named prefix + role.
   virtual void begin(io::ContainerWriter& writer, const std::string& prefix);
   // n rows of the tier (row_ids: their table rows, ascending; weights: their

@@ -236,6 +236,19 @@ void Reader::Impl::load() {
   rows = container.rows();
   dim = container.dim();
   const nlohmann::json& manifest = container.manifest();
+  // A shard or a trained state is part of a table, never one (docs/SCALE.md).
+  if (const auto shard = manifest.find("shard"); shard != manifest.end()) {
+    const auto num = [&](const char* key) -> uint64_t {
+      const nlohmann::json& s = *shard;
+      return s.is_object() && s.contains(key) && s[key].is_number_unsigned() ? s[key].get<uint64_t>() : 0;
+    };
+    EDO_FAIL(
+        "{}: shard {}/{} of a table (its rows {} to {} of {}), not a table: merge the shards "
+        "(edo-pack --merge) to read it",
+        path, num("index"), num("count"), num("first_row"), num("first_row") + rows, num("table_rows"));
+  }
+  if (manifest.contains("trained_only"))
+    EDO_FAIL("{}: a trained codec state with no rows (edo-quantize --train-only): give it to --trained", path);
   const auto& infos = container.tiers();
   if (infos.size() > io::kMaxTiers) EDO_FAIL("{}: {} tiers (at most {})", path, infos.size(), io::kMaxTiers);
   std::vector<uint64_t> tier_rows;

@@ -7,6 +7,7 @@
 #include <edo/io/container.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/pack.hpp>
+#include <edo/parallel.hpp>
 #include <edo/random.hpp>
 
 #include <xxhash.h>
@@ -241,16 +242,24 @@ std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::v
 
 // ---- packing ------------------------------------------------------------------------
 
-detail::TablePass detail::digest_and_norms(io::TableReader& input, bool want_norms, size_t block_bytes) {
+uint64_t detail::rows_digest(const float* x, uint64_t n, uint64_t dim, uint64_t first_row) {
+  uint64_t sum = 0;
+#pragma omp parallel for reduction(+ : sum) schedule(static) if (parallel_worth(n * dim))
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i)
+    sum += XXH3_64bits_withSeed(x + static_cast<uint64_t>(i) * dim, dim * sizeof(float),
+                                first_row + static_cast<uint64_t>(i));
+  return sum;
+}
+
+detail::TablePass detail::digest_and_norms(io::TableReader& input, bool want_norms, size_t block_bytes,
+                                           uint64_t first_row) {
   TablePass p;
   const uint64_t rows = input.rows(), dim = input.dim(), block = input.block_rows(block_bytes);
   if (want_norms) p.norms.resize(rows);
-  XXH64_state_t* hash = XXH64_createState();
-  XXH64_reset(hash, 0);
   for (uint64_t begin = 0; begin < rows; begin += block) {
     const uint64_t n = std::min(block, rows - begin);
     const float* x = input.rows_f32(begin, n);
-    XXH64_update(hash, x, n * dim * sizeof(float));
+    p.digest += rows_digest(x, n, dim, first_row + begin);
     if (!want_norms) continue;
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) {
@@ -259,8 +268,6 @@ detail::TablePass detail::digest_and_norms(io::TableReader& input, bool want_nor
       p.norms[begin + static_cast<uint64_t>(i)] = std::sqrt(s);
     }
   }
-  p.digest = XXH64_digest(hash);
-  XXH64_freeState(hash);
   return p;
 }
 

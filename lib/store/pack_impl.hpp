@@ -8,12 +8,24 @@
 
 namespace edo::detail {
 
-// One streaming pass: the XXH64 of the fp32 rows in order and, when asked,
+// The source digest of the provenance (FORMAT.md 5, "source_fp32_rows_xxh3"):
+// the sum, mod 2^64, of XXH3-64 of each row's fp32 bytes seeded with its
+// table row number. Sums of row ranges add up, so shards written apart
+// compose into the digest of the whole table, whatever the split.
+uint64_t rows_digest(const float* x, uint64_t n, uint64_t dim, uint64_t first_row);
+
+// One streaming pass: rows_digest of the table and, when asked,
 // every row's L2 norm (the hot-order proxy without frequencies).
 struct TablePass {
   uint64_t digest = 0;
   std::vector<double> norms;
 };
-TablePass digest_and_norms(io::TableReader& input, bool want_norms, size_t block_bytes);
+// The seeded sample a one-tier write trains on (`want` rows of the table,
+// row numbers in sample_rows): what --train-only draws, so it trains on the
+// same rows a whole-table run would.
+std::vector<float> training_sample(io::TableReader& input, uint64_t want, uint64_t seed,
+                                   std::vector<uint64_t>& sample_rows);
+
+TablePass digest_and_norms(io::TableReader& input, bool want_norms, size_t block_bytes, uint64_t first_row = 0);
 
 }  // namespace edo::detail

@@ -33,6 +33,10 @@ double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
 
 void TierBuilder::prepare(io::TableReader&, const TableLayout&, uint8_t) {}
 void TierBuilder::train(const float*, size_t, const uint64_t*, uint64_t) {}
+
+void TierBuilder::load_trained(const std::vector<NamedBlob>&) {
+  EDO_USAGE_FAIL("--trained: tier kind '{}' keeps no trained state to load", codec());
+}
 void TierBuilder::begin(io::ContainerWriter&, const std::string&) {}
 
 namespace {
@@ -65,6 +69,8 @@ class CodecTierBuilder final : public TierBuilder {
     check_trainable_norms(x, n, dim_, codec_->spec(), enc_, row_ids);
     codec_->train(x, n, seed);
   }
+
+  void load_trained(const std::vector<NamedBlob>& state) override { codec_->load_state(state); }
 
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
     rule_ = std::make_unique<MagnitudeRule>(*codec_, enc_);
@@ -232,7 +238,7 @@ struct PassState {
   const TableLayout& layout;
   const WriteOptions& opt;
   io::ContainerWriter& writer;
-  XXH64_state_t* hash = nullptr;  // hashing the rows in this pass (one tier), or null
+  uint64_t* digest = nullptr;  // summing the rows' digest in this pass (one tier), or null
   uint64_t written = 0;
 };
 
@@ -252,7 +258,9 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   builder.prepare(ps.input, ps.layout, t);
   if (!checked_mul(tr.rows, tr.code_size))
     EDO_FAIL("{}: {} rows of {} bytes overflow", ps.writer.path(), tr.rows, tr.code_size);
-  if (builder.needs_training()) {
+  if (builder.needs_training() && ps.opt.trained_state) {
+    builder.load_trained(*ps.opt.trained_state);
+  } else if (builder.needs_training()) {
     if (tr.rows == 0)
       EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, tr.codec);
     const auto t0 = Clock::now();
@@ -282,7 +290,7 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   std::vector<double> weights;
   for_tier_blocks(ps.input, tier_of_row, t, block,
                   [&](uint64_t begin, uint64_t n, const float* x, const std::vector<uint64_t>& mine) {
-                    if (ps.hash) XXH64_update(ps.hash, x, n * dim * sizeof(float));
+                    if (ps.digest) *ps.digest += detail::rows_digest(x, n, dim, ps.opt.first_row + begin);
                     const float* src = x;
                     if (mine.size() != n) {
                       gathered.resize(mine.size() * dim);
@@ -321,6 +329,11 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
 }
 
 }  // namespace
+
+std::vector<float> detail::training_sample(io::TableReader& input, uint64_t want, uint64_t seed,
+                                           std::vector<uint64_t>& sample_rows) {
+  return tier_sample(input, {}, 0, input.rows(), want, seed, sample_rows);
+}
 
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
                                                const HashFitOptions& fit) {
@@ -364,15 +377,11 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   rep.dim = dim;
   rep.fp32_bytes = rows * dim * sizeof(float);
   std::optional<uint64_t> digest = layout.source_digest;
-  if (!digest && ntiers > 1) digest = detail::digest_and_norms(input, false, opt.block_bytes).digest;
-  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> hash(nullptr, XXH64_freeState);
-  if (!digest) {
-    hash.reset(XXH64_createState());
-    XXH64_reset(hash.get(), 0);
-  }
+  if (!digest && ntiers > 1) digest = detail::digest_and_norms(input, false, opt.block_bytes, opt.first_row).digest;
+  uint64_t pass_digest = 0;
 
   io::ContainerWriter writer(out_path);
-  PassState ps{input, layout, opt, writer, hash.get()};
+  PassState ps{input, layout, opt, writer, digest ? nullptr : &pass_digest};
   nlohmann::json tiers_json = nlohmann::json::array();
   for (uint8_t t = 0; t < ntiers; ++t) {
     nlohmann::json entry;
@@ -381,7 +390,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     rep.train_seconds += rep.tiers.back().train_seconds;
     rep.encode_seconds += rep.tiers.back().encode_seconds;
   }
-  if (hash) digest = XXH64_digest(hash.get());
+  if (!digest) digest = pass_digest;
 
   nlohmann::json manifest = {{"rows", rows}, {"dim", dim}, {"tiers", tiers_json}};
   if (!layout.row_order.empty()) manifest["row_order"] = layout.row_order;
@@ -407,9 +416,10 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
                             {"version", EDO_VERSION_STRING},
                             {"source", basename_of(input.path())},
                             {"source_dtype", io::dtype_name(input.dtype())},
-                            {"source_fp32_xxh64", fmt::format("{:016x}", *digest)},
+                            {"source_fp32_rows_xxh3", fmt::format("{:016x}", *digest)},
                             {"parameters", opt.parameters},
                             {"seed", opt.seed}};
+  if (!opt.shard.is_null()) manifest["shard"] = opt.shard;
   for (const auto& [key, value] : opt.extra_manifest.items()) manifest[key] = value;
   writer.finish(manifest);
 

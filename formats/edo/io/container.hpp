@@ -25,7 +25,7 @@ namespace edo::io {
 // CR LF, ^Z and LF (catch text-mode line-ending conversion), as in PNG.
 inline constexpr uint8_t kContainerMagic[8] = {0x89, 'E', 'D', 'O', '\r', '\n', 0x1a, '\n'};
 inline constexpr uint16_t kContainerMajor = 1;  // incompatible changes
-inline constexpr uint16_t kContainerMinor = 0;  // additive changes
+inline constexpr uint16_t kContainerMinor = 1;  // additive changes
 inline constexpr uint64_t kContainerAlignment = 64;
 // `x` rounded up to the alignment: the bytes a section or the manifest takes in the file.
 inline constexpr uint64_t align_up(uint64_t x) {

@@ -1,0 +1,69 @@
+// Tables bigger than one machine (docs/SCALE.md): a table split into N
+// contiguous row ranges, each encoded by its own process with a codec state
+// trained once, and the shard files merged into the file one process would
+// have written, byte for byte.
+#pragma once
+
+#include <edo/codec.hpp>
+#include <edo/io/table.hpp>
+#include <edo/table_writer.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace edo {
+
+// Shards split at multiples of this many rows (the profile's fixed row
+// chunks), so per-chunk figures never straddle two shards.
+inline constexpr uint64_t kShardChunkRows = 2048;
+
+struct RowRange {
+  uint64_t begin = 0, end = 0;
+  uint64_t size() const { return end - begin; }
+};
+
+// Shard `index` of `count` of a table of `rows` rows: with C = ceil(rows /
+// 2048) chunks, rows [2048 * floor(index * C / count), 2048 * floor((index +
+// 1) * C / count)), the last ending at `rows`. Usage error when index >=
+// count or a shard would be empty (count > C).
+RowRange shard_rows(uint64_t rows, uint32_t index, uint32_t count);
+
+// Rows `range` of `table` as a table of their own (the vocabulary sliced to
+// them); `table` must outlive it.
+std::unique_ptr<io::TableReader> row_range_view(io::TableReader& table, RowRange range);
+
+// The manifest's "shard" entry of shard `index` of `count`.
+nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint64_t table_rows);
+
+// ---- train once (edo-quantize --train-only / --trained) ------------------------------
+
+// Trains `spec` on the same seeded sample of `input` that a whole-table run
+// draws (opt.seed, opt.train_rows) and writes its state as a .edo with no
+// rows ("trained_only"; FORMAT.md 9.8). Usage error for a codec that trains nothing.
+void write_trained_state(io::TableReader& input, const std::string& out_path, const std::string& spec,
+                         const WriteOptions& opt);
+
+struct TrainedState {
+  std::string spec;  // canonical
+  uint64_t dim = 0;
+  std::vector<NamedBlob> blobs;  // as the codec's state()
+  nlohmann::json parameters;     // the training run's provenance parameters
+  uint64_t train_rows = 0, seed = 0;
+};
+// Reads what write_trained_state() wrote (every checksum verified).
+TrainedState read_trained_state(const std::string& path);
+
+// ---- merge (edo-pack --merge) -----------------------------------------------------------
+
+// Concatenates shard files (any order on the command line) written by the
+// same tool and parameters with the same codec state into `out_path`,
+// streaming their code sections without decoding. Errors (nothing written)
+// on a missing, repeated or overlapping shard, different states, counts or
+// parameters. Returns the rows written.
+uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& out_path);
+
+}  // namespace edo

@@ -1,0 +1,263 @@
+#include "pack_impl.hpp"
+
+#include <edo/build_info.hpp>
+#include <edo/error.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/vocab.hpp>
+#include <edo/shard.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+namespace edo {
+
+RowRange shard_rows(uint64_t rows, uint32_t index, uint32_t count) {
+  if (count == 0 || index >= count) EDO_USAGE_FAIL("shard {}/{}: the index runs from 0 to {}", index, count, count - 1);
+  const uint64_t chunks = (rows + kShardChunkRows - 1) / kShardChunkRows;
+  if (count > chunks)
+    EDO_USAGE_FAIL("{} shards of a table of {} rows: shards split at multiples of {} rows, so at most {}", count, rows,
+                   kShardChunkRows, chunks);
+  const auto edge = [&](uint64_t i) { return std::min(rows, kShardChunkRows * (i * chunks / count)); };
+  return {edge(index), index + 1 == count ? rows : edge(index + 1)};
+}
+
+namespace {
+
+class RowRangeView final : public io::TableReader {
+ public:
+  RowRangeView(io::TableReader& table, RowRange range)
+      : TableReader(table.path(), table.format()), table_(table), range_(range) {
+    rows_ = range.size();
+    dim_ = table.dim();
+    dtype_ = table.dtype();
+    if (const auto* words = table.vocabulary())
+      words_.emplace(words->begin() + static_cast<int64_t>(range.begin),
+                     words->begin() + static_cast<int64_t>(range.end));
+  }
+  const float* rows_f32(uint64_t begin, uint64_t count) override {
+    check_range(begin, count);
+    return table_.rows_f32(range_.begin + begin, count);
+  }
+  const std::vector<std::string>* vocabulary() const override { return words_ ? &*words_ : nullptr; }
+
+ private:
+  io::TableReader& table_;
+  RowRange range_;
+  std::optional<std::vector<std::string>> words_;
+};
+
+}  // namespace
+
+std::unique_ptr<io::TableReader> row_range_view(io::TableReader& table, RowRange range) {
+  return std::make_unique<RowRangeView>(table, range);
+}
+
+nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint64_t table_rows) {
+  return {{"index", index}, {"count", count}, {"first_row", range.begin}, {"table_rows", table_rows}};
+}
+
+// ---- train once -------------------------------------------------------------------------
+
+void write_trained_state(io::TableReader& input, const std::string& out_path, const std::string& spec,
+                         const WriteOptions& opt) {
+  EncodeOptions enc;
+  enc.device = opt.device;
+  enc.input = input.path();
+  auto builder = make_tier_builder(spec, input.dim(), enc, opt.hash_fit);
+  if (!builder->needs_training())
+    EDO_USAGE_FAIL("--train-only: codec '{}' trains nothing: each shard encodes with it directly", builder->codec());
+  std::vector<uint64_t> sample_rows;
+  const std::vector<float> sample = detail::training_sample(input, opt.train_rows, opt.seed, sample_rows);
+  builder->train(sample.data(), sample_rows.size(), sample_rows.data(), opt.seed);
+  io::ContainerWriter writer(out_path);
+  // The tier edo-quantize writes ("all"), with no rows.
+  builder->begin(writer, "all/");
+  nlohmann::json entry = {{"name", "all"}, {"rows", 0}, {"residency", "host"}, {"share", "rest"}};
+  builder->finish(writer, "all/", entry);
+  nlohmann::json manifest = {{"rows", 0},
+                             {"dim", input.dim()},
+                             {"tiers", {entry}},
+                             {"trained_only", true},
+                             {"provenance",
+                              {{"tool", opt.tool},
+                               {"version", EDO_VERSION_STRING},
+                               {"source", input.path().substr(input.path().find_last_of('/') + 1)},
+                               {"source_dtype", io::dtype_name(input.dtype())},
+                               {"parameters", opt.parameters},
+                               {"seed", opt.seed}}}};
+  writer.finish(manifest);
+}
+
+TrainedState read_trained_state(const std::string& path) {
+  const io::Container c = io::Container::open(path, io::Verify::all);
+  const nlohmann::json& m = c.manifest();
+  if (!m.contains("trained_only") || c.tiers().size() != 1)
+    EDO_FAIL("{}: not a trained state (edo-quantize --train-only writes one)", path);
+  const nlohmann::json& tier = m["tiers"][0];
+  TrainedState s;
+  s.spec = c.tiers()[0].codec;
+  s.dim = c.dim();
+  const nlohmann::json& prov = m["provenance"];
+  s.parameters = prov.value("parameters", nlohmann::json::object());
+  s.seed = prov.contains("seed") && prov["seed"].is_number_unsigned() ? prov["seed"].get<uint64_t>() : 0;
+  if (!tier.contains("state_shapes") || !tier["state_shapes"].is_object())
+    EDO_FAIL("{}: the trained tier lists no state shapes", path);
+  for (const auto& [role, section] : c.tiers()[0].sections) {
+    if (role == "codes") continue;
+    const io::SectionView v = c.section(section);
+    NamedBlob b;
+    b.name = role;
+    if (!tier["state_shapes"].contains(role) || !tier["state_shapes"][role].is_array())
+      EDO_FAIL("{}: state '{}' has no shape", path, role);
+    for (const auto& e : tier["state_shapes"][role]) {
+      if (!e.is_number_unsigned()) EDO_FAIL("{}: state '{}': a shape entry is not an integer", path, role);
+      b.shape.push_back(e.get<uint64_t>());
+    }
+    if (v.size % sizeof(float) != 0) EDO_FAIL("{}: state '{}' is not a float32 array", path, role);
+    b.values.resize(v.size / sizeof(float));
+    std::memcpy(b.values.data(), v.data, v.size);
+    s.blobs.push_back(std::move(b));
+  }
+  return s;
+}
+
+// ---- merge ------------------------------------------------------------------------------
+
+namespace {
+
+struct Shard {
+  std::string path;
+  io::Container c;
+  uint64_t index = 0, count = 0, first_row = 0, table_rows = 0;
+  uint64_t digest = 0;
+};
+
+constexpr const char* kDigestKey = "source_fp32_rows_xxh3";
+
+Shard open_shard(const std::string& path) {
+  Shard s{path, io::Container::open(path, io::Verify::all)};
+  const nlohmann::json& m = s.c.manifest();
+  if (!m.contains("shard") || !m["shard"].is_object())
+    EDO_FAIL("{}: not a shard (its manifest has no \"shard\" entry): only files written with --shard merge", path);
+  const nlohmann::json& e = m["shard"];
+  const auto num = [&](const char* key) {
+    if (!e.contains(key) || !e[key].is_number_unsigned()) EDO_FAIL("{}: shard entry lacks \"{}\"", path, key);
+    return e[key].get<uint64_t>();
+  };
+  s.index = num("index");
+  s.count = num("count");
+  s.first_row = num("first_row");
+  s.table_rows = num("table_rows");
+  const nlohmann::json& prov = m["provenance"];
+  const std::string hex =
+      prov.contains(kDigestKey) && prov[kDigestKey].is_string() ? prov[kDigestKey].get<std::string>() : "";
+  if (hex.size() != 16 || std::from_chars(hex.data(), hex.data() + hex.size(), s.digest, 16).ec != std::errc{})
+    EDO_FAIL("{}: the provenance has no {} (written by an older edo?)", path, kDigestKey);
+  if (s.c.tiers().size() != 1 || !s.c.tiers()[0].sections.contains("codes"))
+    EDO_FAIL("{}: a shard of {} tiers; --merge takes one-tier shards (edo-quantize --shard)", path, s.c.tiers().size());
+  return s;
+}
+
+// What must agree between shards: the manifest without what differs by row range.
+nlohmann::json comparable(const io::Container& c) {
+  nlohmann::json m = c.manifest();
+  for (const char* key : {"shard", "rows", "sections", "eval", "vocab"}) m.erase(key);
+  m["provenance"].erase(kDigestKey);
+  m["tiers"][0].erase("rows");
+  return m;
+}
+
+void check_set(std::vector<Shard>& shards) {
+  std::sort(shards.begin(), shards.end(), [](const Shard& a, const Shard& b) { return a.index < b.index; });
+  const Shard& first = shards.front();
+  if (first.count != shards.size()) {
+    std::vector<uint64_t> missing;
+    for (uint64_t i = 0; i < first.count && missing.size() < 8; ++i)
+      if (std::none_of(shards.begin(), shards.end(), [&](const Shard& s) { return s.index == i; }))
+        missing.push_back(i);
+    EDO_USAGE_FAIL("{}: shard {}/{}, but {} shard files given{}", first.path, first.index, first.count, shards.size(),
+                   missing.empty() ? std::string() : fmt::format(" (missing: {})", fmt::join(missing, ", ")));
+  }
+  uint64_t next = 0;
+  const nlohmann::json agreed = comparable(first.c);
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const Shard& s = shards[i];
+    if (s.count != first.count || s.table_rows != first.table_rows)
+      EDO_FAIL("{}: shard of {} rows in {} parts, where {} is of {} rows in {}", s.path, s.table_rows, s.count,
+               first.path, first.table_rows, first.count);
+    if (s.index != i)
+      EDO_FAIL("{}: shard {} given {}; shard {} is missing", s.path, s.index,
+               i > 0 && shards[i - 1].index == s.index ? "twice" : "out of place", i);
+    if (s.first_row != next)
+      EDO_FAIL("{}: starts at row {}, where the shards before it end at row {} (overlap or gap)", s.path, s.first_row,
+               next);
+    next += s.c.rows();
+    if (comparable(s.c) != agreed)
+      EDO_FAIL(
+          "{}: written with another codec, state or parameters than {}: shards must share one trained state "
+          "(--trained) and the same command",
+          s.path, first.path);
+    for (const auto& [role, section] : s.c.tiers()[0].sections) {
+      if (role == "codes") continue;
+      const io::SectionView a = s.c.section(section), b = first.c.section(section);
+      if (a.size != b.size || std::memcmp(a.data, b.data, a.size) != 0)
+        EDO_FAIL("{}: its codec state '{}' differs from {}'s: shards must share one trained state (--trained)", s.path,
+                 role, first.path);
+    }
+    if (s.c.has_section(io::kVocabSection) != first.c.has_section(io::kVocabSection))
+      EDO_FAIL("{}: {} words where {} {}", s.path, s.c.has_section(io::kVocabSection) ? "has" : "has no", first.path,
+               first.c.has_section(io::kVocabSection) ? "has" : "has none");
+  }
+  if (next != first.table_rows)
+    EDO_FAIL("{}: the shards hold {} rows of a table of {}", shards.back().path, next, first.table_rows);
+}
+
+}  // namespace
+
+uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& out_path) {
+  if (paths.empty()) EDO_USAGE_FAIL("--merge: no shard files given");
+  std::vector<Shard> shards;
+  for (const std::string& p : paths) shards.push_back(open_shard(p));
+  check_set(shards);
+  const Shard& first = shards.front();
+  const std::string codes = first.c.tiers()[0].sections.at("codes");
+  io::ContainerWriter writer(out_path);
+  constexpr uint64_t kPiece = uint64_t{16} << 20;
+  for (const io::SectionInfo& section : first.c.sections()) {
+    if (section.name == codes) {
+      writer.begin_section(codes);
+      for (const Shard& s : shards) {
+        const io::SectionView v = s.c.section(codes);
+        for (uint64_t at = 0; at < v.size; at += kPiece) writer.append(v.data + at, std::min(kPiece, v.size - at));
+      }
+      writer.end_section();
+    } else if (section.name == io::kVocabSection) {
+      std::vector<std::string> words;
+      for (const Shard& s : shards) {
+        const auto part = io::read_vocab_section(s.c);
+        words.insert(words.end(), part->begin(), part->end());
+      }
+      const std::string bytes = io::vocab_section_bytes(words);
+      writer.add_section(section.name, bytes.data(), bytes.size());
+    } else {
+      const io::SectionView v = first.c.section(section.name);
+      writer.add_section(section.name, v.data, v.size);
+    }
+  }
+  nlohmann::json manifest = first.c.manifest();
+  for (const char* key : {"shard", "sections", "eval"}) manifest.erase(key);
+  uint64_t digest = 0;
+  for (const Shard& s : shards) digest += s.digest;
+  manifest["rows"] = first.table_rows;
+  manifest["tiers"][0]["rows"] = first.table_rows;
+  if (manifest.contains("vocab")) manifest["vocab"]["words"] = first.table_rows;
+  manifest["provenance"][kDigestKey] = fmt::format("{:016x}", digest);
+  writer.finish(manifest);
+  return first.table_rows;
+}
+
+}  // namespace edo

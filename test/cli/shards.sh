@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Sharded runs (docs/SCALE.md): edo-quantize --shard I/N (or the launcher's
+# environment) and edo-pack --merge give the file one process writes, byte
+# for byte, for two and three uneven shards, with and without a trained
+# state (--train-only / --trained) and words; lone shards and trained states
+# are not tables; bad shard sets are refused with nothing written.
+#   shards.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
+Q="$build/edo-quantize"; P="$build/edo-pack"; U="$build/edo-unpack"
+glove="$src/data-samples/glove.6B.50d.10k.npy"
+vocab="$src/data-samples/glove.6B.50d.10k.vocab.txt"
+# The launchers' variables must not leak in from the machine running the tests.
+unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_COUNT SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_MAX SLURM_PROCID \
+  SLURM_NTASKS JOB_COMPLETION_INDEX OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE
+
+same() {  # whole merged: byte identity
+  cmp -s "$1" "$2" || fail "$2 differs from the one-process $1"
+}
+
+# ---- plain codecs: shards need no trained state --------------------------------------
+for codec in int8 int4:group=16; do
+  name=$(echo "$codec" | tr ':=' '__')
+  expect 0 "$Q" "$glove" -o "$work/$name.edo" --codec "$codec" --vocab "$vocab" -q
+  for n in 2 3; do
+    parts=()
+    for ((i = 0; i < n; i++)); do
+      expect 0 "$Q" "$glove" -o "$work/$name.$i-$n.edo" --codec "$codec" --vocab "$vocab" --shard "$i/$n" -q
+      grep -q "shard $i/$n (rows" "$work/err" || fail "no shard line on stderr under -q: $(cat "$work/err")"
+      parts+=("$work/$name.$i-$n.edo")
+    done
+    # Any order on the command line.
+    expect 0 "$P" --merge $(printf '%s\n' "${parts[@]}" | sort -r) -o "$work/$name.m$n.edo" -q
+    same "$work/$name.edo" "$work/$name.m$n.edo"
+  done
+done
+# The split rule: multiples of 2048 rows, the last shard to the end.
+grep -q "shard 2/3 (rows 6144 to 10000 of 10000)" <("$Q" "$glove" -o "$work/x.edo" --codec int8 --shard 2/3 -q 2>&1) ||
+  fail "shard 2/3 of 10000 rows is not rows 6144 to 10000"
+
+# ---- a trained codec: --train-only once, --trained in every shard -----------------------
+expect 0 "$Q" "$glove" -o "$work/pq.edo" --codec pq:m=10 --seed 5 --train-rows 4000 -q
+expect 0 "$Q" "$glove" -o "$work/pq.model.edo" --codec pq:m=10 --seed 5 --train-rows 4000 --train-only -q
+expect 2 "$Q" "$glove" -o "$work/pq.0.edo" --codec pq:m=10 --shard 0/2 -q
+err_has "--train-only"
+for n in 2 3; do
+  parts=()
+  for ((i = 0; i < n; i++)); do
+    expect 0 "$Q" "$glove" -o "$work/pq.$i-$n.edo" --trained "$work/pq.model.edo" --shard "$i/$n" -q
+    parts+=("$work/pq.$i-$n.edo")
+  done
+  expect 0 "$P" --merge "${parts[@]}" -o "$work/pq.m$n.edo" -q
+  same "$work/pq.edo" "$work/pq.m$n.edo"
+done
+# --trained alone (no shard) is the whole-table run too.
+expect 0 "$Q" "$glove" -o "$work/pq.t.edo" --trained "$work/pq.model.edo" -q
+same "$work/pq.edo" "$work/pq.t.edo"
+
+# ---- the launchers' environments give the same shards ----------------------------------
+env_run() {  # out env...: shard 1 of 2 of int8 by the environment
+  local out=$1; shift
+  expect 0 env "$@" "$Q" "$glove" -o "$out" --codec int8 --vocab "$vocab" -q
+  same "$work/int8.1-2.edo" "$out"
+}
+env_run "$work/e1.edo" SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2
+grep -q "from SLURM_ARRAY_TASK_ID=1" "$work/err" || fail "the shard line does not say where it came from"
+env_run "$work/e2.edo" SLURM_ARRAY_TASK_ID=8 SLURM_ARRAY_TASK_MIN=7 SLURM_ARRAY_TASK_MAX=8
+env_run "$work/e3.edo" SLURM_PROCID=1 SLURM_NTASKS=2
+expect 0 env JOB_COMPLETION_INDEX=1 "$Q" "$glove" -o "$work/e4.edo" --codec int8 --vocab "$vocab" -q --shard-count 2
+same "$work/int8.1-2.edo" "$work/e4.edo"
+env_run "$work/e5.edo" OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2
+env_run "$work/e6.edo" PMI_RANK=1 PMI_SIZE=2
+# Slurm's array variables come before its task variables.
+env_run "$work/e7.edo" SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 SLURM_PROCID=0 SLURM_NTASKS=4
+# --shard none ignores the launcher; one task is the whole table.
+expect 0 env SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=2 "$Q" "$glove" -o "$work/n.edo" --codec int8 \
+  --vocab "$vocab" --shard none -q
+same "$work/int8.edo" "$work/n.edo"
+expect 0 env SLURM_PROCID=0 SLURM_NTASKS=1 "$Q" "$glove" -o "$work/n1.edo" --codec int8 --vocab "$vocab" -q
+same "$work/int8.edo" "$work/n1.edo"
+
+# ---- bad input: exit 2 for usage, 1 for files; nothing written -----------------------------
+for bad in 2/2 1/0 x 1/ /2 -1/2; do
+  expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --shard "$bad"
+done
+expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --shard 0/6
+err_has "at most 5"
+expect 2 env JOB_COMPLETION_INDEX=0 "$Q" "$glove" -o "$work/bad.edo" --codec int8
+err_has "--shard-count"
+expect 2 env SLURM_PROCID=x SLURM_NTASKS=2 "$Q" "$glove" -o "$work/bad.edo" --codec int8
+expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --shard 0/2 --eval
+expect 2 "$Q" "$glove" -o "$work/bad.edo" --trained "$work/pq.model.edo" --codec pq:m=5
+err_has "holds pq:m=10"
+expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --train-only
+err_has "trains nothing"
+[ ! -e "$work/bad.edo" ] || fail "a refused run left a file"
+expect 2 "$P" --merge "$work/int8.0-3.edo" "$work/int8.1-3.edo" -o "$work/bad.edo"
+err_has "but 2 shard files given (missing: 2)"
+expect 1 "$P" --merge "$work/int8.0-3.edo" "$work/int8.1-3.edo" "$work/int8.1-3.edo" -o "$work/bad.edo"
+err_has "twice"
+expect 1 "$P" --merge "$work/int8.0-2.edo" "$work/int8.1-3.edo" -o "$work/bad.edo"
+expect 1 "$P" --merge "$work/int8.0-2.edo" "$work/int4_group_16.1-2.edo" -o "$work/bad.edo"
+err_has "another codec"
+expect 1 "$P" --merge "$work/int8.0-2.edo" "$work/int8.edo" -o "$work/bad.edo"
+err_has "not a shard"
+# Shards trained apart do not merge.
+expect 0 "$Q" "$glove" -o "$work/pq.other.edo" --codec pq:m=10 --seed 6 --train-rows 4000 --train-only -q
+expect 0 "$Q" "$glove" -o "$work/pq.o1.edo" --trained "$work/pq.other.edo" --shard 1/2 -q
+expect 1 "$P" --merge "$work/pq.0-2.edo" "$work/pq.o1.edo" -o "$work/bad.edo"
+err_has "trained state"
+[ ! -e "$work/bad.edo" ] || fail "a refused merge left a file"
+# A lone shard and a trained state are not tables.
+expect 1 "$U" "$work/int8.1-2.edo" -o "$work/x.npy"
+err_has "shard 1/2 of a table (its rows 4096 to 10000 of 10000)"
+expect 1 "$build/edo-eval" "$glove" "$work/int8.0-2.edo"
+expect 1 "$U" "$work/pq.model.edo" -o "$work/x.npy"
+err_has "--train-only"
+[ ! -e "$work/x.npy" ] || fail "a refused read left a file"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "shards: ok"
