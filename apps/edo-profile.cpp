@@ -1,5 +1,6 @@
 // edo-profile: what is this matrix, and where do its bytes go?
 #include "eval_cli.hpp"
+#include "shard_cli.hpp"
 
 #include <edo/io/safetensors.hpp>
 
@@ -10,6 +11,7 @@
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
 #include <edo/report_html.hpp>
+#include <edo/shard.hpp>
 
 #include <cmath>
 #include <optional>
@@ -46,6 +48,29 @@ int list_tensors(const std::string& path, bool json) {
   for (const auto& [name, codec] : codes)
     std::printf("codes %s (%s, edo-unpack --codes): %s:%s reads them decoded\n", name.c_str(), codec.c_str(),
                 path.c_str(), name.c_str());
+  return 0;
+}
+
+// --merge: the parts' profile, with the access skew of --freq.
+int merge_parts(const std::vector<std::string>& files, const std::string& freq, bool json, edo::ProfileOptions opt) {
+  std::vector<nlohmann::json> parts;
+  for (const std::string& f : files) {
+    const edo::io::MappedFile m(f);
+    nlohmann::json j = nlohmann::json::parse(m.data(), m.data() + m.size(), nullptr, false);
+    if (j.is_discarded() || !edo::is_profile_part(j))
+      EDO_FAIL("{}: not a profile part (edo-profile --shard I/N --json writes one)", f);
+    parts.push_back(std::move(j));
+  }
+  edo::TableProfile p = edo::merge_profile_parts(parts, files, edo::profile_part_options(parts[0], opt));
+  if (!freq.empty()) {
+    p.skew = edo::access_skew(edo::io::read_frequencies(freq, p.rows));
+    p.has_skew = true;
+  }
+  if (json) {
+    std::fputs((edo::profile_report_json(p, nullptr, nullptr).dump(2) + "\n").c_str(), stdout);
+  } else {
+    std::fputs(edo::profile_report_text(p, nullptr, nullptr, "").c_str(), stdout);
+  }
   return 0;
 }
 
@@ -108,6 +133,7 @@ int main(int argc, char** argv) {
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.95' --gpu-bytes 100000000\n"
       "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
+      "  edo-profile emb.npy --shard 3/8 --json > part-3.json; edo-profile --merge part-*.json  (docs/SCALE.md)\n"
       "  edo-profile model.safetensors\n"
       "  edo-profile model.safetensors:embeddings.word_embeddings.weight\n"
       "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
@@ -116,7 +142,15 @@ int main(int argc, char** argv) {
   bool json = false, quiet = false;
   int threads = 0;
   edo::ProfileOptions opt;
-  app.add_option("INPUT", input, "Table to profile")->required();
+  app.add_option("INPUT", input, "Table to profile");
+  std::string shard;
+  uint32_t shard_count = 0;
+  edo::cli::add_shard_options(app, shard, shard_count);
+  std::vector<std::string> merge;
+  app.add_option("--merge", merge,
+                 "Parts written by --shard I/N --json (any order): the report one process gives for the whole\n"
+                 "table, exactly (--freq adds the access skew)")
+      ->expected(1, -1);
   app.add_option("--freq", freq, "Per-row lookup counts: a 1-D .npy (one count per row) or text lines 'id count'");
   app.add_flag("--json", json, "Print the profile as JSON on stdout");
   app.add_option("--seed", opt.seed, "Seed of the row sample (default 0)");
@@ -160,6 +194,12 @@ int main(int argc, char** argv) {
 
   return edo::cli::run_tool("edo-profile", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
+    if (!merge.empty() || input.empty()) {
+      if (merge.empty() || !input.empty() || plan || !shard.empty())
+        EDO_USAGE_FAIL("INPUT is required, or --merge PARTS... alone (no INPUT, --plan or --shard)");
+      opt.device = edo::select_device(device);
+      return merge_parts(merge, freq, json, opt);
+    }
     if (!plan &&
         (!budget.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !plan_config.empty() || !report_html.empty()))
       EDO_USAGE_FAIL("--budget, --max-bytes, --gpu-bytes, --plan-config and --report-html go with --plan");
@@ -179,6 +219,16 @@ int main(int argc, char** argv) {
       container = edo::container_summary(edo_table->container());
     edo::cli::Progress progress("edo-profile", quiet);
     opt.progress = progress.callback();
+    if (const edo::cli::ShardChoice choice = edo::cli::resolve_shard(shard, shard_count); choice.active()) {
+      if (!json || plan || !freq.empty())
+        EDO_USAGE_FAIL("a shard's profile is a part for --merge: give --json, and --freq or --plan to the merge");
+      const edo::RowRange r = edo::shard_rows(table->rows(), choice.index, choice.count);
+      edo::cli::say_shard("edo-profile", choice, r, table->rows());
+      const nlohmann::json part = edo::profile_part(*table, opt, r.begin, r.end,
+                                                    edo::shard_entry(choice.index, choice.count, r, table->rows()));
+      std::fputs((part.dump() + "\n").c_str(), stdout);
+      return 0;
+    }
     edo::TableProfile p = edo::profile_table(*table, opt);
     if (!freq.empty()) {
       p.skew = edo::access_skew(edo::io::read_frequencies(freq, p.rows));

@@ -89,9 +89,29 @@ struct TableProfile {
   std::vector<Footprint> footprints;
   bool has_skew = false;
   AccessSkew skew;
+  uint32_t merged_parts = 0;  // > 0: folded from that many shard parts (merge_profile_parts)
 };
 
 TableProfile profile_table(io::TableReader& table, const ProfileOptions& options);
+
+// ---- shards (docs/SCALE.md) ----------------------------------------------------------
+// A shard's part of the profile of `table` (edo-profile --shard I/N --json):
+// rows [first, last) streamed, the whole table's seeded sample read (so every
+// part finds the same near-zero threshold) and the sample rows in the range
+// kept; the per-chunk totals, norms and row hashes of the range, binary in
+// base64 (about 16 bytes a row). `shard` is the manifest-style shard entry.
+nlohmann::json profile_part(io::TableReader& table, const ProfileOptions& options, uint64_t first, uint64_t last,
+                            const nlohmann::json& shard);
+bool is_profile_part(const nlohmann::json& j);
+// The options a part was made with (seed, sample size, near-zero, PCA limit)
+// over `base` (device, block size, progress).
+ProfileOptions profile_part_options(const nlohmann::json& part, ProfileOptions base);
+// Folds every part of one table (any order; `names` for messages) into the
+// profile profile_table() gives for the whole table, exactly: chunk totals
+// in chunk order, every norm and row hash, the same sample. Errors on a
+// missing, repeated or foreign part.
+TableProfile merge_profile_parts(std::vector<nlohmann::json> parts, const std::vector<std::string>& names,
+                                 const ProfileOptions& options);
 
 // Footprints of the table under each codec family edo offers or plans.
 std::vector<Footprint> codec_footprints(uint64_t rows, uint64_t dim);

@@ -452,18 +452,27 @@ void profile_pca(TableProfile& p, const std::vector<float>& sample, uint64_t sam
   while (share_i < std::size(kVarianceShares)) p.pca_dims_for.emplace_back(kVarianceShares[share_i++], dim);
 }
 
-// Step 1. The seeded sample: value percentiles, PCA, and the near-zero threshold.
-void profile_sample(io::TableReader& table, const ProfileOptions& options, TableProfile& p) {
-  const uint64_t dim = p.dim;
+// Step 1. The seeded sample's finite rows, in row order (their row numbers in `ids`).
+std::vector<float> read_sample(io::TableReader& table, const ProfileOptions& options, std::vector<uint64_t>& ids) {
+  const uint64_t dim = table.dim();
   const uint64_t sample_cap = std::max<uint64_t>(1, std::min(options.sample_rows, kMaxSampleValues / dim));
-  const std::vector<uint64_t> sample_ids = sample_indices(p.rows, sample_cap, options.seed);
+  const std::vector<uint64_t> sample_ids = sample_indices(table.rows(), sample_cap, options.seed);
   std::vector<float> sample;  // finite rows only
   sample.reserve(sample_ids.size() * dim);
+  ids.clear();
   for (uint64_t id : sample_ids) {
     const float* r = table.rows_f32(id, 1);
-    if (std::none_of(r, r + dim, is_nonfinite)) sample.insert(sample.end(), r, r + dim);
+    if (std::none_of(r, r + dim, is_nonfinite)) {
+      sample.insert(sample.end(), r, r + dim);
+      ids.push_back(id);
+    }
   }
-  const uint64_t sample_n = sample.size() / dim;
+  return sample;
+}
+
+// Step 1b. The sample's figures: value percentiles, PCA, and the near-zero threshold.
+void sample_figures(TableProfile& p, std::vector<float>& sample, const ProfileOptions& options) {
+  const uint64_t sample_n = sample.size() / p.dim;
   p.sample_rows = sample_n;
   double sample_sumsq = 0;
   for (float v : sample) sample_sumsq += static_cast<double>(v) * v;
@@ -476,8 +485,9 @@ void profile_sample(io::TableReader& table, const ProfileOptions& options, Table
 // What the streaming pass leaves: totals, and per row its norm and hash.
 struct StreamResult {
   ChunkTotals total;
-  detail::BigArray<float> norms;
-  detail::BigArray<uint64_t> hashes;
+  detail::BigArray<float> norms;      // of rows first .. first + size
+  detail::BigArray<uint64_t> hashes;  // likewise
+  uint64_t first = 0;
 };
 
 // Rows are folded into totals in fixed chunks of kChunkRows global rows.
@@ -497,15 +507,16 @@ void scan_chunk(io::TableReader& table, const float* block, uint64_t block_begin
     if (!block) table.read_f32_concurrent(p0, p1 - p0, piece.data());
     for (uint64_t r = p0; r < p1; ++r) {
       const float* row = rows + (r - p0) * dim;
-      out.hashes[r] = XXH3_64bits(row, dim * sizeof(float));
+      const uint64_t at = r - out.first;
+      out.hashes[at] = XXH3_64bits(row, dim * sizeof(float));
       float sum, sumsq;
       if (finite_row_stats(row, dim, near, lanes, sum, sumsq)) {
         t.add_finite(sum, sumsq);
-        out.norms[r] = std::sqrt(sumsq);
-        t.add_norm(out.norms[r]);
+        out.norms[at] = std::sqrt(sumsq);
+        t.add_norm(out.norms[at]);
       } else {
         t.add(nonfinite_row_stats(row, dim, near), r);
-        out.norms[r] = std::numeric_limits<float>::quiet_NaN();
+        out.norms[at] = std::numeric_limits<float>::quiet_NaN();
       }
     }
   }
@@ -518,17 +529,22 @@ void scan_chunk(io::TableReader& table, const float* block, uint64_t block_begin
 // it (npy), each thread preads its rows in cache-sized pieces: cheaper than
 // faulting in the mapped block and dropping it again, and the file's pages
 // never count against this process.
-StreamResult stream_rows(io::TableReader& table, const ProfileOptions& options, const TableProfile& p) {
+// Rows [first, end) only, for a shard (chunks of global row numbers; a
+// shard starts and ends on chunk boundaries, or at the table's end): each
+// finished chunk's totals also go to `chunks_out` when given.
+StreamResult stream_rows(io::TableReader& table, const ProfileOptions& options, const TableProfile& p, uint64_t first,
+                         uint64_t last, std::vector<ChunkTotals>* chunks_out) {
   const uint64_t dim = p.dim;
-  StreamResult out{ChunkTotals{}, detail::BigArray<float>(p.rows), detail::BigArray<uint64_t>(p.rows)};
+  StreamResult out{ChunkTotals{}, detail::BigArray<float>(last - first), detail::BigArray<uint64_t>(last - first),
+                   first};
   const uint64_t block = table.block_rows(options.block_bytes);
   const auto near = static_cast<float>(p.near_zero_threshold);
   const bool concurrent = table.concurrent_reads();
   const uint64_t piece_rows = std::clamp<uint64_t>((uint64_t{128} << 10) / (dim * sizeof(float)), 1, kChunkRows);
   std::vector<ChunkTotals> chunks;
   ChunkTotals carry;  // the chunk that continues into the next block
-  for (uint64_t begin = 0; begin < p.rows; begin += block) {
-    const uint64_t n = std::min(block, p.rows - begin);
+  for (uint64_t begin = first; begin < last; begin += block) {
+    const uint64_t n = std::min(block, last - begin);
     const uint64_t end = begin + n;
     const float* x = concurrent ? nullptr : table.rows_f32(begin, n);
     const uint64_t first_chunk = begin / kChunkRows;
@@ -552,10 +568,13 @@ StreamResult stream_rows(io::TableReader& table, const ProfileOptions& options, 
       }
     }
     if (failure) std::rethrow_exception(failure);
-    const bool last_open = end % kChunkRows != 0 && end < p.rows;
-    for (uint64_t c = 0; c + (last_open ? 1 : 0) < chunk_count; ++c) out.total.merge(chunks[c]);
+    const bool last_open = end % kChunkRows != 0 && end < last;
+    for (uint64_t c = 0; c + (last_open ? 1 : 0) < chunk_count; ++c) {
+      out.total.merge(chunks[c]);
+      if (chunks_out) chunks_out->push_back(chunks[c]);
+    }
     carry = last_open ? chunks[chunk_count - 1] : ChunkTotals{};
-    if (options.progress) options.progress(end, p.rows);
+    if (options.progress) options.progress(end - first, last - first);
   }
   return out;
 }
@@ -600,11 +619,227 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
   p.dim = table.dim();
   p.payload_bytes = table.payload_bytes();
   p.values = p.rows * p.dim;
-  profile_sample(table, options, p);
-  StreamResult streamed = stream_rows(table, options, p);
+  std::vector<uint64_t> sample_ids;
+  std::vector<float> sample = read_sample(table, options, sample_ids);
+  sample_figures(p, sample, options);
+  StreamResult streamed = stream_rows(table, options, p, 0, p.rows, nullptr);
   summarise(p, streamed);
   p.footprints = codec_footprints(p.rows, p.dim);
   return p;
+}
+
+// ---- shards: a part of a profile, and the merge ------------------------------------------
+
+namespace {
+
+constexpr const char* kPartKey = "edo_profile_part";
+
+// Binary arrays in a part travel as base64 (RFC 4648, padded): exact where
+// JSON numbers are not (infinities, NaN rows' norms) and a third of the text.
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string to_base64(const void* data, size_t size) {
+  const auto* b = static_cast<const uint8_t*>(data);
+  std::string out;
+  out.reserve((size + 2) / 3 * 4);
+  for (size_t i = 0; i < size; i += 3) {
+    const uint32_t v = (uint32_t{b[i]} << 16) | (i + 1 < size ? uint32_t{b[i + 1]} << 8 : 0u) |
+                       (i + 2 < size ? uint32_t{b[i + 2]} : 0u);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < size ? kBase64[(v >> 6) & 63] : '=';
+    out += i + 2 < size ? kBase64[v & 63] : '=';
+  }
+  return out;
+}
+
+template <class T>
+std::vector<T> from_base64(const nlohmann::json& j, const char* key, const std::string& name) {
+  if (!j.contains(key) || !j[key].is_string()) EDO_FAIL("{}: the profile part has no \"{}\"", name, key);
+  const std::string& text = j[key].get_ref<const std::string&>();
+  if (text.size() % 4 != 0) EDO_FAIL("{}: \"{}\" is not base64", name, key);
+  std::vector<uint8_t> bytes;
+  bytes.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char c = text[i + k];
+      const char* at = c == '=' ? nullptr : std::strchr(kBase64, c);
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        ++pad;
+      } else if (!at || c == '\0' || pad) {
+        EDO_FAIL("{}: \"{}\" is not base64", name, key);
+      }
+      v = (v << 6) | (at ? static_cast<uint32_t>(at - kBase64) : 0u);
+    }
+    bytes.push_back(static_cast<uint8_t>(v >> 16));
+    if (pad < 2) bytes.push_back(static_cast<uint8_t>(v >> 8));
+    if (pad < 1) bytes.push_back(static_cast<uint8_t>(v));
+  }
+  if (bytes.size() % sizeof(T) != 0) EDO_FAIL("{}: \"{}\" is not an array of {}-byte items", name, key, sizeof(T));
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+// A chunk's totals as fixed little-endian fields (FORMAT-free: only --merge reads them).
+struct PackedChunk {
+  double sum, sumsq, min, max, norm_sum;
+  uint64_t nan, inf, zeros, near_zero, finite_rows, zero_rows;
+  int64_t first_nonfinite;
+  float norm_min, norm_max;
+};
+
+PackedChunk pack_chunk(const ChunkTotals& c) {
+  return {c.sum,   c.sumsq,     c.min,         c.max,       c.norm_sum,        c.nan,      c.inf,
+          c.zeros, c.near_zero, c.finite_rows, c.zero_rows, c.first_nonfinite, c.norm_min, c.norm_max};
+}
+
+ChunkTotals unpack_chunk(const PackedChunk& p) {
+  ChunkTotals c;
+  c.sum = p.sum;
+  c.sumsq = p.sumsq;
+  c.min = p.min;
+  c.max = p.max;
+  c.norm_sum = p.norm_sum;
+  c.nan = p.nan;
+  c.inf = p.inf;
+  c.zeros = p.zeros;
+  c.near_zero = p.near_zero;
+  c.finite_rows = p.finite_rows;
+  c.zero_rows = p.zero_rows;
+  c.first_nonfinite = p.first_nonfinite;
+  c.norm_min = p.norm_min;
+  c.norm_max = p.norm_max;
+  return c;
+}
+
+nlohmann::json options_json(const ProfileOptions& o) {
+  return {{"seed", o.seed}, {"sample_rows", o.sample_rows}, {"near_zero", o.near_zero}, {"max_pca_dim", o.max_pca_dim}};
+}
+
+uint64_t part_number(const nlohmann::json& j, const char* key, const std::string& name) {
+  if (!j.contains(key) || !j[key].is_number_unsigned()) EDO_FAIL("{}: the profile part has no \"{}\"", name, key);
+  return j[key].get<uint64_t>();
+}
+
+}  // namespace
+
+nlohmann::json profile_part(io::TableReader& table, const ProfileOptions& options, uint64_t first, uint64_t last,
+                            const nlohmann::json& shard) {
+  TableProfile p;
+  p.rows = table.rows();
+  p.dim = table.dim();
+  p.values = p.rows * p.dim;
+  // The whole table's sample: every shard finds the same near-zero threshold.
+  std::vector<uint64_t> ids;
+  std::vector<float> sample = read_sample(table, options, ids);
+  std::vector<float> mine;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= first && ids[i] < last)
+      mine.insert(mine.end(), sample.begin() + static_cast<int64_t>(i * p.dim),
+                  sample.begin() + static_cast<int64_t>((i + 1) * p.dim));
+  const uint64_t sample_total = ids.size();
+  sample_figures(p, sample, options);
+  std::vector<ChunkTotals> chunks;
+  StreamResult s = stream_rows(table, options, p, first, last, &chunks);
+  std::vector<PackedChunk> packed;
+  for (const ChunkTotals& c : chunks) packed.push_back(pack_chunk(c));
+  return {{kPartKey, 1},
+          {"shard", shard},
+          {"path", table.path()},
+          {"format", table.format()},
+          {"dtype", io::dtype_name(table.dtype())},
+          {"rows", p.rows},
+          {"dim", p.dim},
+          {"payload_bytes", table.payload_bytes()},
+          {"options", options_json(options)},
+          {"near_zero_threshold", p.near_zero_threshold},
+          {"sample_rows_total", sample_total},
+          {"sample", to_base64(mine.data(), mine.size() * sizeof(float))},
+          {"chunks", to_base64(packed.data(), packed.size() * sizeof(PackedChunk))},
+          {"norms", to_base64(s.norms.data(), s.norms.size() * sizeof(float))},
+          {"hashes", to_base64(s.hashes.data(), s.hashes.size() * sizeof(uint64_t))}};
+}
+
+bool is_profile_part(const nlohmann::json& j) { return j.is_object() && j.contains(kPartKey); }
+
+TableProfile merge_profile_parts(std::vector<nlohmann::json> parts, const std::vector<std::string>& names,
+                                 const ProfileOptions& options) {
+  if (parts.empty()) EDO_USAGE_FAIL("--merge: no profile parts given");
+  std::vector<size_t> order(parts.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!is_profile_part(parts[i]) || !parts[i].contains("shard") || !parts[i]["shard"].is_object())
+      EDO_FAIL("{}: not a profile part (edo-profile --shard I/N --json writes one)", names[i]);
+    part_number(parts[i]["shard"], "index", names[i]);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return parts[a]["shard"]["index"].get<uint64_t>() < parts[b]["shard"]["index"].get<uint64_t>();
+  });
+  const nlohmann::json& head = parts[order[0]];
+  TableProfile p;
+  p.path = head.value("path", "");
+  p.format = head.value("format", "");
+  p.dtype = head.value("dtype", "");
+  p.rows = part_number(head, "rows", names[order[0]]);
+  p.dim = part_number(head, "dim", names[order[0]]);
+  if (p.dim == 0 || p.dim > io::kMaxDim) EDO_FAIL("{}: \"dim\" {} is out of range", names[order[0]], p.dim);
+  p.payload_bytes = part_number(head, "payload_bytes", names[order[0]]);
+  p.values = p.rows * p.dim;
+  const uint64_t count = part_number(head["shard"], "count", names[order[0]]);
+  if (count != parts.size())
+    EDO_USAGE_FAIL("{}: part of a profile in {} shards, but {} parts given", names[order[0]], count, parts.size());
+  std::vector<float> sample;
+  StreamResult s{ChunkTotals{}, detail::BigArray<float>(p.rows), detail::BigArray<uint64_t>(p.rows), 0};
+  uint64_t next = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const nlohmann::json& j = parts[order[k]];
+    const std::string& name = names[order[k]];
+    for (const char* key : {"path", "format", "dtype", "rows", "dim", "options", "near_zero_threshold",
+                            "sample_rows_total", "payload_bytes"})
+      if (!j.contains(key) || j[key] != head[key])
+        EDO_FAIL("{}: \"{}\" differs from {}'s: parts of another table or another command", name, key, names[order[0]]);
+    if (part_number(j["shard"], "index", name) != k || part_number(j["shard"], "count", name) != count)
+      EDO_FAIL("{}: shard {} of {} where shard {} of {} belongs (a part missing or given twice)", name,
+               j["shard"]["index"].dump(), j["shard"]["count"].dump(), k, count);
+    if (part_number(j["shard"], "first_row", name) != next)
+      EDO_FAIL("{}: starts at row {}, where the parts before it end at row {}", name, j["shard"]["first_row"].dump(),
+               next);
+    const auto mine = from_base64<float>(j, "sample", name);
+    sample.insert(sample.end(), mine.begin(), mine.end());
+    const auto norms = from_base64<float>(j, "norms", name);
+    const auto hashes = from_base64<uint64_t>(j, "hashes", name);
+    const auto chunks = from_base64<PackedChunk>(j, "chunks", name);
+    const uint64_t n = norms.size();
+    if (hashes.size() != n || next + n > p.rows || chunks.size() != (n + kChunkRows - 1) / kChunkRows)
+      EDO_FAIL("{}: {} norms, {} hashes and {} chunks do not describe one row range of the table", name, n,
+               hashes.size(), chunks.size());
+    std::copy(norms.begin(), norms.end(), s.norms.begin() + static_cast<int64_t>(next));
+    std::copy(hashes.begin(), hashes.end(), s.hashes.begin() + static_cast<int64_t>(next));
+    for (const PackedChunk& c : chunks) s.total.merge(unpack_chunk(c));
+    next += n;
+  }
+  if (next != p.rows) EDO_FAIL("{}: the parts hold {} of the table's {} rows", names[order.back()], next, p.rows);
+  if (sample.size() != part_number(head, "sample_rows_total", names[order[0]]) * p.dim)
+    EDO_FAIL("{}: the parts' sample rows do not add up to the table's sample", names[order[0]]);
+  sample_figures(p, sample, options);
+  if (p.near_zero_threshold != head["near_zero_threshold"].get<double>())
+    EDO_FAIL("{}: the merged sample does not give the parts' near-zero threshold", names[order[0]]);
+  summarise(p, s);
+  p.footprints = codec_footprints(p.rows, p.dim);
+  p.merged_parts = static_cast<uint32_t>(parts.size());
+  return p;
+}
+
+ProfileOptions profile_part_options(const nlohmann::json& part, ProfileOptions base) {
+  const nlohmann::json& o = part.value("options", nlohmann::json::object());
+  base.seed = o.value("seed", base.seed);
+  base.sample_rows = o.value("sample_rows", base.sample_rows);
+  base.near_zero = o.value("near_zero", base.near_zero);
+  base.max_pca_dim = o.value("max_pca_dim", base.max_pca_dim);
+  return base;
 }
 
 }  // namespace edo

@@ -24,6 +24,7 @@ nlohmann::json to_json(const TableProfile& p) {
   j["rows"] = p.rows;
   j["dim"] = p.dim;
   j["bytes"] = p.payload_bytes;
+  if (p.merged_parts > 0) j["merged_parts"] = p.merged_parts;
   j["nonfinite"] = {{"nan", p.nan_count},
                     {"inf", p.inf_count},
                     {"first_row", p.first_nonfinite_row < 0 ? json(nullptr) : json(p.first_nonfinite_row)}};
@@ -83,6 +84,10 @@ std::string to_text(const TableProfile& p) {
   s += fmt::format("{}\n", p.path);
   line("format", fmt::format("{}, {}, {} x {} ({} values, {})", p.format, p.dtype, p.rows, p.dim, p.values,
                              human_bytes(static_cast<double>(p.payload_bytes))));
+  if (p.merged_parts > 0)
+    line("merged", fmt::format("from {} shard parts: every figure is the one-process profile's, exactly (each part "
+                               "streamed its rows; the sample is the whole table's)",
+                               p.merged_parts));
   if (p.nan_count + p.inf_count == 0) {
     line("non-finite", "none");
   } else {

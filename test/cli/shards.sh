@@ -79,6 +79,48 @@ same "$work/int8.edo" "$work/n.edo"
 expect 0 env SLURM_PROCID=0 SLURM_NTASKS=1 "$Q" "$glove" -o "$work/n1.edo" --codec int8 --vocab "$vocab" -q
 same "$work/int8.edo" "$work/n1.edo"
 
+# ---- edo-profile: parts merge into the one-process report ------------------------------
+# A table with rows repeated across shard boundaries, NaN and Inf rows, zero rows.
+/usr/bin/python3 - "$work/dup.npy" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(4)
+x = rng.standard_normal((7000, 16)).astype(np.float32)
+x[5000] = x[10]; x[6999] = x[10]; x[2100] = x[2047]; x[3000] = 0; x[4100, 3] = np.nan; x[100, 0] = np.inf
+np.save(sys.argv[1], x)
+PY
+expect 0 "$build/edo-profile" "$work/dup.npy" --json -q
+cp "$work/out" "$work/prof.json"
+for n in 2 3; do
+  parts=()
+  for ((i = 0; i < n; i++)); do
+    expect 0 "$build/edo-profile" "$work/dup.npy" --shard "$i/$n" --json -q
+    cp "$work/out" "$work/prof.$i-$n.json"
+    parts+=("$work/prof.$i-$n.json")
+  done
+  expect 0 "$build/edo-profile" --merge $(printf '%s\n' "${parts[@]}" | sort -r) --json
+  /usr/bin/python3 -c "
+import json, sys
+a, b = json.load(open('$work/prof.json')), json.load(open('$work/out'))
+assert b.pop('merged_parts') == $n
+assert a == b, [k for k in a if a[k] != b.get(k)]
+assert a['duplicates'] == {'rows': 3, 'groups': 2}, a['duplicates']  # across shard edges
+" || fail "edo-profile --merge of $n parts differs from the one-process profile"
+done
+expect 0 env SLURM_PROCID=1 SLURM_NTASKS=2 "$build/edo-profile" "$work/dup.npy" --json -q
+cmp -s "$work/out" "$work/prof.1-2.json" || fail "edo-profile's part from SLURM_PROCID differs from --shard 1/2's"
+expect 2 "$build/edo-profile" "$work/dup.npy" --shard 0/2
+err_has "give --json"
+expect 2 "$build/edo-profile" --merge "$work/prof.0-3.json" "$work/prof.1-3.json" --json
+err_has "but 2 parts given"
+expect 1 "$build/edo-profile" --merge "$work/prof.0-2.json" "$work/prof.0-2.json" --json
+expect 1 "$build/edo-profile" --merge "$work/prof.0-2.json" "$work/prof.1-3.json" --json
+expect 1 "$build/edo-profile" --merge "$work/prof.json" --json
+err_has "not a profile part"
+sed 's/"hashes":"[A-Za-z0-9+]/"hashes":"!/' "$work/prof.1-2.json" >"$work/bad-part.json"
+expect 1 "$build/edo-profile" --merge "$work/prof.0-2.json" "$work/bad-part.json" --json
+err_has "is not base64"
+
 # ---- bad input: exit 2 for usage, 1 for files; nothing written -----------------------------
 for bad in 2/2 1/0 x 1/ /2 -1/2; do
   expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --shard "$bad"
