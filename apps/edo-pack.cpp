@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
       "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
-      "  edo-pack --merge part-*.edo -o emb.edo    (shards of edo-quantize --shard; docs/SCALE.md)",
+      "  edo-pack --merge part-*.edo -o emb.edo    (shards of edo-quantize --shard; docs/SCALE.md)\n"
+      "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
       "edo-pack"};
   std::string input, output, freq_path, config, device = "auto";
   std::vector<std::string> tier_texts;
@@ -72,19 +73,32 @@ int main(int argc, char** argv) {
                  "Shard files (edo-quantize --shard, in any order): concatenated without decoding into -o, the file\n"
                  "one process writes from the same command and seed, byte for byte; every shard must be there once")
       ->expected(1, -1);
+  std::vector<std::string> shard_set;
+  app.add_option("--shard-set", shard_set,
+                 "Shard files (as --merge takes them): checked as --merge checks them, then a small shard-set\n"
+                 "file -o names them with their rows, sizes and manifest checksums; edo-unpack, edo-eval, every\n"
+                 "tool and the reader library's ShardSet read it as the whole table, without copying")
+      ->expected(1, -1);
   edo::cli::add_version_flag(app, "edo-pack");
 
   return edo::cli::run_tool("edo-pack", app, argc, argv, [&] {
-    if (!merge.empty()) {
-      if (!input.empty() || !tier_texts.empty() || !config.empty() || run_eval || output.empty())
-        EDO_USAGE_FAIL("--merge SHARDS... -o OUTPUT takes no INPUT, tiers or --eval");
+    if (!merge.empty() || !shard_set.empty()) {
+      if (!input.empty() || !tier_texts.empty() || !config.empty() || run_eval || output.empty() ||
+          (!merge.empty() && !shard_set.empty()))
+        EDO_USAGE_FAIL("--merge or --shard-set SHARDS... -o OUTPUT takes no INPUT, tiers or --eval");
+      const std::vector<std::string>& shards = merge.empty() ? shard_set : merge;
       edo::cli::PathGuard paths;
-      for (const std::string& m : merge) paths.input(m);
+      for (const std::string& m : shards) paths.input(m);
       paths.output("-o", output).check();
-      const uint64_t rows = edo::merge_shards(merge, output);
-      if (!quiet)
-        std::fprintf(stderr, "edo-pack: %zu shards -> %s (%llu rows)\n", merge.size(), output.c_str(),
-                     static_cast<unsigned long long>(rows));
+      if (!merge.empty()) {
+        const uint64_t rows = edo::merge_shards(merge, output);
+        if (!quiet)
+          std::fprintf(stderr, "edo-pack: %zu shards -> %s (%llu rows)\n", merge.size(), output.c_str(),
+                       static_cast<unsigned long long>(rows));
+      } else {
+        edo::write_shard_set(shard_set, output);
+        if (!quiet) std::fprintf(stderr, "edo-pack: %zu shards -> shard set %s\n", shard_set.size(), output.c_str());
+      }
       return 0;
     }
     if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");

@@ -10,6 +10,7 @@
 #include <edo/io/vocab.hpp>
 #include <edo/io/word2vec.hpp>
 #include <edo/knn.hpp>
+#include <edo/shard_set.hpp>
 
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
   bool quiet = false, codes = false;
   uint32_t row_alignment = 16;
   int threads = 0;
-  app.add_option("INPUT", input, "A .edo file")->required();
+  app.add_option("INPUT", input, "A .edo file, or a shard set (edo-pack --shard-set)")->required();
   app.add_option("-o,--output", output,
                  "x.npy, x.h5:/dataset, x.safetensors[:tensor] (default tensor name: embeddings), x.vec or x.txt\n"
                  "(word2vec text), x.bin (word2vec binary), x.faiss or x.index (a FAISS index), or - (npy on stdout)")
@@ -119,21 +120,30 @@ int main(int argc, char** argv) {
     if (codes && (format != "safetensors" || out_type != edo::io::DType::f32))
       EDO_USAGE_FAIL("--codes writes a safetensors file of the stored codes (x.safetensors[:name]), no --dtype");
     // Usage checked: now the file (every checksum verified first).
-    auto table = edo::EdoTable::open(input, edo::io::Verify::all, edo::select_device(device));
+    const bool set = edo::is_shard_set_file(input);
+    if (set && (format == "faiss" || format == "fbgemm" || codes))
+      EDO_USAGE_FAIL(
+          "{}: a shard set decodes to npy, HDF5, safetensors or word2vec; FAISS, FBGEMM and --codes "
+          "need one file (edo-pack --merge)",
+          input);
+    std::unique_ptr<edo::io::TableReader> table = set ? edo::open_shard_set_table(input, edo::io::Verify::all)
+                                                      : std::unique_ptr<edo::io::TableReader>(edo::EdoTable::open(
+                                                            input, edo::io::Verify::all, edo::select_device(device)));
+    edo::EdoTable* one_file = dynamic_cast<edo::EdoTable*>(table.get());
     if (format == "faiss") {
-      const edo::FaissIndexKind kind = edo::export_faiss_index(*table, output, edo::parse_metric(metric));
+      const edo::FaissIndexKind kind = edo::export_faiss_index(*one_file, output, edo::parse_metric(metric));
       if (!quiet)
         std::fprintf(stderr, "edo-unpack: %s -> %s: %s\n", input.c_str(), output.c_str(),
                      edo::faiss_index_kind_name(kind));
       return 0;
     }
     if (format == "fbgemm") {
-      const std::optional<edo::FbgemmType> own = edo::fbgemm_type_of(*table);
+      const std::optional<edo::FbgemmType> own = edo::fbgemm_type_of(*one_file);
       const edo::FbgemmType type = fbgemm_type == "int4"   ? edo::FbgemmType::int4
                                    : fbgemm_type == "int2" ? edo::FbgemmType::int2
                                    : fbgemm_type == "int8" ? edo::FbgemmType::int8
                                                            : own.value_or(edo::FbgemmType::int8);
-      const edo::FbgemmExport r = edo::export_fbgemm(*table, output, type, row_alignment);
+      const edo::FbgemmExport r = edo::export_fbgemm(*one_file, output, type, row_alignment);
       // The added error is what a user must know: printed even with --quiet.
       std::fprintf(stderr,
                    "edo-unpack: %s -> %s: FBGEMM %s rows of %llu bytes; %llu rows keep the file's codes, %llu "
@@ -146,7 +156,7 @@ int main(int argc, char** argv) {
     if (codes) {
       const size_t colon = output.find(".safetensors:");
       const std::string file = colon == std::string::npos ? output : output.substr(0, colon + 12);
-      edo::export_safetensors_codes(*table, file,
+      edo::export_safetensors_codes(*one_file, file,
                                     colon == std::string::npos ? "embeddings" : output.substr(colon + 13));
       return 0;
     }

@@ -15,6 +15,7 @@ packages=(
   python3-numpy                  # independent cross-checks in tests and benchmarks
   pybind11-dev python3-dev       # the edo Python module (python/)
   python3-venv                   # `pip install .` tested in a virtual environment (cli.pip_install)
+  slurmctld slurmd slurm-client munge  # a private one-node Slurm runs the sharded pipeline (cli.slurm_local)
   chromium fonts-dejavu-core     # renders the HTML report headless in a test (cli.html_render)
 )
 

@@ -82,9 +82,12 @@ class EdoTable final : public io::TableReader, public CodedRows {
   mutable std::optional<std::vector<std::string>> vocab_;
 };
 
-// open_table() plus .edo files (by extension or magic) and the codes
-// edo-unpack --codes writes to safetensors (code_export.hpp).
+// open_table() plus .edo files (by extension or magic), shard sets
+// (shard_set.hpp) and the codes edo-unpack --codes writes to safetensors
+// (safetensors_codes.hpp).
 std::unique_ptr<io::TableReader> open_any_table(const std::string& spec, io::Verify verify = io::Verify::structure);
+// A shard set as one table: its rows decoded by each shard's Reader.
+std::unique_ptr<io::TableReader> open_shard_set_table(const std::string& path, io::Verify verify);
 bool is_edo_file(const std::string& path);
 
 }  // namespace edo

@@ -71,6 +71,9 @@ struct ReaderOptions {
   uint64_t max_resident = 0;
   uint64_t cache_page_bytes = 4096;  // a power of two, 4096 to 2^24
   CacheIo cache_io = CacheIo::automatic;
+  // A shard (FORMAT.md 9.8) is refused as a table unless set: ShardSet
+  // (shard_set.hpp) opens its shards so.
+  bool allow_shard = false;
 };
 
 // A disk tier's reads through the bounded cache (Reader::cache_counts).

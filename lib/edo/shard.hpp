@@ -66,4 +66,10 @@ TrainedState read_trained_state(const std::string& path);
 // parameters. Returns the rows written.
 uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& out_path);
 
+// The same checks as merge_shards() (on the shards' manifests: nothing is
+// copied), then a shard-set file (shard_set.hpp, FORMAT.md 9.9) naming each
+// shard (by its name alone when it sits beside the set), its rows, size and
+// manifest checksum.
+void write_shard_set(const std::vector<std::string>& paths, const std::string& out_path);
+
 }  // namespace edo

@@ -237,7 +237,7 @@ void Reader::Impl::load() {
   dim = container.dim();
   const nlohmann::json& manifest = container.manifest();
   // A shard or a trained state is part of a table, never one (docs/SCALE.md).
-  if (const auto shard = manifest.find("shard"); shard != manifest.end()) {
+  if (const auto shard = manifest.find("shard"); shard != manifest.end() && !options.allow_shard) {
     const auto num = [&](const char* key) -> uint64_t {
       const nlohmann::json& s = *shard;
       return s.is_object() && s.contains(key) && s[key].is_number_unsigned() ? s[key].get<uint64_t>() : 0;

@@ -6,6 +6,7 @@
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
 #include <edo/safetensors_codes.hpp>
+#include <edo/shard_set.hpp>
 
 #include <sys/stat.h>
 #include <xxhash.h>
@@ -84,8 +85,58 @@ bool is_edo_file(const std::string& path) {
   return std::memcmp(magic, io::kContainerMagic, 8) == 0;
 }
 
+namespace {
+
+// A shard set (shard_set.hpp) read as one table.
+class ShardSetTable final : public io::TableReader {
+ public:
+  ShardSetTable(const std::string& path, ShardSet set) : TableReader(path, "edo shard set"), set_(std::move(set)) {
+    rows_ = set_.rows();
+    dim_ = set_.dim();
+    dtype_ = io::DType::f32;
+  }
+  const float* rows_f32(uint64_t begin, uint64_t count) override {
+    check_range(begin, count);
+    buffer_.resize(count * dim_);
+    set_.decode_rows(begin, count, buffer_.data());
+    return buffer_.data();
+  }
+  uint64_t payload_bytes() const override {
+    uint64_t total = 0;
+    for (size_t i = 0; i < set_.shard_count(); ++i) total += written_file_bytes(set_.shard(i).container());
+    return total;
+  }
+  const std::vector<std::string>* vocabulary() const override {
+    std::call_once(once_, [&] {
+      std::vector<std::string> all;
+      for (size_t i = 0; i < set_.shard_count(); ++i) {
+        const auto part = io::read_vocab_section(set_.shard(i).container());
+        if (!part) return;
+        all.insert(all.end(), part->begin(), part->end());
+      }
+      words_ = std::move(all);
+    });
+    return words_ ? &*words_ : nullptr;
+  }
+
+ private:
+  ShardSet set_;
+  std::vector<float> buffer_;
+  mutable std::once_flag once_;
+  mutable std::optional<std::vector<std::string>> words_;
+};
+
+}  // namespace
+
+std::unique_ptr<io::TableReader> open_shard_set_table(const std::string& path, io::Verify verify) {
+  ReaderOptions opt;
+  opt.verify = verify;
+  return std::make_unique<ShardSetTable>(path, ShardSet::open(path, opt));
+}
+
 std::unique_ptr<io::TableReader> open_any_table(const std::string& spec, io::Verify verify) {
   if (spec != "-" && is_edo_file(spec)) return EdoTable::open(spec, verify);
+  if (spec != "-" && is_shard_set_file(spec)) return open_shard_set_table(spec, verify);
   const io::TableSpec parts = io::split_table_spec(spec);
   if (parts.file.ends_with(".safetensors"))
     if (auto codes = open_safetensors_codes(parts.file, parts.member, spec)) return codes;
@@ -113,7 +164,7 @@ uint64_t written_file_bytes(const io::Container& c) {
 
 uint64_t compressed_bytes(io::TableReader& table) {
   if (auto* edo = dynamic_cast<EdoTable*>(&table)) return written_file_bytes(edo->container());
-  return table.payload_bytes();
+  return table.payload_bytes();  // a shard set's: its shards' written bytes
 }
 
 void republish_with_manifest(const std::string& src, const std::string& dst, const nlohmann::json& extra) {

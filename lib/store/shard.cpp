@@ -3,6 +3,7 @@
 #include <edo/build_info.hpp>
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
+#include <edo/io/files.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/shard.hpp>
 
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 
 namespace edo {
 
@@ -138,8 +140,8 @@ struct Shard {
 
 constexpr const char* kDigestKey = "source_fp32_rows_xxh3";
 
-Shard open_shard(const std::string& path) {
-  Shard s{path, io::Container::open(path, io::Verify::all)};
+Shard open_shard(const std::string& path, io::Verify verify) {
+  Shard s{path, io::Container::open(path, verify)};
   const nlohmann::json& m = s.c.manifest();
   if (!m.contains("shard") || !m["shard"].is_object())
     EDO_FAIL("{}: not a shard (its manifest has no \"shard\" entry): only files written with --shard merge", path);
@@ -221,7 +223,7 @@ void check_set(std::vector<Shard>& shards) {
 uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& out_path) {
   if (paths.empty()) EDO_USAGE_FAIL("--merge: no shard files given");
   std::vector<Shard> shards;
-  for (const std::string& p : paths) shards.push_back(open_shard(p));
+  for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::all));
   check_set(shards);
   const Shard& first = shards.front();
   const std::string codes = first.c.tiers()[0].sections.at("codes");
@@ -258,6 +260,32 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   manifest["provenance"][kDigestKey] = fmt::format("{:016x}", digest);
   writer.finish(manifest);
   return first.table_rows;
+}
+
+void write_shard_set(const std::vector<std::string>& paths, const std::string& out_path) {
+  if (paths.empty()) EDO_USAGE_FAIL("--shard-set: no shard files given");
+  std::vector<Shard> shards;
+  for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::structure));
+  check_set(shards);
+  const std::filesystem::path dir = std::filesystem::absolute(out_path).parent_path();
+  nlohmann::json list = nlohmann::json::array();
+  for (const Shard& s : shards) {
+    // Beside or below the set: relative to it, so the set and its shards move together.
+    const std::filesystem::path file = std::filesystem::absolute(s.path).lexically_normal();
+    const std::filesystem::path rel = file.lexically_relative(dir.lexically_normal());
+    const bool below = !rel.empty() && *rel.begin() != "..";
+    list.push_back({{"file", below ? rel.string() : file.string()},
+                    {"first_row", s.first_row},
+                    {"rows", s.c.rows()},
+                    {"file_bytes", s.c.file_size()},
+                    {"manifest_xxh64", fmt::format("{:016x}", s.c.manifest_checksum())}});
+  }
+  const nlohmann::json set = {
+      {"edo_shard_set", 1}, {"rows", shards.front().table_rows}, {"dim", shards.front().c.dim()}, {"shards", list}};
+  const std::string text = set.dump(2) + "\n";
+  io::AtomicFile out(out_path);
+  out.write(text.data(), text.size());
+  out.commit();
 }
 
 }  // namespace edo

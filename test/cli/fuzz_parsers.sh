@@ -193,7 +193,7 @@ reader_archive="$work/libedo_reader_fuzz.a"
 reader_pid=$!
 
 # A target that includes a reader-library header links the reader archive too.
-uses_reader() { grep -qE '^#include <edo/(reader|tier|codec|sparse|safetensors_codes)\.hpp>' "$1"; }
+uses_reader() { grep -qE '^#include <edo/(reader|tier|codec|sparse|safetensors_codes|shard_set)\.hpp>' "$1"; }
 
 build_target() {  # name
   local name=$1 src="$src_dir/fuzz/fuzz_$1.cpp" bin="$work/bin/fuzz_$1" stamp

@@ -121,6 +121,34 @@ sed 's/"hashes":"[A-Za-z0-9+]/"hashes":"!/' "$work/prof.1-2.json" >"$work/bad-pa
 expect 1 "$build/edo-profile" --merge "$work/prof.0-2.json" "$work/bad-part.json" --json
 err_has "is not base64"
 
+# ---- shard sets: the shards read as one table where they lie ----------------------------
+mkdir -p "$work/sets/below"
+cp "$work/int8.1-3.edo" "$work/sets/below/"
+expect 0 "$P" --shard-set "$work/int8.2-3.edo" "$work/int8.0-3.edo" "$work/sets/below/int8.1-3.edo" \
+  -o "$work/sets/int8.edoset"
+grep -q '"file": "below/int8.1-3.edo"' "$work/sets/int8.edoset" || fail "a shard below the set is not named relative to it"
+expect 0 "$U" "$work/int8.edo" -o "$work/int8.whole.npy" -q
+expect 0 "$U" "$work/sets/int8.edoset" -o "$work/int8.set.npy" -q
+cmp -s "$work/int8.whole.npy" "$work/int8.set.npy" || fail "the shard set decodes differently from the one file"
+expect 0 "$U" "$work/sets/int8.edoset" -o "$work/int8.set.vec" -q
+head -c 4 "$work/int8.set.vec" | grep -q "^1000" || fail "the shard set's words are not the table's"
+expect 0 "$build/edo-eval" "$glove" "$work/sets/int8.edoset" --json
+grep -q '"recall@10"' "$work/out" || fail "edo-eval of a shard set"
+expect 2 "$U" "$work/sets/int8.edoset" -o "$work/x.faiss"
+err_has "need one file"
+# A shard rewritten since the set was made; a set missing a shard; a set that is not one.
+cp "$work/int8.0-3.edo" "$work/sets/keep.edo"
+expect 0 "$P" --shard-set "$work/sets/keep.edo" "$work/int8.1-3.edo" "$work/int8.2-3.edo" -o "$work/sets/changed.edoset" -q
+expect 0 "$Q" "$glove" -o "$work/sets/keep.edo" --codec int8 --shard 0/3 -q
+expect 1 "$U" "$work/sets/changed.edoset" -o "$work/x.npy"
+err_has "changed since"
+expect 2 "$P" --shard-set "$work/int8.0-3.edo" "$work/int8.2-3.edo" -o "$work/bad.edoset"
+err_has "missing: 1"
+printf '{"edo_shard_set": 1, "rows": 5, "dim": 2, "shards": [{"file": "nope.edo"}]}' >"$work/sets/bad.edoset"
+expect 1 "$U" "$work/sets/bad.edoset" -o "$work/x.npy"
+err_has "bad.edoset"
+[ ! -e "$work/x.npy" ] && [ ! -e "$work/bad.edoset" ] || fail "a refused set left a file"
+
 # ---- bad input: exit 2 for usage, 1 for files; nothing written -----------------------------
 for bad in 2/2 1/0 x 1/ /2 -1/2; do
   expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --shard "$bad"

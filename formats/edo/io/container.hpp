@@ -138,6 +138,9 @@ class Container {
   uint64_t file_size() const { return size_; }
   uint16_t minor_version() const { return header_.minor; }
   uint64_t manifest_offset() const { return header_.manifest_offset; }
+  // The header's XXH64 of the manifest, which lists every section's checksum:
+  // a fingerprint of the whole file's content, read in constant time.
+  uint64_t manifest_checksum() const { return header_.manifest_xxh64; }
   const nlohmann::json& manifest() const { return manifest_; }
   uint64_t rows() const { return rows_; }
   uint64_t dim() const { return dim_; }
