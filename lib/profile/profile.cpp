@@ -780,9 +780,14 @@ TableProfile merge_profile_parts(std::vector<nlohmann::json> parts, const std::v
   });
   const nlohmann::json& head = parts[order[0]];
   TableProfile p;
-  p.path = head.value("path", "");
-  p.format = head.value("format", "");
-  p.dtype = head.value("dtype", "");
+  const auto text = [&](const char* key) {
+    if (!head.contains(key) || !head[key].is_string())
+      EDO_FAIL("{}: the profile part has no \"{}\"", names[order[0]], key);
+    return head[key].get<std::string>();
+  };
+  p.path = text("path");
+  p.format = text("format");
+  p.dtype = text("dtype");
   p.rows = part_number(head, "rows", names[order[0]]);
   p.dim = part_number(head, "dim", names[order[0]]);
   if (p.dim == 0 || p.dim > io::kMaxDim) EDO_FAIL("{}: \"dim\" {} is out of range", names[order[0]], p.dim);
@@ -792,6 +797,16 @@ TableProfile merge_profile_parts(std::vector<nlohmann::json> parts, const std::v
   if (count != parts.size())
     EDO_USAGE_FAIL("{}: part of a profile in {} shards, but {} parts given", names[order[0]], count, parts.size());
   std::vector<float> sample;
+  // Nothing is sized by a claim the parts' own bytes do not back: a norm is
+  // four bytes, about five characters of base64.
+  uint64_t described = 0;
+  for (const nlohmann::json& j : parts)
+    if (j.contains("norms") && j["norms"].is_string())
+      described += j["norms"].get_ref<const std::string&>().size() / 4 * 3 / 4;
+  if (p.rows > described)
+    EDO_FAIL("{}: a table of {} rows, where the parts hold norms of {}", names[order[0]], p.rows, described);
+  if (!head.contains("near_zero_threshold") || !head["near_zero_threshold"].is_number())
+    EDO_FAIL("{}: the profile part has no \"near_zero_threshold\"", names[order[0]]);
   StreamResult s{ChunkTotals{}, detail::BigArray<float>(p.rows), detail::BigArray<uint64_t>(p.rows), 0};
   uint64_t next = 0;
   for (size_t k = 0; k < order.size(); ++k) {
@@ -834,11 +849,15 @@ TableProfile merge_profile_parts(std::vector<nlohmann::json> parts, const std::v
 }
 
 ProfileOptions profile_part_options(const nlohmann::json& part, ProfileOptions base) {
-  const nlohmann::json& o = part.value("options", nlohmann::json::object());
-  base.seed = o.value("seed", base.seed);
-  base.sample_rows = o.value("sample_rows", base.sample_rows);
-  base.near_zero = o.value("near_zero", base.near_zero);
-  base.max_pca_dim = o.value("max_pca_dim", base.max_pca_dim);
+  if (!part.contains("options") || !part["options"].is_object()) return base;
+  const nlohmann::json& o = part["options"];
+  const auto whole = [&](const char* key, uint64_t fallback) {
+    return o.contains(key) && o[key].is_number_unsigned() ? o[key].get<uint64_t>() : fallback;
+  };
+  base.seed = whole("seed", base.seed);
+  base.sample_rows = whole("sample_rows", base.sample_rows);
+  base.max_pca_dim = whole("max_pca_dim", base.max_pca_dim);
+  if (o.contains("near_zero") && o["near_zero"].is_number()) base.near_zero = o["near_zero"].get<double>();
   return base;
 }
 

@@ -54,8 +54,8 @@ ShardSet ShardSet::open(const std::string& path, const ReaderOptions& options) {
   const io::MappedFile f(path);
   if (f.size() > kMaxShardSetBytes) EDO_FAIL("{}: a shard set of {} bytes is too large", path, f.size());
   const nlohmann::json j = nlohmann::json::parse(f.data(), f.data() + f.size(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("edo_shard_set", 0) != 1 || !j.contains("shards") ||
-      !j["shards"].is_array() || j["shards"].empty())
+  if (j.is_discarded() || !j.is_object() || !j.contains("edo_shard_set") || j["edo_shard_set"] != 1 ||
+      !j.contains("shards") || !j["shards"].is_array() || j["shards"].empty())
     EDO_FAIL("{}: not a shard set (edo-pack --shard-set writes one)", path);
   ShardSet set;
   set.path_ = path;
