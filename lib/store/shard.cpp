@@ -234,7 +234,11 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
       writer.begin_section(codes);
       for (const Shard& s : shards) {
         const io::SectionView v = s.c.section(codes);
-        for (uint64_t at = 0; at < v.size; at += kPiece) writer.append(v.data + at, std::min(kPiece, v.size - at));
+        for (uint64_t at = 0; at < v.size; at += kPiece) {
+          const uint64_t n = std::min(kPiece, v.size - at);
+          writer.append(v.data + at, n);
+          s.c.release(v.data + at, n);  // streamed: the shards' pages do not stay resident
+        }
       }
       writer.end_section();
     } else if (section.name == io::kVocabSection) {

@@ -32,7 +32,8 @@ timed whole "$build/edo-quantize" "$table" -o "$work/whole.edo" --codec int8 -q
 # The shards, as many at once as there are cores, each timed alone.
 start=$(date +%s.%N)
 seq 0 $((shards - 1)) | xargs -P "$cores" -I{} /usr/bin/time -f "shard{} %e %M" -o "$work/time.{}" \
-  "$build/edo-quantize" "$table" -o "$work/part-{}.edo" --codec int8 --shard "{}/$shards" -q 2>/dev/null
+  "$build/edo-quantize" "$table" -o "$work/part-{}.edo" --codec int8 --shard "{}/$shards" -q --json \
+  >/dev/null 2>&1
 end=$(date +%s.%N)
 for i in $(seq 0 $((shards - 1))); do awk '{printf "%s %s %.0f\n", $1, $2, $3 / 1024}' "$work/time.$i"; done
 echo "shards_wall $(echo "$end - $start" | bc) -"

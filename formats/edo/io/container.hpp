@@ -151,7 +151,12 @@ class Container {
   // Throws naming the file and the section when there is no such section.
   SectionView section(std::string_view name) const;
   // Checks every section checksum; throws naming the first bad section.
+  // The pages it reads are let go again, so verifying keeps no file resident.
   void verify() const;
+  // Lets the kernel drop the mapped pages of [data, data + size) (bytes of
+  // this container): a stream through big sections stays bounded in memory.
+  // Nothing for a view().
+  void release(const uint8_t* data, uint64_t size) const;
 
  private:
   Container() = default;
