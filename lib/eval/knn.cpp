@@ -41,10 +41,12 @@ const char* metric_name(Metric m) {
 namespace {
 
 // The CPU tile: kRowTile rows at fixed row ids, scored against the queries
-// kQuerySubTile at a time by one thread: 64 x 2048 fp32 scores = 512 KiB,
-// which stays in that core's cache between the GEMM and the selection.
-constexpr uint64_t kRowTile = 2048;
-constexpr uint64_t kQuerySubTile = 64;
+// kQuerySubTile at a time by one thread: 256 x 1024 fp32 scores = 1 MiB.
+// Measured (docs/BENCHMARKS.md, "Exact k-NN"): 256 queries a GEMM keep
+// OpenBLAS near its peak where 64 lost a tenth of it, and 1024 rows (512
+// KiB of them at 128 columns) stay in cache beside the scores.
+constexpr uint64_t kRowTile = 1024;
+constexpr uint64_t kQuerySubTile = 256;
 // On a GPU, bigger tiles amortise the transfers; scores come back
 // kDeviceQueryTile queries at a time (256 x 32768 fp32 = 32 MiB).
 constexpr uint64_t kDeviceRowTile = 32768;
@@ -173,24 +175,35 @@ struct KnnSearch::Impl {
     const int64_t skip = opts.exclude.empty() ? -1 : opts.exclude[q];
     std::vector<Candidate>& heap = heaps[q];
     const float qa = q_aux[q];
-    thread_local std::vector<float> keys;
-    keys.resize(row_count);
-    for (uint64_t j = 0; j < row_count; ++j) keys[j] = rank_key(metric, s[j], qa, x_aux[j]);
+    // ip ranks by the scores themselves; l2 and cos by keys computed in one
+    // vector pass first (measured faster than computing them in the test).
+    const float* keys = s;
+    if constexpr (metric != Metric::ip) {
+      thread_local std::vector<float> computed;
+      computed.resize(row_count);
+      for (uint64_t j = 0; j < row_count; ++j) computed[j] = rank_key(metric, s[j], qa, x_aux[j]);
+      keys = computed.data();
+    }
     auto consider = [&](uint64_t j) {
       const int64_t id = static_cast<int64_t>(next_id + j);
-      if (id != skip) offer(heap, k, Candidate{keys[j], id});
+      if (id != skip) offer(heap, k, Candidate{metric == Metric::ip ? rank_key(metric, s[j], qa, 0.0f) : keys[j], id});
     };
     uint64_t j = 0;
     for (; j < row_count && heap.size() < k; ++j) consider(j);
     // Once the heap is full, a row with a key below the worst kept one can
     // never enter it (equal keys still compete on id): test whole blocks of
     // keys against that bound at vector speed, and offer rows one by one
-    // only in blocks that hold a contender. Same heap as offering every row.
+    // only in blocks that hold a contender. A NaN score (ranked -inf) counts
+    // as a contender here, so the heap is the one offering every row gives.
     constexpr uint64_t kBlock = 32;
     for (; j + kBlock <= row_count; j += kBlock) {
       const float worst = heap.front().key;
       bool contender = false;
-      for (uint64_t t = 0; t < kBlock; ++t) contender |= keys[j + t] >= worst;
+      if constexpr (metric == Metric::ip) {
+        for (uint64_t t = 0; t < kBlock; ++t) contender |= !(keys[j + t] < worst);  // NaN scores included
+      } else {
+        for (uint64_t t = 0; t < kBlock; ++t) contender |= keys[j + t] >= worst;  // keys are never NaN
+      }
       if (!contender) continue;
       for (uint64_t t = 0; t < kBlock; ++t) consider(j + t);
     }
