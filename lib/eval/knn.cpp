@@ -41,12 +41,18 @@ const char* metric_name(Metric m) {
 namespace {
 
 // The CPU tile: kRowTile rows at fixed row ids, scored against the queries
-// kQuerySubTile at a time by one thread: 256 x 1024 fp32 scores = 1 MiB.
+// up to kQuerySubTile at a time by one thread: 256 x 1024 fp32 scores = 1 MiB.
 // Measured (docs/BENCHMARKS.md, "Exact k-NN"): 256 queries a GEMM keep
 // OpenBLAS near its peak where 64 lost a tenth of it, and 1024 rows (512
 // KiB of them at 128 columns) stay in cache beside the scores.
 constexpr uint64_t kRowTile = 1024;
 constexpr uint64_t kQuerySubTile = 256;
+
+// Fewer queries take smaller sub-tiles, so that a search of 1000 queries
+// still gives 16 cores a sub-tile each: 1/16 of the queries rounded up to a
+// multiple of 32, from 32 to kQuerySubTile. A function of the query count
+// alone, so no result depends on the thread count.
+uint64_t query_sub_tile(uint64_t nq) { return std::clamp<uint64_t>((nq / 16 + 31) / 32 * 32, 32, kQuerySubTile); }
 // On a GPU, bigger tiles amortise the transfers; scores come back
 // kDeviceQueryTile queries at a time (256 x 32768 fp32 = 32 MiB).
 constexpr uint64_t kDeviceRowTile = 32768;
@@ -238,7 +244,8 @@ struct KnnSearch::Impl {
 #endif
     // Sub-tiles have fixed bounds and each is one GEMM on one thread, so no
     // score depends on how many threads share the work.
-    const int64_t sub_tiles = static_cast<int64_t>((nq + kQuerySubTile - 1) / kQuerySubTile);
+    const uint64_t sub = query_sub_tile(nq);
+    const int64_t sub_tiles = static_cast<int64_t>((nq + sub - 1) / sub);
     const int n = static_cast<int>(row_count), d = static_cast<int>(dim);
     thread_scores.resize(std::max<uint64_t>(thread_scores.size(), static_cast<uint64_t>(omp_get_max_threads())));
 #pragma omp parallel
@@ -246,11 +253,11 @@ struct KnnSearch::Impl {
       // One score buffer per thread, kept across tiles: allocating 512 KiB
       // per tile costs page faults comparable to the GEMM itself.
       std::vector<float>& scores = thread_scores[static_cast<uint64_t>(omp_get_thread_num())];
-      scores.resize(kQuerySubTile * row_count);
+      scores.resize(sub * row_count);
 #pragma omp for schedule(dynamic)
       for (int64_t t = 0; t < sub_tiles; ++t) {
-        const uint64_t q0 = static_cast<uint64_t>(t) * kQuerySubTile;
-        const uint64_t qn = std::min(kQuerySubTile, nq - q0);
+        const uint64_t q0 = static_cast<uint64_t>(t) * sub;
+        const uint64_t qn = std::min(sub, nq - q0);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(qn), n, d, 1.0f,
                     queries.data() + q0 * dim, d, rows, d, 0.0f, scores.data(), n);
         for (uint64_t i = 0; i < qn; ++i) select(q0 + i, scores.data() + i * row_count, row_count);
