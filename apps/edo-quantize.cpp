@@ -235,6 +235,9 @@ int main(int argc, char** argv) {
     std::optional<edo::TrainedState> trained;
     std::unique_ptr<edo::io::TableReader> shard_view;
     edo::io::TableReader& source = apply_shard_flags(shard_flags, *table, opt, trained, shard_view, eval_wanted);
+    if (trained && ((app.count("--seed") > 0 && seed != trained->seed) || app.count("--train-rows") > 0))
+      EDO_USAGE_FAIL("--trained {} was trained with --seed {}: its state sets the seed and the training rows",
+                     shard_flags.trained, trained->seed);
     if (shard_view && opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own
       const auto first = given_words.begin() + static_cast<int64_t>(opt.first_row);
       given_words = std::vector<std::string>(first, first + static_cast<int64_t>(source.rows()));
@@ -255,7 +258,7 @@ int main(int argc, char** argv) {
       edo::add_memory_metrics(result, *table, *decoded);
       outcomes = edo::check_gates(gates, result);
       edo::HtmlReport page;
-      page.title = fmt::format("edo-quantize {} -> {} ({})", input, output, spec);
+      page.title = fmt::format("edo-quantize {} -> {} ({})", input, output, opt.spec);
       page.subject = output;
       page.tiers = edo::cli::report_tiers(decoded->reader());
       if (const auto* words = decoded->vocabulary(); words && !eval_flags.report_html.empty())

@@ -161,6 +161,8 @@ expect 2 env SLURM_PROCID=x SLURM_NTASKS=2 "$Q" "$glove" -o "$work/bad.edo" --co
 expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --shard 0/2 --eval
 expect 2 "$Q" "$glove" -o "$work/bad.edo" --trained "$work/pq.model.edo" --codec pq:m=5
 err_has "holds pq:m=10"
+expect 2 "$Q" "$glove" -o "$work/bad.edo" --trained "$work/pq.model.edo" --seed 9
+err_has "was trained with --seed 5"
 expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --train-only
 err_has "trains nothing"
 [ ! -e "$work/bad.edo" ] || fail "a refused run left a file"
