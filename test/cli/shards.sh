@@ -107,6 +107,21 @@ assert a == b, [k for k in a if a[k] != b.get(k)]
 assert a['duplicates'] == {'rows': 3, 'groups': 2}, a['duplicates']  # across shard edges
 " || fail "edo-profile --merge of $n parts differs from the one-process profile"
 done
+# The access skew comes from --freq given to the merge, as a one-process run gives it.
+/usr/bin/python3 -c "import numpy as np; np.save('$work/dup.freq.npy', 1.0 / (np.arange(7000) + 1.0))"
+expect 0 "$build/edo-profile" "$work/dup.npy" --freq "$work/dup.freq.npy" --json -q
+cp "$work/out" "$work/prof.freq.json"
+expect 0 "$build/edo-profile" --merge "$work/prof.0-2.json" "$work/prof.1-2.json" --freq "$work/dup.freq.npy" --json
+/usr/bin/python3 -c "
+import json
+a, b = json.load(open('$work/prof.freq.json')), json.load(open('$work/out'))
+b.pop('merged_parts')
+assert a == b and 'access' in a, [k for k in a if a[k] != b.get(k)]
+" || fail "edo-profile --merge --freq differs from the one-process profile with --freq"
+expect 0 "$build/edo-profile" --merge "$work/prof.0-2.json" "$work/prof.1-2.json"
+grep -q "merged .*from 2 shard parts" "$work/out" || fail "the merged text report does not say it was merged"
+expect 2 "$build/edo-profile" "$work/dup.npy" --shard 0/2 --json --freq "$work/dup.freq.npy"
+err_has "give --json, and --freq or --plan to the merge"
 expect 0 env SLURM_PROCID=1 SLURM_NTASKS=2 "$build/edo-profile" "$work/dup.npy" --json -q
 cmp -s "$work/out" "$work/prof.1-2.json" || fail "edo-profile's part from SLURM_PROCID differs from --shard 1/2's"
 expect 2 "$build/edo-profile" "$work/dup.npy" --shard 0/2
