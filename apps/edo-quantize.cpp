@@ -69,28 +69,30 @@ int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const 
 
 namespace {
 
-struct ShardFlags {
-  std::string shard, trained;
-  uint32_t shard_count = 0;
-  bool train_only = false;
-};
+using edo::cli::ShardFlags;
 
 // --trained (the codec, its state, and the training run's parameters and
 // seed, so the provenance is a whole-table run's) and --shard (the rows of
 // one shard, marked as one in the manifest): returns the table to encode.
 edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReader& table, edo::QuantizeOptions& opt,
                                         std::optional<edo::TrainedState>& trained,
+                                        std::vector<std::vector<edo::NamedBlob>>& trained_states,
                                         std::unique_ptr<edo::io::TableReader>& view, bool eval_wanted) {
   if (!f.trained.empty()) {
     trained = edo::read_trained_state(f.trained);
+    if (trained->tiers.size() != 1)
+      EDO_USAGE_FAIL("--trained {}: a state of {} tiers (edo-pack --train-only); edo-quantize writes one", f.trained,
+                     trained->tiers.size());
     if (trained->dim != table.dim())
       EDO_USAGE_FAIL("--trained {}: a state for {} columns, {} has {}", f.trained, trained->dim, table.path(),
                      table.dim());
-    if (!opt.spec.empty() && edo::canonical_spec(opt.spec, table.dim()) != trained->spec)
+    const std::string& held = trained->tiers[0].spec;
+    if (!opt.spec.empty() && edo::canonical_spec(opt.spec, table.dim()) != held)
       EDO_USAGE_FAIL("--codec {}: --trained {} holds {} (drop --codec: the state implies it)", opt.spec, f.trained,
-                     trained->spec);
-    opt.spec = trained->spec;
-    opt.trained_state = &trained->blobs;
+                     held);
+    opt.spec = held;
+    trained_states = trained->states();
+    opt.trained_states = &trained_states;
     opt.parameters = trained->parameters;
     opt.seed = trained->seed;
   }
@@ -157,13 +159,12 @@ int main(int argc, char** argv) {
                  "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
                  "(word2vec and fastText inputs store their own words)");
   ShardFlags shard_flags;
-  edo::cli::add_shard_options(app, shard_flags.shard, shard_flags.shard_count);
-  app.add_flag("--train-only", shard_flags.train_only,
-               "Write only the trained codec state (a .edo with no rows), trained on the sample a whole-table\n"
-               "run draws (--seed, --train-rows): for --trained in each shard's run");
-  app.add_option("--trained", shard_flags.trained,
-                 "A --train-only file: encode with its state, training nothing (implies --codec, --seed and the\n"
-                 "training parameters)");
+  edo::cli::add_shard_flags(
+      app, shard_flags,
+      "Write only the trained codec state (a .edo with no rows), trained on the sample a whole-table\n"
+      "run draws (--seed, --train-rows): for --trained in each shard's run",
+      "A --train-only file: encode with its state, training nothing (implies --codec, --seed and the\n"
+      "training parameters)");
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval,
                "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
@@ -233,8 +234,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::optional<edo::TrainedState> trained;
+    std::vector<std::vector<edo::NamedBlob>> trained_states;
     std::unique_ptr<edo::io::TableReader> shard_view;
-    edo::io::TableReader& source = apply_shard_flags(shard_flags, *table, opt, trained, shard_view, eval_wanted);
+    edo::io::TableReader& source =
+        apply_shard_flags(shard_flags, *table, opt, trained, trained_states, shard_view, eval_wanted);
     if (trained && ((app.count("--seed") > 0 && seed != trained->seed) || app.count("--train-rows") > 0))
       EDO_USAGE_FAIL("--trained {} was trained with --seed {}: its state sets the seed and the training rows",
                      shard_flags.trained, trained->seed);

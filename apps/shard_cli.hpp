@@ -30,6 +30,19 @@ inline void add_shard_options(CLI::App& app, std::string& shard, uint32_t& shard
       ->check(CLI::PositiveNumber);
 }
 
+// The flags of the tools that train and write shards (edo-quantize, edo-pack).
+struct ShardFlags {
+  std::string shard, trained;
+  uint32_t shard_count = 0;
+  bool train_only = false;
+};
+
+inline void add_shard_flags(CLI::App& app, ShardFlags& f, const char* train_only_help, const char* trained_help) {
+  add_shard_options(app, f.shard, f.shard_count);
+  app.add_flag("--train-only", f.train_only, train_only_help);
+  app.add_option("--trained", f.trained, trained_help);
+}
+
 namespace detail {
 
 inline std::optional<uint64_t> env_number(const char* name) {

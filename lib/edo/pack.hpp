@@ -72,6 +72,10 @@ struct PackOptions : WriteOptions {
   PackOptions() { tool = "edo-pack"; }
   std::vector<TierSpec> tiers;
   std::vector<double> freq;  // one count per row, or empty (row-norm order)
+  // A shard (WriteOptions::shard set): rows [first_row, first_row +
+  // shard_rows) of `input` are written; the layout (hot order, cuts, masses)
+  // is the whole table's, so it needs `freq`.
+  uint64_t shard_rows = 0;
 };
 
 // What write_table() reports, with the order rows were ranked by and each
@@ -86,6 +90,13 @@ struct PackReport : TableWriteReport {
 // per tier over the blocks that hold its rows; memory is a block, the
 // per-row order and tier ids (9 bytes a row) and one training sample.
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
+// Usage error unless a pack of these tiers can be written in shards: codec
+// and zero tiers only, and (for more than one tier) frequencies.
+void check_shardable(const PackOptions& opt);
+
+// edo-pack --train-only: every tier that trains, trained on the sample a
+// whole-table pack draws, written as a state file (write_trained_layout()).
+void pack_trained_state(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
 
 // edo-pack's report (lib/store/write_report.cpp): the JSON object (sizes,
 // bytes by residency and a "tiers" array) and the text lines after the

@@ -43,18 +43,24 @@ nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint6
 
 // Trains `spec` on the same seeded sample of `input` that a whole-table run
 // draws (opt.seed, opt.train_rows) and writes its state as a .edo with no
-// rows ("trained_only"; FORMAT.md 9.8). Usage error for a codec that trains nothing.
+// rows ("trained_only"; FORMAT.md 9.8): write_trained_layout() of the one
+// tier edo-quantize writes. Usage error for a codec that trains nothing.
 void write_trained_state(io::TableReader& input, const std::string& out_path, const std::string& spec,
                          const WriteOptions& opt);
 
-struct TrainedState {
-  std::string spec;  // canonical
-  uint64_t dim = 0;
-  std::vector<NamedBlob> blobs;  // as the codec's state()
-  nlohmann::json parameters;     // the training run's provenance parameters
-  uint64_t train_rows = 0, seed = 0;
+struct TrainedTier {
+  std::string name;
+  std::string spec;              // canonical, or the tier kind's word
+  std::vector<NamedBlob> blobs;  // as the codec's state(); empty for a tier that trains nothing
 };
-// Reads what write_trained_state() wrote (every checksum verified).
+struct TrainedState {
+  std::vector<TrainedTier> tiers;
+  uint64_t dim = 0;
+  nlohmann::json parameters;  // the training run's provenance parameters
+  uint64_t seed = 0;
+  std::vector<std::vector<NamedBlob>> states() const;  // per tier, for WriteOptions::trained_states
+};
+// Reads what write_trained_layout() wrote (every checksum verified).
 TrainedState read_trained_state(const std::string& path);
 
 // ---- merge (edo-pack --merge) -----------------------------------------------------------

@@ -62,10 +62,11 @@ struct WriteOptions {
   HashFitOptions hash_fit;
   // Sharded runs (shard.hpp): the table row number of the input's first row
   // (for the source digest), the manifest's "shard" entry (null: a whole
-  // table), and the state a codec tier loads instead of training.
+  // table), and per tier the state it loads instead of training (an empty
+  // entry: the tier trains as usual, or trains nothing).
   uint64_t first_row = 0;
   nlohmann::json shard;
-  const std::vector<NamedBlob>* trained_state = nullptr;
+  const std::vector<std::vector<NamedBlob>>* trained_states = nullptr;
 };
 
 struct TableLayout;
@@ -149,10 +150,19 @@ struct TableLayout {
   std::vector<uint8_t> tier_of_row;
   std::vector<double> freq;  // access counts by row, or empty
   std::string row_order;     // recorded when set: "frequency" or "norm"
-  // XXH64 of the fp32 rows in order, when the caller has read them all
+  // The source digest (FORMAT.md 5.1), when the caller has read every row
   // already; computed here otherwise.
   std::optional<uint64_t> source_digest;
+  // Each tier's share of the accesses, when the caller computed it over the
+  // whole table (a shard's layout covers only its rows); else from freq.
+  std::vector<double> tier_mass;
 };
+
+// Each tier's share of the accesses: for each tier, freq[r] / sum(freq)
+// summed over its rows in table order (the one computation of the "mass" a
+// manifest records).
+std::vector<double> tier_masses(const std::vector<double>& freq, const std::vector<uint8_t>& tier_of_row,
+                                size_t ntiers);
 
 struct TierWriteReport {
   std::string name;
@@ -195,5 +205,11 @@ double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes);
 // sample, plus the layout's per-row arrays.
 TableWriteReport write_table(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
                              const WriteOptions& opt);
+
+// --train-only (FORMAT.md 9.8): trains every tier of `layout` that trains,
+// on the sample write_table() would draw, and writes a file of their states
+// and no rows. Usage error when no tier trains.
+void write_trained_layout(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
+                          const WriteOptions& opt);
 
 }  // namespace edo

@@ -9,6 +9,7 @@
 #include <edo/pack.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
+#include <edo/shard.hpp>
 
 #include <xxhash.h>
 
@@ -271,16 +272,20 @@ detail::TablePass detail::digest_and_norms(io::TableReader& input, bool want_nor
   return p;
 }
 
-PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt) {
+namespace {
+
+// The whole table's layout: the hot order (by frequency, else by row norm:
+// one pass, which also gives the source digest) and each tier's rows.
+TableLayout whole_layout(io::TableReader& input, const PackOptions& opt, bool need_digest) {
   const uint64_t rows = input.rows();
-  check_tier_specs(opt.tiers, rows, input.dim());
-  if (!opt.freq.empty() && opt.freq.size() != rows)
-    EDO_USAGE_FAIL("{} frequencies for {} rows of {}", opt.freq.size(), rows, input.path());
   TableLayout layout;
   layout.freq = opt.freq;
   layout.row_order = opt.freq.empty() ? "norm" : "frequency";
-  const detail::TablePass p0 = detail::digest_and_norms(input, opt.freq.empty(), opt.block_bytes);
-  layout.source_digest = p0.digest;
+  detail::TablePass p0;
+  if (need_digest || opt.freq.empty()) {
+    p0 = detail::digest_and_norms(input, opt.freq.empty(), opt.block_bytes);
+    if (need_digest) layout.source_digest = p0.digest;
+  }
   const std::vector<uint64_t> order = hot_order(opt.freq.empty() ? p0.norms : opt.freq);
   const std::vector<uint64_t> cuts = tier_cuts(opt.tiers, order, opt.freq);
   const uint8_t ntiers = static_cast<uint8_t>(opt.tiers.size());
@@ -292,16 +297,73 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
   }
   // One tier holds every row in table order: no map needed.
   if (ntiers == 1) layout.tier_of_row.clear();
+  return layout;
+}
+
+// What a pack run records: the same for a whole run, its shards and its trained state.
+WriteOptions pack_write_options(const PackOptions& opt) {
   WriteOptions wo = opt;
   nlohmann::json specs = nlohmann::json::array();
   for (const TierSpec& t : opt.tiers) specs.push_back(format_tier_spec(t));
   wo.parameters["tiers"] = specs;
   wo.parameters["train_rows"] = opt.train_rows;
+  return wo;
+}
+
+// A shard's part of `layout`: its rows' tiers and counts; the tiers' masses
+// stay the whole table's.
+TableLayout shard_layout(const TableLayout& whole, uint64_t begin, uint64_t end) {
+  TableLayout part;
+  part.tiers = whole.tiers;
+  part.row_order = whole.row_order;
+  part.tier_mass = tier_masses(whole.freq, whole.tier_of_row, whole.tiers.size());
+  if (!whole.tier_of_row.empty())
+    part.tier_of_row.assign(whole.tier_of_row.begin() + static_cast<int64_t>(begin),
+                            whole.tier_of_row.begin() + static_cast<int64_t>(end));
+  if (!whole.freq.empty())
+    part.freq.assign(whole.freq.begin() + static_cast<int64_t>(begin), whole.freq.begin() + static_cast<int64_t>(end));
+  return part;
+}
+
+}  // namespace
+
+void check_shardable(const PackOptions& opt) {
+  if (opt.freq.empty() && opt.tiers.size() > 1)
+    EDO_USAGE_FAIL("a shard of a tiered file needs --freq: the hot order by row norm would read every row");
+  for (const TierSpec& t : opt.tiers)
+    if (const TierKind kind = tier_kind_of(t.codec); kind != TierKind::codec && kind != TierKind::zero)
+      EDO_USAGE_FAIL("tier '{}' ({}): only codec and zero tiers shard yet (docs/SCALE.md)", t.name, t.codec);
+}
+
+PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt) {
+  const uint64_t rows = input.rows();
+  check_tier_specs(opt.tiers, rows, input.dim());
+  if (!opt.freq.empty() && opt.freq.size() != rows)
+    EDO_USAGE_FAIL("{} frequencies for {} rows of {}", opt.freq.size(), rows, input.path());
+  const bool sharded = !opt.shard.is_null();
+  if (sharded) check_shardable(opt);
+  const TableLayout layout = whole_layout(input, opt, !sharded);
+  WriteOptions wo = pack_write_options(opt);
   PackReport rep;
-  static_cast<TableWriteReport&>(rep) = write_table(input, out_path, layout, wo);
+  if (sharded) {
+    const uint64_t begin = opt.first_row, end = begin + opt.shard_rows;
+    if (end > rows || opt.shard_rows == 0)
+      EDO_FAIL("{}: shard rows {} to {} are outside the table", out_path, begin, end);
+    auto view = row_range_view(input, {begin, end});
+    static_cast<TableWriteReport&>(rep) = write_table(*view, out_path, shard_layout(layout, begin, end), wo);
+  } else {
+    static_cast<TableWriteReport&>(rep) = write_table(input, out_path, layout, wo);
+  }
   rep.order = layout.row_order;
   rep.specs = opt.tiers;
   return rep;
+}
+
+void pack_trained_state(io::TableReader& input, const std::string& out_path, const PackOptions& opt) {
+  check_tier_specs(opt.tiers, input.rows(), input.dim());
+  if (!opt.freq.empty() && opt.freq.size() != input.rows())
+    EDO_USAGE_FAIL("{} frequencies for {} rows of {}", opt.freq.size(), input.rows(), input.path());
+  write_trained_layout(input, out_path, whole_layout(input, opt, false), pack_write_options(opt));
 }
 
 }  // namespace edo

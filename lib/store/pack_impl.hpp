@@ -1,6 +1,7 @@
 // Internal to lib/store: pack.cpp, plan.cpp and table_writer.cpp.
 #pragma once
 
+#include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 
 #include <cstdint>
@@ -25,6 +26,9 @@ struct TablePass {
 // same rows a whole-table run would.
 std::vector<float> training_sample(io::TableReader& input, uint64_t want, uint64_t seed,
                                    std::vector<uint64_t>& sample_rows);
+
+// The row map's "rowmap/local" section (FORMAT.md 9.2) of `tier_of_row`.
+void write_local_indices(io::ContainerWriter& writer, const std::vector<uint8_t>& tier_of_row, size_t ntiers);
 
 TablePass digest_and_norms(io::TableReader& input, bool want_norms, size_t block_bytes, uint64_t first_row = 0);
 

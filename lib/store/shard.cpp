@@ -4,8 +4,10 @@
 #include <edo/error.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/files.hpp>
+#include <edo/io/rowmap.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/shard.hpp>
+#include <edo/tier.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -66,63 +68,48 @@ nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint6
 
 void write_trained_state(io::TableReader& input, const std::string& out_path, const std::string& spec,
                          const WriteOptions& opt) {
-  EncodeOptions enc;
-  enc.device = opt.device;
-  enc.input = input.path();
-  auto builder = make_tier_builder(spec, input.dim(), enc, opt.hash_fit);
-  if (!builder->needs_training())
-    EDO_USAGE_FAIL("--train-only: codec '{}' trains nothing: each shard encodes with it directly", builder->codec());
-  std::vector<uint64_t> sample_rows;
-  const std::vector<float> sample = detail::training_sample(input, opt.train_rows, opt.seed, sample_rows);
-  builder->train(sample.data(), sample_rows.size(), sample_rows.data(), opt.seed);
-  io::ContainerWriter writer(out_path);
-  // The tier edo-quantize writes ("all"), with no rows.
-  builder->begin(writer, "all/");
-  nlohmann::json entry = {{"name", "all"}, {"rows", 0}, {"residency", "host"}, {"share", "rest"}};
-  builder->finish(writer, "all/", entry);
-  nlohmann::json manifest = {{"rows", 0},
-                             {"dim", input.dim()},
-                             {"tiers", {entry}},
-                             {"trained_only", true},
-                             {"provenance",
-                              {{"tool", opt.tool},
-                               {"version", EDO_VERSION_STRING},
-                               {"source", input.path().substr(input.path().find_last_of('/') + 1)},
-                               {"source_dtype", io::dtype_name(input.dtype())},
-                               {"parameters", opt.parameters},
-                               {"seed", opt.seed}}}};
-  writer.finish(manifest);
+  TableLayout layout;
+  layout.tiers = {{"all", spec, Residency::host, "rest"}};  // edo-quantize's one tier
+  write_trained_layout(input, out_path, layout, opt);
+}
+
+std::vector<std::vector<NamedBlob>> TrainedState::states() const {
+  std::vector<std::vector<NamedBlob>> out;
+  for (const TrainedTier& t : tiers) out.push_back(t.blobs);
+  return out;
 }
 
 TrainedState read_trained_state(const std::string& path) {
   const io::Container c = io::Container::open(path, io::Verify::all);
   const nlohmann::json& m = c.manifest();
-  if (!m.contains("trained_only") || c.tiers().size() != 1)
-    EDO_FAIL("{}: not a trained state (edo-quantize --train-only writes one)", path);
-  const nlohmann::json& tier = m["tiers"][0];
+  if (!m.contains("trained_only")) EDO_FAIL("{}: not a trained state (--train-only writes one)", path);
   TrainedState s;
-  s.spec = c.tiers()[0].codec;
   s.dim = c.dim();
   const nlohmann::json& prov = m["provenance"];
-  s.parameters = prov.value("parameters", nlohmann::json::object());
+  s.parameters = prov.contains("parameters") ? prov["parameters"] : nlohmann::json::object();
   s.seed = prov.contains("seed") && prov["seed"].is_number_unsigned() ? prov["seed"].get<uint64_t>() : 0;
-  if (!tier.contains("state_shapes") || !tier["state_shapes"].is_object())
-    EDO_FAIL("{}: the trained tier lists no state shapes", path);
-  for (const auto& [role, section] : c.tiers()[0].sections) {
-    if (role == "codes") continue;
-    const io::SectionView v = c.section(section);
-    NamedBlob b;
-    b.name = role;
-    if (!tier["state_shapes"].contains(role) || !tier["state_shapes"][role].is_array())
-      EDO_FAIL("{}: state '{}' has no shape", path, role);
-    for (const auto& e : tier["state_shapes"][role]) {
-      if (!e.is_number_unsigned()) EDO_FAIL("{}: state '{}': a shape entry is not an integer", path, role);
-      b.shape.push_back(e.get<uint64_t>());
+  for (size_t t = 0; t < c.tiers().size(); ++t) {
+    const io::TierInfo& info = c.tiers()[t];
+    const nlohmann::json& entry = m["tiers"][t];
+    TrainedTier tier{info.name, info.codec, {}};
+    for (const auto& [role, section] : info.sections) {
+      if (role == "codes") continue;
+      if (!entry.contains("state_shapes") || !entry["state_shapes"].is_object() ||
+          !entry["state_shapes"].contains(role) || !entry["state_shapes"][role].is_array())
+        EDO_FAIL("{}: tier '{}': state '{}' has no shape", path, info.name, role);
+      const io::SectionView v = c.section(section);
+      NamedBlob b;
+      b.name = role;
+      for (const auto& e : entry["state_shapes"][role]) {
+        if (!e.is_number_unsigned()) EDO_FAIL("{}: state '{}': a shape entry is not an integer", path, role);
+        b.shape.push_back(e.get<uint64_t>());
+      }
+      if (v.size % sizeof(float) != 0) EDO_FAIL("{}: state '{}' is not a float32 array", path, role);
+      b.values.resize(v.size / sizeof(float));
+      std::memcpy(b.values.data(), v.data, v.size);
+      tier.blobs.push_back(std::move(b));
     }
-    if (v.size % sizeof(float) != 0) EDO_FAIL("{}: state '{}' is not a float32 array", path, role);
-    b.values.resize(v.size / sizeof(float));
-    std::memcpy(b.values.data(), v.data, v.size);
-    s.blobs.push_back(std::move(b));
+    s.tiers.push_back(std::move(tier));
   }
   return s;
 }
@@ -159,8 +146,9 @@ Shard open_shard(const std::string& path, io::Verify verify) {
       prov.contains(kDigestKey) && prov[kDigestKey].is_string() ? prov[kDigestKey].get<std::string>() : "";
   if (hex.size() != 16 || std::from_chars(hex.data(), hex.data() + hex.size(), s.digest, 16).ec != std::errc{})
     EDO_FAIL("{}: the provenance has no {} (written by an older edo?)", path, kDigestKey);
-  if (s.c.tiers().size() != 1 || !s.c.tiers()[0].sections.contains("codes"))
-    EDO_FAIL("{}: a shard of {} tiers; --merge takes one-tier shards (edo-quantize --shard)", path, s.c.tiers().size());
+  for (const io::TierInfo& t : s.c.tiers())
+    if (const TierKind kind = tier_kind_of(t.codec); kind != TierKind::codec && kind != TierKind::zero)
+      EDO_FAIL("{}: tier '{}' ({}) does not merge yet: codec and zero tiers do (docs/SCALE.md)", path, t.name, t.codec);
   return s;
 }
 
@@ -169,7 +157,7 @@ nlohmann::json comparable(const io::Container& c) {
   nlohmann::json m = c.manifest();
   for (const char* key : {"shard", "rows", "sections", "eval", "vocab"}) m.erase(key);
   m["provenance"].erase(kDigestKey);
-  m["tiers"][0].erase("rows");
+  for (auto& tier : m["tiers"]) tier.erase("rows");
   return m;
 }
 
@@ -203,13 +191,14 @@ void check_set(std::vector<Shard>& shards) {
           "{}: written with another codec, state or parameters than {}: shards must share one trained state "
           "(--trained) and the same command",
           s.path, first.path);
-    for (const auto& [role, section] : s.c.tiers()[0].sections) {
-      if (role == "codes") continue;
-      const io::SectionView a = s.c.section(section), b = first.c.section(section);
-      if (a.size != b.size || std::memcmp(a.data, b.data, a.size) != 0)
-        EDO_FAIL("{}: its codec state '{}' differs from {}'s: shards must share one trained state (--trained)", s.path,
-                 role, first.path);
-    }
+    for (const io::TierInfo& tier : s.c.tiers())
+      for (const auto& [role, section] : tier.sections) {
+        if (role == "codes") continue;
+        const io::SectionView a = s.c.section(section), b = first.c.section(section);
+        if (a.size != b.size || std::memcmp(a.data, b.data, a.size) != 0)
+          EDO_FAIL("{}: its codec state '{}' differs from {}'s: shards must share one trained state (--trained)",
+                   s.path, role, first.path);
+      }
     if (s.c.has_section(io::kVocabSection) != first.c.has_section(io::kVocabSection))
       EDO_FAIL("{}: {} words where {} {}", s.path, s.c.has_section(io::kVocabSection) ? "has" : "has no", first.path,
                first.c.has_section(io::kVocabSection) ? "has" : "has none");
@@ -226,21 +215,35 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::all));
   check_set(shards);
   const Shard& first = shards.front();
-  const std::string codes = first.c.tiers()[0].sections.at("codes");
+  const uint64_t rows = first.table_rows;
+  const size_t ntiers = first.c.tiers().size();
+  std::vector<std::string> codes;  // every tier's code section: concatenated in shard order
+  for (const io::TierInfo& t : first.c.tiers())
+    if (t.sections.contains("codes")) codes.push_back(t.sections.at("codes"));
   io::ContainerWriter writer(out_path);
   constexpr uint64_t kPiece = uint64_t{16} << 20;
+  std::vector<uint8_t> tier_of_row;  // the whole row map, rebuilt from the shards'
   for (const io::SectionInfo& section : first.c.sections()) {
-    if (section.name == codes) {
-      writer.begin_section(codes);
+    const bool code_rows = std::find(codes.begin(), codes.end(), section.name) != codes.end();
+    if (code_rows || section.name == "rowmap/tier") {
+      writer.begin_section(section.name);
       for (const Shard& s : shards) {
-        const io::SectionView v = s.c.section(codes);
+        const io::SectionView v = s.c.section(section.name);
         for (uint64_t at = 0; at < v.size; at += kPiece) {
           const uint64_t n = std::min(kPiece, v.size - at);
           writer.append(v.data + at, n);
+          if (!code_rows) tier_of_row.insert(tier_of_row.end(), v.data + at, v.data + at + n);
           s.c.release(v.data + at, n);  // streamed: the shards' pages do not stay resident
         }
       }
       writer.end_section();
+    } else if (section.name == "rowmap/rank") {
+      if (tier_of_row.size() != rows)
+        EDO_FAIL("{}: the shards' row maps hold {} of {} rows", first.path, tier_of_row.size(), rows);
+      const std::vector<uint64_t> rank = io::rowmap_rank(tier_of_row.data(), rows, static_cast<uint32_t>(ntiers));
+      writer.add_section(section.name, rank.data(), rank.size() * sizeof(uint64_t));
+    } else if (section.name == "rowmap/local") {
+      if (rows <= UINT32_MAX) detail::write_local_indices(writer, tier_of_row, ntiers);
     } else if (section.name == io::kVocabSection) {
       std::vector<std::string> words;
       for (const Shard& s : shards) {
@@ -258,12 +261,17 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   for (const char* key : {"shard", "sections", "eval"}) manifest.erase(key);
   uint64_t digest = 0;
   for (const Shard& s : shards) digest += s.digest;
-  manifest["rows"] = first.table_rows;
-  manifest["tiers"][0]["rows"] = first.table_rows;
-  if (manifest.contains("vocab")) manifest["vocab"]["words"] = first.table_rows;
+  manifest["rows"] = rows;
+  for (size_t t = 0; t < ntiers; ++t) {
+    uint64_t tier_rows = 0;
+    for (const Shard& s : shards) tier_rows += s.c.tiers()[t].rows;
+    manifest["tiers"][t]["rows"] = tier_rows;
+  }
+  if (manifest.contains("rowmap") && rows > UINT32_MAX) manifest["rowmap"].erase("local");
+  if (manifest.contains("vocab")) manifest["vocab"]["words"] = rows;
   manifest["provenance"][kDigestKey] = fmt::format("{:016x}", digest);
   writer.finish(manifest);
-  return first.table_rows;
+  return rows;
 }
 
 void write_shard_set(const std::vector<std::string>& paths, const std::string& out_path) {

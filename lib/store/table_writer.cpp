@@ -219,26 +219,13 @@ std::vector<float> tier_sample(io::TableReader& input, const std::vector<uint8_t
   return sample;
 }
 
-// Each row's index within its tier, u32 little-endian, streamed in 64 KiB pieces.
-void write_local_indices(io::ContainerWriter& writer, const std::vector<uint8_t>& tier_of_row, size_t ntiers) {
-  static_assert(std::endian::native == std::endian::little, "the local section is little-endian u32");
-  std::vector<uint32_t> next(ntiers, 0), piece;
-  writer.begin_section("rowmap/local");
-  for (uint64_t r0 = 0; r0 < tier_of_row.size(); r0 += 16384) {
-    const uint64_t m = std::min<uint64_t>(16384, tier_of_row.size() - r0);
-    piece.resize(m);
-    for (uint64_t i = 0; i < m; ++i) piece[i] = next[tier_of_row[r0 + i]]++;
-    writer.append(piece.data(), m * sizeof(uint32_t));
-  }
-  writer.end_section();
-}
-
 struct PassState {
   io::TableReader& input;
   const TableLayout& layout;
   const WriteOptions& opt;
   io::ContainerWriter& writer;
   uint64_t* digest = nullptr;  // summing the rows' digest in this pass (one tier), or null
+  std::vector<double> masses;  // each tier's share of the accesses
   uint64_t written = 0;
 };
 
@@ -258,8 +245,9 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   builder.prepare(ps.input, ps.layout, t);
   if (!checked_mul(tr.rows, tr.code_size))
     EDO_FAIL("{}: {} rows of {} bytes overflow", ps.writer.path(), tr.rows, tr.code_size);
-  if (builder.needs_training() && ps.opt.trained_state) {
-    builder.load_trained(*ps.opt.trained_state);
+  if (builder.needs_training() && ps.opt.trained_states && t < ps.opt.trained_states->size() &&
+      !(*ps.opt.trained_states)[t].empty()) {
+    builder.load_trained((*ps.opt.trained_states)[t]);
   } else if (builder.needs_training()) {
     if (tr.rows == 0)
       EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, tr.codec);
@@ -279,9 +267,7 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   // Frequencies weigh a tier's rows only when its rows are looked up at all.
   const std::vector<double>& freq = ps.layout.freq;
   const double total = std::accumulate(freq.begin(), freq.end(), 0.0);
-  if (total > 0)
-    for (uint64_t r = 0; r < freq.size(); ++r)
-      if (tier_of_row.empty() || tier_of_row[r] == t) tr.mass += freq[r] / total;
+  tr.mass = ps.masses[t];
   const bool weighted = total > 0 && tr.mass > 0;
   const std::string prefix = plan.name + "/";
   builder.begin(ps.writer, prefix);
@@ -335,6 +321,81 @@ std::vector<float> detail::training_sample(io::TableReader& input, uint64_t want
   return tier_sample(input, {}, 0, input.rows(), want, seed, sample_rows);
 }
 
+// Each row's index within its tier, u32 little-endian, streamed in 64 KiB pieces.
+void detail::write_local_indices(io::ContainerWriter& writer, const std::vector<uint8_t>& tier_of_row, size_t ntiers) {
+  static_assert(std::endian::native == std::endian::little, "the local section is little-endian u32");
+  std::vector<uint32_t> next(ntiers, 0), piece;
+  writer.begin_section("rowmap/local");
+  for (uint64_t r0 = 0; r0 < tier_of_row.size(); r0 += 16384) {
+    const uint64_t m = std::min<uint64_t>(16384, tier_of_row.size() - r0);
+    piece.resize(m);
+    for (uint64_t i = 0; i < m; ++i) piece[i] = next[tier_of_row[r0 + i]]++;
+    writer.append(piece.data(), m * sizeof(uint32_t));
+  }
+  writer.end_section();
+}
+
+std::vector<double> tier_masses(const std::vector<double>& freq, const std::vector<uint8_t>& tier_of_row,
+                                size_t ntiers) {
+  std::vector<double> mass(ntiers, 0.0);
+  const double total = std::accumulate(freq.begin(), freq.end(), 0.0);
+  if (!(total > 0)) return mass;
+  for (size_t t = 0; t < ntiers; ++t)
+    for (uint64_t r = 0; r < freq.size(); ++r)
+      if (tier_of_row.empty() || tier_of_row[r] == t) mass[t] += freq[r] / total;
+  return mass;
+}
+
+void write_trained_layout(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
+                          const WriteOptions& opt) {
+  EncodeOptions enc;
+  enc.device = opt.device;
+  enc.input = input.path();
+  io::ContainerWriter writer(out_path);
+  nlohmann::json tiers = nlohmann::json::array();
+  bool any = false;
+  for (uint8_t t = 0; t < layout.tiers.size(); ++t) {
+    const TierPlan& plan = layout.tiers[t];
+    auto builder = make_tier_builder(plan.codec, input.dim(), enc, opt.hash_fit);
+    const uint64_t rows =
+        layout.tier_of_row.empty()
+            ? input.rows()
+            : static_cast<uint64_t>(std::count(layout.tier_of_row.begin(), layout.tier_of_row.end(), t));
+    if (builder->needs_training()) {
+      if (tier_kind_of(plan.codec) != TierKind::codec)
+        EDO_USAGE_FAIL("--train-only: tier '{}' ({}) fits on the whole table, not on a sample: not sharded yet",
+                       plan.name, plan.codec);
+      if (rows == 0)
+        EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, plan.codec);
+      std::vector<uint64_t> sample_rows;
+      const std::vector<float> sample =
+          tier_sample(input, layout.tier_of_row, t, rows, opt.train_rows, opt.seed, sample_rows);
+      builder->train(sample.data(), sample_rows.size(), sample_rows.data(), opt.seed);
+      any = true;
+    }
+    // The tier as a shard of no rows lays it out: its (empty) code section and its state.
+    const std::string prefix = plan.name + "/";
+    builder->begin(writer, prefix);
+    nlohmann::json entry = {{"name", plan.name}, {"rows", 0}, {"residency", residency_name(plan.residency)}};
+    if (!plan.share.empty()) entry["share"] = plan.share;
+    builder->finish(writer, prefix, entry);
+    tiers.push_back(entry);
+  }
+  if (!any) EDO_USAGE_FAIL("--train-only: every tier's codec trains nothing: each shard encodes with them directly");
+  const std::string source = input.path().substr(input.path().find_last_of('/') + 1);
+  writer.finish({{"rows", 0},
+                 {"dim", input.dim()},
+                 {"tiers", tiers},
+                 {"trained_only", true},
+                 {"provenance",
+                  {{"tool", opt.tool},
+                   {"version", EDO_VERSION_STRING},
+                   {"source", source},
+                   {"source_dtype", io::dtype_name(input.dtype())},
+                   {"parameters", opt.parameters},
+                   {"seed", opt.seed}}}});
+}
+
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
                                                const HashFitOptions& fit) {
   switch (tier_kind_of(codec_field)) {
@@ -381,7 +442,13 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   uint64_t pass_digest = 0;
 
   io::ContainerWriter writer(out_path);
-  PassState ps{input, layout, opt, writer, digest ? nullptr : &pass_digest};
+  PassState ps{
+      input,
+      layout,
+      opt,
+      writer,
+      digest ? nullptr : &pass_digest,
+      layout.tier_mass.size() == ntiers ? layout.tier_mass : tier_masses(layout.freq, layout.tier_of_row, ntiers)};
   nlohmann::json tiers_json = nlohmann::json::array();
   for (uint8_t t = 0; t < ntiers; ++t) {
     nlohmann::json entry;
@@ -400,7 +467,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     writer.add_section("rowmap/rank", rank.data(), rank.size() * sizeof(uint64_t));
     manifest["rowmap"] = {{"tier", "rowmap/tier"}, {"rank", "rowmap/rank"}, {"block", io::kRowMapBlock}};
     if (rows <= UINT32_MAX) {
-      write_local_indices(writer, layout.tier_of_row, ntiers);
+      detail::write_local_indices(writer, layout.tier_of_row, ntiers);
       manifest["rowmap"]["local"] = "rowmap/local";
     }
     rep.map_bytes = row_map_bytes(rows, ntiers);

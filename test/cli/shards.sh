@@ -56,6 +56,37 @@ done
 expect 0 "$Q" "$glove" -o "$work/pq.t.edo" --trained "$work/pq.model.edo" -q
 same "$work/pq.edo" "$work/pq.t.edo"
 
+# ---- edo-pack: tiered shards (frequency order, a trained tier, a zero tier) -------------
+/usr/bin/python3 -c "import numpy as np; np.save('$work/zipf.npy', 1.0 / (np.random.default_rng(1).permutation(10000) + 1.0))"
+tiers=(--freq "$work/zipf.npy" --tier hot:rows=10%:fp16 --tier warm:rows=30%:pq:m=10 --tier cold:rows=50%:int8
+  --tier drop:rest:zero --vocab "$vocab" --train-rows 3000)
+expect 0 "$P" "$glove" -o "$work/pack.edo" "${tiers[@]}" -q
+expect 0 "$P" "$glove" -o "$work/pack.model.edo" "${tiers[@]}" --train-only -q
+expect 2 "$P" "$glove" -o "$work/bad.edo" "${tiers[@]}" --shard 0/2 -q
+err_has "--train-only"
+for n in 2 3; do
+  parts=()
+  for ((i = 0; i < n; i++)); do
+    expect 0 "$P" "$glove" -o "$work/pack.$i-$n.edo" "${tiers[@]}" --trained "$work/pack.model.edo" --shard "$i/$n" -q
+    parts+=("$work/pack.$i-$n.edo")
+  done
+  expect 0 "$P" --merge "${parts[@]}" -o "$work/pack.m$n.edo" -q
+  same "$work/pack.edo" "$work/pack.m$n.edo"
+done
+expect 0 "$P" --shard-set "$work/pack.0-3.edo" "$work/pack.1-3.edo" "$work/pack.2-3.edo" -o "$work/pack.edoset" -q
+expect 0 "$U" "$work/pack.edo" -o "$work/pack.whole.npy" -q
+expect 0 "$U" "$work/pack.edoset" -o "$work/pack.set.npy" -q
+cmp -s "$work/pack.whole.npy" "$work/pack.set.npy" || fail "the tiered shard set decodes differently from the one file"
+expect 2 "$P" "$glove" -o "$work/bad.edo" --tier hot:rows=10%:fp16 --tier cold:rest:int8 --shard 0/2
+err_has "needs --freq"
+expect 2 "$P" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --tier hot:rows=10%:fp16 --tier rest:rest:default \
+  --shard 0/2
+err_has "only codec and zero tiers shard yet"
+expect 2 "$P" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --tier hot:rows=20%:fp16 --tier warm:rest:pq:m=10 \
+  --trained "$work/pack.model.edo" --shard 0/2
+err_has "trained for other tiers"
+[ ! -e "$work/bad.edo" ] || fail "a refused pack left a file"
+
 # ---- the launchers' environments give the same shards ----------------------------------
 env_run() {  # out env...: shard 1 of 2 of int8 by the environment
   local out=$1; shift
