@@ -187,6 +187,11 @@ FbgemmExport export_fbgemm(EdoTable& table, const std::string& path, FbgemmType 
     for (uint64_t i = 0; i < n; ++i) {
       const float* row = x + i * dim;
       fbgemm_quantize(row, dim, (1u << bits) - 1u, fresh);
+      if (!std::isfinite(half_bits_to_float(fresh.scale)) || !std::isfinite(half_bits_to_float(fresh.bias)))
+        EDO_FAIL(
+            "{}: row {} spans beyond fp16's range (|x| or its range > 65504): FBGEMM's fp16 scale and bias "
+            "cannot hold it",
+            table.path(), begin + i);
       double e = fbgemm_sse(fresh, row, dim);
       const FbgemmRow* pick = &fresh;
       if (keep) {

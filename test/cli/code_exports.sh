@@ -150,6 +150,12 @@ expect 2 "$U" "$work/f_int4.edo" -o "$work/fb.npy" --to fbgemm --row-alignment 1
 err_has "a power of two"
 expect 2 "$U" "$work/f_int4.edo" -o "$work/fb.npy" --fbgemm-type int4
 err_has "are for --to fbgemm"
+"$py" -c "
+import numpy as np; x = np.random.default_rng(0).standard_normal((64, 16)).astype(np.float32); x[5, 3] = 1e8
+np.save('$work/huge.npy', x)"
+expect 0 "$Q" "$work/huge.npy" -o "$work/huge.edo" --codec fp32 -q
+expect 1 "$U" "$work/huge.edo" -o "$work/fb.npy" --to fbgemm
+err_has "row 5 spans beyond fp16's range"
 [ ! -e "$work/fb.npy" ] || fail "a refused FBGEMM export left a file"
 
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
