@@ -14,10 +14,11 @@
 namespace edo {
 
 bool is_shard_set_file(const std::string& path) {
+  // The key may follow others ("dim" sorts first) and any whitespace: the first 4 KiB.
   std::ifstream f(path, std::ios::binary);
-  char head[64] = {};
-  f.read(head, sizeof head - 1);
-  const std::string text(head, static_cast<size_t>(f.gcount()));
+  std::string text(4096, '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(f.gcount()));
   const size_t brace = text.find_first_not_of(" \t\r\n");
   return brace != std::string::npos && text[brace] == '{' && text.find("\"edo_shard_set\"") != std::string::npos;
 }
