@@ -138,8 +138,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> shard_set;
   app.add_option("--shard-set", shard_set,
                  "Shard files (as --merge takes them): checked as --merge checks them, then a small shard-set\n"
-                 "file -o names them with their rows, sizes and manifest checksums; edo-unpack, edo-eval, every\n"
-                 "tool and the reader library's ShardSet read it as the whole table, without copying")
+                 "file -o names them with their rows, sizes and manifest checksums; edo-unpack, edo-eval, the tools'\n"
+                 "INPUT and the reader library's ShardSet read it as the whole table, without copying")
       ->expected(1, -1);
   edo::cli::add_version_flag(app, "edo-pack");
 
