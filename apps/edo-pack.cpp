@@ -53,11 +53,9 @@ void apply_shard_flags(const ShardFlags& f, edo::io::TableReader& table, edo::Pa
           "tier '{}' ({}) trains, and every shard must share its state: run edo-pack INPUT --train-only "
           "-o MODEL.edo with the same tiers once, then each shard with --trained MODEL.edo",
           t.name, t.codec);
-  const edo::RowRange range = edo::shard_rows(table.rows(), choice.index, choice.count);
-  edo::cli::say_shard("edo-pack", choice, range, table.rows());
+  const edo::RowRange range = edo::cli::take_shard("edo-pack", choice, table.rows(), opt.shard);
   opt.first_row = range.begin;
   opt.shard_rows = range.size();
-  opt.shard = edo::shard_entry(choice.index, choice.count, range, table.rows());
   if (opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own
     words.assign(opt.vocabulary->begin() + static_cast<int64_t>(range.begin),
                  opt.vocabulary->begin() + static_cast<int64_t>(range.end));

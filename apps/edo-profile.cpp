@@ -222,10 +222,9 @@ int main(int argc, char** argv) {
     if (const edo::cli::ShardChoice choice = edo::cli::resolve_shard(shard, shard_count); choice.active()) {
       if (!json || plan || !freq.empty())
         EDO_USAGE_FAIL("a shard's profile is a part for --merge: give --json, and --freq or --plan to the merge");
-      const edo::RowRange r = edo::shard_rows(table->rows(), choice.index, choice.count);
-      edo::cli::say_shard("edo-profile", choice, r, table->rows());
-      const nlohmann::json part = edo::profile_part(*table, opt, r.begin, r.end,
-                                                    edo::shard_entry(choice.index, choice.count, r, table->rows()));
+      nlohmann::json entry;
+      const edo::RowRange r = edo::cli::take_shard("edo-profile", choice, table->rows(), entry);
+      const nlohmann::json part = edo::profile_part(*table, opt, r.begin, r.end, entry);
       std::fputs((part.dump() + "\n").c_str(), stdout);
       return 0;
     }

@@ -104,11 +104,9 @@ edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReade
         "codec {} trains, and every shard must share one state: run edo-quantize INPUT --train-only -o "
         "MODEL.edo --codec {} once, then each shard with --trained MODEL.edo",
         opt.spec, opt.spec);
-  const edo::RowRange range = edo::shard_rows(table.rows(), choice.index, choice.count);
-  edo::cli::say_shard("edo-quantize", choice, range, table.rows());
+  const edo::RowRange range = edo::cli::take_shard("edo-quantize", choice, table.rows(), opt.shard);
   view = edo::row_range_view(table, range);
   opt.first_row = range.begin;
-  opt.shard = edo::shard_entry(choice.index, choice.count, range, table.rows());
   return *view;
 }
 

@@ -119,4 +119,12 @@ inline void say_shard(const char* tool, const ShardChoice& s, RowRange r, uint64
                static_cast<unsigned long long>(rows), s.from.c_str());
 }
 
+// The rows a shard run takes, said on stderr; the manifest's entry for them in `entry`.
+inline RowRange take_shard(const char* tool, const ShardChoice& s, uint64_t rows, nlohmann::json& entry) {
+  const RowRange r = shard_rows(rows, s.index, s.count);
+  say_shard(tool, s, r, rows);
+  entry = shard_entry(s.index, s.count, r, rows);
+  return r;
+}
+
 }  // namespace edo::cli

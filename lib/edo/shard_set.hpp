@@ -6,7 +6,10 @@
 
 #include <edo/reader.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,14 @@ namespace edo {
 
 // Largest shard-set file read (a set names at most a few thousand shards).
 inline constexpr uint64_t kMaxShardSetBytes = uint64_t{16} << 20;
+
+// A shard's manifest entry (FORMAT.md 9.8), the one parse of it.
+struct ShardEntry {
+  uint64_t index = 0, count = 0, first_row = 0, table_rows = 0;
+};
+// nullopt when the manifest has no "shard" entry; an error naming `path` when
+// it is malformed (not an object, a field missing or not an integer >= 0).
+std::optional<ShardEntry> shard_entry_of(const nlohmann::json& manifest, const std::string& path);
 
 // True when the file begins like a shard set ('{' then the "edo_shard_set" key).
 bool is_shard_set_file(const std::string& path);

@@ -10,6 +10,7 @@
 #include <edo/lookup_group.hpp>
 #include <edo/parallel.hpp>
 #include <edo/reader.hpp>
+#include <edo/shard_set.hpp>
 #include <edo/tier.hpp>
 
 #ifdef EDO_HAVE_CUDA
@@ -237,16 +238,11 @@ void Reader::Impl::load() {
   dim = container.dim();
   const nlohmann::json& manifest = container.manifest();
   // A shard or a trained state is part of a table, never one (docs/SCALE.md).
-  if (const auto shard = manifest.find("shard"); shard != manifest.end() && !options.allow_shard) {
-    const auto num = [&](const char* key) -> uint64_t {
-      const nlohmann::json& s = *shard;
-      return s.is_object() && s.contains(key) && s[key].is_number_unsigned() ? s[key].get<uint64_t>() : 0;
-    };
+  if (const std::optional<ShardEntry> shard = shard_entry_of(manifest, path); shard && !options.allow_shard)
     EDO_FAIL(
         "{}: shard {}/{} of a table (its rows {} to {} of {}), not a table: merge the shards "
         "(edo-pack --merge) to read it",
-        path, num("index"), num("count"), num("first_row"), num("first_row") + rows, num("table_rows"));
-  }
+        path, shard->index, shard->count, shard->first_row, shard->first_row + rows, shard->table_rows);
   if (manifest.contains("trained_only"))
     EDO_FAIL("{}: a trained codec state with no rows (edo-quantize --train-only): give it to --trained", path);
   const auto& infos = container.tiers();

@@ -13,6 +13,18 @@
 
 namespace edo {
 
+std::optional<ShardEntry> shard_entry_of(const nlohmann::json& manifest, const std::string& path) {
+  const auto it = manifest.find("shard");
+  if (it == manifest.end()) return std::nullopt;
+  if (!it->is_object()) EDO_FAIL("{}: manifest: \"shard\" is not an object", path);
+  const auto field = [&](const char* key) {
+    if (!it->contains(key) || !(*it)[key].is_number_unsigned())
+      EDO_FAIL("{}: manifest: the shard entry has no \"{}\" (an integer >= 0)", path, key);
+    return (*it)[key].get<uint64_t>();
+  };
+  return ShardEntry{field("index"), field("count"), field("first_row"), field("table_rows")};
+}
+
 bool is_shard_set_file(const std::string& path) {
   // The key may follow others ("dim" sorts first) and any whitespace: the first 4 KiB.
   std::ifstream f(path, std::ios::binary);
@@ -84,15 +96,9 @@ ShardSet ShardSet::open(const std::string& path, const ReaderOptions& options) {
           "{}: changed since {} was written ({} bytes, manifest checksum {:016x}; the set records {} and "
           "{:016x}): write the set again",
           file, path, c.file_size(), c.manifest_checksum(), bytes, fingerprint);
-    const nlohmann::json& m = c.manifest();
-    const auto said = [&](const char* key) {
-      const auto it = m.find("shard");
-      return it != m.end() && it->is_object() && it->contains(key) && (*it)[key].is_number_unsigned()
-                 ? (*it)[key].get<uint64_t>()
-                 : ~uint64_t{0};
-    };
-    if (said("first_row") != first || r.rows() != rows || said("table_rows") != set.rows_ || said("index") != i ||
-        said("count") != list.size())
+    const std::optional<ShardEntry> said = shard_entry_of(c.manifest(), file);
+    if (!said || said->first_row != first || r.rows() != rows || said->table_rows != set.rows_ || said->index != i ||
+        said->count != list.size())
       EDO_FAIL("{}: not shard {}/{} (rows {} to {} of {}) as {} says", file, i, list.size(), first, first + rows,
                set.rows_, path);
     if (r.dim() != set.dim_) EDO_FAIL("{}: {} columns, where {} says {}", file, r.dim(), path, set.dim_);

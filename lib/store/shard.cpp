@@ -7,6 +7,7 @@
 #include <edo/io/rowmap.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/shard.hpp>
+#include <edo/shard_set.hpp>
 #include <edo/tier.hpp>
 
 #include <fmt/format.h>
@@ -130,17 +131,13 @@ constexpr const char* kDigestKey = "source_fp32_rows_xxh3";
 Shard open_shard(const std::string& path, io::Verify verify) {
   Shard s{path, io::Container::open(path, verify)};
   const nlohmann::json& m = s.c.manifest();
-  if (!m.contains("shard") || !m["shard"].is_object())
+  const std::optional<ShardEntry> e = shard_entry_of(m, path);
+  if (!e)
     EDO_FAIL("{}: not a shard (its manifest has no \"shard\" entry): only files written with --shard merge", path);
-  const nlohmann::json& e = m["shard"];
-  const auto num = [&](const char* key) {
-    if (!e.contains(key) || !e[key].is_number_unsigned()) EDO_FAIL("{}: shard entry lacks \"{}\"", path, key);
-    return e[key].get<uint64_t>();
-  };
-  s.index = num("index");
-  s.count = num("count");
-  s.first_row = num("first_row");
-  s.table_rows = num("table_rows");
+  s.index = e->index;
+  s.count = e->count;
+  s.first_row = e->first_row;
+  s.table_rows = e->table_rows;
   const nlohmann::json& prov = m["provenance"];
   const std::string hex =
       prov.contains(kDigestKey) && prov[kDigestKey].is_string() ? prov[kDigestKey].get<std::string>() : "";
