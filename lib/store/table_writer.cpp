@@ -49,6 +49,19 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// Where a file came from (FORMAT.md 5.1): the one provenance object of a
+// table's file and of its trained state (which has no rows, so no digest).
+nlohmann::json provenance(const io::TableReader& input, const WriteOptions& opt, std::optional<uint64_t> digest) {
+  nlohmann::json p = {{"tool", opt.tool},
+                      {"version", EDO_VERSION_STRING},
+                      {"source", basename_of(input.path())},
+                      {"source_dtype", io::dtype_name(input.dtype())},
+                      {"parameters", opt.parameters},
+                      {"seed", opt.seed}};
+  if (digest) p["source_fp32_rows_xxh3"] = fmt::format("{:016x}", *digest);
+  return p;
+}
+
 uint64_t file_size_of(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -382,18 +395,11 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
     tiers.push_back(entry);
   }
   if (!any) EDO_USAGE_FAIL("--train-only: every tier's codec trains nothing: each shard encodes with them directly");
-  const std::string source = input.path().substr(input.path().find_last_of('/') + 1);
   writer.finish({{"rows", 0},
                  {"dim", input.dim()},
                  {"tiers", tiers},
                  {"trained_only", true},
-                 {"provenance",
-                  {{"tool", opt.tool},
-                   {"version", EDO_VERSION_STRING},
-                   {"source", source},
-                   {"source_dtype", io::dtype_name(input.dtype())},
-                   {"parameters", opt.parameters},
-                   {"seed", opt.seed}}}});
+                 {"provenance", provenance(input, opt, std::nullopt)}});
 }
 
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
@@ -479,13 +485,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
     rep.vocab_bytes = io::align_up(bytes.size());
     manifest["vocab"] = {{"section", io::kVocabSection}, {"words", rows}};
   }
-  manifest["provenance"] = {{"tool", opt.tool},
-                            {"version", EDO_VERSION_STRING},
-                            {"source", basename_of(input.path())},
-                            {"source_dtype", io::dtype_name(input.dtype())},
-                            {"source_fp32_rows_xxh3", fmt::format("{:016x}", *digest)},
-                            {"parameters", opt.parameters},
-                            {"seed", opt.seed}};
+  manifest["provenance"] = provenance(input, opt, digest);
   if (!opt.shard.is_null()) manifest["shard"] = opt.shard;
   for (const auto& [key, value] : opt.extra_manifest.items()) manifest[key] = value;
   writer.finish(manifest);
