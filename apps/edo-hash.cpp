@@ -3,6 +3,7 @@
 // keeping the most frequent rows whole, written as a .edo every reader serves.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "shard_cli.hpp"
 
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
@@ -166,6 +167,12 @@ int main(int argc, char** argv) {
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::ShardFlags shard_flags;
+  edo::cli::add_shard_flags(
+      app, shard_flags,
+      "Fit once, for --trained in each shard's run: the hashed tier's tables (the least-squares fit\n"
+      "reads every row of the tier) and --keep-top's trained codec, written as a .edo with no rows",
+      "A --train-only file of the same options: each shard stores its tables, fitting nothing");
   edo::cli::add_version_flag(app, "edo-hash");
 
   return edo::cli::run_tool("edo-hash", app, argc, argv, [&] {
@@ -174,9 +181,11 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("--sweep writes nothing and takes its schemes from its items: drop -o, --scheme and --export");
     if (!sweeping && (output.empty() || scheme.empty()))
       EDO_USAGE_FAIL("-o OUTPUT and --scheme are required (see --help)");
+    if (sweeping && (shard_flags.train_only || !shard_flags.trained.empty() || !shard_flags.shard.empty()))
+      EDO_USAGE_FAIL("--sweep evaluates a whole table: no --shard, --train-only or --trained");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     edo::cli::PathGuard paths;
-    paths.input(input).input(freq_path).input(labels_path);
+    paths.input(input).input(freq_path).input(labels_path).input(shard_flags.trained);
     if (!sweeping) paths.output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
@@ -204,6 +213,13 @@ int main(int argc, char** argv) {
                       {"tolerance", fit.tolerance},
                       {"max_iterations", fit.max_iterations},
                       {"allow_partial", fit.allow_partial}};
+    if (!export_dir.empty() && shard_flags.train_only)
+      EDO_USAGE_FAIL("--export writes the fitted tables of a file: export from the run that writes the table");
+    edo::cli::PackShards shards;
+    if (shards.train_only("edo-hash", shard_flags, *table, output, opt, eval_wanted, quiet)) return 0;
+    shards.apply("edo-hash", shard_flags, *table, opt, eval_wanted);
+    if (!opt.shard.is_null() && !export_dir.empty())
+      EDO_USAGE_FAIL("--export writes the whole table's tables: export from the merged file");
     edo::cli::Progress progress("edo-hash", quiet);
     opt.progress = progress.callback();
 

@@ -15,56 +15,6 @@
 
 #include <unistd.h>
 
-namespace {
-
-using edo::cli::ShardFlags;
-
-// --trained (each tier's state, and the training run's parameters and seed)
-// and --shard (the shard's rows; the layout stays the whole table's): a
-// shard of a tiered table written as part of the one-process file.
-void apply_shard_flags(const ShardFlags& f, edo::io::TableReader& table, edo::PackOptions& opt,
-                       std::vector<std::vector<edo::NamedBlob>>& states, std::vector<std::string>& words,
-                       bool eval_wanted) {
-  bool trained = false;
-  if (!f.trained.empty()) {
-    const edo::TrainedState state = edo::read_trained_state(f.trained);
-    bool same = state.tiers.size() == opt.tiers.size() && state.dim == table.dim();
-    for (size_t t = 0; same && t < opt.tiers.size(); ++t)
-      same = state.tiers[t].name == opt.tiers[t].name &&
-             (edo::tier_kind_of(opt.tiers[t].codec) != edo::TierKind::codec ||
-              edo::canonical_spec(opt.tiers[t].codec, table.dim()) == state.tiers[t].spec);
-    if (!same) EDO_USAGE_FAIL("--trained {}: trained for other tiers or another width than these", f.trained);
-    opt.parameters = state.parameters;
-    if (state.parameters.contains("train_rows") && state.parameters["train_rows"].is_number_unsigned())
-      opt.train_rows = state.parameters["train_rows"].get<uint64_t>();
-    opt.seed = state.seed;
-    states = state.states();
-    opt.trained_states = &states;
-    trained = true;
-  }
-  const edo::cli::ShardChoice choice = edo::cli::resolve_shard(f.shard, f.shard_count);
-  if (!choice.active()) return;
-  if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
-  edo::check_shardable(opt);  // before the shard line, so a refusal is one line
-  for (const edo::TierSpec& t : opt.tiers)
-    if (!trained && edo::tier_kind_of(t.codec) == edo::TierKind::codec &&
-        edo::make_codec(t.codec, table.dim())->needs_training())
-      EDO_USAGE_FAIL(
-          "tier '{}' ({}) trains, and every shard must share its state: run edo-pack INPUT --train-only "
-          "-o MODEL.edo with the same tiers once, then each shard with --trained MODEL.edo",
-          t.name, t.codec);
-  const edo::RowRange range = edo::cli::take_shard("edo-pack", choice, table.rows(), opt.shard);
-  opt.first_row = range.begin;
-  opt.shard_rows = range.size();
-  if (opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own
-    words.assign(opt.vocabulary->begin() + static_cast<int64_t>(range.begin),
-                 opt.vocabulary->begin() + static_cast<int64_t>(range.end));
-    opt.vocabulary = &words;
-  }
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{
       "Pack an embedding table into a tiered .edo file: rows ordered hottest first (by --freq counts, else by\n"
@@ -120,7 +70,7 @@ int main(int argc, char** argv) {
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
-  ShardFlags shard_flags;
+  edo::cli::ShardFlags shard_flags;
   edo::cli::add_shard_flags(
       app, shard_flags,
       "Write only the trained states of the tiers that train (a .edo with no rows), each trained on the\n"
@@ -187,22 +137,15 @@ int main(int argc, char** argv) {
     opt.allow_nonfinite = allow_nonfinite;
     opt.allow_underflow = allow_underflow;
     opt.allow_larger_sparse = force;
-    std::vector<std::string> given_words, shard_words;
+    std::vector<std::string> given_words;
     if (!vocab_path.empty()) {
       given_words = edo::io::read_vocab(vocab_path, table->rows());
       opt.vocabulary = &given_words;
     }
     opt.parameters = {{"freq", freq_path.empty() ? "" : freq_path.substr(freq_path.find_last_of('/') + 1)}};
-    if (shard_flags.train_only) {
-      if (!shard_flags.trained.empty() || !shard_flags.shard.empty() || eval_wanted)
-        EDO_USAGE_FAIL("--train-only trains on the whole table's samples: no --trained, --shard or --eval");
-      edo::pack_trained_state(*table, output, opt);
-      if (!quiet)
-        std::fprintf(stderr, "edo-pack: %s -> %s: the trained states of its tiers\n", input.c_str(), output.c_str());
-      return 0;
-    }
-    std::vector<std::vector<edo::NamedBlob>> trained_states;
-    apply_shard_flags(shard_flags, *table, opt, trained_states, shard_words, eval_wanted);
+    edo::cli::PackShards shards;
+    if (shards.train_only("edo-pack", shard_flags, *table, output, opt, eval_wanted, quiet)) return 0;
+    shards.apply("edo-pack", shard_flags, *table, opt, eval_wanted);
     edo::cli::Progress progress("edo-pack", quiet);
     opt.progress = progress.callback();
     if (freq_path.empty() && !quiet)

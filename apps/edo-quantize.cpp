@@ -76,7 +76,6 @@ using edo::cli::ShardFlags;
 // one shard, marked as one in the manifest): returns the table to encode.
 edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReader& table, edo::QuantizeOptions& opt,
                                         std::optional<edo::TrainedState>& trained,
-                                        std::vector<std::vector<edo::NamedBlob>>& trained_states,
                                         std::unique_ptr<edo::io::TableReader>& view, bool eval_wanted) {
   if (!f.trained.empty()) {
     trained = edo::read_trained_state(f.trained);
@@ -91,8 +90,7 @@ edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReade
       EDO_USAGE_FAIL("--codec {}: --trained {} holds {} (drop --codec: the state implies it)", opt.spec, f.trained,
                      held);
     opt.spec = held;
-    trained_states = trained->states();
-    opt.trained_states = &trained_states;
+    opt.trained = &trained->tiers;
     opt.parameters = trained->parameters;
     opt.seed = trained->seed;
   }
@@ -232,10 +230,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::optional<edo::TrainedState> trained;
-    std::vector<std::vector<edo::NamedBlob>> trained_states;
     std::unique_ptr<edo::io::TableReader> shard_view;
-    edo::io::TableReader& source =
-        apply_shard_flags(shard_flags, *table, opt, trained, trained_states, shard_view, eval_wanted);
+    edo::io::TableReader& source = apply_shard_flags(shard_flags, *table, opt, trained, shard_view, eval_wanted);
     if (trained && ((app.count("--seed") > 0 && seed != trained->seed) || app.count("--train-rows") > 0))
       EDO_USAGE_FAIL("--trained {} was trained with --seed {}: its state sets the seed and the training rows",
                      shard_flags.trained, trained->seed);

@@ -3,6 +3,7 @@
 // tier), written as a .edo file every reader serves.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "shard_cli.hpp"
 
 #include <edo/edo_file.hpp>
 #include <edo/io/freq.hpp>
@@ -223,19 +224,29 @@ int main(int argc, char** argv) {
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
+  edo::cli::ShardFlags shard_flags;
+  edo::cli::add_shard_flags(
+      app, shard_flags,
+      "Write only what the whole table decides, for --trained in each shard's run: --density's\n"
+      "threshold, trained codecs' states, --fallback mean's vector (one pass over the dropped rows) and\n"
+      "centroids, each from the sample a whole-table run draws (a .edo with no rows)",
+      "A --train-only file of the same options: prune with its threshold and states, fitting nothing\n"
+      "(its seed and training parameters are the run's)");
   edo::cli::add_version_flag(app, "edo-sparsify");
 
   return edo::cli::run_tool("edo-sparsify", app, argc, argv, [&] {
     const bool sweeping = !sweep.empty();
     if (sweeping && (!output.empty() || !drop.empty()))
       EDO_USAGE_FAIL("--sweep writes nothing and takes its drop shares from its items: drop -o and --drop");
+    if (sweeping && (shard_flags.train_only || !shard_flags.trained.empty() || !shard_flags.shard.empty()))
+      EDO_USAGE_FAIL("--sweep evaluates a whole table: no --shard, --train-only or --trained");
     if (!sweeping && (input.empty() || output.empty())) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     if (input.empty()) EDO_USAGE_FAIL("INPUT is required (see --help)");
     if (app.count("--density") && !(v.density > 0)) EDO_USAGE_FAIL("--density {} is outside (0, 1]", v.density);
     if (!drop.empty() && freq_path.empty()) EDO_USAGE_FAIL("--drop needs --freq (which rows are rarest)");
     edo::cli::PathGuard paths;
-    paths.input(input).input(freq_path);
+    paths.input(input).input(freq_path).input(shard_flags.trained);
     if (!sweeping) paths.output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
@@ -272,6 +283,9 @@ int main(int argc, char** argv) {
       }
     edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
     opt.parameters = {{"kept", kept}, {"drop", drop}, {"fallback", fallback}, {"force", force}};
+    edo::cli::PackShards shards;
+    if (shards.train_only("edo-sparsify", shard_flags, *table, output, opt, eval_wanted, quiet)) return 0;
+    shards.apply("edo-sparsify", shard_flags, *table, opt, eval_wanted);
     edo::cli::Progress progress("edo-sparsify", quiet);
     opt.progress = progress.callback();
 

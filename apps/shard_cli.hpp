@@ -4,6 +4,7 @@
 
 #include "cli_common.hpp"
 
+#include <edo/pack.hpp>
 #include <edo/shard.hpp>
 
 #include <charconv>
@@ -126,5 +127,58 @@ inline RowRange take_shard(const char* tool, const ShardChoice& s, uint64_t rows
   entry = shard_entry(s.index, s.count, r, rows);
   return r;
 }
+
+// --train-only, --trained and --shard of the tools that write through
+// pack_to_edo (edo-pack, edo-sparsify, edo-hash). It holds what the options
+// then point at, so it outlives the write.
+class PackShards {
+ public:
+  // --train-only: the states of the tiers that train or fit (the whole
+  // table's global phases), written to `output`. Returns whether it ran.
+  bool train_only(const char* tool, const ShardFlags& f, io::TableReader& table, const std::string& output,
+                  const PackOptions& opt, bool eval_wanted, bool quiet) {
+    if (!f.train_only) return false;
+    if (!f.trained.empty() || !f.shard.empty() || eval_wanted)
+      EDO_USAGE_FAIL("--train-only decides on the whole table: no --trained, --shard or --eval");
+    pack_trained_state(table, output, opt);
+    if (!quiet) std::fprintf(stderr, "%s: %s -> %s: the trained state\n", tool, table.path().c_str(), output.c_str());
+    return true;
+  }
+
+  // --trained (each tier's state, and the training run's parameters and
+  // seed) and --shard (the shard's rows; the layout stays the whole
+  // table's): a shard of the table written as part of the one-process file.
+  void apply(const char* tool, const ShardFlags& f, io::TableReader& table, PackOptions& opt, bool eval_wanted) {
+    if (!f.trained.empty()) {
+      trained_ = read_trained_state(f.trained);
+      bool same = trained_->tiers.size() == opt.tiers.size() && trained_->dim == table.dim();
+      for (size_t t = 0; same && t < opt.tiers.size(); ++t)
+        same = trained_->tiers[t].name == opt.tiers[t].name &&
+               make_tier_builder(opt.tiers[t].codec, table.dim(), {})->codec() == trained_->tiers[t].spec;
+      if (!same) EDO_USAGE_FAIL("--trained {}: trained for other tiers or another width than these", f.trained);
+      opt.parameters = trained_->parameters;
+      if (trained_->parameters.contains("train_rows") && trained_->parameters["train_rows"].is_number_unsigned())
+        opt.train_rows = trained_->parameters["train_rows"].get<uint64_t>();
+      opt.seed = trained_->seed;
+      opt.trained = &trained_->tiers;
+    }
+    const ShardChoice choice = resolve_shard(f.shard, f.shard_count);
+    if (!choice.active()) return;
+    if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
+    check_shardable(opt, table.dim());  // before the shard line, so a refusal is one line
+    const RowRange range = take_shard(tool, choice, table.rows(), opt.shard);
+    opt.first_row = range.begin;
+    opt.shard_rows = range.size();
+    if (opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own
+      words_.assign(opt.vocabulary->begin() + static_cast<int64_t>(range.begin),
+                    opt.vocabulary->begin() + static_cast<int64_t>(range.end));
+      opt.vocabulary = &words_;
+    }
+  }
+
+ private:
+  std::optional<TrainedState> trained_;
+  std::vector<std::string> words_;
+};
 
 }  // namespace edo::cli

@@ -90,9 +90,10 @@ struct PackReport : TableWriteReport {
 // per tier over the blocks that hold its rows; memory is a block, the
 // per-row order and tier ids (9 bytes a row) and one training sample.
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
-// Usage error unless a pack of these tiers can be written in shards: codec
-// and zero tiers only, and (for more than one tier) frequencies.
-void check_shardable(const PackOptions& opt);
+// Usage error unless a pack of these tiers at `dim` can be written in
+// shards (docs/SCALE.md): no group tier, and every tier that trains or fits
+// (ShardNeed sample or tier) given its state in opt.trained.
+void check_shardable(const PackOptions& opt, uint64_t dim);
 
 // edo-pack --train-only: every tier that trains, trained on the sample a
 // whole-table pack draws, written as a state file (write_trained_layout()).

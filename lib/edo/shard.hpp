@@ -48,17 +48,11 @@ nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint6
 void write_trained_state(io::TableReader& input, const std::string& out_path, const std::string& spec,
                          const WriteOptions& opt);
 
-struct TrainedTier {
-  std::string name;
-  std::string spec;              // canonical, or the tier kind's word
-  std::vector<NamedBlob> blobs;  // as the codec's state(); empty for a tier that trains nothing
-};
 struct TrainedState {
-  std::vector<TrainedTier> tiers;
+  std::vector<TrainedTier> tiers;  // for WriteOptions::trained
   uint64_t dim = 0;
   nlohmann::json parameters;  // the training run's provenance parameters
   uint64_t seed = 0;
-  std::vector<std::vector<NamedBlob>> states() const;  // per tier, for WriteOptions::trained_states
 };
 // Reads what write_trained_layout() wrote (every checksum verified).
 TrainedState read_trained_state(const std::string& path);

@@ -41,6 +41,26 @@ struct HashFitOptions {
   uint64_t gpu_block_rows = 0;
 };
 
+struct TableLayout;
+
+// A tier's trained state (--train-only / --trained, FORMAT.md 9.8): what a
+// shard's run loads instead of training or fitting it.
+struct TrainedTier {
+  std::string name;
+  std::string spec;                                // canonical, or the tier kind's word
+  std::vector<NamedBlob> blobs;                    // the state's arrays; empty for a tier that keeps none
+  nlohmann::json info = nlohmann::json::object();  // what its fit reports in the manifest (hashed tiers)
+};
+
+// How a tier's rows depend on rows outside a shard (docs/SCALE.md).
+enum class ShardNeed : uint8_t {
+  none,         // each row is encoded alone: a codec that trains nothing, zero, sparse k= or threshold=
+  sample,       // a state trained on a seeded sample of the tier's rows: trained codecs, centroids, density=
+  tier,         // a state fitted over every row of the tier: default's mean, hashed tiers' fits
+  table,        // encoding reads the stored rows of the whole table: nearest
+  unshardable,  // group tiers: each row's group comes from a fit of the whole tier
+};
+
 struct WriteOptions {
   uint64_t seed = 0;
   uint64_t train_rows = 65536;  // seeded sample of a tier's own rows for trainable codecs
@@ -61,37 +81,47 @@ struct WriteOptions {
   std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
   HashFitOptions hash_fit;
   // Sharded runs (shard.hpp): the table row number of the input's first row
-  // (for the source digest), the manifest's "shard" entry (null: a whole
-  // table), and per tier the state it loads instead of training (an empty
-  // entry: the tier trains as usual, or trains nothing).
+  // (for the source digest and the row ids builders see), the manifest's
+  // "shard" entry (null: a whole table), per tier the state it loads instead
+  // of training or fitting (a tier with no blobs and no info: the tier
+  // trains as usual, or trains nothing), and the whole table with its layout
+  // (what prepare() sees; null: the input and layout written).
   uint64_t first_row = 0;
   nlohmann::json shard;
-  const std::vector<std::vector<NamedBlob>>* trained_states = nullptr;
+  const std::vector<TrainedTier>* trained = nullptr;
+  io::TableReader* whole_table = nullptr;
+  const TableLayout* whole_layout = nullptr;
 };
 
-struct TableLayout;
-
-// Writes one tier of one kind. The writer calls, in this order: prepare(), train()
-// when needs_training(), begin(), add() for every block holding the tier's
-// rows (in table order), finish().
+// Writes one tier of one kind. The writer calls, in this order:
+// load_trained() when given a trained state, prepare(), train() when
+// needs_training() and nothing was loaded, begin(), add() for every block
+// holding the tier's rows (in table order), finish().
 class TierBuilder {
  public:
   virtual ~TierBuilder() = default;
   virtual std::string codec() const = 0;  // the manifest's "codec": canonical spec or the kind's word
   virtual uint64_t code_size() const { return 0; }
   virtual bool needs_training() const { return false; }
-  // Sees the whole input and layout before anything else, for kinds whose
-  // rows depend on rows outside their tier (nearest); `self` is this tier's
-  // index. Default: nothing.
+  virtual ShardNeed shard_need() const { return needs_training() ? ShardNeed::sample : ShardNeed::none; }
+  // Sees the whole input and layout, for kinds whose rows depend on rows
+  // outside their tier (nearest) or that fit on all of them (hashed, unless
+  // a state was loaded); `self` is this tier's index. Default: nothing.
   virtual void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self);
   // Fits on a seeded sample of the tier's own rows, named row_ids[i] in errors.
   virtual void train(const float* x, size_t n, const uint64_t* row_ids, uint64_t seed);
-  // Instead of train(): the state a --train-only run wrote (codec tiers; others refuse).
-  virtual void load_trained(const std::vector<NamedBlob>& state);
+  // What a --train-only run stores of a tier whose shard_need() is sample
+  // or tier, after train() or after add() has seen every row of the tier;
+  // and, instead of training or fitting, that state loaded (kinds that keep
+  // none refuse).
+  virtual std::vector<NamedBlob> trained_state() const { return {}; }
+  virtual nlohmann::json trained_info() const { return nlohmann::json::object(); }
+  virtual void load_trained(const TrainedTier& state);
   // Opens what the tier streams; sections are named prefix + role.
   virtual void begin(io::ContainerWriter& writer, const std::string& prefix);
-  // n rows of the tier (row_ids: their table rows, ascending; weights: their
-  // access counts, or null to weigh rows equally).
+  // n rows of the tier (row_ids: their table rows, ascending, counted from
+  // the table's first row in a shard too; weights: their access counts, or
+  // null to weigh rows equally).
   virtual void add(const float* x, size_t n, const uint64_t* row_ids, const double* weights) = 0;
   // Closes streamed sections, writes the others and fills the manifest
   // entry's "codec", "code_size", "sections" and kind-specific keys. Returns

@@ -243,6 +243,15 @@ void Reader::Impl::load() {
         "{}: shard {}/{} of a table (its rows {} to {} of {}), not a table: merge the shards "
         "(edo-pack --merge) to read it",
         path, shard->index, shard->count, shard->first_row, shard->first_row + rows, shard->table_rows);
+  // Hashed and nearest tiers answer ids from the whole table's rows, which
+  // a shard's own map and row count cannot place (FORMAT.md 9.9).
+  if (shard_entry_of(manifest, path))
+    for (const io::TierInfo& t : container.tiers())
+      if (const TierKind kind = tier_kind_of(t.codec); kind == TierKind::hashed || kind == TierKind::nearest)
+        EDO_FAIL(
+            "{}: tier '{}' ({}) answers ids with rows outside this shard: merge the shards (edo-pack --merge) "
+            "to read them",
+            path, t.name, t.codec);
   if (manifest.contains("trained_only"))
     EDO_FAIL("{}: a trained codec state with no rows (edo-quantize --train-only): give it to --trained", path);
   const auto& infos = container.tiers();

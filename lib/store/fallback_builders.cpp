@@ -44,6 +44,14 @@ class CentroidTierBuilder final : public TierBuilder {
     centroids_ = kmeans(x, n, dim_, count_, opt);
   }
 
+  std::vector<NamedBlob> trained_state() const override { return {{"centroids", {count_, dim_}, centroids_}}; }
+
+  void load_trained(const TrainedTier& state) override {
+    if (state.blobs.size() != 1 || state.blobs[0].name != "centroids" || state.blobs[0].values.size() != count_ * dim_)
+      EDO_USAGE_FAIL("--trained: tier '{}' holds no {} centroids of {} values", state.name, count_, dim_);
+    centroids_ = state.blobs[0].values;
+  }
+
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
     writer_ = &writer;
     writer.begin_section(prefix + "assign");
@@ -96,6 +104,9 @@ class NearestTierBuilder final : public TierBuilder {
 
   std::string codec() const override { return metric_ == Metric::l2 ? "nearest:l2" : "nearest:cos"; }
   uint64_t code_size() const override { return target_bytes_; }
+  // A shard's rows are searched among the stored rows of the whole table,
+  // which prepare() is given.
+  ShardNeed shard_need() const override { return ShardNeed::table; }
 
   void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self) override {
     input_ = &input;

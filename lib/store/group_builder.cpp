@@ -39,6 +39,7 @@ class GroupTierBuilder final : public TierBuilder {
   std::string codec() const override { return format_group_spec(spec_); }
   uint64_t code_size() const override { return index_bytes_ + (residual_ ? residual_->code_size() : 0); }
   bool needs_training() const override { return true; }
+  ShardNeed shard_need() const override { return ShardNeed::unshardable; }
 
   void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self) override {
     input_ = &input;

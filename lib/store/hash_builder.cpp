@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 namespace edo {
 
@@ -164,20 +165,26 @@ class HashTierBuilder final : public TierBuilder {
   std::string codec() const override { return format_hash_spec(spec_); }
   uint64_t code_size() const override { return spec_.weights ? 2 * spec_.k : 0; }
 
+  // The fit reads every row of the tier: a shard loads the one a
+  // --train-only run made (its tables, weights and report).
+  ShardNeed shard_need() const override { return ShardNeed::tier; }
+
   void prepare(io::TableReader& input, const TableLayout& layout, uint8_t self) override {
     const auto t0 = std::chrono::steady_clock::now();
     input_ = &input;
     table_rows_ = input.rows();
     name_ = layout.tiers[self].name;
+    recon_ = std::make_unique<RowErrorStats>(dim_);
     if (spec_.buckets >= table_rows_)
       EDO_USAGE_FAIL("tier '{}': {} buckets for a table of {} rows share nothing (B must be below the rows)", name_,
                      spec_.buckets, table_rows_);
-    collect_rows(layout, self);
     slots_ = spec_.buckets;
     if (spec_.scheme == HashScheme::qr) {
       quotient_rows_ = qr_quotient_rows(table_rows_, spec_.buckets);
       slots_ += quotient_rows_;  // the fit's parameter table: quotient rows, then remainder rows
     }
+    if (loaded_) return use_loaded();
+    collect_rows(layout, self);
     params_.assign(slots_ * dim_, 0.0f);
     if (spec_.weights) weights_.assign(table_rows_ * spec_.k, 0x3c00);  // 1.0
     if (spec_.fit == HashFit::none)
@@ -194,7 +201,13 @@ class HashTierBuilder final : public TierBuilder {
     encode_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  void begin(io::ContainerWriter&, const std::string&) override { recon_ = std::make_unique<RowErrorStats>(dim_); }
+  std::vector<NamedBlob> trained_state() const override {
+    std::vector<NamedBlob> state = {{"params", {slots_, dim_}, params_}};
+    if (spec_.weights) state.push_back({"weights", {table_rows_, spec_.k}, {weights_.begin(), weights_.end()}});
+    return state;
+  }
+  nlohmann::json trained_info() const override { return {{"fit", fit_report()}, {"collisions", collisions()}}; }
+  void load_trained(const TrainedTier& state) override { loaded_ = state; }
 
   void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
     std::vector<float> y(dim_);
@@ -221,20 +234,39 @@ class HashTierBuilder final : public TierBuilder {
     }
     uint64_t bytes = 0;
     for (const auto& [role, b] : section_bytes_) bytes += b;
-    entry.update({{"codec", codec()},
-                  {"code_size", code_size()},
-                  {"sections", sections},
-                  {"fit",
-                   {{"method", method_},
-                    {"iterations", iterations_},
-                    {"residual", residual_},
-                    {"converged", converged_},
-                    {"weighted_relative_error", objective_}}},
-                  {"collisions", collisions()}});
+    entry.update({{"codec", codec()}, {"code_size", code_size()}, {"sections", sections}});
+    entry.update(loaded_ ? loaded_->info : trained_info());
     return bytes;
   }
 
  private:
+  nlohmann::json fit_report() const {
+    return {{"method", method_},
+            {"iterations", iterations_},
+            {"residual", residual_},
+            {"converged", converged_},
+            {"weighted_relative_error", objective_}};
+  }
+
+  // The tables and report of a --train-only run, checked against the spec and table.
+  void use_loaded() {
+    const std::vector<NamedBlob>& blobs = loaded_->blobs;
+    const bool fit = loaded_->info.contains("fit") && loaded_->info.contains("collisions");
+    const bool tables = !blobs.empty() && blobs[0].name == "params" && blobs[0].values.size() == slots_ * dim_;
+    const bool weights = spec_.weights ? blobs.size() == 2 && blobs[1].name == "weights" &&
+                                             blobs[1].values.size() == table_rows_ * spec_.k
+                                       : blobs.size() == 1;
+    if (!fit || !tables || !weights)
+      EDO_USAGE_FAIL("--trained: tier '{}' holds no fit of {} for a table of {} rows", name_, codec(), table_rows_);
+    params_ = blobs[0].values;
+    if (spec_.weights)
+      for (float w : blobs[1].values) {
+        if (!(w >= 0 && w <= 65535 && w == std::floor(w)))
+          EDO_USAGE_FAIL("--trained: tier '{}': a weight is not fp16 bits", name_);
+        weights_.push_back(static_cast<uint16_t>(w));
+      }
+  }
+
   void collect_rows(const TableLayout& layout, uint8_t self) {
     const bool whole = layout.tier_of_row.empty();
     double mass = 0;
@@ -656,6 +688,7 @@ class HashTierBuilder final : public TierBuilder {
   uint32_t iterations_ = 0;
   double residual_ = 0, objective_ = 0;
   bool converged_ = false;
+  std::optional<TrainedTier> loaded_;
 };
 
 }  // namespace

@@ -327,12 +327,24 @@ TableLayout shard_layout(const TableLayout& whole, uint64_t begin, uint64_t end)
 
 }  // namespace
 
-void check_shardable(const PackOptions& opt) {
-  if (opt.freq.empty() && opt.tiers.size() > 1)
-    EDO_USAGE_FAIL("a shard of a tiered file needs --freq: the hot order by row norm would read every row");
-  for (const TierSpec& t : opt.tiers)
-    if (const TierKind kind = tier_kind_of(t.codec); kind != TierKind::codec && kind != TierKind::zero)
-      EDO_USAGE_FAIL("tier '{}' ({}): only codec and zero tiers shard yet (docs/SCALE.md)", t.name, t.codec);
+void check_shardable(const PackOptions& opt, uint64_t dim) {
+  for (size_t t = 0; t < opt.tiers.size(); ++t) {
+    const TierSpec& tier = opt.tiers[t];
+    const ShardNeed need = make_tier_builder(tier.codec, dim, {})->shard_need();
+    if (need == ShardNeed::unshardable)
+      EDO_USAGE_FAIL(
+          "tier '{}' ({}): a group tier's rows take their groups from a fit of the whole tier, so it does "
+          "not shard (docs/SCALE.md)",
+          tier.name, tier.codec);
+    const bool loaded =
+        opt.trained && t < opt.trained->size() && (!(*opt.trained)[t].blobs.empty() || !(*opt.trained)[t].info.empty());
+    if ((need == ShardNeed::sample || need == ShardNeed::tier) && !loaded)
+      EDO_USAGE_FAIL(
+          "tier '{}' ({}) {}, and every shard must share it: run {} INPUT --train-only -o MODEL.edo with the same "
+          "options once, then each shard with --trained MODEL.edo",
+          tier.name, tier.codec, need == ShardNeed::sample ? "trains on a sample" : "fits on every row of its tier",
+          opt.tool.empty() ? "the tool" : opt.tool);
+  }
 }
 
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt) {
@@ -341,7 +353,7 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
   if (!opt.freq.empty() && opt.freq.size() != rows)
     EDO_USAGE_FAIL("{} frequencies for {} rows of {}", opt.freq.size(), rows, input.path());
   const bool sharded = !opt.shard.is_null();
-  if (sharded) check_shardable(opt);
+  if (sharded) check_shardable(opt, input.dim());
   const TableLayout layout = whole_layout(input, opt, !sharded);
   WriteOptions wo = pack_write_options(opt);
   PackReport rep;
@@ -350,6 +362,8 @@ PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, cons
     if (end > rows || opt.shard_rows == 0)
       EDO_FAIL("{}: shard rows {} to {} are outside the table", out_path, begin, end);
     auto view = row_range_view(input, {begin, end});
+    wo.whole_table = &input;  // for the kinds that read rows outside the shard (nearest)
+    wo.whole_layout = &layout;
     static_cast<TableWriteReport&>(rep) = write_table(*view, out_path, shard_layout(layout, begin, end), wo);
   } else {
     static_cast<TableWriteReport&>(rep) = write_table(input, out_path, layout, wo);

@@ -8,6 +8,7 @@
 #include <edo/io/vocab.hpp>
 #include <edo/shard.hpp>
 #include <edo/shard_set.hpp>
+#include <edo/sparse.hpp>
 #include <edo/tier.hpp>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 namespace edo {
 
@@ -74,12 +76,6 @@ void write_trained_state(io::TableReader& input, const std::string& out_path, co
   write_trained_layout(input, out_path, layout, opt);
 }
 
-std::vector<std::vector<NamedBlob>> TrainedState::states() const {
-  std::vector<std::vector<NamedBlob>> out;
-  for (const TrainedTier& t : tiers) out.push_back(t.blobs);
-  return out;
-}
-
 TrainedState read_trained_state(const std::string& path) {
   const io::Container c = io::Container::open(path, io::Verify::all);
   const nlohmann::json& m = c.manifest();
@@ -93,10 +89,15 @@ TrainedState read_trained_state(const std::string& path) {
     const io::TierInfo& info = c.tiers()[t];
     const nlohmann::json& entry = m["tiers"][t];
     TrainedTier tier{info.name, info.codec, {}};
+    if (entry.contains("trained")) {
+      if (!entry["trained"].is_object()) EDO_FAIL("{}: tier '{}': \"trained\" is not an object", path, info.name);
+      tier.info = entry["trained"];
+    }
+    // The state is the sections state_shapes names (a 1.1 codec tier's empty "codes" is not).
+    const bool shaped = entry.contains("state_shapes") && entry["state_shapes"].is_object();
     for (const auto& [role, section] : info.sections) {
-      if (role == "codes") continue;
-      if (!entry.contains("state_shapes") || !entry["state_shapes"].is_object() ||
-          !entry["state_shapes"].contains(role) || !entry["state_shapes"][role].is_array())
+      if (shaped ? !entry["state_shapes"].contains(role) : role == "codes") continue;
+      if (!shaped || !entry["state_shapes"][role].is_array())
         EDO_FAIL("{}: tier '{}': state '{}' has no shape", path, info.name, role);
       const io::SectionView v = c.section(section);
       NamedBlob b;
@@ -144,18 +145,80 @@ Shard open_shard(const std::string& path, io::Verify verify) {
   if (hex.size() != 16 || std::from_chars(hex.data(), hex.data() + hex.size(), s.digest, 16).ec != std::errc{})
     EDO_FAIL("{}: the provenance has no {} (written by an older edo?)", path, kDigestKey);
   for (const io::TierInfo& t : s.c.tiers())
-    if (const TierKind kind = tier_kind_of(t.codec); kind != TierKind::codec && kind != TierKind::zero)
-      EDO_FAIL("{}: tier '{}' ({}) does not merge yet: codec and zero tiers do (docs/SCALE.md)", path, t.name, t.codec);
+    if (tier_kind_of(t.codec) == TierKind::grouped)
+      EDO_FAIL("{}: tier '{}' ({}) is a group tier, which does not shard (docs/SCALE.md)", path, t.name, t.codec);
   return s;
 }
+
+// Sections holding the tier's rows one after another (FORMAT.md 9.8):
+// concatenated in shard order by a merge. The others are the tier's state,
+// equal in every shard.
+bool row_section(const std::string& codec, const std::string& role) {
+  switch (tier_kind_of(codec)) {
+    case TierKind::codec:
+      return role == "codes";
+    case TierKind::centroids:
+      return role == "assign";
+    case TierKind::nearest:
+      return role == "target";
+    case TierKind::sparse:
+      return role == "values" || role == "offsets" || role == "indices" || role == "masks" || role == "params";
+    default:
+      return false;
+  }
+}
+
+// A sparse tier's entry keys that count its own rows' values (FORMAT.md 9.3).
+constexpr const char* kSparseCounts[] = {"nnz", "offset_bytes", "density"};
 
 // What must agree between shards: the manifest without what differs by row range.
 nlohmann::json comparable(const io::Container& c) {
   nlohmann::json m = c.manifest();
   for (const char* key : {"shard", "rows", "sections", "eval", "vocab"}) m.erase(key);
   m["provenance"].erase(kDigestKey);
-  for (auto& tier : m["tiers"]) tier.erase("rows");
+  for (auto& tier : m["tiers"]) {
+    tier.erase("rows");
+    for (const char* key : kSparseCounts) tier.erase(key);
+  }
   return m;
+}
+
+uint64_t tier_count(const Shard& s, size_t t, const char* key) {
+  const nlohmann::json& e = s.c.manifest()["tiers"][t];
+  if (!e.contains(key) || !e[key].is_number_unsigned())
+    EDO_FAIL("{}: tier '{}' has no \"{}\" count", s.path, s.c.tiers()[t].name, key);
+  return e[key].get<uint64_t>();
+}
+
+// Sparse tier t's offsets: each shard's row ends after its first, run on
+// from the values of the shards before it, at the merged file's width.
+void merge_offsets(io::ContainerWriter& writer, const std::vector<Shard>& shards, size_t t, const std::string& name,
+                   uint64_t total_nnz) {
+  const uint64_t out_width = total_nnz <= UINT32_MAX ? 4 : 8;
+  writer.begin_section(name);
+  uint64_t base = 0;
+  std::vector<uint8_t> piece;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const Shard& s = shards[i];
+    const uint64_t width = tier_count(s, t, "offset_bytes"), rows = s.c.tiers()[t].rows;
+    const io::SectionView v = s.c.section(name);
+    if ((width != 4 && width != 8) || v.size != (rows + 1) * width)
+      EDO_FAIL("{}: tier '{}': offsets of {} bytes for {} rows", s.path, s.c.tiers()[t].name, v.size, rows);
+    for (uint64_t k = i == 0 ? 0 : 1; k <= rows;) {
+      const uint64_t n = std::min<uint64_t>(rows + 1 - k, 1 << 20);
+      piece.resize(n * out_width);
+      for (uint64_t j = 0; j < n; ++j) {
+        uint64_t end = 0;
+        std::memcpy(&end, v.data + (k + j) * width, width);  // little-endian
+        end += base;
+        std::memcpy(piece.data() + j * out_width, &end, out_width);
+      }
+      writer.append(piece.data(), piece.size());
+      k += n;
+    }
+    base += tier_count(s, t, "nnz");
+  }
+  writer.end_section();
 }
 
 void check_set(std::vector<Shard>& shards) {
@@ -190,7 +253,7 @@ void check_set(std::vector<Shard>& shards) {
           s.path, first.path);
     for (const io::TierInfo& tier : s.c.tiers())
       for (const auto& [role, section] : tier.sections) {
-        if (role == "codes") continue;
+        if (row_section(tier.codec, role)) continue;
         const io::SectionView a = s.c.section(section), b = first.c.section(section);
         if (a.size != b.size || std::memcmp(a.data, b.data, a.size) != 0)
           EDO_FAIL("{}: its codec state '{}' differs from {}'s: shards must share one trained state (--trained)",
@@ -214,15 +277,31 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   const Shard& first = shards.front();
   const uint64_t rows = first.table_rows;
   const size_t ntiers = first.c.tiers().size();
-  std::vector<std::string> codes;  // every tier's code section: concatenated in shard order
-  for (const io::TierInfo& t : first.c.tiers())
-    if (t.sections.contains("codes")) codes.push_back(t.sections.at("codes"));
+  std::map<std::string, size_t> row_sections;  // by name: its tier; concatenated in shard order
+  std::vector<uint64_t> nnz(ntiers, 0);        // sparse tiers' values, summed
+  for (size_t t = 0; t < ntiers; ++t) {
+    const io::TierInfo& info = first.c.tiers()[t];
+    for (const auto& [role, name] : info.sections)
+      if (row_section(info.codec, role)) row_sections[name] = t;
+    if (tier_kind_of(info.codec) != TierKind::sparse) continue;
+    const bool int4 = parse_sparse_spec(info.codec, first.c.dim()).values == SparseValues::int4;
+    for (const Shard& s : shards) {
+      const uint64_t n = tier_count(s, t, "nnz");
+      if (int4 && n % 2 != 0)  // int4 values pair in bytes: an odd count would not concatenate
+        EDO_FAIL("{}: tier '{}' holds an odd count of int4 values ({})", s.path, info.name, n);
+      nnz[t] += n;
+    }
+  }
   io::ContainerWriter writer(out_path);
   constexpr uint64_t kPiece = uint64_t{16} << 20;
   std::vector<uint8_t> tier_of_row;  // the whole row map, rebuilt from the shards'
   for (const io::SectionInfo& section : first.c.sections()) {
-    const bool code_rows = std::find(codes.begin(), codes.end(), section.name) != codes.end();
-    if (code_rows || section.name == "rowmap/tier") {
+    const auto row_tier = row_sections.find(section.name);
+    const bool code_rows = row_tier != row_sections.end();
+    if (code_rows && section.name.ends_with("/offsets") &&
+        tier_kind_of(first.c.tiers()[row_tier->second].codec) == TierKind::sparse) {
+      merge_offsets(writer, shards, row_tier->second, section.name, nnz[row_tier->second]);
+    } else if (code_rows || section.name == "rowmap/tier") {
       writer.begin_section(section.name);
       for (const Shard& s : shards) {
         const io::SectionView v = s.c.section(section.name);
@@ -262,7 +341,16 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   for (size_t t = 0; t < ntiers; ++t) {
     uint64_t tier_rows = 0;
     for (const Shard& s : shards) tier_rows += s.c.tiers()[t].rows;
-    manifest["tiers"][t]["rows"] = tier_rows;
+    nlohmann::json& entry = manifest["tiers"][t];
+    entry["rows"] = tier_rows;
+    if (tier_kind_of(first.c.tiers()[t].codec) == TierKind::sparse) {
+      // As the sparse writer counts them (sparse_builder.cpp, finish()).
+      entry["nnz"] = nnz[t];
+      entry["offset_bytes"] = nnz[t] <= UINT32_MAX ? 4 : 8;
+      entry["density"] = tier_rows ? static_cast<double>(nnz[t]) /
+                                         (static_cast<double>(tier_rows) * static_cast<double>(first.c.dim()))
+                                   : 0.0;
+    }
   }
   if (manifest.contains("rowmap") && rows > UINT32_MAX) manifest["rowmap"].erase("local");
   if (manifest.contains("vocab")) manifest["vocab"]["words"] = rows;
@@ -276,6 +364,12 @@ void write_shard_set(const std::vector<std::string>& paths, const std::string& o
   std::vector<Shard> shards;
   for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::structure));
   check_set(shards);
+  for (const io::TierInfo& t : shards.front().c.tiers())
+    if (const TierKind kind = tier_kind_of(t.codec); kind == TierKind::hashed || kind == TierKind::nearest)
+      EDO_USAGE_FAIL(
+          "--shard-set: tier '{}' ({}) answers ids with rows outside each shard: merge the shards "
+          "(--merge) instead",
+          t.name, t.codec);
   const std::filesystem::path dir = std::filesystem::absolute(out_path).parent_path();
   nlohmann::json list = nlohmann::json::array();
   for (const Shard& s : shards) {

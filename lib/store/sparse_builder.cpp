@@ -325,6 +325,14 @@ class SparseTierBuilder final : public TierBuilder {
     threshold_ = sparse_fit_threshold(spec_.density, x, n, dim_, seed);
   }
 
+  std::vector<NamedBlob> trained_state() const override { return {{"threshold", {1}, {threshold_}}}; }
+
+  void load_trained(const TrainedTier& state) override {
+    if (state.blobs.size() != 1 || state.blobs[0].name != "threshold" || state.blobs[0].values.size() != 1)
+      EDO_USAGE_FAIL("--trained: tier '{}' holds no fitted threshold", state.name);
+    threshold_ = state.blobs[0].values[0];
+  }
+
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
     recon_ = std::make_unique<RowErrorStats>(dim_);
     writer_ = &writer;

@@ -34,7 +34,7 @@ double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
 void TierBuilder::prepare(io::TableReader&, const TableLayout&, uint8_t) {}
 void TierBuilder::train(const float*, size_t, const uint64_t*, uint64_t) {}
 
-void TierBuilder::load_trained(const std::vector<NamedBlob>&) {
+void TierBuilder::load_trained(const TrainedTier&) {
   EDO_USAGE_FAIL("--trained: tier kind '{}' keeps no trained state to load", codec());
 }
 void TierBuilder::begin(io::ContainerWriter&, const std::string&) {}
@@ -67,6 +67,15 @@ uint64_t file_size_of(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
+EncodeOptions encode_options(const io::TableReader& input, const WriteOptions& opt) {
+  EncodeOptions enc;
+  enc.device = opt.device;
+  enc.allow_nonfinite = opt.allow_nonfinite;
+  enc.allow_underflow = opt.allow_underflow;
+  enc.input = input.path();
+  return enc;
+}
+
 // ---- codec tiers: one fixed-size code per row ---------------------------------------------
 
 class CodecTierBuilder final : public TierBuilder {
@@ -83,7 +92,8 @@ class CodecTierBuilder final : public TierBuilder {
     codec_->train(x, n, seed);
   }
 
-  void load_trained(const std::vector<NamedBlob>& state) override { codec_->load_state(state); }
+  std::vector<NamedBlob> trained_state() const override { return codec_->state(); }
+  void load_trained(const TrainedTier& state) override { codec_->load_state(state.blobs); }
 
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
     rule_ = std::make_unique<MagnitudeRule>(*codec_, enc_);
@@ -159,8 +169,12 @@ class SharedVectorTierBuilder final : public TierBuilder {
   SharedVectorTierBuilder(uint64_t dim, const EncodeOptions& enc) : sum_(dim, 0.0), enc_(enc) {}
 
   std::string codec() const override { return tier_kind_word(TierKind::shared_vector); }
+  // The mean is a sum over every row of the tier, in table order: a shard
+  // loads the one a --train-only pass summed.
+  ShardNeed shard_need() const override { return ShardNeed::tier; }
 
   void add(const float* x, size_t n, const uint64_t*, const double* weights) override {
+    if (loaded_) return;
     const size_t dim = sum_.size();
     for (size_t i = 0; i < n; ++i) {
       const double w = weights ? weights[i] : 1.0;
@@ -169,21 +183,34 @@ class SharedVectorTierBuilder final : public TierBuilder {
     }
   }
 
+  std::vector<NamedBlob> trained_state() const override { return {{"vector", {sum_.size()}, mean()}}; }
+
+  void load_trained(const TrainedTier& state) override {
+    if (state.blobs.size() != 1 || state.blobs[0].name != "vector" || state.blobs[0].values.size() != sum_.size())
+      EDO_USAGE_FAIL("--trained: tier '{}' holds no vector of {} values", state.name, sum_.size());
+    loaded_ = state.blobs[0].values;
+  }
+
   uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
-    const size_t dim = sum_.size();
-    std::vector<float> vec(dim, 0.0f);
-    for (size_t j = 0; j < dim; ++j) vec[j] = weight_ > 0 ? static_cast<float>(sum_[j] / weight_) : 0.0f;
+    const std::vector<float> vec = loaded_ ? *loaded_ : mean();
     if (!std::all_of(vec.begin(), vec.end(), [](float v) { return std::isfinite(v); }))
       EDO_FAIL("{}: the mean of the tier's rows is not finite (the rows hold NaN/Inf)", enc_.input);
-    writer.add_section(prefix + "vector", vec.data(), dim * sizeof(float));
+    writer.add_section(prefix + "vector", vec.data(), vec.size() * sizeof(float));
     entry.update({{"codec", codec()}, {"code_size", 0}, {"sections", {{"vector", prefix + "vector"}}}});
-    return dim * sizeof(float);
+    return vec.size() * sizeof(float);
   }
 
  private:
+  std::vector<float> mean() const {
+    std::vector<float> vec(sum_.size(), 0.0f);
+    for (size_t j = 0; j < vec.size(); ++j) vec[j] = weight_ > 0 ? static_cast<float>(sum_[j] / weight_) : 0.0f;
+    return vec;
+  }
+
   std::vector<double> sum_;
   double weight_ = 0;
   EncodeOptions enc_;
+  std::optional<std::vector<float>> loaded_;
 };
 
 // ---- the passes --------------------------------------------------------------------------
@@ -242,52 +269,52 @@ struct PassState {
   uint64_t written = 0;
 };
 
-// Trains (when the kind needs it) and streams tier t through its builder.
-TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohmann::json& entry) {
+// The state tier t loads instead of training or fitting (--trained), or null.
+const TrainedTier* loaded_state(const WriteOptions& opt, uint8_t t) {
+  if (!opt.trained || t >= opt.trained->size()) return nullptr;
+  const TrainedTier& s = (*opt.trained)[t];
+  return s.blobs.empty() && s.info.empty() ? nullptr : &s;
+}
+
+// Loads tier t's state when given one, then prepare(), with the whole table
+// and layout when the pass writes a shard.
+void load_and_prepare(PassState& ps, uint8_t t, TierBuilder& builder, const TrainedTier* loaded) {
+  if (loaded) builder.load_trained(*loaded);
+  builder.prepare(ps.opt.whole_table ? *ps.opt.whole_table : ps.input,
+                  ps.opt.whole_layout ? *ps.opt.whole_layout : ps.layout, t);
+}
+
+// Trains tier t's builder on the seeded sample of the tier's rows; returns the seconds.
+double train_tier(PassState& ps, uint8_t t, TierBuilder& builder, uint64_t tier_rows) {
+  const TierPlan& plan = ps.layout.tiers[t];
+  if (tier_rows == 0)
+    EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, builder.codec());
+  const auto t0 = Clock::now();
+  std::vector<uint64_t> sample_rows;
+  const std::vector<float> sample =
+      tier_sample(ps.input, ps.layout.tier_of_row, t, tier_rows, ps.opt.train_rows, ps.opt.seed, sample_rows);
+  try {
+    builder.train(sample.data(), sample_rows.size(), sample_rows.data(), ps.opt.seed);
+  } catch (const Error& e) {
+    if (ps.layout.tiers.size() == 1) throw;
+    EDO_FAIL("tier '{}': codec '{}' cannot train on the tier's {} rows: {}", plan.name, builder.codec(),
+             sample_rows.size(), e.what());
+  }
+  return seconds_since(t0);
+}
+
+// Streams tier t's rows through builder.add(), block by block in table
+// order, weighted by their access counts when the tier is looked up at all.
+void stream_tier(PassState& ps, uint8_t t, TierBuilder& builder) {
   const TierPlan& plan = ps.layout.tiers[t];
   const bool many = ps.layout.tiers.size() > 1;
   const uint64_t dim = ps.input.dim(), block = ps.input.block_rows(ps.opt.block_bytes);
-  TierWriteReport tr;
-  tr.name = plan.name;
-  tr.residency = plan.residency;
-  tr.codec = builder.codec();
-  tr.code_size = builder.code_size();
-  const std::vector<uint8_t>& tier_of_row = ps.layout.tier_of_row;
-  tr.rows = tier_of_row.empty() ? ps.input.rows()
-                                : static_cast<uint64_t>(std::count(tier_of_row.begin(), tier_of_row.end(), t));
-  builder.prepare(ps.input, ps.layout, t);
-  if (!checked_mul(tr.rows, tr.code_size))
-    EDO_FAIL("{}: {} rows of {} bytes overflow", ps.writer.path(), tr.rows, tr.code_size);
-  if (builder.needs_training() && ps.opt.trained_states && t < ps.opt.trained_states->size() &&
-      !(*ps.opt.trained_states)[t].empty()) {
-    builder.load_trained((*ps.opt.trained_states)[t]);
-  } else if (builder.needs_training()) {
-    if (tr.rows == 0)
-      EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, tr.codec);
-    const auto t0 = Clock::now();
-    std::vector<uint64_t> sample_rows;
-    const std::vector<float> sample =
-        tier_sample(ps.input, tier_of_row, t, tr.rows, ps.opt.train_rows, ps.opt.seed, sample_rows);
-    try {
-      builder.train(sample.data(), sample_rows.size(), sample_rows.data(), ps.opt.seed);
-    } catch (const Error& e) {
-      if (!many) throw;
-      EDO_FAIL("tier '{}': codec '{}' cannot train on the tier's {} rows: {}", plan.name, tr.codec, sample_rows.size(),
-               e.what());
-    }
-    tr.train_seconds = seconds_since(t0);
-  }
-  // Frequencies weigh a tier's rows only when its rows are looked up at all.
   const std::vector<double>& freq = ps.layout.freq;
-  const double total = std::accumulate(freq.begin(), freq.end(), 0.0);
-  tr.mass = ps.masses[t];
-  const bool weighted = total > 0 && tr.mass > 0;
-  const std::string prefix = plan.name + "/";
-  builder.begin(ps.writer, prefix);
+  const bool weighted = ps.masses[t] > 0;  // the table's counts sum above 0 and reach this tier
   std::vector<float> gathered;
   std::vector<uint64_t> row_ids;
   std::vector<double> weights;
-  for_tier_blocks(ps.input, tier_of_row, t, block,
+  for_tier_blocks(ps.input, ps.layout.tier_of_row, t, block,
                   [&](uint64_t begin, uint64_t n, const float* x, const std::vector<uint64_t>& mine) {
                     if (ps.digest) *ps.digest += detail::rows_digest(x, n, dim, ps.opt.first_row + begin);
                     const float* src = x;
@@ -300,7 +327,7 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
                     row_ids.clear();
                     weights.clear();
                     for (uint64_t i : mine) {
-                      row_ids.push_back(begin + i);
+                      row_ids.push_back(ps.opt.first_row + begin + i);
                       if (weighted) weights.push_back(freq[begin + i]);
                     }
                     try {
@@ -312,9 +339,36 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
                     ps.written += mine.size();
                     if (ps.opt.progress) ps.opt.progress(ps.written, ps.input.rows());
                   });
+}
+
+uint64_t rows_of_tier(const TableLayout& layout, uint64_t rows, uint8_t t) {
+  return layout.tier_of_row.empty()
+             ? rows
+             : static_cast<uint64_t>(std::count(layout.tier_of_row.begin(), layout.tier_of_row.end(), t));
+}
+
+// Trains (when the kind needs it and no state was loaded) and streams tier t through its builder.
+TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohmann::json& entry) {
+  const TierPlan& plan = ps.layout.tiers[t];
+  TierWriteReport tr;
+  tr.name = plan.name;
+  tr.residency = plan.residency;
+  tr.codec = builder.codec();
+  tr.code_size = builder.code_size();
+  tr.rows = rows_of_tier(ps.layout, ps.input.rows(), t);
+  const TrainedTier* loaded = loaded_state(ps.opt, t);
+  load_and_prepare(ps, t, builder, loaded);
+  if (!checked_mul(tr.rows, tr.code_size))
+    EDO_FAIL("{}: {} rows of {} bytes overflow", ps.writer.path(), tr.rows, tr.code_size);
+  if (!loaded && builder.needs_training()) tr.train_seconds = train_tier(ps, t, builder, tr.rows);
+  tr.mass = ps.masses[t];
+  const std::string prefix = plan.name + "/";
+  builder.begin(ps.writer, prefix);
+  stream_tier(ps, t, builder);
   entry = {{"name", plan.name}, {"rows", tr.rows}, {"residency", residency_name(plan.residency)}};
   if (!plan.share.empty()) entry["share"] = plan.share;
-  if (total > 0) entry["mass"] = tr.mass;
+  // Masses sum to 1 when the whole table's counts sum above 0 (a shard's own may not).
+  if (std::any_of(ps.masses.begin(), ps.masses.end(), [](double m) { return m > 0; })) entry["mass"] = tr.mass;
   tr.bytes = builder.finish(ps.writer, prefix, entry);
   tr.sections = builder.section_bytes();
   if (const uint64_t dense = builder.dense_bytes(); dense > 0 && tr.bytes > dense && !ps.opt.allow_larger_sparse)
@@ -361,40 +415,46 @@ std::vector<double> tier_masses(const std::vector<double>& freq, const std::vect
 
 void write_trained_layout(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
                           const WriteOptions& opt) {
-  EncodeOptions enc;
-  enc.device = opt.device;
-  enc.input = input.path();
+  const EncodeOptions enc = encode_options(input, opt);
   io::ContainerWriter writer(out_path);
+  PassState ps{input, layout, opt, writer, nullptr, tier_masses(layout.freq, layout.tier_of_row, layout.tiers.size())};
   nlohmann::json tiers = nlohmann::json::array();
   bool any = false;
   for (uint8_t t = 0; t < layout.tiers.size(); ++t) {
     const TierPlan& plan = layout.tiers[t];
     auto builder = make_tier_builder(plan.codec, input.dim(), enc, opt.hash_fit);
-    const uint64_t rows =
-        layout.tier_of_row.empty()
-            ? input.rows()
-            : static_cast<uint64_t>(std::count(layout.tier_of_row.begin(), layout.tier_of_row.end(), t));
-    if (builder->needs_training()) {
-      if (tier_kind_of(plan.codec) != TierKind::codec)
-        EDO_USAGE_FAIL("--train-only: tier '{}' ({}) fits on the whole table, not on a sample: not sharded yet",
-                       plan.name, plan.codec);
-      if (rows == 0)
-        EDO_USAGE_FAIL("tier '{}': codec '{}' needs training but the tier has no rows", plan.name, plan.codec);
-      std::vector<uint64_t> sample_rows;
-      const std::vector<float> sample =
-          tier_sample(input, layout.tier_of_row, t, rows, opt.train_rows, opt.seed, sample_rows);
-      builder->train(sample.data(), sample_rows.size(), sample_rows.data(), opt.seed);
+    const ShardNeed need = builder->shard_need();
+    if (need == ShardNeed::unshardable)
+      EDO_USAGE_FAIL("tier '{}' ({}): its rows' groups come from a fit of the whole tier, so it does not shard",
+                     plan.name, plan.codec);
+    if (need == ShardNeed::sample || need == ShardNeed::tier) {
+      load_and_prepare(ps, t, *builder, nullptr);
+      if (need == ShardNeed::sample)
+        train_tier(ps, t, *builder, rows_of_tier(layout, input.rows(), t));
+      else
+        stream_tier(ps, t, *builder);  // the global phase: every row of the tier, once
       any = true;
     }
-    // The tier as a shard of no rows lays it out: its (empty) code section and its state.
+    // Each state array as a section of its own, its shape beside it (FORMAT.md 9.8).
     const std::string prefix = plan.name + "/";
-    builder->begin(writer, prefix);
-    nlohmann::json entry = {{"name", plan.name}, {"rows", 0}, {"residency", residency_name(plan.residency)}};
+    nlohmann::json sections = nlohmann::json::object(), shapes = nlohmann::json::object();
+    if (need == ShardNeed::sample || need == ShardNeed::tier)
+      for (const NamedBlob& blob : builder->trained_state()) {
+        writer.add_section(prefix + blob.name, blob.values.data(), blob.values.size() * sizeof(float));
+        sections[blob.name] = prefix + blob.name;
+        shapes[blob.name] = blob.shape;
+      }
+    nlohmann::json entry = {{"name", plan.name},         {"rows", 0},
+                            {"codec", builder->codec()}, {"residency", residency_name(plan.residency)},
+                            {"sections", sections},      {"state_shapes", shapes}};
     if (!plan.share.empty()) entry["share"] = plan.share;
-    builder->finish(writer, prefix, entry);
+    if (const nlohmann::json info = builder->trained_info(); !info.empty()) entry["trained"] = info;
     tiers.push_back(entry);
   }
-  if (!any) EDO_USAGE_FAIL("--train-only: every tier's codec trains nothing: each shard encodes with them directly");
+  if (!any)
+    EDO_USAGE_FAIL(
+        "--train-only: no tier trains or fits a state (each encodes its rows alone, or reads the table itself): "
+        "run each shard without --trained");
   writer.finish({{"rows", 0},
                  {"dim", input.dim()},
                  {"tiers", tiers},
@@ -431,11 +491,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   if (layout.tier_of_row.empty() ? ntiers != 1 : layout.tier_of_row.size() != rows)
     EDO_FAIL("{}: the layout assigns {} rows to {} tiers, the table has {}", out_path, layout.tier_of_row.size(),
              ntiers, rows);
-  EncodeOptions enc;
-  enc.device = opt.device;
-  enc.allow_nonfinite = opt.allow_nonfinite;
-  enc.allow_underflow = opt.allow_underflow;
-  enc.input = input.path();
+  const EncodeOptions enc = encode_options(input, opt);
   std::vector<std::unique_ptr<TierBuilder>> builders;
   for (const TierPlan& plan : layout.tiers) builders.push_back(make_tier_builder(plan.codec, dim, enc, opt.hash_fit));
 

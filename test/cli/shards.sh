@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Sharded runs (docs/SCALE.md): edo-quantize --shard I/N (or the launcher's
-# environment) and edo-pack --merge give the file one process writes, byte
-# for byte, for two and three uneven shards, with and without a trained
-# state (--train-only / --trained) and words; lone shards and trained states
-# are not tables; bad shard sets are refused with nothing written.
+# Sharded runs (docs/SCALE.md): edo-quantize, edo-pack, edo-sparsify and
+# edo-hash --shard I/N (or the launcher's environment) and edo-pack --merge
+# give the file one process writes, byte for byte, for two and three uneven
+# shards, with and without a trained state (--train-only / --trained) and
+# words, for every tier kind that shards; lone shards and trained states are
+# not tables; bad shard sets are refused with nothing written.
 #   shards.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
@@ -77,15 +78,66 @@ expect 0 "$P" --shard-set "$work/pack.0-3.edo" "$work/pack.1-3.edo" "$work/pack.
 expect 0 "$U" "$work/pack.edo" -o "$work/pack.whole.npy" -q
 expect 0 "$U" "$work/pack.edoset" -o "$work/pack.set.npy" -q
 cmp -s "$work/pack.whole.npy" "$work/pack.set.npy" || fail "the tiered shard set decodes differently from the one file"
-expect 2 "$P" "$glove" -o "$work/bad.edo" --tier hot:rows=10%:fp16 --tier cold:rest:int8 --shard 0/2
-err_has "needs --freq"
 expect 2 "$P" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --tier hot:rows=10%:fp16 --tier rest:rest:default \
   --shard 0/2
-err_has "only codec and zero tiers shard yet"
+err_has "fits on every row of its tier"
+expect 2 "$P" "$glove" -o "$work/bad.edo" --tier hot:rows=10%:fp16 --tier rest:rest:group:clusters=8 --shard 0/2
+err_has "does not shard"
 expect 2 "$P" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --tier hot:rows=20%:fp16 --tier warm:rest:pq:m=10 \
   --trained "$work/pack.model.edo" --shard 0/2
 err_has "trained for other tiers"
 [ ! -e "$work/bad.edo" ] || fail "a refused pack left a file"
+
+# ---- every tier kind that shards: pruned, fallback and hashed tiers (edo-sparsify,
+# edo-hash, edo-pack), with their global phases in --train-only ----------------------------
+sharded_same() {  # TOOL NAME ARGS...: --train-only when it has a state, 2 and 3 shards, merged == one process
+  local tool=$1 name=$2; shift 2
+  expect 0 "$tool" "$glove" -o "$work/$name.edo" "$@" -q
+  local trained=()
+  if "$tool" "$glove" -o "$work/$name.model.edo" "$@" --train-only -q 2>"$work/err"; then
+    trained=(--trained "$work/$name.model.edo")
+  else
+    grep -q "no tier trains or fits a state" "$work/err" || fail "$name: --train-only: $(cat "$work/err")"
+  fi
+  for n in 2 3; do
+    local parts=()
+    for ((i = 0; i < n; i++)); do
+      expect 0 "$tool" "$glove" -o "$work/$name.$i-$n.edo" "$@" "${trained[@]}" --shard "$i/$n" -q
+      parts+=("$work/$name.$i-$n.edo")
+    done
+    expect 0 "$P" --merge "${parts[@]}" -o "$work/$name.m$n.edo" -q
+    same "$work/$name.edo" "$work/$name.m$n.edo"
+  done
+}
+S="$build/edo-sparsify"; H="$build/edo-hash"
+sharded_same "$S" sp-density --density 0.3 --values int8 --seed 3
+sharded_same "$S" sp-mean --freq "$work/zipf.npy" --drop rows=30% --per-row-k 12 --values fp16
+sharded_same "$S" sp-centroids --freq "$work/zipf.npy" --drop rows=40% --fallback centroids:32 --codec int8
+sharded_same "$S" sp-nearest --freq "$work/zipf.npy" --drop rows=40% --fallback nearest:l2 --codec int4
+sharded_same "$S" sp-int4 --freq "$work/zipf.npy" --drop mass=5% --threshold 0.3 --form csr --values int4 --force
+sharded_same "$H" hash-k2 --scheme hash:buckets=2000,k=2 --freq "$work/zipf.npy"
+sharded_same "$H" hash-qr --scheme qr:buckets=500 --keep-top rows=10% --freq "$work/zipf.npy"
+# No --freq: the hot order by row norm, which each shard computes over the whole table.
+sharded_same "$P" pack-norm --tier hot:rows=20%:fp16 --tier mid:rows=50%:bitmap:density=0.4,values=int8 \
+  --tier cold:rest:default
+# Pruned and centroid shards read as one table in a shard set; hashed and nearest ones do not.
+expect 0 "$P" --shard-set "$work/sp-centroids.0-3.edo" "$work/sp-centroids.1-3.edo" "$work/sp-centroids.2-3.edo" \
+  -o "$work/sp.edoset" -q
+expect 0 "$U" "$work/sp-centroids.edo" -o "$work/sp.whole.npy" -q
+expect 0 "$U" "$work/sp.edoset" -o "$work/sp.set.npy" -q
+cmp -s "$work/sp.whole.npy" "$work/sp.set.npy" || fail "the pruned shard set decodes differently from the one file"
+expect 2 "$P" --shard-set "$work/hash-k2.0-2.edo" "$work/hash-k2.1-2.edo" -o "$work/bad.edoset" -q
+err_has "merge the shards"
+[ ! -e "$work/bad.edoset" ] || fail "a refused shard set left a file"
+sed "s/sp-centroids/sp-nearest/g" "$work/sp.edoset" >"$work/near.edoset"
+expect 1 "$U" "$work/near.edoset" -o "$work/bad.npy" -q
+err_has "answers ids with rows outside this shard"
+expect 2 "$S" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --drop rows=40% --fallback centroids:32 --shard 0/2
+err_has "--train-only"
+expect 2 "$H" "$glove" -o "$work/bad.edo" --scheme hash:buckets=2000 --trained "$work/sp-density.model.edo" \
+  --shard 0/2
+err_has "trained for other tiers"
+[ ! -e "$work/bad.edo" ] || fail "a refused shard run left a file"
 
 # ---- the launchers' environments give the same shards ----------------------------------
 env_run() {  # out env...: shard 1 of 2 of int8 by the environment
@@ -210,7 +262,7 @@ err_has "holds pq:m=10"
 expect 2 "$Q" "$glove" -o "$work/bad.edo" --trained "$work/pq.model.edo" --seed 9
 err_has "was trained with --seed 5"
 expect 2 "$Q" "$glove" -o "$work/bad.edo" --codec int8 --train-only
-err_has "trains nothing"
+err_has "no tier trains or fits a state"
 [ ! -e "$work/bad.edo" ] || fail "a refused run left a file"
 expect 2 "$P" --merge "$work/int8.0-3.edo" "$work/int8.1-3.edo" -o "$work/bad.edo"
 err_has "but 2 shard files given (missing: 2)"
