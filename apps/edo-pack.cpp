@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
       "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
-      "  edo-pack --merge part-*.edo -o emb.edo    (shards of edo-quantize --shard; docs/SCALE.md)\n"
+      "  edo-pack --merge part-*.edo -o emb.edo    (shards of any tool's --shard; docs/SCALE.md)\n"
       "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
       "edo-pack"};
   std::string input, output, freq_path, config, device = "auto";
@@ -78,16 +78,17 @@ int main(int argc, char** argv) {
       "A --train-only file of the same tiers: encode with its states, training nothing (its seed and\n"
       "training parameters are the run's)");
   std::vector<std::string> merge;
-  app.add_option(
-         "--merge", merge,
-         "Shard files (edo-quantize or edo-pack --shard, in any order): concatenated without decoding into -o,\n"
-         "the file one process writes from the same command and seed, byte for byte; every shard once")
+  app.add_option("--merge", merge,
+                 "Shard files (of edo-quantize, edo-pack, edo-sparsify or edo-hash --shard, in any order):\n"
+                 "concatenated without decoding into -o, the file one process writes from the same command and\n"
+                 "seed, byte for byte; every shard once")
       ->expected(1, -1);
   std::vector<std::string> shard_set;
   app.add_option("--shard-set", shard_set,
                  "Shard files (as --merge takes them): checked as --merge checks them, then a small shard-set\n"
                  "file -o names them with their rows, sizes and manifest checksums; edo-unpack, edo-eval, the tools'\n"
-                 "INPUT and the reader library's ShardSet read it as the whole table, without copying")
+                 "INPUT and the reader library's ShardSet read it as the whole table, without copying (shards\n"
+                 "with hashed or nearest tiers, which answer ids across shards, are refused: merge them)")
       ->expected(1, -1);
   edo::cli::add_version_flag(app, "edo-pack");
 

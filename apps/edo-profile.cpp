@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
   app.add_option("INPUT", input, "Table to profile");
   std::string shard;
   uint32_t shard_count = 0;
-  edo::cli::add_shard_options(app, shard, shard_count);
+  edo::cli::add_shard_options(app, shard, shard_count, "into a part (with --json) for edo-profile --merge");
   std::vector<std::string> merge;
   app.add_option("--merge", merge,
                  "Parts written by --shard I/N --json (any order): the report one process gives for the whole\n"

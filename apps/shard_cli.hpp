@@ -20,12 +20,16 @@ struct ShardChoice {
   bool active() const { return count > 1; }
 };
 
-inline void add_shard_options(CLI::App& app, std::string& shard, uint32_t& shard_count) {
+// `what`: what a shard's run makes of its rows, and for whom.
+inline void add_shard_options(CLI::App& app, std::string& shard, uint32_t& shard_count,
+                              const char* what = "into a shard file for edo-pack --merge or --shard-set") {
   app.add_option("--shard", shard,
-                 "I/N: encode only the I-th (from 0) of N contiguous row ranges, split at multiples of 2048 rows,\n"
-                 "into a shard file for edo-pack --merge; 'none': the whole table. Absent: taken from the launcher\n"
-                 "(SLURM_ARRAY_TASK_ID/COUNT, SLURM_PROCID/NTASKS, JOB_COMPLETION_INDEX with --shard-count,\n"
-                 "OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, in that order), always said on stderr (docs/SCALE.md)");
+                 fmt::format("I/N: only the I-th (from 0) of N contiguous row ranges, split at multiples of 2048\n"
+                             "rows, {}; 'none': the whole table. Absent: taken from the launcher\n"
+                             "(SLURM_ARRAY_TASK_ID/COUNT, SLURM_PROCID/NTASKS, JOB_COMPLETION_INDEX with\n"
+                             "--shard-count, OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, in that order), always said\n"
+                             "on stderr (docs/SCALE.md)",
+                             what));
   app.add_option("--shard-count", shard_count,
                  "N for a Kubernetes Indexed Job (JOB_COMPLETION_INDEX gives I; the job's completions)")
       ->check(CLI::PositiveNumber);
