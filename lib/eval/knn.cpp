@@ -8,7 +8,12 @@
 #include <cblas.h>
 #include <omp.h>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -174,6 +179,29 @@ struct KnnSearch::Impl {
   std::vector<float> device_scores;
 #endif
 
+  // Which of 32 rows (scores s, row terms xa) have a key, as rank_key gives
+  // it, not below `worst`; a NaN key counts as one (it ranks -inf, which a
+  // heap of -inf keys still takes by id).
+  template <Metric metric>
+  static uint32_t contender_mask(const float* s, const float* xa, float qa, float worst) {
+    uint32_t mask = 0;
+#ifdef __AVX2__
+    const __m256 w = _mm256_set1_ps(worst), vq = _mm256_set1_ps(qa);
+    for (int g = 0; g < 4; ++g) {
+      __m256 key = _mm256_loadu_ps(s + 8 * g);
+      if constexpr (metric == Metric::l2) key = _mm256_sub_ps(_mm256_add_ps(key, key), _mm256_loadu_ps(xa + 8 * g));
+      if constexpr (metric == Metric::cos) key = _mm256_mul_ps(_mm256_mul_ps(key, vq), _mm256_loadu_ps(xa + 8 * g));
+      mask |= static_cast<uint32_t>(_mm256_movemask_ps(_mm256_cmp_ps(key, w, _CMP_NLT_UQ))) << (8 * g);
+    }
+#else
+    for (uint32_t t = 0; t < 32; ++t) {
+      const float key = metric == Metric::ip ? s[t] : metric == Metric::l2 ? 2.0f * s[t] - xa[t] : s[t] * qa * xa[t];
+      mask |= static_cast<uint32_t>(!(key < worst)) << t;
+    }
+#endif
+    return mask;
+  }
+
   // Offers `row_count` scores s[j] of rows next_id + j to query q.
   template <Metric metric>
   void select_metric(uint64_t q, const float* s, uint64_t row_count) {
@@ -181,37 +209,28 @@ struct KnnSearch::Impl {
     const int64_t skip = opts.exclude.empty() ? -1 : opts.exclude[q];
     std::vector<Candidate>& heap = heaps[q];
     const float qa = q_aux[q];
-    // ip ranks by the scores themselves; l2 and cos by keys computed in one
-    // vector pass first (measured faster than computing them in the test).
-    const float* keys = s;
-    if constexpr (metric != Metric::ip) {
-      thread_local std::vector<float> computed;
-      computed.resize(row_count);
-      for (uint64_t j = 0; j < row_count; ++j) computed[j] = rank_key(metric, s[j], qa, x_aux[j]);
-      keys = computed.data();
-    }
+    // A row's key from its score, as rank_key computes it (ip: the score).
+    const auto key_of = [&](uint64_t j) { return rank_key(metric, s[j], qa, metric == Metric::ip ? 0.0f : x_aux[j]); };
     auto consider = [&](uint64_t j) {
       const int64_t id = static_cast<int64_t>(next_id + j);
-      if (id != skip) offer(heap, k, Candidate{metric == Metric::ip ? rank_key(metric, s[j], qa, 0.0f) : keys[j], id});
+      if (id != skip) offer(heap, k, Candidate{key_of(j), id});
     };
     uint64_t j = 0;
     for (; j < row_count && heap.size() < k; ++j) consider(j);
     // Once the heap is full, a row with a key below the worst kept one can
     // never enter it (equal keys still compete on id): test whole blocks of
-    // keys against that bound at vector speed, and offer rows one by one
-    // only in blocks that hold a contender. A NaN score (ranked -inf) counts
-    // as a contender here, so the heap is the one offering every row gives.
+    // rows against that bound at vector speed, their keys computed in the
+    // test from the scores (one pass, no key array), and offer rows one by
+    // one only in blocks that hold a contender. A NaN key (a NaN score,
+    // ranked -inf) counts as a contender here, so the heap is the one
+    // offering every row gives.
     constexpr uint64_t kBlock = 32;
     for (; j + kBlock <= row_count; j += kBlock) {
-      const float worst = heap.front().key;
-      bool contender = false;
-      if constexpr (metric == Metric::ip) {
-        for (uint64_t t = 0; t < kBlock; ++t) contender |= !(keys[j + t] < worst);  // NaN scores included
-      } else {
-        for (uint64_t t = 0; t < kBlock; ++t) contender |= keys[j + t] >= worst;  // keys are never NaN
-      }
-      if (!contender) continue;
-      for (uint64_t t = 0; t < kBlock; ++t) consider(j + t);
+      // Bit t: row j + t may enter. Rows below the bound at the block's
+      // start never can (offers only raise it), so only set bits are offered.
+      uint32_t contenders = contender_mask<metric>(s + j, x_aux.data() + j, qa, heap.front().key);
+      for (; contenders != 0; contenders &= contenders - 1)
+        consider(j + static_cast<uint64_t>(std::countr_zero(contenders)));
     }
     for (; j < row_count; ++j) consider(j);
   }
