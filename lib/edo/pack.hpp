@@ -92,7 +92,8 @@ struct PackReport : TableWriteReport {
 PackReport pack_to_edo(io::TableReader& input, const std::string& out_path, const PackOptions& opt);
 // Usage error unless a pack of these tiers at `dim` can be written in
 // shards (docs/SCALE.md): no group tier, and every tier that trains or fits
-// (ShardNeed sample or tier) given its state in opt.trained.
+// (ShardNeed sample or tier) given its state in opt.trained, which each
+// tier's builder then checks, before any row is read.
 void check_shardable(const PackOptions& opt, uint64_t dim);
 
 // edo-pack --train-only: every tier that trains, trained on the sample a

@@ -207,7 +207,28 @@ class HashTierBuilder final : public TierBuilder {
     return state;
   }
   nlohmann::json trained_info() const override { return {{"fit", fit_report()}, {"collisions", collisions()}}; }
-  void load_trained(const TrainedTier& state) override { loaded_ = state; }
+  // The fit report is checked here, before any row is read; the tables'
+  // sizes once prepare() knows the table.
+  void load_trained(const TrainedTier& state) override {
+    const nlohmann::json& info = state.info;
+    const auto has = [](const nlohmann::json& o, const char* key, bool (nlohmann::json::*is)() const noexcept) {
+      return o.contains(key) && (o[key].*is)();
+    };
+    const bool fit = info.contains("fit") && info["fit"].is_object() && info.contains("collisions") &&
+                     info["collisions"].is_object() && has(info["fit"], "method", &nlohmann::json::is_string) &&
+                     has(info["fit"], "iterations", &nlohmann::json::is_number_unsigned) &&
+                     has(info["fit"], "residual", &nlohmann::json::is_number) &&
+                     has(info["fit"], "converged", &nlohmann::json::is_boolean) &&
+                     has(info["fit"], "weighted_relative_error", &nlohmann::json::is_number) &&
+                     has(info["collisions"], "buckets", &nlohmann::json::is_number_unsigned) &&
+                     has(info["collisions"], "rows", &nlohmann::json::is_number_unsigned) &&
+                     has(info["collisions"], "max_rows", &nlohmann::json::is_number_unsigned) &&
+                     has(info["collisions"], "empty", &nlohmann::json::is_number_unsigned) &&
+                     has(info["collisions"], "mean_rows", &nlohmann::json::is_number) &&
+                     has(info["collisions"], "max_mass", &nlohmann::json::is_number);
+    if (!fit) EDO_USAGE_FAIL("--trained: tier '{}' holds no fit report of {}", state.name, codec());
+    loaded_ = state;
+  }
 
   void add(const float* x, size_t n, const uint64_t* row_ids, const double*) override {
     std::vector<float> y(dim_);
@@ -235,7 +256,9 @@ class HashTierBuilder final : public TierBuilder {
     uint64_t bytes = 0;
     for (const auto& [role, b] : section_bytes_) bytes += b;
     entry.update({{"codec", codec()}, {"code_size", code_size()}, {"sections", sections}});
-    entry.update(loaded_ ? loaded_->info : trained_info());
+    const nlohmann::json info = loaded_ ? loaded_->info : trained_info();
+    entry["fit"] = info["fit"];
+    entry["collisions"] = info["collisions"];
     return bytes;
   }
 
@@ -251,12 +274,11 @@ class HashTierBuilder final : public TierBuilder {
   // The tables and report of a --train-only run, checked against the spec and table.
   void use_loaded() {
     const std::vector<NamedBlob>& blobs = loaded_->blobs;
-    const bool fit = loaded_->info.contains("fit") && loaded_->info.contains("collisions");
     const bool tables = !blobs.empty() && blobs[0].name == "params" && blobs[0].values.size() == slots_ * dim_;
     const bool weights = spec_.weights ? blobs.size() == 2 && blobs[1].name == "weights" &&
                                              blobs[1].values.size() == table_rows_ * spec_.k
                                        : blobs.size() == 1;
-    if (!fit || !tables || !weights)
+    if (!tables || !weights)
       EDO_USAGE_FAIL("--trained: tier '{}' holds no fit of {} for a table of {} rows", name_, codec(), table_rows_);
     params_ = blobs[0].values;
     if (spec_.weights)

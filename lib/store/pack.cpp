@@ -330,7 +330,8 @@ TableLayout shard_layout(const TableLayout& whole, uint64_t begin, uint64_t end)
 void check_shardable(const PackOptions& opt, uint64_t dim) {
   for (size_t t = 0; t < opt.tiers.size(); ++t) {
     const TierSpec& tier = opt.tiers[t];
-    const ShardNeed need = make_tier_builder(tier.codec, dim, {})->shard_need();
+    const auto builder = make_tier_builder(tier.codec, dim, {});
+    const ShardNeed need = builder->shard_need();
     if (need == ShardNeed::unshardable)
       EDO_USAGE_FAIL(
           "tier '{}' ({}): a group tier's rows take their groups from a fit of the whole tier, so it does "
@@ -344,6 +345,7 @@ void check_shardable(const PackOptions& opt, uint64_t dim) {
           "options once, then each shard with --trained MODEL.edo",
           tier.name, tier.codec, need == ShardNeed::sample ? "trains on a sample" : "fits on every row of its tier",
           opt.tool.empty() ? "the tool" : opt.tool);
+    if (loaded) builder->load_trained((*opt.trained)[t]);  // a malformed state refused before any row is read
   }
 }
 
