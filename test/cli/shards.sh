@@ -138,20 +138,8 @@ expect 2 "$H" "$glove" -o "$work/bad.edo" --scheme hash:buckets=2000 --trained "
   --shard 0/2
 err_has "trained for other tiers"
 # A trained state whose hashed fit report was tampered with (resealed) is refused, not trusted.
-/usr/bin/python3 - "$work/hash-k2.model.edo" "$work/bad.model.edo" "$src/scripts" <<'PY'
-import json, struct, sys
-sys.path.insert(0, sys.argv[3])
-from edo_reader import xxh64
-data = bytearray(open(sys.argv[1], 'rb').read())
-moff, mlen = struct.unpack_from('<QQ', data, 24)
-m = json.loads(data[moff:moff + mlen]); del m['tiers'][0]['trained']['collisions']['buckets']
-text = json.dumps(m, separators=(',', ':')).encode()
-out = data[:moff] + text
-out += b'\0' * ((-len(out)) % 64)
-struct.pack_into('<QQQQ', out, 16, len(out), moff, len(text), xxh64(text))
-struct.pack_into('<Q', out, 56, xxh64(bytes(out[:56])))
-open(sys.argv[2], 'wb').write(out)
-PY
+/usr/bin/python3 "$src/test/cli/reseal_manifest.py" "$work/hash-k2.model.edo" "$work/bad.model.edo" \
+  "del m['tiers'][0]['trained']['collisions']['buckets']"
 expect 2 "$H" "$glove" -o "$work/bad.edo" --scheme hash:buckets=2000,k=2 --freq "$work/zipf.npy" \
   --trained "$work/bad.model.edo" --shard 0/2
 err_has "holds no fit report"
