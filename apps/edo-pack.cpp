@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
   edo::cli::ShardFlags shard_flags;
   edo::cli::add_shard_flags(
       app, shard_flags,
-      "Write only the trained states of the tiers that train (a .edo with no rows), each trained on the\n"
-      "sample a whole-table run draws: for --trained in each shard's run",
+      "Write only what the whole table decides, for --trained in each shard's run (a .edo with no rows):\n"
+      "trained codecs, centroids and density= thresholds from the sample a whole-table run draws, default\n"
+      "tiers' means and hashed tiers' fits from their rows (docs/SCALE.md, global phases)",
       "A --train-only file of the same tiers: encode with its states, training nothing (its seed and\n"
       "training parameters are the run's)");
   std::vector<std::string> merge;
