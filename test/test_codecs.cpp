@@ -392,6 +392,15 @@ TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on 
   }
   const Matrix tiny = test::first_columns(glove, 3);
   for (const char* spec : {"fp16", "int4:group=2", "int2", "bin", "fp8:e5m2"}) check_fast_matches_reference(tiny, spec);
+  // Rows whose minimum or maximum is a zero of either sign, at every position:
+  // the fast min/max must pick the reference's zero.
+  Matrix zeros{64, 40, {}};
+  for (size_t r = 0; r < zeros.rows; ++r)
+    for (size_t j = 0; j < zeros.dim; ++j)
+      zeros.values.push_back(j == r % zeros.dim || j == (r * 7 + 3) % zeros.dim ? ((r + j) % 2 ? -0.0f : 0.0f)
+                             : r % 2                                            ? 0.5f + static_cast<float>(j) / 64
+                                                                                : -0.5f - static_cast<float>(j) / 64);
+  for (const char* spec : {"int8", "int4", "int2", "int8:group=8"}) check_fast_matches_reference(zeros, spec);
 }
 
 TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on BIGANN (uint8)") {

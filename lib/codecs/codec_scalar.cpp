@@ -291,6 +291,50 @@ void min_max(const float* x, size_t n, float& lo, float& hi) {
   hi = h;
 }
 
+bool below_limit(const float* x, size_t n, uint32_t limit);
+
+// min_max() of a row whose magnitude bits all stay below `limit` (no
+// NaN/Inf, as below_limit() says), in one pass over it; false (lo, hi
+// unset) when one does not. The min/max lanes and their folding are
+// min_max()'s, so the result is its, signed zeros included.
+bool min_max_below(const float* x, size_t n, uint32_t limit, float& lo, float& hi) {
+#ifdef __AVX2__
+  if (n >= 8) {
+    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+    __m256 vl = _mm256_loadu_ps(x), vh = vl;
+    __m256i w = _mm256_and_si256(_mm256_castps_si256(vl), magnitude);
+    size_t i = 8;
+    for (; i + 8 <= n; i += 8) {
+      const __m256 v = _mm256_loadu_ps(x + i);
+      vl = _mm256_min_ps(vl, v);
+      vh = _mm256_max_ps(vh, v);
+      w = _mm256_max_epu32(w, _mm256_and_si256(_mm256_castps_si256(v), magnitude));
+    }
+    alignas(32) uint32_t worst[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(worst), w);
+    if (*std::max_element(worst, worst + 8) >= limit || !below_limit(x + i, n - i, limit)) return false;
+    alignas(32) float bl[8], bh[8];
+    _mm256_store_ps(bl, vl);
+    _mm256_store_ps(bh, vh);
+    float l = x[0], h = x[0];
+    for (int k = 0; k < 8; ++k) {
+      l = std::min(l, bl[k]);
+      h = std::max(h, bh[k]);
+    }
+    for (; i < n; ++i) {
+      l = std::min(l, x[i]);
+      h = std::max(h, x[i]);
+    }
+    lo = l;
+    hi = h;
+    return true;
+  }
+#endif
+  if (!below_limit(x, n, limit)) return false;
+  min_max(x, n, lo, hi);
+  return true;
+}
+
 float max_abs(const float* x, size_t n) {
   size_t i = 0;
   float m = 0.0f;
@@ -658,7 +702,10 @@ class ScalarCodec final : public Codec {
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
         const float* row = x + static_cast<size_t>(r) * L_.dim;
-        if (!below_limit(row, L_.dim, limit)) {
+        // One group: its min/max pass also checks the limit.
+        float lo = 0, hi = 0;
+        const bool whole = L_.groups == 1;
+        if (whole ? !min_max_below(row, L_.dim, limit, lo, hi) : !below_limit(row, L_.dim, limit)) {
 #pragma omp atomic write
           ok = false;
           continue;
@@ -667,8 +714,7 @@ class ScalarCodec final : public Codec {
         uint8_t* out = L_.bits == 8 ? code + L_.header_bytes : q.data();
         for (uint32_t g = 0; g < L_.groups; ++g) {
           const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
-          float lo, hi;
-          min_max(row + begin, len, lo, hi);
+          if (!whole) min_max(row + begin, len, lo, hi);
           const math::AffineParams p = L_.kind == ScalarKind::int8 ? math::affine_from_range(lo, hi, qmax)
                                                                    : affine_search_fast(row + begin, len, lo, hi, qmax);
           math::store_f32(code + 8 * g, p.scale);
