@@ -227,9 +227,9 @@ int main(int argc, char** argv) {
   edo::cli::ShardFlags shard_flags;
   edo::cli::add_shard_flags(
       app, shard_flags,
-      "Write only what the whole table decides, for --trained in each shard's run: --density's\n"
-      "threshold, trained codecs' states, --fallback mean's vector (one pass over the dropped rows) and\n"
-      "centroids, each from the sample a whole-table run draws (a .edo with no rows)",
+      "Write only what the whole table decides, for --trained in each shard's run (a .edo with no\n"
+      "rows): --density's threshold, trained codecs' states and --fallback centroids from the sample a\n"
+      "whole-table run draws, and --fallback mean's vector from one pass over the dropped rows",
       "A --train-only file of the same options: prune with its threshold and states, fitting nothing\n"
       "(its seed and training parameters are the run's)");
   edo::cli::add_version_flag(app, "edo-sparsify");
