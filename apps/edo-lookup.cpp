@@ -7,6 +7,7 @@
 #include <edo/io/ids.hpp>
 #include <edo/io/table.hpp>
 #include <edo/reader.hpp>
+#include <edo/shard_set.hpp>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <utility>
 
 namespace {
 
@@ -74,22 +77,47 @@ edo::UnknownIdPolicy unknown_policy(const std::string& s) {
   return edo::UnknownIdPolicy::hash;
 }
 
+// What the ids are looked up in: one file's Reader, or a shard set's
+// (edo-pack --shard-set), whose shards share one layout of tiers.
+struct LookupTable {
+  std::optional<edo::Reader> file;
+  std::optional<edo::ShardSet> set;
+
+  uint64_t rows() const { return file ? file->rows() : set->rows(); }
+  uint64_t dim() const { return file ? file->dim() : set->dim(); }
+  const std::string& path() const { return file ? file->path() : set->path(); }
+  void lookup(const int64_t* ids, size_t n, float* out) const {
+    return file ? file->lookup(ids, n, out) : set->lookup(ids, n, out);
+  }
+  // The reader that serves table row `row` (< rows()), and the row there.
+  std::pair<const edo::Reader*, uint64_t> reader_of(uint64_t row) const {
+    if (file) return {&*file, row};
+    size_t s = set->shard_count() - 1;
+    while (set->first_row(s) > row) --s;
+    return {&set->shard(s), row - set->first_row(s)};
+  }
+  const edo::Reader& first() const { return file ? *file : set->shard(0); }
+};
+
 // Ids at or beyond the table are refused up front when they would be an error, naming their line.
-void check_known(const edo::io::IdList& list, const std::string& ids_path, const edo::Reader& reader) {
+void check_known(const edo::io::IdList& list, const std::string& ids_path, const LookupTable& reader) {
   for (size_t i = 0; i < list.ids.size(); ++i)
     if (static_cast<uint64_t>(list.ids[i]) >= reader.rows())
       EDO_FAIL("{}: {}: id {} is outside {} ({} rows); --unknown default or hash answers such ids",
                ids_path == "-" ? "<stdin>" : ids_path, list.where(i), list.ids[i], reader.path(), reader.rows());
 }
 
-void print_stats(const edo::Reader& reader, const std::vector<int64_t>& ids, double seconds, int64_t read_bytes) {
+void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, double seconds, int64_t read_bytes) {
+  const edo::Reader& reader = table.first();  // tiers and cache (a shard set has no --max-resident)
   std::vector<uint64_t> per_tier(reader.tiers().size(), 0);
   uint64_t unknown = 0;
   for (int64_t id : ids) {
-    if (static_cast<uint64_t>(id) >= reader.rows())
+    if (static_cast<uint64_t>(id) >= table.rows()) {
       ++unknown;
-    else
-      ++per_tier[reader.tier_of(static_cast<uint64_t>(id))];
+      continue;
+    }
+    const auto [serving, row] = table.reader_of(static_cast<uint64_t>(id));
+    ++per_tier[serving->tier_of(row)];
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -130,10 +158,10 @@ void print_stats(const edo::Reader& reader, const std::vector<int64_t>& ids, dou
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Look up rows of a .edo file by id: the reader library as a tool. Ids come as text (one integer >= 0 a\n"
-      "line, '#' comments) or as an integer .npy, from a file or stdin (-); their rows go out in the ids' order,\n"
-      "as npy (a file, or stdout), HDF5 (x.h5:/dataset) or text (one row a line, each float32 printed so it\n"
-      "reads back exactly). Every tier kind decodes as edo-unpack decodes it.\n\n"
+      "Look up rows of a .edo file (or a shard set) by id: the reader library as a tool. Ids come as text\n"
+      "(one integer >= 0 a line, '#' comments) or as an integer .npy, from a file or stdin (-); their rows go\n"
+      "out in the ids' order, as npy (a file, or stdout), HDF5 (x.h5:/dataset) or text (one row a line, each\n"
+      "float32 printed so it reads back exactly). Every tier kind decodes as edo-unpack decodes it.\n\n"
       "Examples:\n"
       "  edo-lookup table.edo --ids ids.txt -o rows.npy\n"
       "  seq 0 9 | edo-lookup table.edo --ids - --format text --with-ids\n"
@@ -143,7 +171,8 @@ int main(int argc, char** argv) {
   bool with_ids = false, stats = false, verify = false, quiet = false;
   uint64_t batch = 65536;
   int threads = 0;
-  app.add_option("FILE", input, "A .edo file")->required();
+  app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
+      ->required();
   app.add_option("--ids", ids_path, "Ids to look up: a text file, an integer .npy, or - for stdin")->required();
   app.add_option("-o,--output", output,
                  "rows.npy, rows.h5:/dataset, rows.txt (with --format text) or - (stdout, "
@@ -199,7 +228,14 @@ int main(int argc, char** argv) {
                                          : edo::CacheIo::automatic;
     if (verify && ro.max_resident > 0)
       EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
-    const edo::Reader reader = edo::Reader::open(input, ro);
+    LookupTable reader;
+    if (edo::is_shard_set_file(input)) {
+      if (ro.max_resident > 0)
+        EDO_USAGE_FAIL("--max-resident bounds one file; {} is a shard set (give it a shard, or merge)", input);
+      reader.set.emplace(edo::ShardSet::open(input, ro));
+    } else {
+      reader.file.emplace(edo::Reader::open(input, ro));
+    }
     edo::io::report_bus_errors_as(fmt::format(
         "edo-lookup: error: {}: the file shrank while being served (truncated by another process?)", input));
     const edo::io::IdList list = edo::io::read_ids(ids_path);

@@ -78,6 +78,17 @@ expect 0 "$P" --shard-set "$work/pack.0-3.edo" "$work/pack.1-3.edo" "$work/pack.
 expect 0 "$U" "$work/pack.edo" -o "$work/pack.whole.npy" -q
 expect 0 "$U" "$work/pack.edoset" -o "$work/pack.set.npy" -q
 cmp -s "$work/pack.whole.npy" "$work/pack.set.npy" || fail "the tiered shard set decodes differently from the one file"
+# edo-lookup serves a set as the one file: the same rows and the same lookups a tier.
+L="$build/edo-lookup"
+printf '%s\n' 0 9999 2047 2048 6143 6144 17 5000 >"$work/ids.txt"
+expect 0 "$L" "$work/pack.edo" --ids "$work/ids.txt" -o "$work/l.whole.npy" --stats
+grep "lookups (" "$work/err" >"$work/l.whole.stats"
+expect 0 "$L" "$work/pack.edoset" --ids "$work/ids.txt" -o "$work/l.set.npy" --stats
+grep "lookups (" "$work/err" >"$work/l.set.stats"
+cmp -s "$work/l.whole.npy" "$work/l.set.npy" || fail "edo-lookup answers a shard set differently from the one file"
+cmp -s "$work/l.whole.stats" "$work/l.set.stats" || fail "edo-lookup counts a shard set's tiers differently"
+expect 2 "$L" "$work/pack.edoset" --ids "$work/ids.txt" -o "$work/bad.npy" --max-resident 1G
+err_has "is a shard set"
 expect 2 "$P" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --tier hot:rows=10%:fp16 --tier rest:rest:default \
   --shard 0/2
 err_has "fits on every row of its tier"
