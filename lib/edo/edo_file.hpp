@@ -38,6 +38,7 @@ struct QuantizeReport {
   uint64_t file_bytes = 0;    // the .edo file, less its vocabulary section
   uint64_t vocab_bytes = 0;   // the vocabulary section (FORMAT.md 9.7), when the input had words
   uint64_t code_size = 0;     // bytes per row
+  uint64_t state_bytes = 0;   // the codec's state (codebooks, basis, ...): a fixed cost, whatever the rows
   double ratio = 0;           // compression_ratio(fp32_bytes, file_bytes)
   double bits_per_value = 0;  // file_bytes * 8 / values
   // Reconstruction, over every row (double accumulation).

@@ -34,6 +34,7 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   rep.file_bytes = w.file_bytes;
   rep.vocab_bytes = w.vocab_bytes;
   rep.code_size = tier.code_size;
+  rep.state_bytes = tier.bytes - tier.rows * tier.code_size;  // a codec tier: its codes, then its state
   rep.ratio = w.ratio;
   rep.bits_per_value = static_cast<double>(w.file_bytes) * 8.0 / static_cast<double>(w.rows * w.dim);
   rep.rel_frobenius = tier.recon.rel_fro;

@@ -87,6 +87,7 @@ nlohmann::json quantize_report_json(const QuantizeReport& rep) {
           {"file_bytes", rep.file_bytes},
           {"vocab_bytes", rep.vocab_bytes},
           {"code_size", rep.code_size},
+          {"state_bytes", rep.state_bytes},
           {"ratio", rep.ratio},
           {"bits_per_value", rep.bits_per_value},
           {"rel_fro", rep.rel_frobenius},
@@ -102,6 +103,20 @@ std::string quantize_report_text(const QuantizeReport& rep) {
   std::string s = fmt::format("  codec          {} ({} bytes a row, device {})\n", rep.spec, rep.code_size, rep.device);
   s += fmt::format("  size           {} x {}: {} bytes as fp32 -> {} bytes ({:.2f}x, {:.3g} bits a value)\n", rep.rows,
                    rep.dim, rep.fp32_bytes, rep.file_bytes, rep.ratio, rep.bits_per_value);
+  if (rep.state_bytes > 0) {
+    // The codec's state is a fixed cost: say when it, not the codes, makes the file.
+    const uint64_t codes = rep.rows * rep.code_size;
+    s += fmt::format(
+        "  state          {} bytes ({:.0f}% of the file; the codes take {})", rep.state_bytes,
+        rep.file_bytes ? 100.0 * static_cast<double>(rep.state_bytes) / static_cast<double>(rep.file_bytes) : 0.0,
+        codes);
+    if (rep.state_bytes > codes && rep.code_size > 0)
+      s += fmt::format(
+          ": more than the codes, which outweigh it from about {} rows; a scalar codec may make a "
+          "smaller file here",
+          rep.state_bytes / rep.code_size);
+    s += "\n";
+  }
   if (rep.vocab_bytes > 0)
     s += fmt::format("  words          {} bytes of vocabulary (not counted in the size)\n", rep.vocab_bytes);
   s += fmt::format("  error          relative Frobenius {:.4g}, MSE {:.4g}, cosine mean {:.6f} min {:.6f}\n",

@@ -137,5 +137,16 @@ expect 2 "$build/edo-unpack" "$work/a.edo" -o "$work/a2.faiss" --vocab "$work/zi
 err_has "do not apply to a FAISS index"
 [ -e "$work/a2.faiss" ] && fail "a FAISS index was written from bad flags"
 
+# --- a trained codec's fixed-size state is reported, and said when it outweighs the codes
+/usr/bin/python3 -c "import numpy as n; n.save('$work/small.npy', n.load('$data')[:1000])"
+expect 0 "$Q" "$work/small.npy" -o "$work/s.pq.edo" --codec pq:m=25 --train-rows 1000
+grep -q "state          51200 bytes .*more than the codes, which outweigh it from about 2048 rows" "$work/out" ||
+  fail "pq on 1000 rows does not say its codebooks outweigh its codes: $(cat "$work/out")"
+expect 0 "$Q" "$data" -o "$work/s.pq.edo" --codec pq:m=25
+grep -q "state          51200 bytes" "$work/out" && ! grep -q "more than the codes" "$work/out" ||
+  fail "pq on 10000 rows misreports its state: $(cat "$work/out")"
+expect 0 "$Q" "$work/small.npy" -o "$work/s.i8.edo" --codec int8
+grep -q "state " "$work/out" && fail "int8 reports a state it does not have"
+
 if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all tool checks passed"
