@@ -155,10 +155,14 @@ class PackShards {
   void apply(const char* tool, const ShardFlags& f, io::TableReader& table, PackOptions& opt, bool eval_wanted) {
     if (!f.trained.empty()) {
       trained_ = read_trained_state(f.trained);
-      bool same = trained_->tiers.size() == opt.tiers.size() && trained_->dim == table.dim();
+      // The same tiers: names, kinds and codecs, and (as the training run recorded them) shares.
+      const nlohmann::json& specs = trained_->parameters.contains("tiers") ? trained_->parameters["tiers"] : nullptr;
+      bool same = trained_->tiers.size() == opt.tiers.size() && trained_->dim == table.dim() && specs.is_array() &&
+                  specs.size() == opt.tiers.size();
       for (size_t t = 0; same && t < opt.tiers.size(); ++t)
         same = trained_->tiers[t].name == opt.tiers[t].name &&
-               make_tier_builder(opt.tiers[t].codec, table.dim(), {})->codec() == trained_->tiers[t].spec;
+               make_tier_builder(opt.tiers[t].codec, table.dim(), {})->codec() == trained_->tiers[t].spec &&
+               specs[t] == format_tier_spec(opt.tiers[t]);
       if (!same) EDO_USAGE_FAIL("--trained {}: trained for other tiers or another width than these", f.trained);
       opt.parameters = trained_->parameters;
       if (trained_->parameters.contains("train_rows") && trained_->parameters["train_rows"].is_number_unsigned())

@@ -148,6 +148,10 @@ err_has "--train-only"
 expect 2 "$H" "$glove" -o "$work/bad.edo" --scheme hash:buckets=2000 --trained "$work/sp-density.model.edo" \
   --shard 0/2
 err_has "trained for other tiers"
+# The same tiers with another share: the trained mean is of other rows.
+expect 2 "$S" "$glove" -o "$work/bad.edo" --freq "$work/zipf.npy" --drop rows=40% --per-row-k 12 --values fp16 \
+  --trained "$work/sp-mean.model.edo" --shard 0/2
+err_has "trained for other tiers"
 # A trained state whose hashed fit report was tampered with (resealed) is refused, not trusted.
 /usr/bin/python3 "$src/test/cli/reseal_manifest.py" "$work/hash-k2.model.edo" "$work/bad.model.edo" \
   "del m['tiers'][0]['trained']['collisions']['buckets']"
