@@ -263,77 +263,52 @@ math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float 
 #endif
 }
 
-void min_max(const float* x, size_t n, float& lo, float& hi) {
+// The row's min and max (lanes of 8 folded in order, so signed zeros come
+// out the same however it is called), when its magnitude bits all stay
+// below `limit` (no NaN/Inf, as below_limit() says), in one pass over it;
+// false (lo, hi unset) when one does not.
+bool min_max_below(const float* x, size_t n, uint32_t limit, float& lo, float& hi) {
   size_t i = 0;
   float l = x[0], h = x[0];
+  uint32_t worst = 0;
 #ifdef __AVX2__
   if (n >= 8) {
+    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
     __m256 vl = _mm256_loadu_ps(x), vh = vl;
+    __m256i w = _mm256_and_si256(_mm256_castps_si256(vl), magnitude);
     for (i = 8; i + 8 <= n; i += 8) {
       const __m256 v = _mm256_loadu_ps(x + i);
       vl = _mm256_min_ps(vl, v);
       vh = _mm256_max_ps(vh, v);
+      w = _mm256_max_epu32(w, _mm256_and_si256(_mm256_castps_si256(v), magnitude));
     }
     alignas(32) float bl[8], bh[8];
+    alignas(32) uint32_t bw[8];
     _mm256_store_ps(bl, vl);
     _mm256_store_ps(bh, vh);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bw), w);
     for (int k = 0; k < 8; ++k) {
       l = std::min(l, bl[k]);
       h = std::max(h, bh[k]);
+      worst = std::max(worst, bw[k]);
     }
   }
 #endif
   for (; i < n; ++i) {
     l = std::min(l, x[i]);
     h = std::max(h, x[i]);
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    worst = std::max(worst, b & 0x7fffffffu);
   }
+  if (worst >= limit) return false;
   lo = l;
   hi = h;
-}
-
-bool below_limit(const float* x, size_t n, uint32_t limit);
-
-// min_max() of a row whose magnitude bits all stay below `limit` (no
-// NaN/Inf, as below_limit() says), in one pass over it; false (lo, hi
-// unset) when one does not. The min/max lanes and their folding are
-// min_max()'s, so the result is its, signed zeros included.
-bool min_max_below(const float* x, size_t n, uint32_t limit, float& lo, float& hi) {
-#ifdef __AVX2__
-  if (n >= 8) {
-    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
-    __m256 vl = _mm256_loadu_ps(x), vh = vl;
-    __m256i w = _mm256_and_si256(_mm256_castps_si256(vl), magnitude);
-    size_t i = 8;
-    for (; i + 8 <= n; i += 8) {
-      const __m256 v = _mm256_loadu_ps(x + i);
-      vl = _mm256_min_ps(vl, v);
-      vh = _mm256_max_ps(vh, v);
-      w = _mm256_max_epu32(w, _mm256_and_si256(_mm256_castps_si256(v), magnitude));
-    }
-    alignas(32) uint32_t worst[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(worst), w);
-    if (*std::max_element(worst, worst + 8) >= limit || !below_limit(x + i, n - i, limit)) return false;
-    alignas(32) float bl[8], bh[8];
-    _mm256_store_ps(bl, vl);
-    _mm256_store_ps(bh, vh);
-    float l = x[0], h = x[0];
-    for (int k = 0; k < 8; ++k) {
-      l = std::min(l, bl[k]);
-      h = std::max(h, bh[k]);
-    }
-    for (; i < n; ++i) {
-      l = std::min(l, x[i]);
-      h = std::max(h, x[i]);
-    }
-    lo = l;
-    hi = h;
-    return true;
-  }
-#endif
-  if (!below_limit(x, n, limit)) return false;
-  min_max(x, n, lo, hi);
   return true;
 }
+
+// min_max_below() with no limit (rows already checked).
+void min_max(const float* x, size_t n, float& lo, float& hi) { min_max_below(x, n, UINT32_MAX, lo, hi); }
 
 float max_abs(const float* x, size_t n) {
   size_t i = 0;
