@@ -71,6 +71,12 @@ inline uint32_t sparse_qmax(SparseValues v) { return v == SparseValues::int8 ? 2
 inline uint32_t sparse_param_bytes(SparseValues v) { return sparse_values_affine(v) ? 8u : 0u; }
 // Column index width of a CSR tier: 1 byte up to 256 columns, else 2.
 inline uint32_t sparse_index_bytes(uint64_t dim) { return dim <= 256 ? 1u : 2u; }
+// Bytes of each row offset of a tier holding `nnz` values (FORMAT.md 9.3):
+// u32 while they fit, else u64; and the tier's recorded density.
+inline uint32_t sparse_offset_bytes(uint64_t nnz) { return nnz <= UINT32_MAX ? 4u : 8u; }
+inline double sparse_density(uint64_t nnz, uint64_t rows, uint64_t dim) {
+  return rows ? static_cast<double>(nnz) / (static_cast<double>(rows) * static_cast<double>(dim)) : 0.0;
+}
 inline uint64_t sparse_mask_bytes(uint64_t dim) { return (dim + 7) / 8; }
 
 // Value i of a row's stored values, `p` the row's affine pair (int8/int4).

@@ -50,6 +50,7 @@ struct TrainedTier {
   std::string spec;                                // canonical, or the tier kind's word
   std::vector<NamedBlob> blobs;                    // the state's arrays; empty for a tier that keeps none
   nlohmann::json info = nlohmann::json::object();  // what its fit reports in the manifest (hashed tiers)
+  bool holds_state() const { return !blobs.empty() || !info.empty(); }  // else the tier trains nothing
 };
 
 // How a tier's rows depend on rows outside a shard (docs/SCALE.md).

@@ -59,6 +59,10 @@ uint32_t centroid_index_bytes(uint64_t centroids);
 // The metric of a "nearest[:cos|l2]" field (cos when none); usage error otherwise.
 enum class Metric : uint8_t;
 Metric nearest_metric(std::string_view codec_field);
+// Kinds whose answers reach rows outside a shard of the table (hashed tiers
+// key by the table's row, nearest tiers answer with other rows): a shard of
+// them is read only once merged (FORMAT.md 9.9).
+inline bool answers_across_shards(TierKind kind) { return kind == TierKind::hashed || kind == TierKind::nearest; }
 
 struct TierStats {
   std::string name;

@@ -238,16 +238,17 @@ void Reader::Impl::load() {
   dim = container.dim();
   const nlohmann::json& manifest = container.manifest();
   // A shard or a trained state is part of a table, never one (docs/SCALE.md).
-  if (const std::optional<ShardEntry> shard = shard_entry_of(manifest, path); shard && !options.allow_shard)
+  const std::optional<ShardEntry> shard = shard_entry_of(manifest, path);
+  if (shard && !options.allow_shard)
     EDO_FAIL(
         "{}: shard {}/{} of a table (its rows {} to {} of {}), not a table: merge the shards "
         "(edo-pack --merge) to read it",
         path, shard->index, shard->count, shard->first_row, shard->first_row + rows, shard->table_rows);
   // Hashed and nearest tiers answer ids from the whole table's rows, which
   // a shard's own map and row count cannot place (FORMAT.md 9.9).
-  if (shard_entry_of(manifest, path))
+  if (shard)
     for (const io::TierInfo& t : container.tiers())
-      if (const TierKind kind = tier_kind_of(t.codec); kind == TierKind::hashed || kind == TierKind::nearest)
+      if (answers_across_shards(tier_kind_of(t.codec)))
         EDO_FAIL(
             "{}: tier '{}' ({}) answers ids with rows outside this shard: merge the shards (edo-pack --merge) "
             "to read them",

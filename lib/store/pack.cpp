@@ -337,8 +337,7 @@ void check_shardable(const PackOptions& opt, uint64_t dim) {
           "tier '{}' ({}): a group tier's rows take their groups from a fit of the whole tier, so it does "
           "not shard (docs/SCALE.md)",
           tier.name, tier.codec);
-    const bool loaded =
-        opt.trained && t < opt.trained->size() && (!(*opt.trained)[t].blobs.empty() || !(*opt.trained)[t].info.empty());
+    const bool loaded = opt.trained && t < opt.trained->size() && (*opt.trained)[t].holds_state();
     if ((need == ShardNeed::sample || need == ShardNeed::tier) && !loaded)
       EDO_USAGE_FAIL(
           "tier '{}' ({}) {}, and every shard must share it: run {} INPUT --train-only -o MODEL.edo with the same "

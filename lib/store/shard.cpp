@@ -194,7 +194,7 @@ uint64_t tier_count(const Shard& s, size_t t, const char* key) {
 // from the values of the shards before it, at the merged file's width.
 void merge_offsets(io::ContainerWriter& writer, const std::vector<Shard>& shards, size_t t, const std::string& name,
                    uint64_t total_nnz) {
-  const uint64_t out_width = total_nnz <= UINT32_MAX ? 4 : 8;
+  const uint64_t out_width = sparse_offset_bytes(total_nnz);
   writer.begin_section(name);
   uint64_t base = 0;
   std::vector<uint8_t> piece;
@@ -344,12 +344,9 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
     nlohmann::json& entry = manifest["tiers"][t];
     entry["rows"] = tier_rows;
     if (tier_kind_of(first.c.tiers()[t].codec) == TierKind::sparse) {
-      // As the sparse writer counts them (sparse_builder.cpp, finish()).
       entry["nnz"] = nnz[t];
-      entry["offset_bytes"] = nnz[t] <= UINT32_MAX ? 4 : 8;
-      entry["density"] = tier_rows ? static_cast<double>(nnz[t]) /
-                                         (static_cast<double>(tier_rows) * static_cast<double>(first.c.dim()))
-                                   : 0.0;
+      entry["offset_bytes"] = sparse_offset_bytes(nnz[t]);
+      entry["density"] = sparse_density(nnz[t], tier_rows, first.c.dim());
     }
   }
   if (manifest.contains("rowmap") && rows > UINT32_MAX) manifest["rowmap"].erase("local");
@@ -365,7 +362,7 @@ void write_shard_set(const std::vector<std::string>& paths, const std::string& o
   for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::structure));
   check_set(shards);
   for (const io::TierInfo& t : shards.front().c.tiers())
-    if (const TierKind kind = tier_kind_of(t.codec); kind == TierKind::hashed || kind == TierKind::nearest)
+    if (answers_across_shards(tier_kind_of(t.codec)))
       EDO_USAGE_FAIL(
           "--shard-set: tier '{}' ({}) answers ids with rows outside each shard: merge the shards "
           "(--merge) instead",

@@ -366,7 +366,7 @@ class SparseTierBuilder final : public TierBuilder {
   uint64_t finish(io::ContainerWriter& writer, const std::string& prefix, nlohmann::json& entry) override {
     writer.end_section();
     section_bytes_ = {{"values", sparse_value_bytes(spec_.values, nnz_)}};
-    const bool narrow = nnz_ <= UINT32_MAX;
+    const bool narrow = sparse_offset_bytes(nnz_) == 4;
     writer.begin_section(prefix + "offsets");
     offsets_.replay([&](const uint8_t* data, size_t size) {
       if (!narrow) return writer.append(data, size);
@@ -394,8 +394,8 @@ class SparseTierBuilder final : public TierBuilder {
                   {"code_size", 0},
                   {"sections", sections},
                   {"nnz", nnz_},
-                  {"offset_bytes", narrow ? 4 : 8},
-                  {"density", rows_ ? static_cast<double>(nnz_) / (static_cast<double>(rows_) * dim_) : 0.0}});
+                  {"offset_bytes", sparse_offset_bytes(nnz_)},
+                  {"density", sparse_density(nnz_, rows_, dim_)}});
     return bytes;
   }
 

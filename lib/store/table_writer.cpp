@@ -273,7 +273,7 @@ struct PassState {
 const TrainedTier* loaded_state(const WriteOptions& opt, uint8_t t) {
   if (!opt.trained || t >= opt.trained->size()) return nullptr;
   const TrainedTier& s = (*opt.trained)[t];
-  return s.blobs.empty() && s.info.empty() ? nullptr : &s;
+  return s.holds_state() ? &s : nullptr;
 }
 
 // Loads tier t's state when given one, then prepare(), with the whole table
@@ -427,7 +427,8 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
     if (need == ShardNeed::unshardable)
       EDO_USAGE_FAIL("tier '{}' ({}): its rows' groups come from a fit of the whole tier, so it does not shard",
                      plan.name, plan.codec);
-    if (need == ShardNeed::sample || need == ShardNeed::tier) {
+    const bool keeps_state = need == ShardNeed::sample || need == ShardNeed::tier;
+    if (keeps_state) {
       load_and_prepare(ps, t, *builder, nullptr);
       if (need == ShardNeed::sample)
         train_tier(ps, t, *builder, rows_of_tier(layout, input.rows(), t));
@@ -438,7 +439,7 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
     // Each state array as a section of its own, its shape beside it (FORMAT.md 9.8).
     const std::string prefix = plan.name + "/";
     nlohmann::json sections = nlohmann::json::object(), shapes = nlohmann::json::object();
-    if (need == ShardNeed::sample || need == ShardNeed::tier)
+    if (keeps_state)
       for (const NamedBlob& blob : builder->trained_state()) {
         writer.add_section(prefix + blob.name, blob.values.data(), blob.values.size() * sizeof(float));
         sections[blob.name] = prefix + blob.name;
