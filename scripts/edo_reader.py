@@ -15,7 +15,7 @@ library only; --decode needs numpy.
                                          present, per-row local indices, all checked to agree);
                                        - default tiers (one shared vector);
                                        - scalar codecs fp32, fp16, bf16, fp8:e4m3|e5m2, bin,
-                                         int8/int4/int2[:group=G]: bit for bit as edo-unpack;
+                                         int8/int6/int5/int4/int3/int2[:group=G][,scale=fp16]: bit for bit;
                                        - pq, opq, rq (m=M,nbits=B) and pca:K,CODEC: pq and rq bit for
                                          bit, opq and pca up to float rounding (sums in float64 here);
                                        - dims:K,CODEC: bit for bit as its codec;
@@ -225,7 +225,8 @@ def validate(data, verify_sections=True):
 
 # ---- decoding (FORMAT.md section 7 and "Tiered files"; needs numpy) ---------------------
 
-SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "int2": 2, "bin": 1}
+SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int6": 6, "int5": 5, "int4": 4, "int3": 3,
+               "int2": 2, "bin": 1}
 TRANSFORMS = ("pca", "dims")
 PQ_PARAMS = {"pq": ("m", "nbits", "train"), "opq": ("m", "nbits", "train"),
              "rq": ("m", "nbits", "beam", "train_beam", "refine")}
@@ -299,20 +300,23 @@ class Codec:
 
     def init_scalar(self, name, params):
         spec, dim = self.spec, self.dim
-        self.kind, self.bits, self.group, self.fp8 = name, SCALAR_BITS[name], dim, None
+        self.kind, self.bits, self.group, self.fp8, self.param = name, SCALAR_BITS[name], dim, None, "<f4"
         if name == "fp8":
             p = keyed_params(spec, name, params, ("", "format"))
             require(len(p) <= 1, "codec %r: fp8 format given twice" % spec)
             self.fp8 = p.get("", p.get("format", "e4m3"))
             require(self.fp8 in ("e4m3", "e5m2"), "codec %r: fp8 format is e4m3 or e5m2" % spec)
         elif name.startswith("int"):
-            p = keyed_params(spec, name, params, ("group",))
+            p = keyed_params(spec, name, params, ("group", "scale"))
             if "group" in p:
                 self.group = min(positive_int(spec, "group", p["group"]), dim)
+            require(p.get("scale", "fp32") in ("fp32", "fp16"), "codec %r: scale is fp32 or fp16" % spec)
+            self.param = "<f2" if p.get("scale") == "fp16" else "<f4"  # an (f32 or f16) pair a group
         else:
             keyed_params(spec, name, params, ())
         self.groups = -(-dim // self.group)
-        self.header = 8 * self.groups if name.startswith("int") else 4 if name in ("fp8", "bin") else 0
+        pair = 4 if self.param == "<f2" else 8
+        self.header = pair * self.groups if name.startswith("int") else 4 if name in ("fp8", "bin") else 0
         self.code_size = self.header + (dim * self.bits + 7) // 8
         self.roles = {}
 
@@ -390,10 +394,10 @@ class Codec:
         if self.kind == "bin":
             signs = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim]
             return np.where(signs == 1, -scale, scale).astype(np.float32)
-        # int8 / int4 / int2: value j is the bits [j*bits, (j+1)*bits) of the payload.
+        # int8 to int2: value j is the bits [j*bits, (j+1)*bits) of the payload.
         planes = np.unpackbits(payload, axis=1, bitorder="little")[:, :dim * bits].reshape(n, dim, bits)
         q = (planes.astype(np.uint32) << np.arange(bits, dtype=np.uint32)).sum(axis=2)
-        params = codes[:, :self.header].copy().view("<f4").reshape(n, self.groups, 2)
+        params = codes[:, :self.header].copy().view(self.param).reshape(n, self.groups, 2)
         g = np.arange(dim) // self.group
         # q * scale is exact in float64; one rounding to float32 equals the decoder's fma.
         return (q * params[:, g, 0].astype(np.float64) + params[:, g, 1].astype(np.float64)).astype(np.float32)

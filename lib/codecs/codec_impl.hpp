@@ -49,7 +49,7 @@ using StageMaker = std::function<std::unique_ptr<Codec>(const CodecTraits&, cons
                                                         std::unique_ptr<Codec> inner)>;
 std::unique_ptr<Codec> assemble_codec(std::string_view spec, size_t dim, const StageMaker& make);
 
-// Every scalar codec (fp32 fp16 bf16 fp8 int8 int4 int2 bin), by stage name.
+// Every scalar codec (fp32 fp16 bf16 fp8 int8 int6 int5 int4 int3 int2 bin), by stage name.
 std::unique_ptr<Codec> make_scalar(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 std::unique_ptr<Codec> make_pca_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);

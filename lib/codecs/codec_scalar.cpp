@@ -1,4 +1,4 @@
-// The scalar codecs (fp32, fp16, bf16, fp8, int8/4/2, bin): a plain reference
+// The scalar codecs (fp32, fp16, bf16, fp8, int8/6/5/4/3/2, bin): a plain reference
 // implementation built from the per-row functions in codec_math.hpp, a fast
 // CPU one (OpenMP across rows, SIMD within), and the CUDA one. The fast paths
 // must give the reference's bytes exactly; test_codecs.cpp checks they do.
@@ -28,9 +28,10 @@ namespace {
 using math::ScalarKind;
 using math::ScalarLayout;
 
-ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group) {
+ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group, bool half_params = false) {
   ScalarLayout L{};
   L.kind = kind;
+  L.half_params = half_params && math::is_affine(kind);
   L.dim = static_cast<uint32_t>(dim);
   L.group = static_cast<uint32_t>(group == 0 || group > dim ? dim : group);
   L.groups = (L.dim + L.group - 1) / L.group;
@@ -47,8 +48,17 @@ ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group) {
     case ScalarKind::int8:
       L.bits = 8;
       break;
+    case ScalarKind::int6:
+      L.bits = 6;
+      break;
+    case ScalarKind::int5:
+      L.bits = 5;
+      break;
     case ScalarKind::int4:
       L.bits = 4;
+      break;
+    case ScalarKind::int3:
+      L.bits = 3;
       break;
     case ScalarKind::int2:
       L.bits = 2;
@@ -58,7 +68,7 @@ ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group) {
       break;
   }
   if (math::is_affine(kind)) {
-    L.header_bytes = 8 * L.groups;
+    L.header_bytes = (L.half_params ? 4 : 8) * L.groups;
   } else if (kind == ScalarKind::f32 || kind == ScalarKind::f16 || kind == ScalarKind::bf16) {
     L.header_bytes = 0;
   } else {
@@ -70,10 +80,11 @@ ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group) {
 }
 
 // Magnitude bits from which a value cannot be stored: NaN/Inf for all, plus
-// finite values that round to Inf in fp16/bf16.
-uint32_t nonfinite_limit(ScalarKind kind) {
-  if (kind == ScalarKind::f16) return 0x477ff000u;   // 65520 rounds to Inf
-  if (kind == ScalarKind::bf16) return 0x7f7f8000u;  // FLT_MAX's upper half rounds to Inf
+// finite values that round to Inf in fp16/bf16, and those whose group
+// offset (a value of the group, rounded) an fp16 pair could not hold.
+uint32_t nonfinite_limit(const ScalarLayout& L) {
+  if (L.kind == ScalarKind::f16 || L.half_params) return 0x477ff000u;  // 65520 rounds to Inf
+  if (L.kind == ScalarKind::bf16) return 0x7f7f8000u;                  // FLT_MAX's upper half rounds to Inf
   return 0x7f800000u;
 }
 
@@ -253,13 +264,13 @@ class AffineGroupAvx2 {
 };
 #endif
 
-// Group parameters of int4/int2 (the MSE search) on the fast path.
-math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float hi, uint32_t qmax) {
+// Group parameters of int6 to int2 (the MSE search) on the fast path.
+math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float hi, uint32_t qmax, bool half) {
 #ifdef __AVX2__
   const float unit = math::affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
-  return math::affine_params_search(AffineGroupAvx2(x, n, qmax, unit), n, lo, hi, qmax, unit);
+  return math::affine_params_search(AffineGroupAvx2(x, n, qmax, unit), n, lo, hi, qmax, unit, half);
 #else
-  return math::affine_params_search(x, n, lo, hi, qmax);
+  return math::affine_params_search(x, n, lo, hi, qmax, half);
 #endif
 }
 
@@ -411,23 +422,28 @@ void pack_signs(const float* x, size_t n, uint8_t* out) {
   }
 }
 
-// Packs codes q[0..n) of `bits` bits each into bytes, low bits first.
+// Packs codes q[0..n) of `bits` bits each (1 to 7) into (n * bits + 7) / 8
+// bytes, value j at bit j * bits, low bits first: a bit stream through a
+// 64-bit accumulator, whole bytes out as they fill, the last padded with zeros.
 void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
-  const size_t per_byte = 8 / bits;
-  const size_t bytes = (n + per_byte - 1) / per_byte;
-  for (size_t b = 0; b < bytes; ++b) {
-    uint32_t byte = 0;
-    for (size_t k = 0; k < per_byte && b * per_byte + k < n; ++k)
-      byte |= static_cast<uint32_t>(q[b * per_byte + k]) << (k * bits);
-    out[b] = static_cast<uint8_t>(byte);
+  uint64_t acc = 0;
+  uint32_t filled = 0;
+  for (size_t j = 0; j < n; ++j) {
+    acc |= static_cast<uint64_t>(q[j]) << filled;
+    filled += bits;
+    for (; filled >= 8; filled -= 8, acc >>= 8) *out++ = static_cast<uint8_t>(acc);
   }
+  if (filled > 0) *out = static_cast<uint8_t>(acc);
 }
 
+// The inverse of pack_bits: value j from the (one or two) bytes its bits fall in.
 void unpack_bits(const uint8_t* in, size_t n, uint32_t bits, uint8_t* q) {
   const uint32_t mask = (1u << bits) - 1u;
   for (size_t j = 0; j < n; ++j) {
     const size_t bit = j * bits;
-    q[j] = static_cast<uint8_t>((in[bit / 8] >> (bit % 8)) & mask);
+    uint32_t word = in[bit / 8];
+    if (bit % 8 + bits > 8) word |= static_cast<uint32_t>(in[bit / 8 + 1]) << 8;
+    q[j] = static_cast<uint8_t>((word >> (bit % 8)) & mask);
   }
 }
 
@@ -502,9 +518,15 @@ class ScalarCodec final : public Codec {
       case ScalarKind::fp8_e5m2:
         return 0x1p-3 + root_dim * 0x1p-17 / 57344.0;
       case ScalarKind::int8:
+      case ScalarKind::int6:
+      case ScalarKind::int5:
       case ScalarKind::int4:
+      case ScalarKind::int3:
       case ScalarKind::int2:
-        return std::sqrt(static_cast<double>(L_.group) / 2.0) / static_cast<double>(math::affine_qmax(L_));
+        // fp16 parameters add their rounding: 2^-11 of the offset and of
+        // the range, well inside 2^-9 of the row.
+        return std::sqrt(static_cast<double>(L_.group) / 2.0) / static_cast<double>(math::affine_qmax(L_)) +
+               (L_.half_params ? 0x1p-9 : 0.0);
       case ScalarKind::sign:
         return 1.0;
     }
@@ -517,12 +539,12 @@ class ScalarCodec final : public Codec {
       // in cache, instead of a separate pass over memory; on a hit,
       // check_finite() finds the first offender and throws naming it.
       const bool passthrough = opt.allow_nonfinite && keeps_nonfinite(L_.kind);
-      const uint32_t limit = passthrough ? 0xffffffffu : nonfinite_limit(L_.kind);
+      const uint32_t limit = passthrough ? 0xffffffffu : nonfinite_limit(L_);
       if (n > 0 && !encode_fast(x, n, codes, limit))
-        check_finite(x, n, L_.dim, nonfinite_limit(L_.kind), spec_, opt, keeps_nonfinite(L_.kind));
+        check_finite(x, n, L_.dim, nonfinite_limit(L_), spec_, opt, keeps_nonfinite(L_.kind));
       return;
     }
-    check_finite(x, n, L_.dim, nonfinite_limit(L_.kind), spec_, opt, keeps_nonfinite(L_.kind));
+    check_finite(x, n, L_.dim, nonfinite_limit(L_), spec_, opt, keeps_nonfinite(L_.kind));
     if (n == 0) return;
     if (opt.device == Device::cuda) return encode_cuda(x, n, codes);
     encode_reference(x, n, codes);
@@ -553,13 +575,13 @@ class ScalarCodec final : public Codec {
                            [d = L_.dim](const uint8_t* c, float* r) { bf16_to_floats(c, d, r); });
       case ScalarKind::int8:
         if (L_.groups == 1)  // row-wise: no group loop
-          return gather_rows(codes, rows, dst, n, x, [d = L_.dim, h = L_.header_bytes](const uint8_t* c, float* r) {
-            affine_dequantize_row(c + h, d, math::load_affine(c, 0), r);
+          return gather_rows(codes, rows, dst, n, x, [L = L_](const uint8_t* c, float* r) {
+            affine_dequantize_row(c + L.header_bytes, L.dim, math::load_group_params(L, c, 0), r);
           });
         return gather_rows(codes, rows, dst, n, x, [L = L_](const uint8_t* c, float* r) {
           for (uint32_t g = 0, begin = 0; g < L.groups; ++g, begin += L.group)
-            affine_dequantize_row(c + L.header_bytes + begin, std::min(L.group, L.dim - begin), math::load_affine(c, g),
-                                  r + begin);
+            affine_dequantize_row(c + L.header_bytes + begin, std::min(L.group, L.dim - begin),
+                                  math::load_group_params(L, c, g), r + begin);
         });
       default:
         break;
@@ -647,7 +669,10 @@ class ScalarCodec final : public Codec {
         return ok;
       }
       case ScalarKind::int8:
+      case ScalarKind::int6:
+      case ScalarKind::int5:
       case ScalarKind::int4:
+      case ScalarKind::int3:
       case ScalarKind::int2:
         return encode_affine_fast(x, n, codes, limit);
       case ScalarKind::sign: {
@@ -690,10 +715,10 @@ class ScalarCodec final : public Codec {
         for (uint32_t g = 0; g < L_.groups; ++g) {
           const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
           if (!whole) min_max(row + begin, len, lo, hi);
-          const math::AffineParams p = L_.kind == ScalarKind::int8 ? math::affine_from_range(lo, hi, qmax)
-                                                                   : affine_search_fast(row + begin, len, lo, hi, qmax);
-          math::store_f32(code + 8 * g, p.scale);
-          math::store_f32(code + 8 * g + 4, p.offset);
+          const math::AffineParams p = L_.kind == ScalarKind::int8
+                                           ? math::affine_stored_range(lo, hi, qmax, L_.half_params)
+                                           : affine_search_fast(row + begin, len, lo, hi, qmax, L_.half_params);
+          math::store_group_params(L_, code, g, p);
           affine_quantize_row(row + begin, len, p.offset, math::affine_inverse(p.scale), qmaxf, out + begin);
         }
         if (L_.bits != 8) pack_bits(q.data(), L_.dim, L_.bits, code + L_.header_bytes);
@@ -702,7 +727,7 @@ class ScalarCodec final : public Codec {
     return ok;
   }
 
-  // One row of the fast path; `q` holds dim bytes for int4/int2 unpacking.
+  // One row of the fast path; `q` holds dim bytes for unpacking int6 to int2.
   void decode_row(const uint8_t* code, float* row, uint8_t* q) const {
     const size_t d = L_.dim;
     switch (L_.kind) {
@@ -723,7 +748,10 @@ class ScalarCodec final : public Codec {
         return;
       }
       case ScalarKind::int8:
+      case ScalarKind::int6:
+      case ScalarKind::int5:
       case ScalarKind::int4:
+      case ScalarKind::int3:
       case ScalarKind::int2: {
         const uint8_t* qs = code + L_.header_bytes;
         if (L_.bits != 8) {
@@ -732,7 +760,7 @@ class ScalarCodec final : public Codec {
         }
         for (uint32_t g = 0; g < L_.groups; ++g) {
           const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
-          affine_dequantize_row(qs + begin, len, math::load_affine(code, g), row + begin);
+          affine_dequantize_row(qs + begin, len, math::load_group_params(L_, code, g), row + begin);
         }
         return;
       }
@@ -817,16 +845,25 @@ std::unique_ptr<Codec> make_plain(ScalarKind kind, const SpecStage& stage, size_
 }
 
 std::unique_ptr<Codec> make_affine(ScalarKind kind, const SpecStage& stage, size_t dim) {
-  const std::string grammar = stage.name + "[:group=G]";
-  StageParams params(stage, grammar.c_str(), false, {"group"});
+  const std::string grammar = stage.name + "[:group=G][,scale=fp32|fp16]";
+  StageParams params(stage, grammar.c_str(), false, {"group", "scale"});
   check_dim(stage.name, dim);
   size_t group = dim;
   if (const std::string* g = params.get("group")) group = params.get_size(*g, "group", kMaxCodecDim);
+  bool half = false;
+  if (const std::string* sc = params.get("scale")) {
+    if (*sc != "fp32" && *sc != "fp16")
+      EDO_USAGE_FAIL("codec '{}': scale '{}' is not fp32 or fp16 (expected {})", stage.name, *sc, grammar);
+    half = *sc == "fp16";
+  }
   // A group that does not divide dim leaves a shorter last group; one at
   // least as large as dim means one group per row, printed without group=.
+  // fp32 parameters are the default and printed without scale=, so specs
+  // written before the option existed stay canonical.
   const bool row_wise = group >= dim;
   std::string spec = row_wise ? stage.name : fmt::format("{}:group={}", stage.name, group);
-  return std::make_unique<ScalarCodec>(make_layout(kind, dim, row_wise ? dim : group), std::move(spec));
+  if (half) spec += row_wise ? ":scale=fp16" : ",scale=fp16";
+  return std::make_unique<ScalarCodec>(make_layout(kind, dim, row_wise ? dim : group, half), std::move(spec));
 }
 
 std::unique_ptr<Codec> make_fp8(const SpecStage& stage, size_t dim) {
@@ -853,7 +890,10 @@ std::unique_ptr<Codec> make_scalar(const SpecStage& stage, size_t dim, std::uniq
   const std::string& name = stage.name;
   if (name == "fp8") return make_fp8(stage, dim);
   if (name == "int8") return make_affine(ScalarKind::int8, stage, dim);
+  if (name == "int6") return make_affine(ScalarKind::int6, stage, dim);
+  if (name == "int5") return make_affine(ScalarKind::int5, stage, dim);
   if (name == "int4") return make_affine(ScalarKind::int4, stage, dim);
+  if (name == "int3") return make_affine(ScalarKind::int3, stage, dim);
   if (name == "int2") return make_affine(ScalarKind::int2, stage, dim);
   if (name == "fp32") return make_plain(ScalarKind::f32, stage, dim);
   if (name == "fp16") return make_plain(ScalarKind::f16, stage, dim);

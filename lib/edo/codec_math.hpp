@@ -111,7 +111,7 @@ EDO_HD inline float fp8_scale(float amax, Fp8Format fmt) {
 EDO_HD inline uint8_t fp8_encode(float x, float scale, Fp8Format fmt) { return float_to_fp8(x / scale, fmt); }
 EDO_HD inline float fp8_decode(uint8_t c, float scale, Fp8Format fmt) { return fp8_to_float(c, fmt) * scale; }
 
-// ---- affine integer codes (int8/int4/int2) ----------------------------------------
+// ---- affine integer codes (int8/int6/int5/int4/int3/int2) -------------------------------
 
 // One group's parameters: x ~= q * scale + offset, q in [0, qmax].
 struct AffineParams {
@@ -163,6 +163,23 @@ EDO_HD inline AffineParams affine_from_range(double lo, double hi, uint32_t qmax
   constexpr double kMinScale = 1.401298464324817e-45;  // 2^-149, the smallest subnormal
   if (s < kMinScale) s = kMinScale;
   return AffineParams{static_cast<float>(s), static_cast<float>(lo) + 0.0f};
+}
+
+// The parameters as an fp16 pair stores them (`scale=fp16`): each rounded to
+// the nearest half, a positive scale kept at least the smallest half
+// subnormal (2^-24) so it stays positive. A pair that fp16 cannot hold comes
+// out infinite: its error is then Inf or NaN, which no search keeps, and the
+// encoder refuses values from 65520 on before it gets here.
+EDO_HD inline AffineParams affine_half_params(AffineParams p) {
+  float s = half_bits_to_float(float_to_half_bits(p.scale));
+  if (p.scale > 0.0f && !(s > 0.0f)) s = half_bits_to_float(1);
+  return AffineParams{s, half_bits_to_float(float_to_half_bits(p.offset)) + 0.0f};
+}
+
+// affine_from_range, then rounded to the stored precision.
+EDO_HD inline AffineParams affine_stored_range(double lo, double hi, uint32_t qmax, bool half) {
+  const AffineParams p = affine_from_range(lo, hi, qmax);
+  return half ? affine_half_params(p) : p;
 }
 
 // One group's codes under `p`, summarised: the squared reconstruction
@@ -263,16 +280,18 @@ inline constexpr int kRefits = 3;
 // before (the error is near-unimodal in the clip, and most groups' best
 // clip is small); then the high end likewise, with the best low end kept;
 // then up to kRefits least-squares refits of (scale, offset) to the codes
-// of the best so far, while they improve. Few levels (int4, int2) gain most
+// of the best so far, while they improve. Few levels (int6 down to int2) gain most
 // from clipping outliers at the ends, and the refit finds a scale no grid
 // point hits. Ties keep the earlier candidate, so the choice is
 // deterministic. `g` evaluates candidates in units of `unit`
 // (affine_unit of hi - lo): AffineGroup here, an AVX2 twin that gives the
-// same floats on the CPU's fast path.
+// same floats on the CPU's fast path. With `half`, every candidate is
+// rounded to fp16 before it is measured, so the search picks among the
+// pairs the file can store.
 template <class Group>
 EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float lo, float hi, uint32_t qmax,
-                                                float unit) {
-  AffineParams best = affine_from_range(lo, hi, qmax);
+                                                float unit, bool half) {
+  AffineParams best = affine_stored_range(lo, hi, qmax, half);
   if (!(best.scale > 0.0f)) return best;
   float best_sse = g.sse(best);
   const double range = static_cast<double>(hi) - static_cast<double>(lo);
@@ -293,7 +312,8 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
         const double fraction = kMaxClip * (first + k) / kClipSteps;
         end[k] =
             side == 0 ? fma(range, fraction, static_cast<double>(lo)) : fma(-range, fraction, static_cast<double>(hi));
-        p[k] = side == 0 ? affine_from_range(end[k], hi, qmax) : affine_from_range(best_lo, end[k], qmax);
+        p[k] = side == 0 ? affine_stored_range(end[k], hi, qmax, half)
+                         : affine_stored_range(best_lo, end[k], qmax, half);
       }
       g.sse_batch(p, count, sse);
       for (int k = 0; k < count && stalls < kClipPatience; ++k) {
@@ -318,7 +338,7 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
     const double s_units = fma(nn, sqx, -(sq * sx)) / den;
     const double s = s_units * to_values, m = fma(-s_units, sq, sx) / nn * to_values;
     if (!(s > 0.0) || !(fabs(m) <= static_cast<double>(FLT_MAX))) break;
-    const AffineParams p = affine_from_range(m, fma(s, static_cast<double>(qmax), m), qmax);
+    const AffineParams p = affine_stored_range(m, fma(s, static_cast<double>(qmax), m), qmax, half);
     const AffineCodeSums next = g.sums(p);
     if (!(next.sse < best_sse)) break;
     best_sse = next.sse;
@@ -328,9 +348,10 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
   return best;
 }
 
-EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float lo, float hi, uint32_t qmax) {
+EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float lo, float hi, uint32_t qmax,
+                                                bool half) {
   const float unit = affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
-  return affine_params_search(AffineGroup{x, n, qmax, unit}, n, lo, hi, qmax, unit);
+  return affine_params_search(AffineGroup{x, n, qmax, unit}, n, lo, hi, qmax, unit, half);
 }
 
 // ---- sign codes ---------------------------------------------------------------------
@@ -347,12 +368,14 @@ EDO_HD inline float sign_decode(uint32_t bit, float scale) { return bit ? -scale
 
 // ---- row layout of the scalar codecs ------------------------------------------------
 //
-// A row's code is [header][payload]. The header holds per-group fp32
-// parameters, little-endian: fp8 one scale; int8/int4/int2 (scale, offset)
-// per group; sign one scale. The payload packs value j at bit j * bits,
-// least significant bits first; the last byte's unused bits are zero.
+// A row's code is [header][payload]. The header holds per-group
+// parameters, little-endian: fp8 one fp32 scale; int8 to int2 (scale,
+// offset) per group, an fp32 pair or, with `scale=fp16`, an fp16 pair; sign
+// one fp32 scale. The payload packs value j at bit j * bits,
+// least significant bits first (a 3-, 5- or 6-bit value may straddle two
+// bytes); the last byte's unused bits are zero.
 
-enum class ScalarKind : uint8_t { f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int4, int2, sign };
+enum class ScalarKind : uint8_t { f32, f16, bf16, fp8_e4m3, fp8_e5m2, int8, int6, int5, int4, int3, int2, sign };
 
 struct ScalarLayout {
   ScalarKind kind;
@@ -362,10 +385,12 @@ struct ScalarLayout {
   uint32_t bits;          // bits per value in the payload
   uint32_t header_bytes;  // bytes of per-group parameters before the payload
   uint32_t code_size;     // header_bytes + payload bytes
+  bool half_params;       // affine kinds: (scale, offset) stored as fp16, 4 bytes a group instead of 8
 };
 
 EDO_HD inline bool is_affine(ScalarKind k) {
-  return k == ScalarKind::int8 || k == ScalarKind::int4 || k == ScalarKind::int2;
+  return k == ScalarKind::int8 || k == ScalarKind::int6 || k == ScalarKind::int5 || k == ScalarKind::int4 ||
+         k == ScalarKind::int3 || k == ScalarKind::int2;
 }
 EDO_HD inline Fp8Format fp8_format(ScalarKind k) {
   return k == ScalarKind::fp8_e5m2 ? Fp8Format::e5m2 : Fp8Format::e4m3;
@@ -378,6 +403,29 @@ EDO_HD inline float load_f32(const uint8_t* p) {
   return v;
 }
 EDO_HD inline void store_f32(uint8_t* p, float v) { memcpy(p, &v, sizeof v); }
+
+// An affine group's stored (scale, offset): an fp32 pair at byte 8g, or an
+// fp16 pair at byte 4g (values already rounded by affine_half_params).
+EDO_HD inline void store_group_params(const ScalarLayout& L, uint8_t* code, uint32_t g, AffineParams p) {
+  if (L.half_params) {
+    const uint16_t h[2] = {float_to_half_bits(p.scale), float_to_half_bits(p.offset)};
+    memcpy(code + 4 * g, h, sizeof h);
+    return;
+  }
+  store_f32(code + 8 * g, p.scale);
+  store_f32(code + 8 * g + 4, p.offset);
+}
+
+EDO_HD inline AffineParams load_affine(const uint8_t* code, uint32_t g) {
+  return AffineParams{load_f32(code + 8 * g), load_f32(code + 8 * g + 4)};
+}
+
+EDO_HD inline AffineParams load_group_params(const ScalarLayout& L, const uint8_t* code, uint32_t g) {
+  if (!L.half_params) return load_affine(code, g);
+  uint16_t h[2];
+  memcpy(h, code + 4 * g, sizeof h);
+  return AffineParams{half_bits_to_float(h[0]), half_bits_to_float(h[1])};
+}
 
 // Computes group g's parameters from the row and writes them to the header.
 EDO_HD inline void encode_group_params(const ScalarLayout& L, const float* row, uint32_t g, uint8_t* code) {
@@ -394,17 +442,13 @@ EDO_HD inline void encode_group_params(const ScalarLayout& L, const float* row, 
       lo = fminf(lo, x[i]);
       hi = fmaxf(hi, x[i]);
     }
-    const AffineParams p = L.kind == ScalarKind::int8 ? affine_from_range(lo, hi, affine_qmax(L))
-                                                      : affine_params_search(x, len, lo, hi, affine_qmax(L));
-    store_f32(code + 8 * g, p.scale);
-    store_f32(code + 8 * g + 4, p.offset);
+    const AffineParams p = L.kind == ScalarKind::int8
+                               ? affine_stored_range(lo, hi, affine_qmax(L), L.half_params)
+                               : affine_params_search(x, len, lo, hi, affine_qmax(L), L.half_params);
+    store_group_params(L, code, g, p);
   } else if (L.kind == ScalarKind::sign) {
     store_f32(code, sign_scale(x, len));
   }
-}
-
-EDO_HD inline AffineParams load_affine(const uint8_t* code, uint32_t g) {
-  return AffineParams{load_f32(code + 8 * g), load_f32(code + 8 * g + 4)};
 }
 
 // Encodes payload unit u of a row whose header is already written. A unit is
@@ -430,16 +474,22 @@ EDO_HD inline void encode_unit(const ScalarLayout& L, const float* row, uint32_t
       payload[u] = fp8_encode(row[u], load_f32(code), fp8_format(L.kind));
       return;
     case ScalarKind::int8:
+    case ScalarKind::int6:
+    case ScalarKind::int5:
     case ScalarKind::int4:
+    case ScalarKind::int3:
     case ScalarKind::int2: {
-      const uint32_t per_byte = 8 / L.bits;
+      // Byte u holds payload bits [8u, 8u + 8): the values that overlap them,
+      // each shifted to its place (a value that straddles two bytes gives
+      // its low bits to the first and its high bits to the second).
       const float qmax = static_cast<float>(affine_qmax(L));
+      const uint32_t first_bit = 8 * u;
       uint32_t byte = 0;
-      for (uint32_t k = 0; k < per_byte; ++k) {
-        const uint32_t j = u * per_byte + k;
-        if (j >= L.dim) break;
-        const AffineParams p = load_affine(code, j / L.group);
-        byte |= affine_quantize(row[j], p.offset, affine_inverse(p.scale), qmax) << (k * L.bits);
+      for (uint32_t j = first_bit / L.bits; j * L.bits < first_bit + 8 && j < L.dim; ++j) {
+        const AffineParams p = load_group_params(L, code, j / L.group);
+        const uint32_t q = affine_quantize(row[j], p.offset, affine_inverse(p.scale), qmax);
+        const uint32_t bit = j * L.bits;
+        byte |= bit >= first_bit ? q << (bit - first_bit) : q >> (first_bit - bit);
       }
       payload[u] = static_cast<uint8_t>(byte);
       return;
@@ -474,11 +524,16 @@ EDO_HD inline float decode_value(const ScalarLayout& L, const uint8_t* code, uin
     case ScalarKind::fp8_e5m2:
       return fp8_decode(payload[j], load_f32(code), fp8_format(L.kind));
     case ScalarKind::int8:
+    case ScalarKind::int6:
+    case ScalarKind::int5:
     case ScalarKind::int4:
+    case ScalarKind::int3:
     case ScalarKind::int2: {
       const uint32_t bit = j * L.bits;
-      const uint32_t q = (payload[bit / 8] >> (bit % 8)) & affine_qmax(L);
-      return affine_dequantize(q, load_affine(code, j / L.group));
+      uint32_t word = payload[bit / 8];
+      if (bit % 8 + L.bits > 8) word |= static_cast<uint32_t>(payload[bit / 8 + 1]) << 8;  // straddles two bytes
+      const uint32_t q = (word >> (bit % 8)) & affine_qmax(L);
+      return affine_dequantize(q, load_group_params(L, code, j / L.group));
     }
     case ScalarKind::sign:
       return sign_decode((payload[j / 8] >> (j % 8)) & 1u, load_f32(code));

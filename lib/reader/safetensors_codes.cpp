@@ -45,6 +45,10 @@ CodeSplit code_split(const Codec& codec) {
   s.codes_width = s.payload / io::safetensors_dtype_size(s.codes_dtype);
   if (math::is_affine(L.kind)) {
     s.scales = s.offsets = L.groups;
+    if (L.half_params) {
+      s.param_bytes = 2;
+      s.params_dtype = "F16";
+    }
   } else if (L.header_bytes > 0) {
     s.scales = 1;  // fp8, sign: one scale a row
   }
@@ -53,8 +57,8 @@ CodeSplit code_split(const Codec& codec) {
 
 std::vector<io::SafetensorsTensorSpec> code_tensors(const CodeSplit& s, const std::string& tensor, uint64_t rows) {
   std::vector<io::SafetensorsTensorSpec> out{{tensor + ".codes", s.codes_dtype, {rows, s.codes_width}}};
-  if (s.scales) out.push_back({tensor + ".scales", "F32", {rows, s.scales}});
-  if (s.offsets) out.push_back({tensor + ".offsets", "F32", {rows, s.offsets}});
+  if (s.scales) out.push_back({tensor + ".scales", s.params_dtype, {rows, s.scales}});
+  if (s.offsets) out.push_back({tensor + ".offsets", s.params_dtype, {rows, s.offsets}});
   return out;
 }
 
@@ -63,9 +67,10 @@ void split_row(const CodeSplit& s, const uint8_t* code, uint8_t* payload, uint8_
   const uint64_t header = s.code_size - s.payload;
   std::memcpy(payload, code + header, s.payload);
   if (s.offsets) {
+    const uint64_t w = s.param_bytes;  // a group's pair is (scale, offset), 2w bytes
     for (uint64_t g = 0; g < s.scales; ++g) {
-      std::memcpy(scales + 4 * g, code + 8 * g, 4);
-      std::memcpy(offsets + 4 * g, code + 8 * g + 4, 4);
+      std::memcpy(scales + w * g, code + 2 * w * g, w);
+      std::memcpy(offsets + w * g, code + 2 * w * g + w, w);
     }
   } else if (s.scales) {
     std::memcpy(scales, code, 4);
@@ -77,9 +82,10 @@ void join_row(const CodeSplit& s, const uint8_t* payload, const uint8_t* scales,
   const uint64_t header = s.code_size - s.payload;
   std::memcpy(code + header, payload, s.payload);
   if (s.offsets) {
+    const uint64_t w = s.param_bytes;
     for (uint64_t g = 0; g < s.scales; ++g) {
-      std::memcpy(code + 8 * g, scales + 4 * g, 4);
-      std::memcpy(code + 8 * g + 4, offsets + 4 * g, 4);
+      std::memcpy(code + 2 * w * g, scales + w * g, w);
+      std::memcpy(code + 2 * w * g + w, offsets + w * g, w);
     }
   } else if (s.scales) {
     std::memcpy(code, scales, 4);
@@ -132,11 +138,12 @@ class SafetensorsCodesTable final : public io::TableReader {
       return i < parts_.size() ? file_.bytes(*parts_[i]) + begin * width : nullptr;
     };
     const uint8_t* payload = part(0, split_.payload);
-    const uint8_t* scales = part(1, split_.scales * 4);
-    const uint8_t* offsets = split_.offsets ? part(2, split_.offsets * 4) : nullptr;
+    const uint64_t w = split_.param_bytes;
+    const uint8_t* scales = part(1, split_.scales * w);
+    const uint8_t* offsets = split_.offsets ? part(2, split_.offsets * w) : nullptr;
     for (uint64_t i = 0; i < count; ++i)
-      join_row(split_, payload + i * split_.payload, scales ? scales + i * split_.scales * 4 : nullptr,
-               offsets ? offsets + i * split_.offsets * 4 : nullptr, code_rows_.data() + i * split_.code_size);
+      join_row(split_, payload + i * split_.payload, scales ? scales + i * split_.scales * w : nullptr,
+               offsets ? offsets + i * split_.offsets * w : nullptr, code_rows_.data() + i * split_.code_size);
     out_.resize(count * dim_);
     codec_->decode(code_rows_.data(), count, out_.data());
     return out_.data();

@@ -52,14 +52,14 @@ void export_safetensors_codes(EdoTable& table, const std::string& path, const st
     const uint64_t n = std::min(block, rows - begin);
     const uint8_t* codes = table.codes_of(begin, n);
     payload.resize(n * s.payload);
-    scales.resize(n * s.scales * 4);
-    offsets.resize(n * s.offsets * 4);
+    scales.resize(n * s.scales * s.param_bytes);
+    offsets.resize(n * s.offsets * s.param_bytes);
     for (uint64_t i = 0; i < n; ++i)
-      split_row(s, codes + i * s.code_size, payload.data() + i * s.payload, scales.data() + i * s.scales * 4,
-                offsets.data() + i * s.offsets * 4);
+      split_row(s, codes + i * s.code_size, payload.data() + i * s.payload,
+                scales.data() + i * s.scales * s.param_bytes, offsets.data() + i * s.offsets * s.param_bytes);
     out.write(0, begin * s.payload, payload.data(), payload.size());
-    if (s.scales) out.write(1, begin * s.scales * 4, scales.data(), scales.size());
-    if (s.offsets) out.write(2, begin * s.offsets * 4, offsets.data(), offsets.size());
+    if (s.scales) out.write(1, begin * s.scales * s.param_bytes, scales.data(), scales.size());
+    if (s.offsets) out.write(2, begin * s.offsets * s.param_bytes, offsets.data(), offsets.size());
   }
   out.commit();
 }
@@ -133,7 +133,7 @@ void fbgemm_quantize(const float* x, size_t dim, uint32_t qmax, FbgemmRow& r) {
 
 // The file's own codes with its fp32 scale and offset rounded to fp16.
 void fbgemm_keep(const ScalarLayout& L, const uint8_t* code, FbgemmRow& r) {
-  const math::AffineParams p = math::load_affine(code, 0);
+  const math::AffineParams p = math::load_group_params(L, code, 0);
   r.scale = float_to_half_bits(p.scale);
   r.bias = float_to_half_bits(p.offset);
   r.q.resize(L.dim);

@@ -29,7 +29,8 @@ recall() {  # DECODED: recall@10 against the table
     while read -r name bits path; do
       printf 'llama.cpp %s\t%.3f\t%s\n' "$name" "$bits" "$(recall "$path")"
     done
-  for codec in int2 int2:group=32 int4 int4:group=64 int4:group=32 int4:group=16 fp8:e4m3 int8 int8:group=32 \
+  for codec in int2 int2:group=32 int3 int3:group=32 int4 int4:group=64 int4:group=32 int4:group=16 int5 int5:group=64 \
+    int5:group=32 int6 int6:group=64 int6:group=32 fp8:e4m3 int8 int8:group=32 \
     pq:m=32 pq:m=64; do
     "$B/edo-quantize" "$work/t.npy" -o "$work/e.edo" --codec "$codec" -q >/dev/null
     bytes=$(stat -c %s "$work/e.edo")

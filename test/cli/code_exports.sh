@@ -15,7 +15,7 @@ glove="$src/data-samples/glove.6B.50d.10k.npy"
 "$py" -c "import numpy as np; np.save('$work/s.npy', np.load('$src/data-samples/bigann10k_base.npy')[:2000].astype(np.float32))"
 
 # ---- safetensors codes: every scalar codec and the trained ones -------------------------
-for codec in fp16 bf16 fp8:e4m3 int8 int4:group=16 int2:group=8 bin pq:m=10 opq:m=5,nbits=6 pca:16,int8; do
+for codec in fp16 bf16 fp8:e4m3 int8 int5:group=16 int4:group=16 int3 int2:group=8 int6:group=10,scale=fp16 bin pq:m=10 opq:m=5,nbits=6 pca:16,int8; do
   name=$(echo "$codec" | tr ':,=' '___')
   expect 0 "$Q" "$work/g.npy" -o "$work/$name.edo" --codec "$codec" --seed 3 -q
   expect 0 "$U" "$work/$name.edo" -o "$work/$name.npy" -q
@@ -46,9 +46,12 @@ def unpack(codes, bits, dim):  # value j at bits j*bits of the row, least signif
     rows = codes.shape[0]
     bitpos = np.arange(dim) * bits
     byte, shift = bitpos // 8, bitpos % 8
-    return (codes[:, byte] >> shift) & ((1 << bits) - 1)
+    padded = np.concatenate([codes, np.zeros((rows, 1), np.uint8)], axis=1).astype(np.uint32)
+    word = padded[:, byte] | (padded[:, byte + 1] << 8)  # a 3- or 5-bit value may straddle two bytes
+    return (word >> shift) & ((1 << bits) - 1)
 
-for name, bits, group in [('int8', 8, 50), ('int4_group_16', 4, 16), ('int2_group_8', 2, 8), ('bin', 1, 50)]:
+for name, bits, group in [('int8', 8, 50), ('int5_group_16', 5, 16), ('int4_group_16', 4, 16), ('int3', 3, 50),
+                          ('int2_group_8', 2, 8), ('int6_group_10_scale_fp16', 6, 10), ('bin', 1, 50)]:
     t, meta = load(f'{w}/{name}.safetensors')
     dim = int(meta['tok.weight.dim'])
     assert dim == 50 and meta['edo.codes'] == '1', meta
@@ -137,6 +140,10 @@ assert (int(kept) > 0) == same_bits, (kept, codec, kind)
 PY
   done
 done
+# fp16 pairs are FBGEMM's own row header: every row keeps its codes and nothing is added.
+expect 0 "$Q" "$work/s.npy" -o "$work/h4.edo" --codec int4:scale=fp16 -q
+expect 0 "$U" "$work/h4.edo" -o "$work/h4.fb.npy" --to fbgemm -q
+grep -q "FBGEMM INT4 rows .*; 2000 rows keep the file's codes, 0 " "$work/err" || fail "int4:scale=fp16: $(cat "$work/err")"
 # safetensors output, CPU alignment.
 expect 0 "$U" "$work/f_int4.edo" -o "$work/fb.safetensors:table0" --to fbgemm --row-alignment 1 -q
 "$py" -c "
