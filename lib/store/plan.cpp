@@ -205,6 +205,12 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
   c.spec = codec->spec();
   c.code_size = codec->code_size();
   c.trainable = codec->needs_training();
+  // A default with fp16 group parameters is left out of a table whose sample
+  // reaches fp16's limit: its values could not be stored.
+  if (const std::optional<math::ScalarLayout> L = scalar_layout(*codec); L && L->half_params && opt.codecs.empty()) {
+    for (const float v : sample.x)
+      if (!(std::fabs(v) < 65520.0f)) return std::nullopt;
+  }
   if (!c.trainable) return c;
   // State sizes do not depend on the data: train once on the sample to learn them.
   try {
@@ -232,7 +238,9 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
                                       uint64_t table_rows, const std::string& table) {
   std::vector<std::string> specs = opt.codecs;
   if (specs.empty()) {
-    specs = {"fp16", "int8", "int4", "int2"};
+    // fp16 group parameters (scale=fp16) cost 4 bytes a row instead of 8
+    // and hardly any accuracy, so the 5-, 6- and 8-bit steps use them.
+    specs = {"fp16", "int8", "int8:scale=fp16", "int6:scale=fp16", "int5:scale=fp16", "int4", "int4:scale=fp16", "int2"};
     for (const char* family : {"pq"}) {
       if (!find_codec(family)) continue;
       for (uint64_t div : {2, 4, 8})

@@ -30,11 +30,13 @@ recall() {  # DECODED: recall@10 against the table
       printf 'llama.cpp %s\t%.3f\t%s\n' "$name" "$bits" "$(recall "$path")"
     done
   for codec in int2 int2:group=32 int3 int3:group=32 int4 int4:group=64 int4:group=32 int4:group=16 int5 int5:group=64 \
+    int4:scale=fp16 int4:group=64,scale=fp16 int4:group=32,scale=fp16 int5:scale=fp16 int5:group=64,scale=fp16 \
+    int5:group=32,scale=fp16 int6:scale=fp16 int6:group=64,scale=fp16 int6:group=32,scale=fp16 int8:scale=fp16 \
     int5:group=32 int6 int6:group=64 int6:group=32 fp8:e4m3 int8 int8:group=32 \
     pq:m=32 pq:m=64; do
     "$B/edo-quantize" "$work/t.npy" -o "$work/e.edo" --codec "$codec" -q >/dev/null
     bytes=$(stat -c %s "$work/e.edo")
     printf 'edo %s\t%.3f\t%s\n' "$codec" "$(/usr/bin/python3 -c "print(8 * $bytes / $rows_dim)")" "$(recall "$work/e.edo")"
   done
-} | sort -t$'\t' -k2,2n | awk -F'\t' 'BEGIN { printf "%-24s %10s %10s\n", "codec", "bits/value", "recall@10" }
-  { printf "%-24s %10s %10s\n", $1, $2, $3 }'
+} | sort -t$'\t' -k2,2n | awk -F'\t' 'BEGIN { printf "%-30s %10s %10s\n", "codec", "bits/value", "recall@10" }
+  { printf "%-30s %10s %10s\n", $1, $2, $3 }'
