@@ -203,12 +203,29 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
   CHECK_FALSE(find_codec("int4")->trainable);
 
   // dim 50: header (fp32 scale, or scale + offset per group) + packed payload.
-  const std::vector<std::pair<std::string, size_t>> sizes = {
-      {"fp32", 200},         {"fp16", 100},       {"bf16", 100},         {"fp8:e4m3", 54},     {"int8", 58},
-      {"int8:group=25", 66}, {"int4", 33},        {"int4:group=32", 41}, {"int2", 21},         {"int2:group=10", 53},
-      {"bin", 11},           {"pca:32,int8", 40}, {"pca:16", 64},        {"dims:40,int8", 48}, {"dims:10", 40},
-      {"int6", 46},          {"int5", 40},        {"int5:group=32", 48}, {"int3", 27},         {"int3:group=25", 35},
-      {"int5:scale=fp16", 36}, {"int4:group=25,scale=fp16", 33}, {"int8:group=10,scale=fp16", 70}};
+  const std::vector<std::pair<std::string, size_t>> sizes = {{"fp32", 200},
+                                                             {"fp16", 100},
+                                                             {"bf16", 100},
+                                                             {"fp8:e4m3", 54},
+                                                             {"int8", 58},
+                                                             {"int8:group=25", 66},
+                                                             {"int4", 33},
+                                                             {"int4:group=32", 41},
+                                                             {"int2", 21},
+                                                             {"int2:group=10", 53},
+                                                             {"bin", 11},
+                                                             {"pca:32,int8", 40},
+                                                             {"pca:16", 64},
+                                                             {"dims:40,int8", 48},
+                                                             {"dims:10", 40},
+                                                             {"int6", 46},
+                                                             {"int5", 40},
+                                                             {"int5:group=32", 48},
+                                                             {"int3", 27},
+                                                             {"int3:group=25", 35},
+                                                             {"int5:scale=fp16", 36},
+                                                             {"int4:group=25,scale=fp16", 33},
+                                                             {"int8:group=10,scale=fp16", 70}};
   for (const auto& [spec, bytes] : sizes) {
     CAPTURE(spec);
     CHECK(code_size(spec, 50) == bytes);
@@ -426,9 +443,8 @@ TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on 
 TEST_CASE("codecs: encodes do not depend on the thread count") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
   const int saved = omp_get_max_threads();
-  for (const char* spec :
-       {"fp16", "bf16", "fp8:e4m3", "int8", "int6", "int5:group=16", "int4:group=32", "int3", "int2", "bin",
-        "pca:20,int8"}) {
+  for (const char* spec : {"fp16", "bf16", "fp8:e4m3", "int8", "int6", "int5:group=16", "int4:group=32", "int3", "int2",
+                           "bin", "pca:20,int8"}) {
     CAPTURE(spec);
     auto codec = make_codec(spec, glove.dim);
     omp_set_num_threads(1);
@@ -461,9 +477,8 @@ Matrix scaled(const Matrix& m, double factor) {
 TEST_CASE("codecs: subnormal tables keep the integer and fp8 codecs' precision, fast == reference") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 2000);
   const Matrix tiny = scaled(glove, 1e-39);  // every value subnormal in fp32
-  for (const std::string spec :
-       {"int8", "int6", "int5:group=32", "int4", "int4:group=32", "int3", "int2", "int2:group=10", "fp8:e4m3",
-        "fp8:e5m2"}) {
+  for (const std::string spec : {"int8", "int6", "int5:group=32", "int4", "int4:group=32", "int3", "int2",
+                                 "int2:group=10", "fp8:e4m3", "fp8:e5m2"}) {
     CAPTURE(spec);
     check_fast_matches_reference(tiny, spec);
     const auto codec = make_codec(spec, glove.dim);

@@ -69,10 +69,29 @@ inline double relative_frobenius_error(const std::vector<float>& x, const std::v
 
 // Specs every scalar-codec equivalence test runs, for a table of `dim` columns.
 inline std::vector<std::string> scalar_specs() {
-  return {"fp32",          "fp16",         "bf16",  "fp8:e4m3",     "fp8:e5m2", "int8",         "int8:group=16",
-          "int6",          "int6:group=9", "int5",  "int5:group=32", "int4",     "int4:group=32", "int4:group=7",
-          "int3",          "int3:group=5", "int2",  "int2:group=10", "bin",      "int8:scale=fp16",
-          "int5:group=32,scale=fp16",     "int4:group=7,scale=fp16", "int2:scale=fp16"};
+  return {"fp32",
+          "fp16",
+          "bf16",
+          "fp8:e4m3",
+          "fp8:e5m2",
+          "int8",
+          "int8:group=16",
+          "int6",
+          "int6:group=9",
+          "int5",
+          "int5:group=32",
+          "int4",
+          "int4:group=32",
+          "int4:group=7",
+          "int3",
+          "int3:group=5",
+          "int2",
+          "int2:group=10",
+          "bin",
+          "int8:scale=fp16",
+          "int5:group=32,scale=fp16",
+          "int4:group=7,scale=fp16",
+          "int2:scale=fp16"};
 }
 
 }  // namespace edo::test

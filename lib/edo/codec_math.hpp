@@ -289,8 +289,8 @@ inline constexpr int kRefits = 3;
 // rounded to fp16 before it is measured, so the search picks among the
 // pairs the file can store.
 template <class Group>
-EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float lo, float hi, uint32_t qmax,
-                                                float unit, bool half) {
+EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float lo, float hi, uint32_t qmax, float unit,
+                                                bool half) {
   AffineParams best = affine_stored_range(lo, hi, qmax, half);
   if (!(best.scale > 0.0f)) return best;
   float best_sse = g.sse(best);
@@ -312,8 +312,8 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
         const double fraction = kMaxClip * (first + k) / kClipSteps;
         end[k] =
             side == 0 ? fma(range, fraction, static_cast<double>(lo)) : fma(-range, fraction, static_cast<double>(hi));
-        p[k] = side == 0 ? affine_stored_range(end[k], hi, qmax, half)
-                         : affine_stored_range(best_lo, end[k], qmax, half);
+        p[k] =
+            side == 0 ? affine_stored_range(end[k], hi, qmax, half) : affine_stored_range(best_lo, end[k], qmax, half);
       }
       g.sse_batch(p, count, sse);
       for (int k = 0; k < count && stalls < kClipPatience; ++k) {

@@ -26,10 +26,10 @@ inline constexpr const char* kSafetensorsCodesVersion = "1";  // __metadata__ "e
 struct CodeSplit {
   std::optional<math::ScalarLayout> layout;
   uint64_t code_size = 0;
-  uint64_t payload = 0;  // bytes of a row in ".codes"
-  uint64_t scales = 0;   // scales a row
-  uint64_t offsets = 0;  // offsets a row
-  uint64_t param_bytes = 4;         // bytes of one scale or offset
+  uint64_t payload = 0;              // bytes of a row in ".codes"
+  uint64_t scales = 0;               // scales a row
+  uint64_t offsets = 0;              // offsets a row
+  uint64_t param_bytes = 4;          // bytes of one scale or offset
   const char* params_dtype = "F32";  // their dtype: F32, or F16 for scale=fp16
   const char* codes_dtype = "U8";
   uint64_t codes_width = 0;  // ".codes" columns

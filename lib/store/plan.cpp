@@ -240,7 +240,8 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
   if (specs.empty()) {
     // fp16 group parameters (scale=fp16) cost 4 bytes a row instead of 8
     // and hardly any accuracy, so the 5-, 6- and 8-bit steps use them.
-    specs = {"fp16", "int8", "int8:scale=fp16", "int6:scale=fp16", "int5:scale=fp16", "int4", "int4:scale=fp16", "int2"};
+    specs = {"fp16", "int8", "int8:scale=fp16", "int6:scale=fp16", "int5:scale=fp16", "int4", "int4:scale=fp16",
+             "int2"};
     for (const char* family : {"pq"}) {
       if (!find_codec(family)) continue;
       for (uint64_t div : {2, 4, 8})
