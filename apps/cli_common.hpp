@@ -142,6 +142,13 @@ inline void add_version_flag(CLI::App& app, const char* tool) {
 
 namespace edo::cli {
 
+// Progress lines of long steps (training passes, fit iterations) on stderr
+// as "TOOL: line", unless --quiet.
+inline std::function<void(const std::string&)> stderr_note(const char* tool, bool quiet) {
+  if (quiet) return {};
+  return [tool](const std::string& line) { std::fprintf(stderr, "%s: %s\n", tool, line.c_str()); };
+}
+
 // Rate-limited progress on stderr, only when stderr is a terminal and not --quiet.
 class Progress {
  public:

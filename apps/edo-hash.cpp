@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> labels;
     if (!labels_path.empty()) labels = edo::cli::EvalFlags::read_labels(labels_path, table->rows());
     fit.group_labels = &labels;
-    if (!quiet) fit.note = [](const std::string& line) { std::fprintf(stderr, "edo-hash: %s\n", line.c_str()); };
+    fit.note = edo::cli::stderr_note("edo-hash", quiet);
     opt.hash_fit = fit;
     if (sweeping) return run_hash_sweep(sweep, keep_top, keep_codec, *table, opt, eval_flags, json);
     opt.tiers = hash_tiers(scheme, keep_top, keep_codec);

@@ -119,11 +119,16 @@ int main(int argc, char** argv) {
       "x.safetensors:NAME (decoded), or - (npy on stdin).\n\n"
       "Trained codecs (pq, opq, rq, pca) also store a state whose size does not depend on the rows\n"
       "(rq: levels x 2^nbits x dim floats): the summary's 'state' line gives its bytes and says when it\n"
-      "outweighs the codes for the table at hand, where a scalar codec may make a smaller file.\n\n"
+      "outweighs the codes for the table at hand, where a scalar codec may make a smaller file.\n"
+      "Training prints its progress on stderr (k-means pass, error, time left; rq: its phases) unless -q.\n\n"
+      "Integer codecs int8, int6, int5, int4, int3 and int2 keep an fp32 scale and offset a row or a group;\n"
+      "scale=fp16 stores them in half the bytes (int4:group=32,scale=fp16 is 5 bits a value, as llama.cpp's\n"
+      "Q4_1) and refuses values from 65520 on.\n\n"
       "Examples:\n"
       "  edo-quantize --list\n"
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
       "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
+      "  edo-quantize glove.npy -o glove.i5.edo --codec int5:scale=fp16 --eval\n"
       "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json\n"
       "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval\n"
       "  edo-quantize glove.npy --sweep 'int8;int4:group=32;pq:m=16;rq:m=8'",
@@ -136,7 +141,7 @@ int main(int argc, char** argv) {
   app.add_option("INPUT", input, "Table to quantize");
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--codec", spec,
-                 "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int4:group=32, bin, pca:128,int8,\n"
+                 "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
                  "pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
   app.add_option("--sweep", sweep,
@@ -218,6 +223,7 @@ int main(int argc, char** argv) {
     opt.device = edo::select_device(device);
     opt.allow_nonfinite = allow_nonfinite;
     opt.allow_underflow = allow_underflow;
+    opt.hash_fit.note = edo::cli::stderr_note("edo-quantize", quiet);  // training progress
     opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
     if (allow_underflow) opt.parameters["allow_underflow"] = true;
     std::vector<std::string> given_words;

@@ -11,6 +11,8 @@
 #include <faiss/impl/ProductQuantizer.h>
 #include <faiss/impl/ResidualQuantizer.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -20,6 +22,12 @@ namespace {
 // FAISS's default is 50 outer OPQ iterations; the rotation's gain flattens
 // well before (docs/BENCHMARKS.md), at half the training time.
 constexpr int kOpqIterations = 25;
+
+// Rows the rotation is fitted on (FAISS's default is 65,536). Each outer
+// iteration encodes them and multiplies them by the rotation twice, so this
+// sets the training time; the rotation of a 16,384-row sample is as good
+// for recall (docs/BENCHMARKS.md, "Training time"). Smaller samples are used whole.
+constexpr size_t kOpqTrainRows = 16384;
 
 // FAISS takes an int seed; fold the 64 bits in.
 int faiss_seed(uint64_t seed) { return static_cast<int>((seed ^ (seed >> 31) ^ (seed >> 62)) & 0x7fffffffu); }
@@ -32,6 +40,75 @@ void configure_clustering(faiss::ClusteringParameters& cp, uint64_t seed) {
   cp.min_points_per_centroid = 1;
   cp.verbose = false;
 }
+
+// Counts the k-means assignment passes of a training run against the total
+// it makes, and reports (pass, the pass's mean squared distance, time left)
+// through the codec's training note, at most every few seconds.
+class TrainingMeter {
+ public:
+  TrainingMeter(std::string what, uint64_t total, const std::function<void(const std::string&)>& note)
+      : what_(std::move(what)), total_(total), note_(note), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+  void pass(double mean_distance) {
+    ++done_;
+    if (!note_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(3)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const uint64_t shown = std::min(done_, total_ - 1);  // the count is FAISS's: never claim the end early
+    const double left = elapsed * static_cast<double>(total_ - shown) / static_cast<double>(shown);
+    note_(fmt::format("{}: training, k-means pass {} of {}, error {:.4g}, {:.0f} s so far, about {:.0f} s left", what_,
+                      shown, total_, mean_distance, elapsed, left));
+  }
+
+ private:
+  std::string what_;
+  uint64_t total_, done_ = 0;
+  const std::function<void(const std::string&)>& note_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+// FAISS's k-means assigns rows through an Index; this one gives edo's exact
+// nearest codeword (nearest_centroids, the lower id on ties). On PQ's narrow
+// sub-spaces that is several times faster than IndexFlatL2's distance
+// products, and float rounding never makes it pick a farther codeword.
+class ExactAssignIndex final : public faiss::Index {
+ public:
+  ExactAssignIndex(size_t width, TrainingMeter& meter)
+      : faiss::Index(static_cast<idx_t>(width), faiss::METRIC_L2), meter_(meter) {
+    is_trained = true;
+  }
+
+  void add(idx_t n, const float* x) override {
+    centroids_.insert(centroids_.end(), x, x + static_cast<size_t>(n) * static_cast<size_t>(d));
+    ntotal += n;
+  }
+  void reset() override {
+    centroids_.clear();
+    ntotal = 0;
+  }
+  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+              const faiss::SearchParameters* /*params*/) const override {
+    if (k != 1 || ntotal == 0) EDO_FAIL("k-means assignment: {} neighbours of {} codewords asked", k, ntotal);
+    const auto rows = static_cast<size_t>(n), width = static_cast<size_t>(d);
+    std::vector<uint32_t> nearest(rows);
+    nearest_centroids(x, rows, width, centroids_.data(), static_cast<size_t>(ntotal), nearest.data());
+    double sum = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      labels[r] = nearest[r];
+      const double dist =
+          math::pq_sub_distance(x + r * width, centroids_.data() + nearest[r] * width, static_cast<uint32_t>(width));
+      distances[r] = static_cast<float>(dist);
+      sum += dist;
+    }
+    meter_.pass(rows ? sum / static_cast<double>(rows) : 0.0);
+  }
+
+ private:
+  std::vector<float> centroids_;
+  TrainingMeter& meter_;
+};
 
 void check_training_rows(const std::string& spec, size_t n, size_t ksub) {
   if (n < ksub) {
@@ -57,13 +134,27 @@ class PqCodec final : public PqDecoder {
     // asserting on sums that overflow, whoever calls.
     opt.allow_underflow = true;
     check_trainable_norms(x, n, dim_, spec(), opt);
+    // FAISS's assignment passes, a sub-space each: its k-means iterations
+    // for the codebooks; OPQ's first round runs niter_pq_0 of them, each
+    // later round niter_pq, and every round ends with one pass to encode.
+    const faiss::ClusteringParameters clustering;
+    const faiss::OPQMatrix opq_defaults;
+    const uint64_t passes =
+        static_cast<uint64_t>(g_.m) *
+        static_cast<uint64_t>(
+            (trainer_ == PqTrainer::edo ? 0 : clustering.niter) +
+            (rotate_ ? opq_defaults.niter_pq_0 + 1 + (kOpqIterations - 1) * (opq_defaults.niter_pq + 1) : 0));
+    TrainingMeter meter(spec(), passes, training_note_);
     std::vector<float> rotated;
     if (rotate_) {
       faiss::OPQMatrix opq(static_cast<int>(dim_), static_cast<int>(g_.m), static_cast<int>(g_.dim));
       opq.verbose = false;
       opq.niter = kOpqIterations;
+      opq.max_train_points = kOpqTrainRows;
       faiss::ProductQuantizer inner(g_.dim, g_.m, g_.nbits);
       configure_clustering(inner.cp, seed);
+      ExactAssignIndex inner_assign(inner.dsub, meter);
+      inner.assign_index = &inner_assign;
       opq.pq = &inner;
       opq.train(static_cast<faiss::Index::idx_t>(n), x);
       rotation_ = opq.A;
@@ -81,6 +172,8 @@ class PqCodec final : public PqDecoder {
     const std::vector<float> padded = pq_pad_rows(g_, x, n);
     faiss::ProductQuantizer pq(static_cast<size_t>(g_.m) * g_.dsub, g_.m, g_.nbits);
     configure_clustering(pq.cp, seed);
+    ExactAssignIndex assign(g_.dsub, meter);
+    pq.assign_index = &assign;
     pq.verbose = false;
     pq.train(n, padded.data());
     codebooks_ = pq.centroids;
@@ -121,10 +214,18 @@ class RqCodec final : public RqDecoder {
     rq.max_beam_size = static_cast<int>(p_.train_beam);
     rq.verbose = false;
     configure_clustering(rq.cp, seed);
+    const auto start = std::chrono::steady_clock::now();
+    const auto note = [&](const std::string& what) {
+      if (!training_note_) return;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      training_note_(fmt::format("{}: training, {}, {:.0f} s so far", spec(), what, elapsed));
+    };
+    note(fmt::format("greedy codebooks of {} levels at beam {} (FAISS)", p_.m, p_.train_beam));
     rq.train(n, x);
     codebooks_ = rq.codebooks;
     std::vector<uint8_t> codes(n * code_size_);
     for (uint32_t round = 0; round < p_.refine; ++round) {
+      note(fmt::format("refit round {} of {}: encoding {} rows at beam {}", round + 1, p_.refine, n, p_.beam));
       rq_encode(shape(), codebooks_.data(), x, n, codes.data());
       refit_codebooks(x, n, codes.data(), 2);
     }

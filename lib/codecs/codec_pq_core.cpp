@@ -12,6 +12,10 @@
 
 #include <cblas.h>
 
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -24,6 +28,79 @@ namespace {
 
 constexpr size_t kAssignBlock = 4096;  // rows per distance-product block
 
+// Sub-spaces this narrow skip BLAS: a distance product of K = w is mostly
+// overhead, and the direct form below is several times faster.
+constexpr uint32_t kSmallWidth = 16;
+
+#ifdef __AVX2__
+// assign_cpu's answer for one sub-space of width w <= kSmallWidth: row r
+// (`stride` floats apart, its w columns from x) gets the nearest of `ksub`
+// codewords (stride dsub) by math::pq_sub_distance, the lower id on ties,
+// written to assign[r * assign_stride]. Every codeword's distance is taken
+// in float, eight codewords a step, each lane summing t = 0..w-1 with one
+// rounding a step (the same floats in any order of rows or threads); the
+// codewords within that sum's error bound of the smallest are rescored
+// exactly, so the choice is the exact one.
+void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const float* x, size_t n, size_t stride,
+                  uint32_t* assign, size_t assign_stride) {
+  const size_t blocks = (ksub + 7) / 8, kpad = blocks * 8;
+  std::vector<float> columns(static_cast<size_t>(w) * kpad, 0.0f);  // codeword c's value t at [t * kpad + c]
+  for (size_t c = 0; c < ksub; ++c)
+    for (uint32_t t = 0; t < w; ++t) columns[t * kpad + c] = cb[c * dsub + t];
+  // |float sum - exact| <= (w + 2) eps of the sum (w roundings of the
+  // adds, two of each square), plus an underflowed square's FLT_MIN; the
+  // exact best is then within twice that of the float best.
+  const float slack = 4.0f * static_cast<float>(w + 3) * FLT_EPSILON;
+  const float floor = static_cast<float>(w + 1) * FLT_MIN;
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma omp parallel if (parallel_worth(n * ksub * w))
+  {
+    std::vector<float> dist(kpad);
+    __m256 xv[kSmallWidth];
+#pragma omp for schedule(static)
+    for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+      const float* xr = x + static_cast<size_t>(ri) * stride;
+      for (uint32_t t = 0; t < w; ++t) xv[t] = _mm256_set1_ps(xr[t]);
+      __m256 low = inf;
+      for (size_t b = 0; b < blocks; ++b) {
+        __m256 acc = _mm256_setzero_ps();
+        for (uint32_t t = 0; t < w; ++t) {
+          const __m256 d = _mm256_sub_ps(xv[t], _mm256_loadu_ps(columns.data() + t * kpad + b * 8));
+          acc = _mm256_fmadd_ps(d, d, acc);
+        }
+        if ((b + 1) * 8 > ksub) {  // lanes past the last codeword never win
+          const __m256i past = _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(static_cast<int>(ksub - b * 8) - 1));
+          acc = _mm256_blendv_ps(acc, inf, _mm256_castsi256_ps(past));
+        }
+        _mm256_storeu_ps(dist.data() + b * 8, acc);
+        low = _mm256_min_ps(low, acc);
+      }
+      alignas(32) float lows[8];
+      _mm256_store_ps(lows, low);
+      float best = lows[0];
+      for (int l = 1; l < 8; ++l) best = std::min(best, lows[l]);
+      const __m256 limit = _mm256_set1_ps(best + best * slack + floor);
+      uint32_t best_k = 0;
+      double best_d = std::numeric_limits<double>::infinity();
+      for (size_t b = 0; b < blocks; ++b) {
+        auto near = static_cast<uint32_t>(
+            _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + b * 8), limit, _CMP_LE_OQ)));
+        for (; near != 0; near &= near - 1) {
+          const size_t c = b * 8 + static_cast<size_t>(__builtin_ctz(near));
+          const double d = math::pq_sub_distance(xr, cb + c * dsub, w);
+          if (d < best_d) {
+            best_d = d;
+            best_k = static_cast<uint32_t>(c);
+          }
+        }
+      }
+      assign[static_cast<size_t>(ri) * assign_stride] = best_k;
+    }
+  }
+}
+#endif
+
 // assign[r * g.m + j] = nearest centroid of sub-space j for row r. x has
 // `stride` floats a row and sub-space j reads its columns in place.
 void assign_cpu(const math::PqGeometry& g, const float* codebooks, const float* x, size_t n, size_t stride,
@@ -34,6 +111,12 @@ void assign_cpu(const math::PqGeometry& g, const float* codebooks, const float* 
   for (uint32_t j = 0; j < g.m; ++j) {
     const uint32_t begin = math::pq_sub_begin(g, j), w = math::pq_sub_width(g, j);
     const float* cb = codebooks + static_cast<size_t>(j) * ksub * dsub;
+#ifdef __AVX2__
+    if (w <= kSmallWidth) {
+      assign_small(cb, ksub, dsub, w, x + begin, n, stride, assign + j, g.m);
+      continue;
+    }
+#endif
     float cmax = 0;
     for (size_t k = 0; k < ksub; ++k) {
       double s = 0;

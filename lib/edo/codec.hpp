@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -99,6 +100,12 @@ class Codec {
   // Non-null when codes can be scored against a query without decoding
   // (asymmetric distance computation: the pq family).
   virtual const AdcCodec* adc() const { return nullptr; }
+  // Where a long train() reports its progress: lines (pass, error, time
+  // left) a tool shows on stderr; empty, the default, for none.
+  void set_training_note(std::function<void(const std::string&)> note) { training_note_ = std::move(note); }
+
+ protected:
+  std::function<void(const std::string&)> training_note_;
 };
 
 // Asymmetric distance computation: a query's inner product with a decoded

@@ -80,8 +80,11 @@ EncodeOptions encode_options(const io::TableReader& input, const WriteOptions& o
 
 class CodecTierBuilder final : public TierBuilder {
  public:
-  CodecTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc)
-      : codec_(make_codec(spec, dim)), dim_(dim), enc_(enc) {}
+  CodecTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
+                   const std::function<void(const std::string&)>& note)
+      : codec_(make_codec(spec, dim)), dim_(dim), enc_(enc) {
+    codec_->set_training_note(note);
+  }
 
   std::string codec() const override { return codec_->spec(); }
   uint64_t code_size() const override { return codec_->code_size(); }
@@ -481,7 +484,7 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
     case TierKind::codec:
       break;
   }
-  return std::make_unique<CodecTierBuilder>(codec_field, dim, enc);
+  return std::make_unique<CodecTierBuilder>(codec_field, dim, enc, fit.note);
 }
 
 TableWriteReport write_table(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
