@@ -358,6 +358,38 @@ TEST_CASE("pq: the CPU's nearest codeword is the exact one, narrow and wide, tie
   }
 }
 
+TEST_CASE("opq: the encoder's rotation is the scalar fma chain, output by output, at every width") {
+  // GloVe's 50 rotated outputs take the 32-wide, the 8-wide and the scalar
+  // steps; each must equal y[i] = fma chain over j of A[i][j] x[j].
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 1500);
+  auto codec = make_codec("opq:m=10,nbits=5", glove.dim);
+  codec->train(glove.values.data(), glove.rows, 5);
+  const std::vector<NamedBlob> st = codec->state();
+  const auto blob = [&](const std::string& name) {
+    const auto it = std::find_if(st.begin(), st.end(), [&](const NamedBlob& b) { return b.name == name; });
+    REQUIRE(it != st.end());
+    return it->values;
+  };
+  const std::vector<float> a = blob("opq.rotation"), books = blob("pq.codebooks");
+  const size_t d2 = a.size() / glove.dim, dsub = 5, ksub = 32;
+  REQUIRE(d2 == 50);
+  const auto codes = test::encode_all(*codec, glove);
+  size_t wrong = 0;
+  std::vector<float> y(d2);
+  for (size_t r = 0; r < glove.rows; ++r) {
+    for (size_t i = 0; i < d2; ++i) {
+      float s = 0;
+      for (size_t j = 0; j < glove.dim; ++j) s = std::fma(a[i * glove.dim + j], glove.row(r)[j], s);
+      y[i] = s;
+    }
+    for (uint32_t j = 0; j < 10; ++j) {
+      const uint32_t want = math::pq_nearest(y.data() + j * dsub, books.data() + j * ksub * dsub, ksub, dsub, dsub);
+      wrong += math::pq_get_code(codes.data() + r * codec->code_size(), j, 5) != want;
+    }
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("rq: codebook refits lower the training error at equal bytes") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
   auto plain = trained("rq:m=4,nbits=6,beam=2,refine=0", glove);

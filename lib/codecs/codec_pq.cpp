@@ -31,6 +31,14 @@ constexpr int kOpqIterations = 25;
 // the codebooks still train on the whole sample.
 constexpr size_t kOpqTrainRows = 16384;
 
+// Rows rq trains on at most: its greedy levels (a full-width k-means and a
+// beam search of the rows each) and its refit rounds (a beam-search encode
+// of the rows each) all scale with them. A larger sample gives an even
+// stride of its rows (they come in table order, so the stride spans the
+// table); samples this small or smaller are used whole, as before
+// (docs/BENCHMARKS.md, "Training time").
+constexpr size_t kRqTrainRows = 16384;
+
 // FAISS takes an int seed; fold the 64 bits in.
 int faiss_seed(uint64_t seed) { return static_cast<int>((seed ^ (seed >> 31) ^ (seed >> 62)) & 0x7fffffffu); }
 
@@ -212,6 +220,14 @@ class RqCodec final : public RqDecoder {
     // asserting on sums that overflow, whoever calls.
     opt.allow_underflow = true;
     check_trainable_norms(x, n, dim_, spec(), opt);
+    std::vector<float> subset;
+    if (n > kRqTrainRows) {
+      subset.resize(kRqTrainRows * dim_);
+      for (size_t i = 0; i < kRqTrainRows; ++i)
+        std::memcpy(subset.data() + i * dim_, x + (i * n / kRqTrainRows) * dim_, dim_ * sizeof(float));
+      x = subset.data();
+      n = kRqTrainRows;
+    }
     faiss::ResidualQuantizer rq(dim_, p_.m, p_.nbits);
     rq.max_beam_size = static_cast<int>(p_.train_beam);
     rq.verbose = false;
