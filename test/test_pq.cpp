@@ -337,25 +337,30 @@ TEST_CASE("pq: k-means is deterministic, keeps no empty cluster, and lowers the 
 TEST_CASE("pq: the CPU's nearest codeword is the exact one, narrow and wide, ties to the lower id") {
   // Widths up to 16 take the direct float path with exact rescoring, wider
   // ones the BLAS narrowing: both must give math::pq_nearest's answer.
+  // On an AVX-512 CPU both the 16-lane and the 8-lane kernels run.
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
-  for (const size_t d : {1, 2, 4, 7, 16, 17, 50}) {
-    for (const size_t k : {13, 64, 256}) {
-      CAPTURE(d);
-      CAPTURE(k);
-      const Matrix sub = test::first_columns(glove, d);
-      std::vector<float> c(k * d);
-      for (size_t i = 0; i < k; ++i) std::copy_n(sub.row(i * 11 % sub.rows), d, c.begin() + i * d);
-      std::copy_n(c.begin() + 2 * d, d, c.begin() + 5 * d);  // codewords 2 and 5 tie: 2 must win
-      std::vector<uint32_t> assign(sub.rows);
-      nearest_centroids(sub.values.data(), sub.rows, d, c.data(), k, assign.data());
-      size_t wrong = 0;
-      for (size_t r = 0; r < sub.rows; ++r)
-        wrong += assign[r] != math::pq_nearest(sub.row(r), c.data(), static_cast<uint32_t>(k), static_cast<uint32_t>(d),
-                                               static_cast<uint32_t>(d));
-      CHECK(wrong == 0);
-      CHECK(std::count(assign.begin(), assign.end(), 5u) == 0);
+  for (const bool avx512 : {true, false})
+    for (const size_t d : {1, 2, 4, 7, 16, 17, 50}) {
+      for (const size_t k : {13, 40, 64, 256}) {
+        CAPTURE(avx512);
+        CAPTURE(d);
+        CAPTURE(k);
+        set_pq_avx512(avx512);
+        const Matrix sub = test::first_columns(glove, d);
+        std::vector<float> c(k * d);
+        for (size_t i = 0; i < k; ++i) std::copy_n(sub.row(i * 11 % sub.rows), d, c.begin() + i * d);
+        std::copy_n(c.begin() + 2 * d, d, c.begin() + 5 * d);  // codewords 2 and 5 tie: 2 must win
+        std::vector<uint32_t> assign(sub.rows);
+        nearest_centroids(sub.values.data(), sub.rows, d, c.data(), k, assign.data());
+        size_t wrong = 0;
+        for (size_t r = 0; r < sub.rows; ++r)
+          wrong += assign[r] != math::pq_nearest(sub.row(r), c.data(), static_cast<uint32_t>(k),
+                                                 static_cast<uint32_t>(d), static_cast<uint32_t>(d));
+        CHECK(wrong == 0);
+        CHECK(std::count(assign.begin(), assign.end(), 5u) == 0);
+      }
     }
-  }
+  set_pq_avx512(true);
 }
 
 TEST_CASE("opq: the encoder's rotation is the scalar fma chain, output by output, at every width") {

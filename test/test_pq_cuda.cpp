@@ -55,6 +55,21 @@ TEST_CASE("pq cuda: k-means with the GPU assignment step gives the CPU's centroi
   CHECK(a == b);
 }
 
+TEST_CASE("pq cuda: training on the GPU (FAISS's k-means through edo's assignment, rq refits) gives the CPU's state") {
+  if (skip_without_gpu()) return;
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 4000);
+  for (const std::string spec : {"pq:m=10", "pq:m=10,train=edo", "opq:m=10,nbits=6", "rq:m=4,nbits=6"}) {
+    CAPTURE(spec);
+    auto cpu = make_codec(spec, glove.dim), gpu = make_codec(spec, glove.dim);
+    gpu->set_training_context({{}, Device::cuda});
+    cpu->train(glove.values.data(), glove.rows, 3);
+    gpu->train(glove.values.data(), glove.rows, 3);
+    const auto a = cpu->state(), b = gpu->state();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(test::same_bits(a[i].values, b[i].values));
+  }
+}
+
 TEST_CASE("rq cuda: GPU beam search keeps the reference's beams, ties included") {
   if (skip_without_gpu()) return;
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);

@@ -85,8 +85,8 @@ class TrainingMeter {
 // products, and float rounding never makes it pick a farther codeword.
 class ExactAssignIndex final : public faiss::Index {
  public:
-  ExactAssignIndex(size_t width, TrainingMeter& meter)
-      : faiss::Index(static_cast<idx_t>(width), faiss::METRIC_L2), meter_(meter) {
+  ExactAssignIndex(size_t width, Device device, TrainingMeter& meter)
+      : faiss::Index(static_cast<idx_t>(width), faiss::METRIC_L2), device_(device), meter_(meter) {
     is_trained = true;
   }
 
@@ -103,7 +103,7 @@ class ExactAssignIndex final : public faiss::Index {
     if (k != 1 || ntotal == 0) EDO_FAIL("k-means assignment: {} neighbours of {} codewords asked", k, ntotal);
     const auto rows = static_cast<size_t>(n), width = static_cast<size_t>(d);
     std::vector<uint32_t> nearest(rows);
-    nearest_centroids(x, rows, width, centroids_.data(), static_cast<size_t>(ntotal), nearest.data());
+    nearest_centroids(x, rows, width, centroids_.data(), static_cast<size_t>(ntotal), nearest.data(), device_);
     double sum = 0;
     for (size_t r = 0; r < rows; ++r) {
       labels[r] = nearest[r];
@@ -117,6 +117,7 @@ class ExactAssignIndex final : public faiss::Index {
 
  private:
   std::vector<float> centroids_;
+  Device device_;
   TrainingMeter& meter_;
 };
 
@@ -154,7 +155,7 @@ class PqCodec final : public PqDecoder {
         static_cast<uint64_t>(
             (trainer_ == PqTrainer::edo ? 0 : clustering.niter) +
             (rotate_ ? opq_defaults.niter_pq_0 + 1 + (kOpqIterations - 1) * (opq_defaults.niter_pq + 1) : 0));
-    TrainingMeter meter(spec(), passes, training_note_);
+    TrainingMeter meter(spec(), passes, training_.note);
     std::vector<float> rotated;
     if (rotate_) {
       faiss::OPQMatrix opq(static_cast<int>(dim_), static_cast<int>(g_.m), static_cast<int>(g_.dim));
@@ -163,7 +164,7 @@ class PqCodec final : public PqDecoder {
       opq.max_train_points = kOpqTrainRows;
       faiss::ProductQuantizer inner(g_.dim, g_.m, g_.nbits);
       configure_clustering(inner.cp, seed);
-      ExactAssignIndex inner_assign(inner.dsub, meter);
+      ExactAssignIndex inner_assign(inner.dsub, training_.device, meter);
       inner.assign_index = &inner_assign;
       opq.pq = &inner;
       opq.train(static_cast<faiss::Index::idx_t>(n), x);
@@ -176,13 +177,14 @@ class PqCodec final : public PqDecoder {
       KmeansOptions ko;
       ko.seed = seed;
       ko.iterations = 40;
+      ko.device = training_.device;
       codebooks_ = train_pq_codebooks(g_, x, n, ko);
       return;
     }
     const std::vector<float> padded = pq_pad_rows(g_, x, n);
     faiss::ProductQuantizer pq(static_cast<size_t>(g_.m) * g_.dsub, g_.m, g_.nbits);
     configure_clustering(pq.cp, seed);
-    ExactAssignIndex assign(g_.dsub, meter);
+    ExactAssignIndex assign(g_.dsub, training_.device, meter);
     pq.assign_index = &assign;
     pq.verbose = false;
     pq.train(n, padded.data());
@@ -234,9 +236,9 @@ class RqCodec final : public RqDecoder {
     configure_clustering(rq.cp, seed);
     const auto start = std::chrono::steady_clock::now();
     const auto note = [&](const std::string& what) {
-      if (!training_note_) return;
+      if (!training_.note) return;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      training_note_(fmt::format("{}: training, {}, {:.0f} s so far", spec(), what, elapsed));
+      training_.note(fmt::format("{}: training, {}, {:.0f} s so far", spec(), what, elapsed));
     };
     note(fmt::format("greedy codebooks of {} levels at beam {} (FAISS)", p_.m, p_.train_beam));
     rq.train(n, x);
@@ -244,7 +246,7 @@ class RqCodec final : public RqDecoder {
     std::vector<uint8_t> codes(n * code_size_);
     for (uint32_t round = 0; round < p_.refine; ++round) {
       note(fmt::format("refit round {} of {}: encoding {} rows at beam {}", round + 1, p_.refine, n, p_.beam));
-      rq_encode(shape(), codebooks_.data(), x, n, codes.data());
+      rq_encode(shape(), codebooks_.data(), x, n, codes.data(), training_.device);
       refit_codebooks(x, n, codes.data(), 2);
     }
   }

@@ -17,6 +17,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -99,6 +100,78 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
     }
   }
 }
+
+// assign_small sixteen codewords a step, for CPUs with AVX-512 (the build
+// targets AVX2; assign_cpu asks the CPU at run time). Each lane sums the
+// same terms in the same order, so the float distances, the codewords
+// rescored and the answer are assign_small's.
+// GCC 12's AVX-512 headers build min_ps from an "undefined" register that
+// -Wmaybe-uninitialized then flags in the caller; the lanes are all defined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, size_t ksub, size_t dsub, uint32_t w,
+                                                            const float* x, size_t n, size_t stride, uint32_t* assign,
+                                                            size_t assign_stride) {
+  const size_t blocks = (ksub + 15) / 16, kpad = blocks * 16;
+  std::vector<float> columns(static_cast<size_t>(w) * kpad, 0.0f);
+  for (size_t c = 0; c < ksub; ++c)
+    for (uint32_t t = 0; t < w; ++t) columns[t * kpad + c] = cb[c * dsub + t];
+  const float slack = 4.0f * static_cast<float>(w + 3) * FLT_EPSILON;
+  const float floor = static_cast<float>(w + 1) * FLT_MIN;
+  const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+#pragma omp parallel if (parallel_worth(n * ksub * w))
+  {
+    std::vector<float> dist(kpad);
+    __m512 xv[kSmallWidth];
+#pragma omp for schedule(static)
+    for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
+      const float* xr = x + static_cast<size_t>(ri) * stride;
+      for (uint32_t t = 0; t < w; ++t) xv[t] = _mm512_set1_ps(xr[t]);
+      __m512 low = inf;
+      for (size_t b = 0; b < blocks; ++b) {
+        __m512 acc = _mm512_setzero_ps();
+        for (uint32_t t = 0; t < w; ++t) {
+          const __m512 d = _mm512_sub_ps(xv[t], _mm512_loadu_ps(columns.data() + t * kpad + b * 16));
+          acc = _mm512_fmadd_ps(d, d, acc);
+        }
+        if ((b + 1) * 16 > ksub) {  // lanes past the last codeword never win
+          const auto live = static_cast<__mmask16>((1u << (ksub - b * 16)) - 1u);
+          acc = _mm512_mask_blend_ps(live, inf, acc);
+        }
+        _mm512_storeu_ps(dist.data() + b * 16, acc);
+        low = _mm512_min_ps(low, acc);
+      }
+      alignas(64) float lows[16];
+      _mm512_store_ps(lows, low);
+      float best = lows[0];
+      for (int l = 1; l < 16; ++l) best = std::min(best, lows[l]);
+      const __m512 limit = _mm512_set1_ps(best + best * slack + floor);
+      uint32_t best_k = 0;
+      double best_d = std::numeric_limits<double>::infinity();
+      for (size_t b = 0; b < blocks; ++b) {
+        uint32_t near = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + b * 16), limit, _CMP_LE_OQ);
+        for (; near != 0; near &= near - 1) {
+          const size_t c = b * 16 + static_cast<size_t>(__builtin_ctz(near));
+          const double d = math::pq_sub_distance(xr, cb + c * dsub, w);
+          if (d < best_d) {
+            best_d = d;
+            best_k = static_cast<uint32_t>(c);
+          }
+        }
+      }
+      assign[static_cast<size_t>(ri) * assign_stride] = best_k;
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
+std::atomic<bool> avx512_allowed{true};
+
+bool use_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has && avx512_allowed.load(std::memory_order_relaxed);
+}
 #endif
 
 // assign[r * g.m + j] = nearest centroid of sub-space j for row r. x has
@@ -113,7 +186,11 @@ void assign_cpu(const math::PqGeometry& g, const float* codebooks, const float* 
     const float* cb = codebooks + static_cast<size_t>(j) * ksub * dsub;
 #ifdef __AVX2__
     if (w <= kSmallWidth) {
-      assign_small(cb, ksub, dsub, w, x + begin, n, stride, assign + j, g.m);
+      if (use_avx512() && ksub >= 16) {
+        assign_small_avx512(cb, ksub, dsub, w, x + begin, n, stride, assign + j, g.m);
+      } else {
+        assign_small(cb, ksub, dsub, w, x + begin, n, stride, assign + j, g.m);
+      }
       continue;
     }
 #endif
@@ -364,6 +441,14 @@ void rq_encode(const RqShape& s, const float* codebooks, const float* x, size_t 
     return;
   }
   rq_encode_cpu(s, codebooks, x, n, codes);
+}
+
+void set_pq_avx512(bool allowed) {
+#ifdef __AVX2__
+  avx512_allowed.store(allowed, std::memory_order_relaxed);
+#else
+  (void)allowed;
+#endif
 }
 
 void pq_encode(const math::PqGeometry& g, const float* codebooks, const float* x, size_t n, uint8_t* codes,

@@ -69,6 +69,15 @@ struct NamedBlob {
 class AdcCodec;
 
 // One instance is one codec configured for one input dimension.
+// Where a trainable codec's train() reports its progress: lines (pass,
+// error, time left) a tool shows on stderr, empty for none; and the device
+// its assignment steps (k-means, rq's refit encodes) run on. A GPU gives
+// the CPU's bits, so the state does not depend on it.
+struct TrainingContext {
+  std::function<void(const std::string&)> note;
+  Device device = Device::cpu;
+};
+
 class Codec {
  public:
   virtual ~Codec() = default;
@@ -100,12 +109,11 @@ class Codec {
   // Non-null when codes can be scored against a query without decoding
   // (asymmetric distance computation: the pq family).
   virtual const AdcCodec* adc() const { return nullptr; }
-  // Where a long train() reports its progress: lines (pass, error, time
-  // left) a tool shows on stderr; empty, the default, for none.
-  void set_training_note(std::function<void(const std::string&)> note) { training_note_ = std::move(note); }
+  // How a long train() runs: see TrainingContext.
+  void set_training_context(TrainingContext context) { training_ = std::move(context); }
 
  protected:
-  std::function<void(const std::string&)> training_note_;
+  TrainingContext training_;
 };
 
 // Asymmetric distance computation: a query's inner product with a decoded

@@ -37,6 +37,11 @@ std::vector<float> pq_pad_rows(const math::PqGeometry& g, const float* x, size_t
 void nearest_centroids(const float* x, size_t n, size_t d, const float* centroids, size_t k, uint32_t* assign,
                        Device device = Device::cpu);
 
+// Whether narrow sub-spaces (width 16 or less) may be assigned with AVX-512
+// where the CPU has it (the default); tests turn it off to check the AVX2
+// path gives the same answer on such a CPU.
+void set_pq_avx512(bool allowed);
+
 struct KmeansOptions {
   size_t iterations = 25;
   uint64_t seed = 0;

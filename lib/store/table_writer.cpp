@@ -83,7 +83,7 @@ class CodecTierBuilder final : public TierBuilder {
   CodecTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
                    const std::function<void(const std::string&)>& note)
       : codec_(make_codec(spec, dim)), dim_(dim), enc_(enc) {
-    codec_->set_training_note(note);
+    codec_->set_training_context({note, enc.device});
   }
 
   std::string codec() const override { return codec_->spec(); }
