@@ -34,6 +34,41 @@ constexpr size_t kAssignBlock = 4096;  // rows per distance-product block
 constexpr uint32_t kSmallWidth = 16;
 
 #ifdef __AVX2__
+// Shared by the AVX2 and AVX-512 kernels below.
+
+// Codeword c's value t at [t * kpad + c], zeros past ksub.
+std::vector<float> codeword_columns(const float* cb, size_t ksub, size_t dsub, uint32_t w, size_t kpad) {
+  std::vector<float> columns(static_cast<size_t>(w) * kpad, 0.0f);
+  for (size_t c = 0; c < ksub; ++c)
+    for (uint32_t t = 0; t < w; ++t) columns[t * kpad + c] = cb[c * dsub + t];
+  return columns;
+}
+
+// The float distance up to which a codeword may be the exact nearest, from
+// the lanes' smallest float distances: |float sum - exact| <= (w + 2) eps
+// of the sum (w roundings of the adds, two of each square), plus an
+// underflowed square's FLT_MIN; the exact best is within twice that of the
+// float best.
+float near_limit(const float* lows, int lanes, uint32_t w) {
+  float best = lows[0];
+  for (int l = 1; l < lanes; ++l) best = std::min(best, lows[l]);
+  return best + best * (4.0f * static_cast<float>(w + 3) * FLT_EPSILON) + static_cast<float>(w + 1) * FLT_MIN;
+}
+
+// Rescores codewords base + (set bits of `near`) exactly, keeping the
+// nearest (the lower id on ties, as they come in id order).
+void rescore_near(uint32_t near, size_t base, const float* xr, const float* cb, size_t dsub, uint32_t w,
+                  uint32_t& best_k, double& best_d) {
+  for (; near != 0; near &= near - 1) {
+    const size_t c = base + static_cast<size_t>(__builtin_ctz(near));
+    const double d = math::pq_sub_distance(xr, cb + c * dsub, w);
+    if (d < best_d) {
+      best_d = d;
+      best_k = static_cast<uint32_t>(c);
+    }
+  }
+}
+
 // assign_cpu's answer for one sub-space of width w <= kSmallWidth: row r
 // (`stride` floats apart, its w columns from x) gets the nearest of `ksub`
 // codewords (stride dsub) by math::pq_sub_distance, the lower id on ties,
@@ -45,14 +80,7 @@ constexpr uint32_t kSmallWidth = 16;
 void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const float* x, size_t n, size_t stride,
                   uint32_t* assign, size_t assign_stride) {
   const size_t blocks = (ksub + 7) / 8, kpad = blocks * 8;
-  std::vector<float> columns(static_cast<size_t>(w) * kpad, 0.0f);  // codeword c's value t at [t * kpad + c]
-  for (size_t c = 0; c < ksub; ++c)
-    for (uint32_t t = 0; t < w; ++t) columns[t * kpad + c] = cb[c * dsub + t];
-  // |float sum - exact| <= (w + 2) eps of the sum (w roundings of the
-  // adds, two of each square), plus an underflowed square's FLT_MIN; the
-  // exact best is then within twice that of the float best.
-  const float slack = 4.0f * static_cast<float>(w + 3) * FLT_EPSILON;
-  const float floor = static_cast<float>(w + 1) * FLT_MIN;
+  const std::vector<float> columns = codeword_columns(cb, ksub, dsub, w, kpad);
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma omp parallel if (parallel_worth(n * ksub * w))
@@ -79,22 +107,13 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
       }
       alignas(32) float lows[8];
       _mm256_store_ps(lows, low);
-      float best = lows[0];
-      for (int l = 1; l < 8; ++l) best = std::min(best, lows[l]);
-      const __m256 limit = _mm256_set1_ps(best + best * slack + floor);
+      const __m256 limit = _mm256_set1_ps(near_limit(lows, 8, w));
       uint32_t best_k = 0;
       double best_d = std::numeric_limits<double>::infinity();
       for (size_t b = 0; b < blocks; ++b) {
-        auto near = static_cast<uint32_t>(
+        const auto near = static_cast<uint32_t>(
             _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + b * 8), limit, _CMP_LE_OQ)));
-        for (; near != 0; near &= near - 1) {
-          const size_t c = b * 8 + static_cast<size_t>(__builtin_ctz(near));
-          const double d = math::pq_sub_distance(xr, cb + c * dsub, w);
-          if (d < best_d) {
-            best_d = d;
-            best_k = static_cast<uint32_t>(c);
-          }
-        }
+        rescore_near(near, b * 8, xr, cb, dsub, w, best_k, best_d);
       }
       assign[static_cast<size_t>(ri) * assign_stride] = best_k;
     }
@@ -113,11 +132,7 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
                                                             const float* x, size_t n, size_t stride, uint32_t* assign,
                                                             size_t assign_stride) {
   const size_t blocks = (ksub + 15) / 16, kpad = blocks * 16;
-  std::vector<float> columns(static_cast<size_t>(w) * kpad, 0.0f);
-  for (size_t c = 0; c < ksub; ++c)
-    for (uint32_t t = 0; t < w; ++t) columns[t * kpad + c] = cb[c * dsub + t];
-  const float slack = 4.0f * static_cast<float>(w + 3) * FLT_EPSILON;
-  const float floor = static_cast<float>(w + 1) * FLT_MIN;
+  const std::vector<float> columns = codeword_columns(cb, ksub, dsub, w, kpad);
   const __m512 inf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
 #pragma omp parallel if (parallel_worth(n * ksub * w))
   {
@@ -143,22 +158,12 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       }
       alignas(64) float lows[16];
       _mm512_store_ps(lows, low);
-      float best = lows[0];
-      for (int l = 1; l < 16; ++l) best = std::min(best, lows[l]);
-      const __m512 limit = _mm512_set1_ps(best + best * slack + floor);
+      const __m512 limit = _mm512_set1_ps(near_limit(lows, 16, w));
       uint32_t best_k = 0;
       double best_d = std::numeric_limits<double>::infinity();
-      for (size_t b = 0; b < blocks; ++b) {
-        uint32_t near = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + b * 16), limit, _CMP_LE_OQ);
-        for (; near != 0; near &= near - 1) {
-          const size_t c = b * 16 + static_cast<size_t>(__builtin_ctz(near));
-          const double d = math::pq_sub_distance(xr, cb + c * dsub, w);
-          if (d < best_d) {
-            best_d = d;
-            best_k = static_cast<uint32_t>(c);
-          }
-        }
-      }
+      for (size_t b = 0; b < blocks; ++b)
+        rescore_near(_mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + b * 16), limit, _CMP_LE_OQ), b * 16, xr, cb, dsub,
+                     w, best_k, best_d);
       assign[static_cast<size_t>(ri) * assign_stride] = best_k;
     }
   }
