@@ -16,14 +16,21 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
 void print_codec_list() {
-  std::printf("%-8s %-22s %-20s %s\n", "codec", "spec", "bits/value", "description");
+  // Columns as wide as their longest entry, so every row lines up.
+  int spec_width = 4, bits_width = 10;
+  for (const auto& t : edo::codec_list()) {
+    spec_width = std::max(spec_width, static_cast<int>(std::strlen(t.grammar)));
+    bits_width = std::max(bits_width, static_cast<int>(std::strlen(t.bits_formula)));
+  }
+  std::printf("%-8s %-*s %-*s %s\n", "codec", spec_width, "spec", bits_width, "bits/value", "description");
   for (const auto& t : edo::codec_list())
-    std::printf("%-8s %-22s %-20s %s\n", t.name, t.grammar, t.bits_formula, t.description);
-  std::printf("\nbits/value: d = dimension, G = group size. Specs chain: pca:K,CODEC.\n");
+    std::printf("%-8s %-*s %-*s %s\n", t.name, spec_width, t.grammar, bits_width, t.bits_formula, t.description);
+  std::printf("\nbits/value: d = dimension, G = group size; fp16: with scale=fp16. Specs chain: pca:K,CODEC.\n");
 }
 
 }  // namespace
