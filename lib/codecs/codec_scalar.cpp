@@ -83,8 +83,8 @@ ScalarLayout make_layout(ScalarKind kind, size_t dim, size_t group, bool half_pa
 // finite values that round to Inf in fp16/bf16, and those whose group
 // offset (a value of the group, rounded) an fp16 pair could not hold.
 uint32_t nonfinite_limit(const ScalarLayout& L) {
-  if (L.kind == ScalarKind::f16 || L.half_params) return 0x477ff000u;  // 65520 rounds to Inf
-  if (L.kind == ScalarKind::bf16) return 0x7f7f8000u;                  // FLT_MAX's upper half rounds to Inf
+  if (L.kind == ScalarKind::f16 || L.half_params) return kHalfOverflowBits;
+  if (L.kind == ScalarKind::bf16) return 0x7f7f8000u;  // FLT_MAX's upper half rounds to Inf
   return 0x7f800000u;
 }
 

@@ -27,6 +27,10 @@ EDO_HD inline float bits_float(uint32_t u) {
   return f;
 }
 
+// Magnitude bits (sign cleared) from which a float rounds to Inf in fp16:
+// 65520, halfway between fp16's largest finite value and the next step.
+inline constexpr uint32_t kHalfOverflowBits = 0x477ff000u;
+
 EDO_HD inline uint16_t float_to_half_bits(float f) {
   uint32_t x = float_bits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
@@ -34,7 +38,7 @@ EDO_HD inline uint16_t float_to_half_bits(float f) {
   if (ax >= 0x7f800000u) {  // Inf or NaN
     return static_cast<uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? (0x200u | ((ax >> 13) & 0x3ffu)) : 0u));
   }
-  if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to Inf
+  if (ax >= kHalfOverflowBits) return static_cast<uint16_t>(sign | 0x7c00u);
   if (ax < 0x38800000u) {
     // Result is subnormal or zero: adding 0.5f lines the half's last mantissa
     // bit up with the float's, so the FPU does the round-to-nearest-even.

@@ -209,7 +209,7 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
   // reaches fp16's limit: its values could not be stored.
   if (const std::optional<math::ScalarLayout> L = scalar_layout(*codec); L && L->half_params && opt.codecs.empty()) {
     for (const float v : sample.x)
-      if (!(std::fabs(v) < 65520.0f)) return std::nullopt;
+      if ((float_bits(v) & 0x7fffffffu) >= kHalfOverflowBits) return std::nullopt;
   }
   if (!c.trainable) return c;
   // State sizes do not depend on the data: train once on the sample to learn them.

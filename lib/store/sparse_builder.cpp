@@ -405,7 +405,7 @@ class SparseTierBuilder final : public TierBuilder {
     enc.row_ids = row_ids;
     enc.allow_nonfinite = false;
     // fp16 values overflow from 65520 up (they would round to Inf).
-    const uint32_t limit = spec_.values == SparseValues::f16 ? 0x477ff000u : 0x7f800000u;
+    const uint32_t limit = spec_.values == SparseValues::f16 ? kHalfOverflowBits : 0x7f800000u;
     check_finite(x, n, dim_, limit, codec(), enc, false);
   }
 
