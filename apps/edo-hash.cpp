@@ -202,8 +202,8 @@ int main(int argc, char** argv) {
     std::vector<int64_t> labels;
     if (!labels_path.empty()) labels = edo::cli::EvalFlags::read_labels(labels_path, table->rows());
     fit.group_labels = &labels;
-    fit.note = edo::cli::stderr_note("edo-hash", quiet);
     opt.hash_fit = fit;
+    opt.note = edo::cli::stderr_note("edo-hash", quiet);
     if (sweeping) return run_hash_sweep(sweep, keep_top, keep_codec, *table, opt, eval_flags, json);
     opt.tiers = hash_tiers(scheme, keep_top, keep_codec);
     edo::check_tier_specs(opt.tiers, table->rows(), table->dim());

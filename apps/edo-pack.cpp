@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     opt.device = edo::select_device(device);
     opt.allow_nonfinite = allow_nonfinite;
     opt.allow_underflow = allow_underflow;
-    opt.hash_fit.note = edo::cli::stderr_note("edo-pack", quiet);  // training and fit progress
+    opt.note = edo::cli::stderr_note("edo-pack", quiet);  // training and fit progress
     opt.allow_larger_sparse = force;
     std::vector<std::string> given_words;
     if (!vocab_path.empty()) {

@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
     opt.device = edo::select_device(device);
     opt.allow_nonfinite = allow_nonfinite;
     opt.allow_underflow = allow_underflow;
-    opt.hash_fit.note = edo::cli::stderr_note("edo-quantize", quiet);  // training progress
+    opt.note = edo::cli::stderr_note("edo-quantize", quiet);  // training progress
     opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
     if (allow_underflow) opt.parameters["allow_underflow"] = true;
     std::vector<std::string> given_words;

@@ -33,7 +33,7 @@ struct HashFitOptions {
   double tolerance = 1e-4;
   uint32_t max_iterations = 200;
   bool allow_partial = false;
-  std::function<void(const std::string&)> note;  // progress lines (iterations, residual), or empty
+  std::function<void(const std::string&)> note;  // set by make_tier_builder from its `note`
   // Group-shared tiers' group:labels: one label >= 0 per table row (not owned).
   const std::vector<int64_t>* group_labels = nullptr;
   // On a GPU, the rows one product pass holds (0: as many as 256 MB of
@@ -81,6 +81,9 @@ struct WriteOptions {
   nlohmann::json extra_manifest = nlohmann::json::object();
   std::function<void(uint64_t, uint64_t)> progress;  // (rows written, rows)
   HashFitOptions hash_fit;
+  // Progress lines of a tier's long steps (a codec's training passes, a
+  // hashed fit's iterations), for a tool to show on stderr; empty for none.
+  std::function<void(const std::string&)> note;
   // Sharded runs (shard.hpp): the table row number of the input's first row
   // (for the source digest and the row ids builders see), the manifest's
   // "shard" entry (null: a whole table), per tier the state it loads instead
@@ -146,9 +149,11 @@ class TierBuilder {
 };
 
 // The builder for a manifest "codec" field (a kind's word or a codec spec)
-// at `dim`; usage error on a bad spec. `enc` names the input in errors.
+// at `dim`; usage error on a bad spec. `enc` names the input in errors and
+// gives the device; `note` receives progress lines (WriteOptions::note).
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
-                                               const HashFitOptions& fit = {});
+                                               const HashFitOptions& fit = {},
+                                               const std::function<void(const std::string&)>& note = {});
 
 // The builder of a sparse tier (sparse.hpp) for `spec` at `dim`; usage
 // error on a bad spec.

@@ -425,7 +425,7 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
   bool any = false;
   for (uint8_t t = 0; t < layout.tiers.size(); ++t) {
     const TierPlan& plan = layout.tiers[t];
-    auto builder = make_tier_builder(plan.codec, input.dim(), enc, opt.hash_fit);
+    auto builder = make_tier_builder(plan.codec, input.dim(), enc, opt.hash_fit, opt.note);
     const ShardNeed need = builder->shard_need();
     if (need == ShardNeed::unshardable)
       EDO_USAGE_FAIL("tier '{}' ({}): its rows' groups come from a fit of the whole tier, so it does not shard",
@@ -467,12 +467,15 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
 }
 
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
-                                               const HashFitOptions& fit) {
+                                               const HashFitOptions& fit,
+                                               const std::function<void(const std::string&)>& note) {
+  HashFitOptions fit_with_note = fit;
+  fit_with_note.note = note;
   switch (tier_kind_of(codec_field)) {
     case TierKind::hashed:
-      return make_hash_tier_builder(codec_field, dim, enc, fit);
+      return make_hash_tier_builder(codec_field, dim, enc, fit_with_note);
     case TierKind::grouped:
-      return make_group_tier_builder(codec_field, dim, enc, fit);
+      return make_group_tier_builder(codec_field, dim, enc, fit_with_note);
     case TierKind::shared_vector:
       return std::make_unique<SharedVectorTierBuilder>(dim, enc);
     case TierKind::sparse:
@@ -484,7 +487,7 @@ std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, u
     case TierKind::codec:
       break;
   }
-  return std::make_unique<CodecTierBuilder>(codec_field, dim, enc, fit.note);
+  return std::make_unique<CodecTierBuilder>(codec_field, dim, enc, note);
 }
 
 TableWriteReport write_table(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
@@ -497,7 +500,8 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
              ntiers, rows);
   const EncodeOptions enc = encode_options(input, opt);
   std::vector<std::unique_ptr<TierBuilder>> builders;
-  for (const TierPlan& plan : layout.tiers) builders.push_back(make_tier_builder(plan.codec, dim, enc, opt.hash_fit));
+  for (const TierPlan& plan : layout.tiers)
+    builders.push_back(make_tier_builder(plan.codec, dim, enc, opt.hash_fit, opt.note));
 
   TableWriteReport rep;
   rep.rows = rows;
