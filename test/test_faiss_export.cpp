@@ -1,5 +1,5 @@
 // edo-unpack's FAISS output: faiss::read_index opens the file and its top-10
-// agrees with edo's exact search over the file's decoded rows, for every
+// agrees with edo's exact search over the file's decoded rows (ties by score), for every
 // index kind (flat, QT_fp16 over the codes, IndexPQ with even and padded
 // sub-spaces, OPQ, residual, PCA over flat and fp16 codes) and metric (l2, ip, cos over unit rows).
 #include "test_util.hpp"
@@ -20,19 +20,49 @@ using namespace edo;
 
 namespace {
 
-// Mean share of the top-k ids the two lists have in common.
-double overlap(const std::vector<int64_t>& a, const std::vector<faiss::Index::idx_t>& b, uint64_t nq, uint64_t k) {
+// Query q's score of decoded row r in the ranking's own terms (knn.hpp), in double.
+double exact_score(const float* query, const float* row, uint64_t dim, Metric metric) {
+  double dot = 0, qq = 0, rr = 0, d2 = 0;
+  for (uint64_t j = 0; j < dim; ++j) {
+    dot += static_cast<double>(query[j]) * row[j];
+    qq += static_cast<double>(query[j]) * query[j];
+    rr += static_cast<double>(row[j]) * row[j];
+    d2 += (static_cast<double>(query[j]) - row[j]) * (static_cast<double>(query[j]) - row[j]);
+  }
+  switch (metric) {
+    case Metric::l2:
+      return -d2;  // larger is better throughout
+    case Metric::ip:
+      return dot;
+    case Metric::cos:
+      return qq > 0 && rr > 0 ? dot / std::sqrt(qq * rr) : 0;
+  }
+  return 0;
+}
+
+// Mean share of FAISS's top-k ids that belong in an exact top-k over the
+// decoded rows: an id counts when its exact score is no worse than edo's k-th
+// best, within float rounding. Codecs with few bytes per row map many rows to
+// one decoded vector, and which of those equal rows fill the last places is
+// a matter of summation order (FAISS's lookup tables against edo's SGEMM),
+// not of the exported index; comparing scores instead of ids keeps such ties
+// from reading as disagreement.
+double agreement(const std::vector<float>& queries, const std::vector<float>& decoded, uint64_t dim,
+                 const std::vector<int64_t>& mine, const std::vector<faiss::Index::idx_t>& theirs, uint64_t nq,
+                 uint64_t k, Metric metric) {
   double shared = 0;
   for (uint64_t q = 0; q < nq; ++q) {
-    std::vector<int64_t> x(a.begin() + static_cast<int64_t>(q * k), a.begin() + static_cast<int64_t>((q + 1) * k));
-    std::vector<int64_t> y(b.begin() + static_cast<int64_t>(q * k), b.begin() + static_cast<int64_t>((q + 1) * k));
-    std::sort(x.begin(), x.end());
-    std::sort(y.begin(), y.end());
-    std::vector<int64_t> common;
-    std::set_intersection(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(common));
-    shared += static_cast<double>(common.size()) / static_cast<double>(k);
+    const float* query = queries.data() + q * dim;
+    const double kth =
+        exact_score(query, decoded.data() + static_cast<uint64_t>(mine[q * k + k - 1]) * dim, dim, metric);
+    const double slack = 1e-5 * std::max(1.0, std::abs(kth));
+    for (uint64_t i = 0; i < k; ++i) {
+      const faiss::Index::idx_t id = theirs[q * k + i];
+      if (id < 0) continue;
+      if (exact_score(query, decoded.data() + static_cast<uint64_t>(id) * dim, dim, metric) >= kth - slack) shared += 1;
+    }
   }
-  return shared / static_cast<double>(nq);
+  return shared / static_cast<double>(nq * k);
 }
 
 }  // namespace
@@ -79,10 +109,10 @@ TEST_CASE("faiss export: read_index opens every kind and its top-10 is edo's ove
       ko.metric = metric;
       ko.k = k;
       const KnnResult mine = knn({queries.data(), nq, dim}, {decoded.data(), table->rows(), dim}, ko);
-      const double shared = overlap(mine.ids, ids, nq, k);
-      const std::string what = std::string(spec) + " " + metric_name(metric) + ": top-10 overlap ";
+      const double shared = agreement(queries, decoded, dim, mine.ids, ids, nq, k, metric);
+      const std::string what = std::string(spec) + " " + metric_name(metric) + ": top-10 agreement ";
       MESSAGE(what << shared);
-      CHECK(shared >= 0.99);
+      CHECK(shared >= 0.995);
     }
   }
 }
