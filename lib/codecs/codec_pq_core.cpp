@@ -11,6 +11,8 @@
 #endif
 
 #include <cblas.h>
+#include <omp.h>
+#include <core/single_threaded_blas.hpp>
 
 #ifdef __AVX2__
 #include <immintrin.h>
@@ -92,7 +94,24 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
       const float* xr = x + static_cast<size_t>(ri) * stride;
       for (uint32_t t = 0; t < w; ++t) xv[t] = _mm256_set1_ps(xr[t]);
       __m256 low = inf;
-      for (size_t b = 0; b < blocks; ++b) {
+      size_t b = 0;
+      // Four blocks at a time: four independent fma chains where one waits
+      // on the last; each lane's terms and order are unchanged.
+      for (; b + 4 <= blocks && (b + 4) * 8 <= ksub; b += 4) {
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (uint32_t t = 0; t < w; ++t) {
+          const float* col = columns.data() + t * kpad + b * 8;
+          for (int q = 0; q < 4; ++q) {
+            const __m256 d = _mm256_sub_ps(xv[t], _mm256_loadu_ps(col + q * 8));
+            acc[q] = _mm256_fmadd_ps(d, d, acc[q]);
+          }
+        }
+        for (int q = 0; q < 4; ++q) {
+          _mm256_storeu_ps(dist.data() + (b + q) * 8, acc[q]);
+          low = _mm256_min_ps(low, acc[q]);
+        }
+      }
+      for (; b < blocks; ++b) {
         __m256 acc = _mm256_setzero_ps();
         for (uint32_t t = 0; t < w; ++t) {
           const __m256 d = _mm256_sub_ps(xv[t], _mm256_loadu_ps(columns.data() + t * kpad + b * 8));
@@ -110,10 +129,10 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
       const __m256 limit = _mm256_set1_ps(near_limit(lows, 8, w));
       uint32_t best_k = 0;
       double best_d = std::numeric_limits<double>::infinity();
-      for (size_t b = 0; b < blocks; ++b) {
+      for (size_t c = 0; c < blocks; ++c) {
         const auto near = static_cast<uint32_t>(
-            _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + b * 8), limit, _CMP_LE_OQ)));
-        rescore_near(near, b * 8, xr, cb, dsub, w, best_k, best_d);
+            _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + c * 8), limit, _CMP_LE_OQ)));
+        rescore_near(near, c * 8, xr, cb, dsub, w, best_k, best_d);
       }
       assign[static_cast<size_t>(ri) * assign_stride] = best_k;
     }
@@ -143,7 +162,24 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       const float* xr = x + static_cast<size_t>(ri) * stride;
       for (uint32_t t = 0; t < w; ++t) xv[t] = _mm512_set1_ps(xr[t]);
       __m512 low = inf;
-      for (size_t b = 0; b < blocks; ++b) {
+      size_t b = 0;
+      // Four blocks at a time: four independent fma chains where one waits
+      // on the last; each lane's terms and order are unchanged.
+      for (; b + 4 <= blocks && (b + 4) * 16 <= ksub; b += 4) {
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (uint32_t t = 0; t < w; ++t) {
+          const float* col = columns.data() + t * kpad + b * 16;
+          for (int q = 0; q < 4; ++q) {
+            const __m512 d = _mm512_sub_ps(xv[t], _mm512_loadu_ps(col + q * 16));
+            acc[q] = _mm512_fmadd_ps(d, d, acc[q]);
+          }
+        }
+        for (int q = 0; q < 4; ++q) {
+          _mm512_storeu_ps(dist.data() + (b + q) * 16, acc[q]);
+          low = _mm512_min_ps(low, acc[q]);
+        }
+      }
+      for (; b < blocks; ++b) {
         __m512 acc = _mm512_setzero_ps();
         for (uint32_t t = 0; t < w; ++t) {
           const __m512 d = _mm512_sub_ps(xv[t], _mm512_loadu_ps(columns.data() + t * kpad + b * 16));
@@ -161,8 +197,8 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       const __m512 limit = _mm512_set1_ps(near_limit(lows, 16, w));
       uint32_t best_k = 0;
       double best_d = std::numeric_limits<double>::infinity();
-      for (size_t b = 0; b < blocks; ++b)
-        rescore_near(_mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + b * 16), limit, _CMP_LE_OQ), b * 16, xr, cb, dsub,
+      for (size_t c = 0; c < blocks; ++c)
+        rescore_near(_mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ), c * 16, xr, cb, dsub,
                      w, best_k, best_d);
       assign[static_cast<size_t>(ri) * assign_stride] = best_k;
     }
@@ -278,6 +314,34 @@ RqCandidate rq_score(const RqShape& s, const float* residuals, const float* code
           id};
 }
 
+// rq_score for each of `count` candidate ids, eight at a time: each sum is
+// pq_sub_distance's own fma chain, term by term in the same order, so the
+// scores are its bits; the eight independent chains hide the fma latency
+// that one chain waits on.
+void rq_score_many(const RqShape& s, const float* residuals, const float* codebook, const uint32_t* ids, size_t count,
+                   RqCandidate* out) {
+  constexpr size_t kChains = 8;
+  const uint32_t ksub = 1u << s.nbits;
+  size_t i = 0;
+  for (; i + kChains <= count; i += kChains) {
+    const float* r[kChains];
+    const float* c[kChains];
+    double acc[kChains];
+    for (size_t j = 0; j < kChains; ++j) {
+      r[j] = residuals + size_t{ids[i + j] / ksub} * s.dim;
+      c[j] = codebook + size_t{ids[i + j] % ksub} * s.dim;
+      acc[j] = 0.0;
+    }
+    for (uint32_t t = 0; t < s.dim; ++t)
+      for (size_t j = 0; j < kChains; ++j) {
+        const double d = static_cast<double>(r[j][t]) - static_cast<double>(c[j][t]);
+        acc[j] = std::fma(d, d, acc[j]);
+      }
+    for (size_t j = 0; j < kChains; ++j) out[i + j] = {acc[j], ids[i + j]};
+  }
+  for (; i < count; ++i) out[i] = rq_score(s, residuals, codebook, ids[i]);
+}
+
 void check_rq_shape(const RqShape& s) {
   if (s.dim == 0 || s.m == 0 || s.nbits < 1 || s.nbits > 8 || s.beam < 1 || s.beam > math::kRqMaxBeam)
     EDO_FAIL("rq encode: unsupported shape (dim {}, m {}, nbits {}, beam {})", s.dim, s.m, s.nbits, s.beam);
@@ -304,21 +368,114 @@ void rq_pack(const RqShape& s, const uint8_t* path, uint8_t* code) {
   for (uint32_t j = 0; j < s.m; ++j) math::pq_put_code(code, j, s.nbits, path[j]);
 }
 
-// Rows per distance-product block: up to 256, fewer for wide beams so the
-// beams' residuals and scores stay near 16 MiB.
-size_t rq_block_rows(const RqShape& s) {
+// Rows per distance-product block: up to 256, fewer for wide beams so a
+// thread's residuals and scores stay near 16 MiB, and fewer for small
+// inputs so every thread gets a block. The block size decides only which
+// rows share a product, never a code.
+size_t rq_block_rows(const RqShape& s, size_t n, size_t threads) {
   const size_t per_row = size_t{s.beam} * ((size_t{1} << s.nbits) + s.dim) * sizeof(float);
-  return std::clamp<size_t>((size_t{16} << 20) / per_row, 1, 256);
+  const size_t fair = std::max<size_t>((n + threads - 1) / threads, 16);
+  return std::clamp<size_t>(std::min((size_t{16} << 20) / per_row, fair), 1, 256);
 }
 
-// The fast CPU path: per level, one SGEMM scores every (beam, codeword) of
-// a block of rows approximately; each row's candidates within a bound of its
-// next-th best approximate score are scored exactly and ranked as the
-// reference ranks them. The bound (as in assign_cpu) is at least twice the
-// float error of |r|^2 + |c|^2 - 2 r.c, so every candidate of the exact
-// next beam is among those scored exactly.
-void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes) {
+// |v|^2 in float, sixteen partial sums: an approximate score's part, whose
+// error the beam's bound covers in any summation order.
+float squared_norm(const float* v, uint32_t n) {
+  constexpr uint32_t kLanes = 16;
+  float lanes[kLanes] = {};
+  uint32_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (uint32_t j = 0; j < kLanes; ++j) lanes[j] += v[i + j] * v[i + j];
+  float sum = 0;
+  for (; i < n; ++i) sum += v[i] * v[i];
+  for (uint32_t j = 0; j < kLanes; ++j) sum += lanes[j];
+  return sum;
+}
+
+// One thread's scratch for a block of rows at every level.
+struct RqBlockScratch {
+  std::vector<float> res, res_next, dots, approx, worst;
+  std::vector<uint8_t> path, path_next;
+  std::vector<uint32_t> near;  // candidates within the bound, in id order
+  std::vector<RqCandidate> keep;
+};
+
+// Encodes rows [r0, r0 + bn) of x: per level, one single-threaded SGEMM
+// scores every (beam, codeword) of the block approximately; each row's
+// candidates within a bound of its next-th best approximate score are
+// scored exactly and ranked as the reference ranks them. The bound (as in
+// assign_cpu) is at least twice the float error of |r|^2 + |c|^2 - 2 r.c, so
+// every candidate of the exact next beam is among those scored exactly.
+void rq_encode_block(const RqShape& s, const float* codebooks, const float* cnorm, const float* cmax, const float* x,
+                     size_t bn, uint8_t* codes, RqBlockScratch& w) {
   const uint32_t ksub = 1u << s.nbits, dim = s.dim, beam = s.beam;
+  w.res.resize(bn * beam * dim);
+  w.res_next.resize(w.res.size());
+  w.dots.resize(bn * beam * ksub);
+  w.approx.resize(size_t{beam} * ksub);
+  w.path.assign(bn * beam * s.m, 0);
+  w.path_next.assign(w.path.size(), 0);
+  std::memcpy(w.res.data(), x, bn * dim * sizeof(float));
+  uint32_t cur = 1;
+  for (uint32_t level = 0; level < s.m; ++level) {
+    const uint32_t next = math::rq_beams_after(level, ksub, beam);
+    const float* cw = codebooks + size_t{level} * ksub * dim;
+    const float* cn = cnorm + size_t{level} * ksub;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(bn * cur), static_cast<int>(ksub),
+                static_cast<int>(dim), 1.0f, w.res.data(), static_cast<int>(dim), cw, static_cast<int>(dim), 0.0f,
+                w.dots.data(), static_cast<int>(ksub));
+    for (size_t r = 0; r < bn; ++r) {
+      const float* rr = w.res.data() + r * cur * dim;
+      const float* dr = w.dots.data() + r * cur * ksub;
+      float rmax = 0;
+      for (uint32_t b = 0; b < cur; ++b) {
+        const float rn = squared_norm(rr + size_t{b} * dim, dim);
+        rmax = std::max(rmax, rn);
+        float* ab = w.approx.data() + size_t{b} * ksub;
+        const float* db = dr + size_t{b} * ksub;
+        for (uint32_t k = 0; k < ksub; ++k) ab[k] = rn + cn[k] - 2.0f * db[k];
+      }
+      w.worst.clear();  // max-heap of the `next` smallest approximate scores
+      for (uint32_t i = 0; i < cur * ksub; ++i) {
+        const float a = w.approx[i];
+        if (w.worst.size() < next) {
+          w.worst.push_back(a);
+          std::push_heap(w.worst.begin(), w.worst.end());
+        } else if (a < w.worst.front()) {
+          std::pop_heap(w.worst.begin(), w.worst.end());
+          w.worst.back() = a;
+          std::push_heap(w.worst.begin(), w.worst.end());
+        }
+      }
+      const float limit =
+          w.worst.front() + 8.0f * static_cast<float>(dim + 4) * FLT_EPSILON * (rmax + cmax[level]) + FLT_MIN;
+      w.near.clear();
+      for (uint32_t i = 0; i < cur * ksub; ++i)
+        if (w.approx[i] <= limit) w.near.push_back(i);
+      if (w.near.size() < next) {  // only where an approximate score overflowed: score them all
+        w.near.resize(size_t{cur} * ksub);
+        for (uint32_t i = 0; i < cur * ksub; ++i) w.near[i] = i;
+      }
+      w.keep.resize(w.near.size());
+      rq_score_many(s, rr, cw, w.near.data(), w.near.size(), w.keep.data());
+      std::partial_sort(w.keep.begin(), w.keep.begin() + next, w.keep.end(), rq_before);
+      rq_extend(s, level, cw, w.keep.data(), next, rr, w.path.data() + r * cur * s.m,
+                w.res_next.data() + r * next * dim, w.path_next.data() + r * next * s.m);
+    }
+    std::swap(w.res, w.res_next);
+    std::swap(w.path, w.path_next);
+    cur = next;
+  }
+  for (size_t r = 0; r < bn; ++r) rq_pack(s, w.path.data() + r * cur * s.m, codes + r * math::rq_code_size(s));
+}
+
+// The fast CPU path: OpenMP threads take whole blocks of rows, each through
+// every level with its own single-threaded SGEMM. A block's levels are many
+// small products; handing each to OpenBLAS's threads and back to OpenMP's
+// spent half the time in the two pools' spinning and yielding (perf,
+// docs/BENCHMARKS.md "Training time").
+void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, size_t n, uint8_t* codes) {
+  const uint32_t ksub = 1u << s.nbits, dim = s.dim;
   std::vector<float> cnorm(size_t{s.m} * ksub), cmax(s.m, 0.0f);
   for (uint32_t j = 0; j < s.m; ++j) {
     for (uint32_t k = 0; k < ksub; ++k) {
@@ -329,68 +486,20 @@ void rq_encode_cpu(const RqShape& s, const float* codebooks, const float* x, siz
       cmax[j] = std::max(cmax[j], cnorm[size_t{j} * ksub + k]);
     }
   }
-  const size_t block_rows = rq_block_rows(s), rows_max = std::min(block_rows, n);
-  std::vector<float> res(rows_max * beam * dim), res_next(res.size()), dots(rows_max * beam * ksub);
-  std::vector<uint8_t> path(rows_max * beam * s.m, 0), path_next(path.size(), 0);
-  for (size_t r0 = 0; r0 < n; r0 += block_rows) {
-    const size_t bn = std::min(block_rows, n - r0);
-    std::memcpy(res.data(), x + r0 * dim, bn * dim * sizeof(float));
-    std::fill(path.begin(), path.end(), uint8_t{0});
-    uint32_t cur = 1;
-    for (uint32_t level = 0; level < s.m; ++level) {
-      const uint32_t next = math::rq_beams_after(level, ksub, beam);
-      const float* cw = codebooks + size_t{level} * ksub * dim;
-      const float* cn = cnorm.data() + size_t{level} * ksub;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(bn * cur), static_cast<int>(ksub),
-                  static_cast<int>(dim), 1.0f, res.data(), static_cast<int>(dim), cw, static_cast<int>(dim), 0.0f,
-                  dots.data(), static_cast<int>(ksub));
-#pragma omp parallel if (parallel_worth(bn * cur * ksub))
-      {
-        std::vector<float> approx(size_t{cur} * ksub), worst;
-        std::vector<RqCandidate> keep;
-#pragma omp for schedule(static)
-        for (int64_t ri = 0; ri < static_cast<int64_t>(bn); ++ri) {
-          const size_t r = static_cast<size_t>(ri);
-          const float* rr = res.data() + r * cur * dim;
-          const float* dr = dots.data() + r * cur * ksub;
-          float rmax = 0;
-          worst.clear();  // max-heap of the `next` smallest approximate scores
-          for (uint32_t b = 0; b < cur; ++b) {
-            float rn = 0;
-            for (uint32_t i = 0; i < dim; ++i) rn += rr[size_t{b} * dim + i] * rr[size_t{b} * dim + i];
-            rmax = std::max(rmax, rn);
-            for (uint32_t k = 0; k < ksub; ++k) {
-              const float a = rn + cn[k] - 2.0f * dr[size_t{b} * ksub + k];
-              approx[size_t{b} * ksub + k] = a;
-              if (worst.size() < next) {
-                worst.push_back(a);
-                std::push_heap(worst.begin(), worst.end());
-              } else if (a < worst.front()) {
-                std::pop_heap(worst.begin(), worst.end());
-                worst.back() = a;
-                std::push_heap(worst.begin(), worst.end());
-              }
-            }
-          }
-          const float limit =
-              worst.front() + 8.0f * static_cast<float>(dim + 4) * FLT_EPSILON * (rmax + cmax[level]) + FLT_MIN;
-          keep.clear();
-          for (uint32_t i = 0; i < cur * ksub; ++i)
-            if (approx[i] <= limit) keep.push_back(rq_score(s, rr, cw, i));
-          if (keep.size() < next) {  // only where an approximate score overflowed: score them all
-            keep.clear();
-            for (uint32_t i = 0; i < cur * ksub; ++i) keep.push_back(rq_score(s, rr, cw, i));
-          }
-          std::partial_sort(keep.begin(), keep.begin() + next, keep.end(), rq_before);
-          rq_extend(s, level, cw, keep.data(), next, rr, path.data() + r * cur * s.m, res_next.data() + r * next * dim,
-                    path_next.data() + r * next * s.m);
-        }
-      }
-      std::swap(res, res_next);
-      std::swap(path, path_next);
-      cur = next;
+  const bool parallel = parallel_worth(uint64_t{n} * s.beam * ksub * s.m);
+  const size_t threads = parallel ? static_cast<size_t>(std::max(1, omp_get_max_threads())) : 1;
+  const size_t block_rows = rq_block_rows(s, n, threads);
+  const auto blocks = static_cast<int64_t>((n + block_rows - 1) / block_rows);
+  const size_t code_size = math::rq_code_size(s);
+  detail::SingleThreadedBlas blas_guard;
+#pragma omp parallel if (parallel && blocks > 1)
+  {
+    RqBlockScratch scratch;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t bi = 0; bi < blocks; ++bi) {
+      const size_t r0 = static_cast<size_t>(bi) * block_rows, bn = std::min(block_rows, n - r0);
+      rq_encode_block(s, codebooks, cnorm.data(), cmax.data(), x + r0 * dim, bn, codes + r0 * code_size, scratch);
     }
-    for (size_t r = 0; r < bn; ++r) rq_pack(s, path.data() + r * cur * s.m, codes + (r0 + r) * math::rq_code_size(s));
   }
 }
 

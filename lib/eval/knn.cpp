@@ -3,7 +3,7 @@
 #include <edo/io/table.hpp>
 #include <edo/knn.hpp>
 
-#include "single_threaded_blas.hpp"
+#include <core/single_threaded_blas.hpp>
 
 #include <cblas.h>
 #include <omp.h>
