@@ -470,12 +470,13 @@ TEST_CASE("pq: evaluate() reports adc. recalls for a .edo of PQ codes") {
 TEST_CASE("rq: the fast beam search keeps the reference's beams, for any thread count") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 1500);
   const Matrix bigann = test::load_shared("bigann10k_base.npy", 600);
+  const Matrix few = test::load_shared("glove.6B.50d.10k.npy", 81);  // blocks of 41 and 40 rows on two threads
   struct Case {
     const Matrix* data;
     uint32_t m, nbits, beam;
   };
   for (const Case& c : {Case{&glove, 6, 4, 1}, Case{&glove, 6, 4, 8}, Case{&glove, 4, 8, 5}, Case{&glove, 5, 4, 40},
-                        Case{&bigann, 4, 6, 8}}) {
+                        Case{&bigann, 4, 6, 8}, Case{&few, 3, 6, 8}}) {
     CAPTURE(c.data->dim);
     CAPTURE(c.m);
     CAPTURE(c.nbits);
