@@ -340,7 +340,7 @@ TEST_CASE("pq: the CPU's nearest codeword is the exact one, narrow and wide, tie
   // On an AVX-512 CPU both the 16-lane and the 8-lane kernels run.
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
   for (const bool avx512 : {true, false})
-    for (const size_t d : {1, 2, 4, 7, 16, 17, 50}) {
+    for (const size_t d : {1, 2, 4, 7, 8, 16, 17, 50}) {
       for (const size_t k : {13, 40, 64, 256}) {
         CAPTURE(avx512);
         CAPTURE(d);
@@ -393,6 +393,45 @@ TEST_CASE("opq: the encoder's rotation is the scalar fma chain, output by output
     }
   }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("opq: both SVD paths give an orthonormal rotation that beats plain pq, the same bits every time") {
+  // 50 wide trains through sgesvd; GloVe's columns repeated to 550 wide
+  // (rank 50: a cross-product with a large null space) through sgesdd.
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 800);
+  for (const size_t repeats : {1, 11}) {
+    CAPTURE(repeats);
+    Matrix wide;
+    wide.rows = glove.rows;
+    wide.dim = glove.dim * repeats;
+    wide.values.resize(wide.rows * wide.dim);
+    for (size_t r = 0; r < wide.rows; ++r)
+      for (size_t j = 0; j < wide.dim; ++j) wide.values[r * wide.dim + j] = glove.row(r)[j % glove.dim];
+    const std::string m = std::to_string(wide.dim / 5);
+    auto opq = trained("opq:m=" + m + ",nbits=4", wide);
+    const std::vector<NamedBlob> st = opq->state();
+    const auto it = std::find_if(st.begin(), st.end(), [](const NamedBlob& b) { return b.name == "opq.rotation"; });
+    REQUIRE(it != st.end());
+    const std::vector<float>& a = it->values;
+    REQUIRE(a.size() == wide.dim * wide.dim);
+    double worst = 0;
+    for (size_t i = 0; i < wide.dim; ++i)
+      for (size_t k = 0; k < wide.dim; ++k) {
+        double dot = 0;
+        for (size_t j = 0; j < wide.dim; ++j)
+          dot += static_cast<double>(a[i * wide.dim + j]) * static_cast<double>(a[k * wide.dim + j]);
+        worst = std::max(worst, std::fabs(dot - (i == k ? 1.0 : 0.0)));
+      }
+    CHECK(worst < 1e-4);
+    const auto err = [&](const Codec& c) {
+      return test::relative_frobenius_error(wide.values, test::decode_all(c, test::encode_all(c, wide), wide.rows));
+    };
+    auto plain = trained("pq:m=" + m + ",nbits=4", wide);
+    CHECK(err(*opq) < err(*plain));
+    auto again = trained("opq:m=" + m + ",nbits=4", wide);
+    CHECK(test::same_bits(again->state().front().values, st.front().values));
+    CHECK(test::same_bits(again->state().back().values, st.back().values));
+  }
 }
 
 TEST_CASE("rq: codebook refits lower the training error at equal bytes") {

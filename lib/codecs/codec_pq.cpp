@@ -7,14 +7,25 @@
 #include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 
-#include <faiss/VectorTransform.h>
 #include <faiss/impl/ProductQuantizer.h>
 #include <faiss/impl/ResidualQuantizer.h>
+#include <faiss/utils/random.h>
+#include <faiss/utils/utils.h>
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
+
+extern "C" void sgesvd_(const char* jobu, const char* jobvt, const int* m, const int* n, float* a, const int* lda,
+                        float* s, float* u, const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork,
+                        int* info);
+extern "C" void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s, float* u,
+                        const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork, int* iwork,
+                        int* info);
 
 namespace edo::detail {
 namespace {
@@ -22,6 +33,9 @@ namespace {
 // FAISS's default is 50 outer OPQ iterations; the rotation's gain flattens
 // well before (docs/BENCHMARKS.md), at half the training time.
 constexpr int kOpqIterations = 25;
+// k-means iterations of the inner PQ in OPQ's first round and in each later
+// (hot-started) round: OPQMatrix's defaults.
+constexpr int kOpqNiterPq0 = 40, kOpqNiterPq = 4;
 
 // Rows the rotation is fitted on (FAISS's default is 65,536). Each outer
 // iteration encodes them and multiplies them by the rotation twice, so this
@@ -121,6 +135,85 @@ class ExactAssignIndex final : public faiss::Index {
   TrainingMeter& meter_;
 };
 
+// From this width up, OPQ's SVD is LAPACK's divide-and-conquer sgesdd: at
+// 768 wide sgesvd's QR sweeps were a quarter of opq's training, and sgesdd
+// is four times faster there. Narrower tables keep sgesvd, which costs
+// them a few seconds at most: on a rank-deficient cross-product the two
+// choose different (equally optimal) rotations in its null space, and
+// BIGANN (128 wide) lost 0.005 recall@10 with sgesdd at opq:m=32 over four
+// seeds (docs/BENCHMARKS.md, "Training time"), while its files stay the
+// bytes they were.
+constexpr size_t kOpqDivideAndConquerWidth = 512;
+
+// OPQ's rotation, FAISS's OPQMatrix::train step for step (same sample,
+// centring, random start, sgemm calls and hot-started inner PQ), with the
+// SVD chosen by width (above). Returns A, d_out x d_in row-major, as
+// OPQMatrix::A.
+std::vector<float> fit_opq_rotation(const float* x_in, size_t n, size_t d_in, size_t d_out, int niter,
+                                    faiss::ProductQuantizer& pq, const std::string& spec) {
+  const float* x = faiss::fvecs_maybe_subsample(d_in, &n, kOpqTrainRows, x_in);
+  const std::unique_ptr<const float[]> subsample(x != x_in ? x : nullptr);
+  const size_t d = std::max(d_in, d_out), d2 = d_out;  // rows are padded with zeros to d_out
+
+  std::vector<float> xtrain(n * d);
+  {
+    std::vector<float> mean(d);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < d_in; ++j) mean[j] += x[i * d_in + j];
+    for (size_t j = 0; j < d; ++j) mean[j] /= static_cast<float>(n);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < d_in; ++j) xtrain[i * d + j] = x[i * d_in + j] - mean[j];
+  }
+  std::vector<float> a(d * d);
+  faiss::float_randn(a.data(), d * d, 1234);
+  faiss::matrix_qr(static_cast<int>(d), static_cast<int>(d), a.data());
+  a.resize(d * d2);  // its first d2 columns (column-major, leading dimension d)
+
+  std::vector<float> xproj(d2 * n), recons(d2 * n), xxr(d * d2), u(d * d), vt(d2 * d2), sv(std::min(d, d2));
+  std::vector<uint8_t> codes(pq.code_size * n);
+  std::vector<int> iwork(8 * std::min(d, d2));
+  const int di = static_cast<int>(d), d2i = static_cast<int>(d2), ni = static_cast<int>(n);
+  const bool divide_and_conquer = d >= kOpqDivideAndConquerWidth;
+  // xxr holds the transpose of X^T recons, so U and V^T come out swapped, as in FAISS.
+  const auto svd = [&](float* work, int lwork) {
+    int info = 0;
+    if (divide_and_conquer) {
+      sgesdd_("A", &d2i, &di, xxr.data(), &d2i, sv.data(), vt.data(), &d2i, u.data(), &di, work, &lwork, iwork.data(),
+              &info);
+    } else {
+      sgesvd_("A", "A", &d2i, &di, xxr.data(), &d2i, sv.data(), vt.data(), &d2i, u.data(), &di, work, &lwork, &info);
+    }
+    if (info != 0) {
+      EDO_FAIL("{}: the rotation's SVD failed (LAPACK {} info {})", spec, divide_and_conquer ? "sgesdd" : "sgesvd",
+               info);
+    }
+  };
+  float lwork_query = 0;
+  svd(&lwork_query, -1);
+  const int lwork = static_cast<int>(lwork_query);
+  std::vector<float> work(static_cast<size_t>(lwork));
+  for (int iter = 0; iter < niter; ++iter) {
+    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, d2i, ni, di, 1.0f, a.data(), di, xtrain.data(), di, 0.0f,
+                xproj.data(), d2i);
+    pq.cp.max_points_per_centroid = 1000;
+    pq.cp.niter = iter == 0 ? kOpqNiterPq0 : kOpqNiterPq;
+    pq.train(n, xproj.data());
+    pq.compute_codes_with_assign_index(xproj.data(), codes.data(), static_cast<int64_t>(n));
+    pq.decode(codes.data(), recons.data(), n);
+    cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, d2i, di, ni, 1.0f, recons.data(), d2i, xtrain.data(), di, 0.0f,
+                xxr.data(), d2i);
+    svd(work.data(), lwork);
+    cblas_sgemm(CblasColMajor, CblasTrans, CblasTrans, di, d2i, d2i, 1.0f, u.data(), di, vt.data(), d2i, 0.0f, a.data(),
+                di);
+    pq.train_type = faiss::ProductQuantizer::Train_hot_start;
+  }
+  if (d > d_in) {
+    for (size_t i = 0; i < d_out; ++i) std::memmove(&a[i * d_in], &a[i * d], sizeof(float) * d_in);
+    a.resize(d_in * d_out);
+  }
+  return a;
+}
+
 void check_training_rows(const std::string& spec, size_t n, size_t ksub) {
   if (n < ksub) {
     EDO_FAIL(
@@ -149,26 +242,19 @@ class PqCodec final : public PqDecoder {
     // for the codebooks; OPQ's first round runs niter_pq_0 of them, each
     // later round niter_pq, and every round ends with one pass to encode.
     const faiss::ClusteringParameters clustering;
-    const faiss::OPQMatrix opq_defaults;
     const uint64_t passes =
         static_cast<uint64_t>(g_.m) *
-        static_cast<uint64_t>(
-            (trainer_ == PqTrainer::edo ? 0 : clustering.niter) +
-            (rotate_ ? opq_defaults.niter_pq_0 + 1 + (kOpqIterations - 1) * (opq_defaults.niter_pq + 1) : 0));
+        static_cast<uint64_t>((trainer_ == PqTrainer::edo ? 0 : clustering.niter) +
+                              (rotate_ ? kOpqNiterPq0 + 1 + (kOpqIterations - 1) * (kOpqNiterPq + 1) : 0));
     TrainingMeter meter(spec(), passes, training_.note);
     std::vector<float> rotated;
     if (rotate_) {
-      faiss::OPQMatrix opq(static_cast<int>(dim_), static_cast<int>(g_.m), static_cast<int>(g_.dim));
-      opq.verbose = false;
-      opq.niter = kOpqIterations;
-      opq.max_train_points = kOpqTrainRows;
       faiss::ProductQuantizer inner(g_.dim, g_.m, g_.nbits);
       configure_clustering(inner.cp, seed);
       ExactAssignIndex inner_assign(inner.dsub, training_.device, meter);
       inner.assign_index = &inner_assign;
-      opq.pq = &inner;
-      opq.train(static_cast<faiss::Index::idx_t>(n), x);
-      rotation_ = opq.A;
+      inner.verbose = false;
+      rotation_ = fit_opq_rotation(x, n, dim_, g_.dim, kOpqIterations, inner, spec());
       rotated.resize(n * g_.dim);
       rotate(x, n, rotated.data());
       x = rotated.data();
