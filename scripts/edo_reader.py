@@ -228,8 +228,8 @@ def validate(data, verify_sections=True):
 SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int6": 6, "int5": 5, "int4": 4, "int3": 3,
                "int2": 2, "bin": 1}
 TRANSFORMS = ("pca", "dims")
-PQ_PARAMS = {"pq": ("m", "nbits", "train"), "opq": ("m", "nbits", "train"),
-             "rq": ("m", "nbits", "beam", "train_beam", "refine")}
+PQ_PARAMS = {"pq": ("m", "nbits", "train", "codebooks"), "opq": ("m", "nbits", "train", "codebooks"),
+             "rq": ("m", "nbits", "beam", "train_beam", "refine", "codebooks")}
 
 
 def parse_spec(spec):
@@ -327,6 +327,7 @@ class Codec:
         self.kind, self.m = name, positive_int(spec, "m", p["m"], 1, dim if name != "rq" else 64)
         self.nbits = positive_int(spec, "nbits", p.get("nbits", "8"), 4, 8)
         require(p.get("train", "faiss") in ("faiss", "edo"), "codec %r: train is faiss or edo" % spec)
+        require(p.get("codebooks", "fp32") in ("fp32", "fp16"), "codec %r: codebooks is fp32 or fp16" % spec)
         self.ksub = 1 << self.nbits
         self.code_size = (self.m * self.nbits + 7) // 8
         if name == "rq":
@@ -436,7 +437,7 @@ def section_array(data, sections, name, dtype, what):
 
 
 def tier_state(data, sections, tier, codec):
-    """The float32 state arrays of a codec tier, checked against what its codec needs."""
+    """The state arrays of a codec tier as float32, checked against what its codec needs."""
     import numpy as np
 
     what = "tier %r" % tier["name"]
@@ -445,12 +446,17 @@ def tier_state(data, sections, tier, codec):
         require(role in codec.roles, "%s: codec %r has no state %r" % (what, codec.spec, role))
     shapes = tier.get("state_shapes", {})
     require(isinstance(shapes, dict), "%s: state_shapes is not an object" % what)
+    dtypes = tier.get("state_dtypes", {})  # FORMAT.md 9.8: float32 unless named float16
+    require(isinstance(dtypes, dict), "%s: state_dtypes is not an object" % what)
     state = {}
     for role, shape in codec.roles.items():
         require(role in roles, "%s: codec %r needs state %r, the tier names no such section" % (what, codec.spec, role))
         require(shapes.get(role) == shape, "%s: state %r has shape %r, codec %r at dim %d needs %r"
                 % (what, role, shapes.get(role), codec.spec, codec.dim, shape))
-        values = section_array(data, sections, roles[role], "<f4", what)
+        dtype = dtypes.get(role, "float32")
+        require(dtype in ("float32", "float16"), "%s: state %r has an unknown dtype %r" % (what, role, dtype))
+        values = section_array(data, sections, roles[role], "<f2" if dtype == "float16" else "<f4", what)
+        values = values.astype(np.float32)
         count = 1
         for d in shape:
             count *= d

@@ -1,3 +1,4 @@
+#include "test_container_edit.hpp"
 #include "test_util.hpp"
 
 #include <edo/io/container.hpp>
@@ -15,8 +16,12 @@
 using namespace edo;
 using namespace edo::io;
 using edo::test::error_of;
+using edo::test::header_of;
 using edo::test::read_bytes;
 using edo::test::TempDir;
+using edo::test::with_header;
+using edo::test::with_manifest;
+using edo::test::with_manifest_text;
 using edo::test::write_bytes;
 using json = nlohmann::json;
 
@@ -82,40 +87,6 @@ void write_large(const std::string& path, const std::vector<size_t>& chunks) {
   m["tiers"][0]["residency"] = "gpu";
   m["row_map"] = {{"kind", "identity"}};
   w.finish(m);
-}
-
-ContainerHeader header_of(const std::string& bytes) {
-  return ContainerHeader::decode(reinterpret_cast<const uint8_t*>(bytes.data()));
-}
-
-// Rewrites the header fields and re-seals its checksum, so a test reaches
-// the check it is aimed at rather than the header checksum.
-std::string with_header(std::string bytes, const std::function<void(ContainerHeader&)>& edit) {
-  ContainerHeader h = header_of(bytes);
-  edit(h);
-  h.header_xxh64 = h.compute_checksum();
-  h.encode(reinterpret_cast<uint8_t*>(bytes.data()));
-  return bytes;
-}
-
-// Replaces the manifest text (kept at its offset) and fixes every field that
-// depends on it: length, checksum, file size, trailing pad, header checksum.
-std::string with_manifest_text(const std::string& bytes, const std::string& text) {
-  const ContainerHeader h = header_of(bytes);
-  std::string out = bytes.substr(0, h.manifest_offset) + text;
-  out.resize((out.size() + 63) / 64 * 64, '\0');
-  return with_header(out, [&](ContainerHeader& hh) {
-    hh.manifest_length = text.size();
-    hh.manifest_xxh64 = checksum64(text.data(), text.size());
-    hh.file_size = out.size();
-  });
-}
-
-std::string with_manifest(const std::string& bytes, const std::function<void(json&)>& edit) {
-  const ContainerHeader h = header_of(bytes);
-  json m = json::parse(bytes.substr(h.manifest_offset, h.manifest_length));
-  edit(m);
-  return with_manifest_text(bytes, m.dump());
 }
 
 struct Corrupt {

@@ -1,11 +1,15 @@
 // Product quantization: pq, opq, rq codecs, edo's encoder against FAISS,
 // bit packing, state, determinism, k-means and asymmetric distance search.
 #include "test_codecs_util.hpp"
+#include "test_container_edit.hpp"
 
 #include <edo/edo_file.hpp>
 #include <edo/eval.hpp>
+#include <edo/float16.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
+#include <edo/reader.hpp>
+#include <edo/shard.hpp>
 
 #include <faiss/impl/ProductQuantizer.h>
 #include <faiss/impl/ResidualQuantizer.h>
@@ -479,6 +483,90 @@ TEST_CASE("pq: ADC scores equal brute-force distances to the decoded rows") {
       CHECK(same_ids >= a.ids.size() * 97 / 100);  // only near-equal scores may swap
     }
   }
+}
+
+TEST_CASE("pq, opq, rq: codebooks=fp16 files store half the codebook bytes and decode as the codec did") {
+  test::TempDir dir;
+  auto input = io::open_table(test::shared_data("glove.6B.50d.10k.npy"));
+  // (spec, codebook values): opq's rotation stays fp32.
+  const std::vector<std::pair<std::string, uint64_t>> cases = {{"pq:m=10,nbits=6", 10 * 64 * 5},
+                                                               {"opq:m=10,nbits=6", 10 * 64 * 5},
+                                                               {"rq:m=3,nbits=6,beam=2,refine=1", 3 * 64 * 50}};
+  for (const auto& [base, values] : cases) {
+    CAPTURE(base);
+    QuantizeOptions qo;
+    qo.seed = 3;
+    qo.train_rows = 2000;
+    qo.spec = base;
+    const QuantizeReport wide = quantize_to_edo(*input, dir.file("f32.edo"), qo);
+    qo.spec = base + ",codebooks=fp16";
+    const QuantizeReport half = quantize_to_edo(*input, dir.file("f16.edo"), qo);
+    CHECK(half.spec == wide.spec + ",codebooks=fp16");
+    CHECK(wide.state_bytes - half.state_bytes == values * 2);
+    // fp16 rounding costs (almost) nothing next to the quantization error.
+    CHECK(half.rel_frobenius < wide.rel_frobenius * 1.01);
+    // The file holds the codebooks the codes were chosen against: its rows
+    // give the write's error to the last bit, and its state is exact fp16.
+    auto file = EdoTable::open(dir.file("f16.edo"));
+    std::vector<float> x(input->rows() * input->dim()), y(x.size());
+    input->read_f32(0, input->rows(), x.data());
+    std::memcpy(y.data(), file->rows_f32(0, input->rows()), y.size() * sizeof(float));
+    RowErrorStats stats(input->dim());
+    stats.add(x.data(), y.data(), input->rows());
+    CHECK(stats.finish().mse == half.mse);
+    REQUIRE(file->codes_codec());
+    CHECK(file->codes_codec()->spec() == half.spec);
+    for (const NamedBlob& b : file->codes_codec()->state()) {
+      if (b.name == "opq.rotation") continue;
+      CHECK(b.storage == StateStorage::f16);
+      size_t inexact = 0;
+      for (const float v : b.values) inexact += half_bits_to_float(float_to_half_bits(v)) != v;
+      CHECK(inexact == 0);
+    }
+    // A trained state keeps the storage: encoding with it gives the same error.
+    WriteOptions wo;
+    wo.seed = 3;
+    wo.train_rows = 2000;
+    wo.tool = "edo-quantize";
+    write_trained_state(*input, dir.file("state.edo"), qo.spec, wo);
+    const TrainedState ts = read_trained_state(dir.file("state.edo"));
+    REQUIRE(ts.tiers.size() == 1);
+    for (const NamedBlob& b : ts.tiers[0].blobs)
+      CHECK(b.storage == (b.name == "opq.rotation" ? StateStorage::f32 : StateStorage::f16));
+    qo.trained = &ts.tiers;
+    CHECK(quantize_to_edo(*input, dir.file("again.edo"), qo).mse == half.mse);
+  }
+}
+
+TEST_CASE("pq: a state section's dtype is float32 or float16 and must fit its shape") {
+  test::TempDir dir;
+  auto input = io::open_table(test::shared_data("glove.6B.50d.10k.npy"));
+  QuantizeOptions qo;
+  qo.spec = "pq:m=5,nbits=4,codebooks=fp16";
+  qo.train_rows = 1000;
+  quantize_to_edo(*input, dir.file("ok.edo"), qo);
+  const std::string valid = test::read_bytes(dir.file("ok.edo"));
+  const auto open_error = [&](const std::function<void(nlohmann::json&)>& edit) {
+    test::write_bytes(dir.file("bad.edo"), test::with_manifest(valid, edit));
+    return test::error_of([&] { Reader::open(dir.file("bad.edo")); });
+  };
+  CHECK_NOTHROW(Reader::open(dir.file("ok.edo")));
+  CHECK(open_error([](nlohmann::json& m) {
+          m["tiers"][0]["state_dtypes"]["pq.codebooks"] = "float64";
+        }).find("state 'pq.codebooks' has an unknown dtype") != std::string::npos);
+  CHECK(open_error([](nlohmann::json& m) {
+          m["tiers"][0]["state_dtypes"] = 5;
+        }).find("state_dtypes is not an object") != std::string::npos);
+  // Without its dtype the section is half the float32 bytes its shape needs.
+  CHECK(open_error([](nlohmann::json& m) {
+          m["tiers"][0].erase("state_dtypes");
+        }).find("holds 1600 bytes, its shape needs 3200 as float32") != std::string::npos);
+  // A codeword beyond fp16's range cannot be stored so, and says what to do.
+  Matrix huge = test::load_shared("glove.6B.50d.10k.npy", 300);
+  for (float& v : huge.values) v *= 1e5f;
+  CHECK(test::error_of([&] { trained("pq:m=5,nbits=4,codebooks=fp16", huge); }).find("use codebooks=fp32") !=
+        std::string::npos);
+  CHECK(usage_error_of("pq:m=5,codebooks=fp8", 50).find("codebooks=fp8 is not 'fp32' or 'fp16'") != std::string::npos);
 }
 
 TEST_CASE("pq: evaluate() reports adc. recalls for a .edo of PQ codes") {

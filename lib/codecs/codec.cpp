@@ -270,6 +270,52 @@ std::string format_spec(const std::vector<SpecStage>& stages) {
   return out;
 }
 
+// ---- state sections -------------------------------------------------------------------
+
+uint64_t state_stored_bytes(const NamedBlob& blob) {
+  return blob.values.size() * (blob.storage == StateStorage::f16 ? sizeof(uint16_t) : sizeof(float));
+}
+
+std::vector<uint8_t> state_section_bytes(const NamedBlob& blob) {
+  std::vector<uint8_t> out(state_stored_bytes(blob));
+  if (blob.storage == StateStorage::f32) {
+    if (!out.empty()) std::memcpy(out.data(), blob.values.data(), out.size());
+    return out;
+  }
+  for (size_t i = 0; i < blob.values.size(); ++i) {
+    const uint16_t h = float_to_half_bits(blob.values[i]);
+    std::memcpy(out.data() + 2 * i, &h, sizeof h);
+  }
+  return out;
+}
+
+const char* state_dtype_name(StateStorage s) { return s == StateStorage::f16 ? "float16" : "float32"; }
+
+std::optional<StateStorage> state_dtype_of(const std::string& name) {
+  if (name == "float32") return StateStorage::f32;
+  if (name == "float16") return StateStorage::f16;
+  return std::nullopt;
+}
+
+bool read_state_section(NamedBlob& blob, StateStorage storage, const void* data, uint64_t bytes, uint64_t count) {
+  const uint64_t width = storage == StateStorage::f16 ? sizeof(uint16_t) : sizeof(float);
+  const auto need = checked_mul(count, width);
+  if (!need || *need != bytes) return false;
+  blob.storage = storage;
+  blob.values.resize(count);
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (storage == StateStorage::f32) {
+    if (count) std::memcpy(blob.values.data(), p, bytes);
+    return true;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, sizeof h);
+    blob.values[i] = half_bits_to_float(h);
+  }
+  return true;
+}
+
 // ---- parameter helpers ----------------------------------------------------------------
 
 namespace detail {
@@ -443,26 +489,28 @@ const std::vector<CodecTraits>& codec_list() {
        .make = make_scalar,
        .output_dim = nullptr},
       {.name = "pq",
-       .grammar = "pq:m=M[,nbits=B][,train=faiss|edo]",
-       .description =
-           "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), bit-packed codes",
+       .grammar = "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
+       .description = "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
+                      "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes",
        .bits_formula = "M*B/d",
        .trainable = true,
        .transform = false,
        .make = make_pq_decoder,
        .output_dim = nullptr},
       {.name = "opq",
-       .grammar = "opq:m=M[,nbits=B][,train=faiss|edo]",
-       .description = "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space",
+       .grammar = "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
+       .description = "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space (the rotation "
+                      "stays fp32)",
        .bits_formula = "M*B/d",
        .trainable = true,
        .transform = false,
        .make = make_pq_decoder,
        .output_dim = nullptr},
       {.name = "rq",
-       .grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R]",
+       .grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16]",
        .description = "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T "
-                      "(default min(W, 2)), then R codebook refit rounds (default 2)",
+                      "(default min(W, 2)), then R codebook refit rounds (default 2); codebooks=fp16 halves its "
+                      "M x 2^B x d codebook bytes",
        .bits_formula = "M*B/d",
        .trainable = true,
        .transform = false,

@@ -264,7 +264,7 @@ class PqCodec final : public PqDecoder {
       ko.seed = seed;
       ko.iterations = 40;
       ko.device = training_.device;
-      codebooks_ = train_pq_codebooks(g_, x, n, ko);
+      store_codebooks(spec(), books_, train_pq_codebooks(g_, x, n, ko), codebooks_);
       return;
     }
     const std::vector<float> padded = pq_pad_rows(g_, x, n);
@@ -274,7 +274,7 @@ class PqCodec final : public PqDecoder {
     pq.assign_index = &assign;
     pq.verbose = false;
     pq.train(n, padded.data());
-    codebooks_ = pq.centroids;
+    store_codebooks(spec(), books_, pq.centroids, codebooks_);
   }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
@@ -338,6 +338,7 @@ class RqCodec final : public RqDecoder {
       rq_encode(shape(), codebooks_.data(), x, n, codes.data(), training_.device);
       refit_codebooks(x, n, codes.data(), 2);
     }
+    store_codebooks(spec(), p_.books, std::move(codebooks_), codebooks_);
   }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {

@@ -21,12 +21,21 @@ struct PqParams {
   bool rotate = false;  // opq
   uint32_t m = 0, nbits = 8;
   PqTrainer trainer = PqTrainer::faiss;
+  StateStorage books = StateStorage::f32;  // codebooks=fp16|fp32 (opq's rotation stays fp32)
 };
 PqParams parse_pq_params(const SpecStage& stage, size_t dim);  // pq and opq
 
 struct RqParams {
   uint32_t m = 0, nbits = 8, beam = 0, train_beam = 0, refine = 0;
+  StateStorage books = StateStorage::f32;
 };
+
+// Trained or loaded codebooks as the codec stores them: with fp16 storage
+// each value rounds to the nearest fp16 number (the values the file will
+// hold, so codes are chosen against them); one beyond fp16's range is a
+// runtime error naming the spec.
+void store_codebooks(const std::string& spec, StateStorage storage, std::vector<float> values,
+                     std::vector<float>& codebooks);
 RqParams parse_rq_params(const SpecStage& stage);
 
 // pq and opq. opq: rows are rotated into m * ceil(dim / m) columns, so every
@@ -57,6 +66,7 @@ class PqDecoder : public Codec, public AdcCodec {
   bool rotate_;
   size_t dim_;
   PqTrainer trainer_;
+  StateStorage books_;
   math::PqGeometry g_;
   std::vector<float> codebooks_;  // (m, ksub, dsub)
   std::vector<float> rotation_;   // opq: (g_.dim, dim_)

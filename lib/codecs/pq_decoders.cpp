@@ -2,6 +2,7 @@
 #include "pq_codecs.hpp"
 
 #include <edo/error.hpp>
+#include <edo/float16.hpp>
 #include <edo/parallel.hpp>
 
 #ifdef EDO_HAVE_CUDA
@@ -116,11 +117,39 @@ std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vec
   return out;
 }
 
+namespace {
+
+StateStorage read_books(const StageParams& p, const std::string& codec, const char* grammar) {
+  const std::string* b = p.get("codebooks");
+  if (!b || *b == "fp32") return StateStorage::f32;
+  if (*b == "fp16") return StateStorage::f16;
+  EDO_USAGE_FAIL("codec '{}': codebooks={} is not 'fp32' or 'fp16' (expected {})", codec, *b, grammar);
+}
+
+const char* books_suffix(StateStorage s) { return s == StateStorage::f16 ? ",codebooks=fp16" : ""; }
+
+}  // namespace
+
+void store_codebooks(const std::string& spec, StateStorage storage, std::vector<float> values,
+                     std::vector<float>& codebooks) {
+  if (storage == StateStorage::f16) {
+    for (float& v : values) {
+      const float h = half_bits_to_float(float_to_half_bits(v));
+      if (std::isinf(h) && !std::isinf(v))
+        EDO_FAIL("{}: a codeword value ({:g}) is beyond fp16's range (65504): use codebooks=fp32", spec, v);
+      v = h;
+    }
+  }
+  codebooks = std::move(values);
+}
+
 PqParams parse_pq_params(const SpecStage& stage, size_t dim) {
   PqParams out;
   out.rotate = stage.name == "opq";
-  const char* grammar = out.rotate ? "opq:m=M[,nbits=B][,train=faiss|edo]" : "pq:m=M[,nbits=B][,train=faiss|edo]";
-  StageParams p(stage, grammar, false, {"m", "nbits", "train"});
+  const char* grammar = out.rotate ? "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]"
+                                   : "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]";
+  StageParams p(stage, grammar, false, {"m", "nbits", "train", "codebooks"});
+  out.books = read_books(p, stage.name, grammar);
   out.m = read_m(p, stage, dim);
   out.nbits = read_nbits(p, stage);
   if (const std::string* t = p.get("train")) {
@@ -137,9 +166,10 @@ PqParams parse_pq_params(const SpecStage& stage, size_t dim) {
 }
 
 RqParams parse_rq_params(const SpecStage& stage) {
-  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R]";
-  StageParams p(stage, grammar, false, {"m", "nbits", "beam", "train_beam", "refine"});
+  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16]";
+  StageParams p(stage, grammar, false, {"m", "nbits", "beam", "train_beam", "refine", "codebooks"});
   RqParams out;
+  out.books = read_books(p, stage.name, grammar);
   out.m = static_cast<uint32_t>(p.get("m") ? p.get_size(*p.get("m"), "m", 64) : 0);
   if (out.m == 0) EDO_USAGE_FAIL("codec 'rq': needs m=M, the number of codebooks (expected {})", grammar);
   out.nbits = read_nbits(p, stage);
@@ -154,14 +184,15 @@ RqParams parse_rq_params(const SpecStage& stage) {
 
 // ---- pq and opq ----------------------------------------------------------------------------
 
-PqDecoder::PqDecoder(size_t dim, const PqParams& p) : rotate_(p.rotate), dim_(dim), trainer_(p.trainer) {
+PqDecoder::PqDecoder(size_t dim, const PqParams& p)
+    : rotate_(p.rotate), dim_(dim), trainer_(p.trainer), books_(p.books) {
   const uint32_t d = static_cast<uint32_t>(dim);
   g_ = math::pq_geometry(p.rotate ? p.m * ((d + p.m - 1) / p.m) : d, p.m, p.nbits);
 }
 
 std::string PqDecoder::spec() const {
-  return fmt::format("{}:m={},nbits={}{}", rotate_ ? "opq" : "pq", g_.m, g_.nbits,
-                     trainer_ == PqTrainer::edo ? ",train=edo" : "");
+  return fmt::format("{}:m={},nbits={}{}{}", rotate_ ? "opq" : "pq", g_.m, g_.nbits,
+                     trainer_ == PqTrainer::edo ? ",train=edo" : "", books_suffix(books_));
 }
 
 void PqDecoder::train(const float*, size_t, uint64_t) { decode_only(spec(), "training"); }
@@ -179,7 +210,7 @@ void PqDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
 
 std::vector<NamedBlob> PqDecoder::state() const {
   require_trained();
-  std::vector<NamedBlob> out = {{"pq.codebooks", {g_.m, g_.ksub, g_.dsub}, codebooks_}};
+  std::vector<NamedBlob> out = {{"pq.codebooks", {g_.m, g_.ksub, g_.dsub}, codebooks_, books_}};
   if (rotate_) out.push_back({"opq.rotation", {g_.dim, dim_}, rotation_});
   return out;
 }
@@ -193,7 +224,7 @@ void PqDecoder::load_state(const std::vector<NamedBlob>& blobs) {
     check_blob(s, *b[1], {g_.dim, dim_});
     rotation_ = b[1]->values;
   }
-  codebooks_ = b[0]->values;
+  store_codebooks(s, books_, b[0]->values, codebooks_);
 }
 
 void PqDecoder::adc_tables(const float* queries, size_t nq, float* tables) const {
@@ -298,8 +329,8 @@ RqDecoder::RqDecoder(size_t dim, const RqParams& p)
     : dim_(dim), p_(p), ksub_(1u << p.nbits), code_size_((p.m * p.nbits + 7) / 8) {}
 
 std::string RqDecoder::spec() const {
-  return fmt::format("rq:m={},nbits={},beam={},train_beam={},refine={}", p_.m, p_.nbits, p_.beam, p_.train_beam,
-                     p_.refine);
+  return fmt::format("rq:m={},nbits={},beam={},train_beam={},refine={}{}", p_.m, p_.nbits, p_.beam, p_.train_beam,
+                     p_.refine, books_suffix(p_.books));
 }
 
 void RqDecoder::train(const float*, size_t, uint64_t) { decode_only(spec(), "training"); }
@@ -318,13 +349,13 @@ void RqDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
 
 std::vector<NamedBlob> RqDecoder::state() const {
   require_trained();
-  return {{"rq.codebooks", {p_.m, ksub_, dim_}, codebooks_}};
+  return {{"rq.codebooks", {p_.m, ksub_, dim_}, codebooks_, p_.books}};
 }
 
 void RqDecoder::load_state(const std::vector<NamedBlob>& blobs) {
   const std::vector<const NamedBlob*> b = take_blobs(spec(), blobs, {"rq.codebooks"});
   check_blob(spec(), *b[0], {p_.m, ksub_, dim_});
-  codebooks_ = b[0]->values;
+  store_codebooks(spec(), p_.books, b[0]->values, codebooks_);
 }
 
 void RqDecoder::adc_tables(const float* queries, size_t nq, float* tables) const {

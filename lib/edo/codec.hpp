@@ -59,12 +59,30 @@ struct DecodeOptions {
   Impl impl = Impl::fast;
 };
 
-// Trained parameters as float32 arrays, for container sections.
+// How a state array is stored in its container section (FORMAT.md 9.8):
+// little-endian float32, or IEEE binary16 (the manifest's "state_dtypes"
+// names those), whose values are then exact fp16 numbers in memory too.
+enum class StateStorage { f32, f16 };
+
+// Trained parameters as float arrays, for container sections.
 struct NamedBlob {
   std::string name;             // e.g. "pca.mean"
   std::vector<uint64_t> shape;  // row-major
   std::vector<float> values;
+  StateStorage storage = StateStorage::f32;
 };
+
+// The bytes of a blob's section, in its storage.
+std::vector<uint8_t> state_section_bytes(const NamedBlob& blob);
+// Their count, without building them.
+uint64_t state_stored_bytes(const NamedBlob& blob);
+// The manifest's "state_dtypes" name of a storage: "float32" or "float16";
+// and back (nullopt for any other name).
+const char* state_dtype_name(StateStorage s);
+std::optional<StateStorage> state_dtype_of(const std::string& name);
+// Fills blob.values from a section's bytes in `storage`; false when the
+// byte length is not `count` values of it.
+bool read_state_section(NamedBlob& blob, StateStorage storage, const void* data, uint64_t bytes, uint64_t count);
 
 class AdcCodec;
 

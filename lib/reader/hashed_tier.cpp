@@ -215,7 +215,7 @@ class GroupedTier final : public TierView {
     }
     codes_ = tier_section(c, info, "codes", checked_mul(info.rows, code), stats_).data;
     std::vector<NamedBlob> blobs = load_codec_state(c, info, jt, {"codes", "base", "assign"});
-    for (const auto& b : blobs) stats_.bytes += b.values.size() * sizeof(float);
+    for (const auto& b : blobs) stats_.bytes += state_stored_bytes(b);
     try {
       residual_->load_state(blobs);
     } catch (const Error& e) {

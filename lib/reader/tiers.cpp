@@ -103,6 +103,8 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
   std::vector<NamedBlob> blobs;
   const nlohmann::json shapes = jt.value("state_shapes", nlohmann::json::object());
   if (!shapes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_shapes is not an object"));
+  const nlohmann::json dtypes = jt.value("state_dtypes", nlohmann::json::object());
+  if (!dtypes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_dtypes is not an object"));
   for (const auto& [role, section] : tier.sections) {
     if (std::find(skip.begin(), skip.end(), role) != skip.end()) continue;
     NamedBlob blob;
@@ -118,12 +120,21 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
       count = *m;
       blob.shape.push_back(d.get<uint64_t>());
     }
+    StateStorage storage = StateStorage::f32;
+    if (dtypes.contains(role)) {
+      const std::optional<StateStorage> s =
+          dtypes[role].is_string() ? state_dtype_of(dtypes[role].get<std::string>()) : std::nullopt;
+      if (!s)
+        EDO_FAIL("{}", tier_error(path, tier.name,
+                                  fmt::format("state '{}' has an unknown dtype (float32 or float16)", role)));
+      storage = *s;
+    }
     const io::SectionView view = c.section(section);
-    const auto bytes = checked_mul(count, sizeof(float));
-    if (!bytes || *bytes != view.size)
-      EDO_FAIL("{}: section '{}' holds {} bytes, its shape needs {}", path, section, view.size, bytes ? *bytes : 0);
-    blob.values.resize(count);
-    std::memcpy(blob.values.data(), view.data, view.size);
+    if (!read_state_section(blob, storage, view.data, view.size, count)) {
+      const auto bytes = checked_mul(count, storage == StateStorage::f16 ? 2 : 4);
+      EDO_FAIL("{}: section '{}' holds {} bytes, its shape needs {} as {}", path, section, view.size,
+               bytes ? *bytes : 0, state_dtype_name(storage));
+    }
     blobs.push_back(std::move(blob));
   }
   return blobs;
@@ -160,7 +171,7 @@ class CodecTier final : public TierView {
     for (const io::SectionInfo& si : c.sections())
       if (si.name == codes_it->second) codes_offset_ = si.offset;
     std::vector<NamedBlob> blobs = load_codec_state(c, info, jt, {"codes"});
-    for (const auto& b : blobs) stats_.bytes += b.values.size() * sizeof(float);
+    for (const auto& b : blobs) stats_.bytes += state_stored_bytes(b);
     try {
       codec_->load_state(blobs);
     } catch (const Error& e) {

@@ -139,13 +139,16 @@ class GroupTierBuilder final : public TierBuilder {
     for (size_t p = 0; p < group_.size(); ++p) std::memcpy(index.data() + p * index_bytes_, &group_[p], index_bytes_);
     put("assign", index.data(), index.size());
     put("base", base_.data(), base_.size() * sizeof(float));
-    nlohmann::json shapes = nlohmann::json::object();
+    nlohmann::json shapes = nlohmann::json::object(), dtypes = nlohmann::json::object();
     if (residual_) {
       for (const NamedBlob& blob : residual_->state()) {
-        put(blob.name, blob.values.data(), blob.values.size() * sizeof(float));
+        const std::vector<uint8_t> bytes = state_section_bytes(blob);
+        put(blob.name, bytes.data(), bytes.size());
         shapes[blob.name] = blob.shape;
+        if (blob.storage != StateStorage::f32) dtypes[blob.name] = state_dtype_name(blob.storage);
       }
     }
+    if (!dtypes.empty()) entry["state_dtypes"] = dtypes;
     uint64_t bytes = 0;
     for (const auto& [role, b] : section_bytes_) bytes += b;
     entry.update({{"codec", codec()},

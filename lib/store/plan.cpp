@@ -132,7 +132,7 @@ void grouped_entry(LadderCodec& c, const std::string& s, const PlanSample& sampl
   c.code_size += residual->code_size();
   if (!residual->needs_training()) return;
   residual->train(sample.x.data(), std::min<uint64_t>(sample.ids.size(), 4096), 0);
-  for (const NamedBlob& b : residual->state()) c.state_bytes += b.values.size() * sizeof(float);
+  for (const NamedBlob& b : residual->state()) c.state_bytes += state_stored_bytes(b);
 }
 
 // A sparse tier, a hashed or group tier, or a fallback for dropped rows as a ladder entry.
@@ -227,7 +227,7 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
     if (!opt.codecs.empty()) throw;
     return std::nullopt;
   }
-  for (const NamedBlob& b : codec->state()) c.state_bytes += b.values.size() * sizeof(float);
+  for (const NamedBlob& b : codec->state()) c.state_bytes += state_stored_bytes(b);
   c.trained = std::move(codec);
   return c;
 }
@@ -242,10 +242,16 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     // and hardly any accuracy, so the 5-, 6- and 8-bit steps use them.
     specs = {"fp16", "int8", "int8:scale=fp16", "int6:scale=fp16", "int5:scale=fp16", "int4", "int4:scale=fp16",
              "int2"};
+    // pq's codebooks are means of sample rows: fp16 holds them (half the
+    // state bytes, the same recall: docs/BENCHMARKS.md) unless a sampled
+    // value reaches fp16's limit.
+    const bool half_books = std::none_of(sample.x.begin(), sample.x.end(),
+                                         [](float v) { return (float_bits(v) & 0x7fffffffu) >= kHalfOverflowBits; });
     for (const char* family : {"pq"}) {
       if (!find_codec(family)) continue;
       for (uint64_t div : {2, 4, 8})
-        if (dim / div >= 1) specs.push_back(fmt::format("{}:m={}", family, dim / div));
+        if (dim / div >= 1)
+          specs.push_back(fmt::format("{}:m={}{}", family, dim / div, half_books ? ",codebooks=fp16" : ""));
     }
   }
   std::vector<LadderCodec> ladder;

@@ -44,6 +44,15 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// A state array as a section in its storage; a non-float32 one is named in
+// the tier's "state_dtypes" (FORMAT.md 9.8).
+void add_state_section(io::ContainerWriter& writer, const std::string& name, const NamedBlob& blob,
+                       nlohmann::json& dtypes) {
+  const std::vector<uint8_t> bytes = state_section_bytes(blob);
+  writer.add_section(name, bytes.data(), bytes.size());
+  if (blob.storage != StateStorage::f32) dtypes[blob.name] = state_dtype_name(blob.storage);
+}
+
 std::string basename_of(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -123,18 +132,19 @@ class CodecTierBuilder final : public TierBuilder {
     writer.end_section();
     uint64_t bytes = rows_ * codec_->code_size();
     nlohmann::json sections = {{"codes", prefix + "codes"}};
-    nlohmann::json shapes = nlohmann::json::object();
+    nlohmann::json shapes = nlohmann::json::object(), dtypes = nlohmann::json::object();
     for (const NamedBlob& blob : codec_->state()) {
       const std::string name = prefix + blob.name;
-      writer.add_section(name, blob.values.data(), blob.values.size() * sizeof(float));
+      add_state_section(writer, name, blob, dtypes);
       sections[blob.name] = name;
       shapes[blob.name] = blob.shape;
-      bytes += blob.values.size() * sizeof(float);
+      bytes += state_stored_bytes(blob);
     }
     entry.update({{"codec", codec_->spec()},
                   {"code_size", codec_->code_size()},
                   {"sections", sections},
                   {"state_shapes", shapes}});
+    if (!dtypes.empty()) entry["state_dtypes"] = dtypes;
     return bytes;
   }
 
@@ -441,16 +451,18 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
     }
     // Each state array as a section of its own, its shape beside it (FORMAT.md 9.8).
     const std::string prefix = plan.name + "/";
-    nlohmann::json sections = nlohmann::json::object(), shapes = nlohmann::json::object();
+    nlohmann::json sections = nlohmann::json::object(), shapes = nlohmann::json::object(),
+                   dtypes = nlohmann::json::object();
     if (keeps_state)
       for (const NamedBlob& blob : builder->trained_state()) {
-        writer.add_section(prefix + blob.name, blob.values.data(), blob.values.size() * sizeof(float));
+        add_state_section(writer, prefix + blob.name, blob, dtypes);
         sections[blob.name] = prefix + blob.name;
         shapes[blob.name] = blob.shape;
       }
     nlohmann::json entry = {{"name", plan.name},         {"rows", 0},
                             {"codec", builder->codec()}, {"residency", residency_name(plan.residency)},
                             {"sections", sections},      {"state_shapes", shapes}};
+    if (!dtypes.empty()) entry["state_dtypes"] = dtypes;
     if (!plan.share.empty()) entry["share"] = plan.share;
     if (const nlohmann::json info = builder->trained_info(); !info.empty()) entry["trained"] = info;
     tiers.push_back(entry);
