@@ -197,12 +197,22 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       }
       // A min is exact, so the tree reduction gives the lanes' smallest.
       const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), w));
-      uint32_t best_k = 0;
-      double best_d = std::numeric_limits<double>::infinity();
-      for (size_t c = 0; c < blocks; ++c)
-        rescore_near(_mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ), c * 16, xr, cb, dsub,
-                     w, best_k, best_d);
-      assign[static_cast<size_t>(ri) * assign_stride] = best_k;
+      // One codeword within the bound (nearly always) is the exact nearest:
+      // found without a branch a block, as in assign_256_avx512.
+      uint32_t count = 0, only = 0;
+      for (size_t c = 0; c < blocks; ++c) {
+        const __mmask16 near = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ);
+        count += static_cast<uint32_t>(__builtin_popcount(near));
+        only = near != 0 ? static_cast<uint32_t>(c * 16 + _tzcnt_u32(near)) : only;
+      }
+      if (count != 1) {
+        only = 0;
+        double best_d = std::numeric_limits<double>::infinity();
+        for (size_t c = 0; c < blocks; ++c)
+          rescore_near(_mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ), c * 16, xr, cb,
+                       dsub, w, only, best_d);
+      }
+      assign[static_cast<size_t>(ri) * assign_stride] = only;
     }
   }
 }
@@ -232,11 +242,22 @@ __attribute__((target("avx512f"))) void assign_256_avx512(const float* cb, size_
     __m512 low = acc[0];
     for (size_t b = 1; b < kBlocks; ++b) low = _mm512_min_ps(low, acc[b]);
     const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), W));
-    uint32_t best_k = 0;
-    double best_d = std::numeric_limits<double>::infinity();
-    for (size_t b = 0; b < kBlocks; ++b)
-      rescore_near(_mm512_cmp_ps_mask(acc[b], limit, _CMP_LE_OQ), b * 16, xr, cb, dsub, W, best_k, best_d);
-    assign[static_cast<size_t>(ri) * assign_stride] = best_k;
+    // Nearly always one codeword is within the bound: it is the exact
+    // nearest, found without branches (a branch a block mispredicts where
+    // the winner falls) and without rescoring. Otherwise the rescoring loop.
+    __mmask16 near[kBlocks];
+    uint32_t count = 0, only = 0;
+    for (size_t b = 0; b < kBlocks; ++b) {
+      near[b] = _mm512_cmp_ps_mask(acc[b], limit, _CMP_LE_OQ);
+      count += static_cast<uint32_t>(__builtin_popcount(near[b]));
+      only = near[b] != 0 ? static_cast<uint32_t>(b * 16 + _tzcnt_u32(near[b])) : only;
+    }
+    if (count != 1) {
+      only = 0;
+      double best_d = std::numeric_limits<double>::infinity();
+      for (size_t b = 0; b < kBlocks; ++b) rescore_near(near[b], b * 16, xr, cb, dsub, W, only, best_d);
+    }
+    assign[static_cast<size_t>(ri) * assign_stride] = only;
   }
 }
 
