@@ -130,14 +130,26 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
       alignas(32) float lows[8];
       _mm256_store_ps(lows, low);
       const __m256 limit = _mm256_set1_ps(near_limit(lows, 8, w));
-      uint32_t best_k = 0;
-      double best_d = std::numeric_limits<double>::infinity();
+      // One codeword within the bound (nearly always) is the exact nearest:
+      // taken without a branch a block (the winner's block varies, so such
+      // a branch mispredicts) and without rescoring.
+      uint32_t count = 0, only = 0;
       for (size_t c = 0; c < blocks; ++c) {
         const auto near = static_cast<uint32_t>(
             _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + c * 8), limit, _CMP_LE_OQ)));
-        rescore_near(near, c * 8, xr, cb, dsub, w, best_k, best_d);
+        count += static_cast<uint32_t>(__builtin_popcount(near));
+        only = near != 0 ? static_cast<uint32_t>(c * 8 + _tzcnt_u32(near)) : only;
       }
-      assign[static_cast<size_t>(ri) * assign_stride] = best_k;
+      if (count != 1) {
+        only = 0;
+        double best_d = std::numeric_limits<double>::infinity();
+        for (size_t c = 0; c < blocks; ++c) {
+          const auto near = static_cast<uint32_t>(
+              _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + c * 8), limit, _CMP_LE_OQ)));
+          rescore_near(near, c * 8, xr, cb, dsub, w, only, best_d);
+        }
+      }
+      assign[static_cast<size_t>(ri) * assign_stride] = only;
     }
   }
 }
@@ -197,8 +209,7 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       }
       // A min is exact, so the tree reduction gives the lanes' smallest.
       const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), w));
-      // One codeword within the bound (nearly always) is the exact nearest:
-      // found without a branch a block, as in assign_256_avx512.
+      // One codeword within the bound (nearly always): as in assign_small.
       uint32_t count = 0, only = 0;
       for (size_t c = 0; c < blocks; ++c) {
         const __mmask16 near = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ);
