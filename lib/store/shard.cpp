@@ -107,7 +107,9 @@ TrainedState read_trained_state(const std::string& path) {
         b.shape.push_back(e.get<uint64_t>());
       }
       StateStorage storage = StateStorage::f32;
-      if (entry.contains("state_dtypes") && entry["state_dtypes"].is_object() && entry["state_dtypes"].contains(role)) {
+      if (entry.contains("state_dtypes") && !entry["state_dtypes"].is_object())
+        EDO_FAIL("{}: tier '{}': state_dtypes is not an object", path, info.name);
+      if (entry.contains("state_dtypes") && entry["state_dtypes"].contains(role)) {
         const nlohmann::json& dt = entry["state_dtypes"][role];
         const std::optional<StateStorage> st = dt.is_string() ? state_dtype_of(dt.get<std::string>()) : std::nullopt;
         if (!st) EDO_FAIL("{}: tier '{}': state '{}' has an unknown dtype (float32 or float16)", path, info.name, role);
