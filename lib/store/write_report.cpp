@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace edo {
 
 void add_residency_metrics(EvalResult& result, const PackReport& rep) {
@@ -99,6 +101,20 @@ nlohmann::json quantize_report_json(const QuantizeReport& rep) {
           {"encode_gb_per_s", rep.encode_gbps()}};
 }
 
+namespace {
+
+// Whether the spec's codec stores fp32 codebooks that codebooks=fp16 would halve (pq, opq, rq).
+bool codebooks_could_halve(const std::string& spec) {
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  if (stages.empty()) return false;
+  const SpecStage& codec = stages.back();
+  if (codec.name != "pq" && codec.name != "opq" && codec.name != "rq") return false;
+  return std::none_of(codec.params.begin(), codec.params.end(),
+                      [](const SpecParam& p) { return p.key == "codebooks" && p.value == "fp16"; });
+}
+
+}  // namespace
+
 std::string quantize_report_text(const QuantizeReport& rep) {
   std::string s = fmt::format("  codec          {} ({} bytes a row, device {})\n", rep.spec, rep.code_size, rep.device);
   s += fmt::format("  size           {} x {}: {} bytes as fp32 -> {} bytes ({:.2f}x, {:.3g} bits a value)\n", rep.rows,
@@ -110,11 +126,13 @@ std::string quantize_report_text(const QuantizeReport& rep) {
         "  state          {} bytes ({:.0f}% of the file; the codes take {})", rep.state_bytes,
         rep.file_bytes ? 100.0 * static_cast<double>(rep.state_bytes) / static_cast<double>(rep.file_bytes) : 0.0,
         codes);
-    if (rep.state_bytes > codes && rep.code_size > 0)
+    if (rep.state_bytes > codes && rep.code_size > 0) {
       s += fmt::format(
           ": more than the codes, which outweigh it from about {} rows; a scalar codec may make a "
           "smaller file here",
           rep.state_bytes / rep.code_size);
+      if (codebooks_could_halve(rep.spec)) s += ", and codebooks=fp16 would halve the codebooks";
+    }
     s += "\n";
   }
   if (rep.vocab_bytes > 0)

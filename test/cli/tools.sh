@@ -140,8 +140,11 @@ err_has "do not apply to a FAISS index"
 # --- a trained codec's fixed-size state is reported, and said when it outweighs the codes
 /usr/bin/python3 -c "import numpy as n; n.save('$work/small.npy', n.load('$data')[:1000])"
 expect 0 "$Q" "$work/small.npy" -o "$work/s.pq.edo" --codec pq:m=25 --train-rows 1000
-grep -q "state          51200 bytes .*more than the codes, which outweigh it from about 2048 rows" "$work/out" ||
+grep -q "state          51200 bytes .*more than the codes, which outweigh it from about 2048 rows.*codebooks=fp16 would halve" "$work/out" ||
   fail "pq on 1000 rows does not say its codebooks outweigh its codes: $(cat "$work/out")"
+expect 0 "$Q" "$work/small.npy" -o "$work/s.pq16.edo" --codec pq:m=25,codebooks=fp16 --train-rows 1000
+grep -q "state          25600 bytes .*more than the codes" "$work/out" && ! grep -q "would halve" "$work/out" ||
+  fail "pq with fp16 codebooks misreports its state: $(cat "$work/out")"
 expect 0 "$Q" "$data" -o "$work/s.pq.edo" --codec pq:m=25
 grep -q "state          51200 bytes" "$work/out" && ! grep -q "more than the codes" "$work/out" ||
   fail "pq on 10000 rows misreports its state: $(cat "$work/out")"
