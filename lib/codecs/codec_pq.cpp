@@ -137,7 +137,7 @@ class ExactAssignIndex final : public faiss::Index {
 
 // From this width up, OPQ's SVD is LAPACK's divide-and-conquer sgesdd: at
 // 768 wide sgesvd's QR sweeps were a quarter of opq's training, and sgesdd
-// is four times faster there. Narrower tables keep sgesvd, which costs
+// is about four times faster there. Narrower tables keep sgesvd, which costs
 // them a few seconds at most: on a rank-deficient cross-product the two
 // choose different (equally optimal) rotations in its null space, and
 // BIGANN (128 wide) lost 0.005 recall@10 with sgesdd at opq:m=32 over four
