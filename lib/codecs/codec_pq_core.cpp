@@ -74,6 +74,25 @@ void rescore_near(uint32_t near, size_t base, const float* xr, const float* cb, 
   }
 }
 
+// The exact nearest of the codewords whose float distance is within the
+// bound: near[b] has a bit for each of block b's `lanes` codewords that is.
+// Nearly always exactly one is, and it is the exact nearest: taken without
+// a branch a block (the winner's block varies, so such a branch
+// mispredicts) and without rescoring. Otherwise all are rescored exactly.
+inline uint32_t nearest_within(const uint32_t* near, size_t blocks, uint32_t lanes, const float* xr, const float* cb,
+                               size_t dsub, uint32_t w) {
+  uint32_t count = 0, only = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    count += static_cast<uint32_t>(__builtin_popcount(near[b]));
+    only = near[b] != 0 ? static_cast<uint32_t>(b * lanes + _tzcnt_u32(near[b])) : only;
+  }
+  if (count == 1) return only;
+  uint32_t best_k = 0;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (size_t b = 0; b < blocks; ++b) rescore_near(near[b], b * lanes, xr, cb, dsub, w, best_k, best_d);
+  return best_k;
+}
+
 // assign_cpu's answer for one sub-space of width w <= kSmallWidth: row r
 // (`stride` floats apart, its w columns from x) gets the nearest of `ksub`
 // codewords (stride dsub) by math::pq_sub_distance, the lower id on ties,
@@ -91,6 +110,7 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
 #pragma omp parallel if (parallel_worth(n * ksub * w))
   {
     std::vector<float> dist(kpad);
+    std::vector<uint32_t> near(blocks);
     __m256 xv[kSmallWidth];
 #pragma omp for schedule(static)
     for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
@@ -130,26 +150,10 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
       alignas(32) float lows[8];
       _mm256_store_ps(lows, low);
       const __m256 limit = _mm256_set1_ps(near_limit(lows, 8, w));
-      // One codeword within the bound (nearly always) is the exact nearest:
-      // taken without a branch a block (the winner's block varies, so such
-      // a branch mispredicts) and without rescoring.
-      uint32_t count = 0, only = 0;
-      for (size_t c = 0; c < blocks; ++c) {
-        const auto near = static_cast<uint32_t>(
+      for (size_t c = 0; c < blocks; ++c)
+        near[c] = static_cast<uint32_t>(
             _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + c * 8), limit, _CMP_LE_OQ)));
-        count += static_cast<uint32_t>(__builtin_popcount(near));
-        only = near != 0 ? static_cast<uint32_t>(c * 8 + _tzcnt_u32(near)) : only;
-      }
-      if (count != 1) {
-        only = 0;
-        double best_d = std::numeric_limits<double>::infinity();
-        for (size_t c = 0; c < blocks; ++c) {
-          const auto near = static_cast<uint32_t>(
-              _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + c * 8), limit, _CMP_LE_OQ)));
-          rescore_near(near, c * 8, xr, cb, dsub, w, only, best_d);
-        }
-      }
-      assign[static_cast<size_t>(ri) * assign_stride] = only;
+      assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near.data(), blocks, 8, xr, cb, dsub, w);
     }
   }
 }
@@ -171,6 +175,7 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
 #pragma omp parallel if (parallel_worth(n * ksub * w))
   {
     std::vector<float> dist(kpad);
+    std::vector<uint32_t> near(blocks);
     __m512 xv[kSmallWidth];
 #pragma omp for schedule(static)
     for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
@@ -209,21 +214,9 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       }
       // A min is exact, so the tree reduction gives the lanes' smallest.
       const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), w));
-      // One codeword within the bound (nearly always): as in assign_small.
-      uint32_t count = 0, only = 0;
-      for (size_t c = 0; c < blocks; ++c) {
-        const __mmask16 near = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ);
-        count += static_cast<uint32_t>(__builtin_popcount(near));
-        only = near != 0 ? static_cast<uint32_t>(c * 16 + _tzcnt_u32(near)) : only;
-      }
-      if (count != 1) {
-        only = 0;
-        double best_d = std::numeric_limits<double>::infinity();
-        for (size_t c = 0; c < blocks; ++c)
-          rescore_near(_mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ), c * 16, xr, cb,
-                       dsub, w, only, best_d);
-      }
-      assign[static_cast<size_t>(ri) * assign_stride] = only;
+      for (size_t c = 0; c < blocks; ++c)
+        near[c] = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ);
+      assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near.data(), blocks, 16, xr, cb, dsub, w);
     }
   }
 }
@@ -253,22 +246,9 @@ __attribute__((target("avx512f"))) void assign_256_avx512(const float* cb, size_
     __m512 low = acc[0];
     for (size_t b = 1; b < kBlocks; ++b) low = _mm512_min_ps(low, acc[b]);
     const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), W));
-    // Nearly always one codeword is within the bound: it is the exact
-    // nearest, found without branches (a branch a block mispredicts where
-    // the winner falls) and without rescoring. Otherwise the rescoring loop.
-    __mmask16 near[kBlocks];
-    uint32_t count = 0, only = 0;
-    for (size_t b = 0; b < kBlocks; ++b) {
-      near[b] = _mm512_cmp_ps_mask(acc[b], limit, _CMP_LE_OQ);
-      count += static_cast<uint32_t>(__builtin_popcount(near[b]));
-      only = near[b] != 0 ? static_cast<uint32_t>(b * 16 + _tzcnt_u32(near[b])) : only;
-    }
-    if (count != 1) {
-      only = 0;
-      double best_d = std::numeric_limits<double>::infinity();
-      for (size_t b = 0; b < kBlocks; ++b) rescore_near(near[b], b * 16, xr, cb, dsub, W, only, best_d);
-    }
-    assign[static_cast<size_t>(ri) * assign_stride] = only;
+    uint32_t near[kBlocks];
+    for (size_t b = 0; b < kBlocks; ++b) near[b] = _mm512_cmp_ps_mask(acc[b], limit, _CMP_LE_OQ);
+    assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near, kBlocks, 16, xr, cb, dsub, W);
   }
 }
 

@@ -32,7 +32,7 @@ std::unique_ptr<TierView> open_nearest_tier(const io::Container& c, const io::Ti
 std::unique_ptr<TierView> open_hashed_tier(const io::Container& c, const io::TierInfo& info);
 // "group:groups=C,residual=...": a base vector per group plus each row's residual.
 std::unique_ptr<TierView> open_grouped_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
-// A codec's fp32 state blobs from the tier's sections other than `skip`,
+// A codec's state blobs (float32, or float16 where "state_dtypes" says) from the tier's sections other than `skip`,
 // shaped by the manifest's "state_shapes".
 std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierInfo& tier, const nlohmann::json& jt,
                                         std::initializer_list<const char*> skip);
