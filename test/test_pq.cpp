@@ -11,12 +11,15 @@
 #include <edo/reader.hpp>
 #include <edo/shard.hpp>
 
+#include <faiss/IndexFlat.h>
 #include <faiss/impl/ProductQuantizer.h>
 #include <faiss/impl/ResidualQuantizer.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <random>
 
 using namespace edo;
 using edo::test::Matrix;
@@ -365,6 +368,49 @@ TEST_CASE("pq: the CPU's nearest codeword is the exact one, narrow and wide, tie
       }
     }
   set_pq_avx512(true);
+}
+
+TEST_CASE("pq: flat_l2_knn is IndexFlatL2's search, labels and distances bit for bit") {
+  // rq's greedy levels search through it in FAISS's place: any other float
+  // would change the codebooks. GloVe's columns up to 50 wide, seeded
+  // normal values wider; rows that are centroids (distance clamped to 0),
+  // tied centroids, fewer rows than FAISS's BLAS threshold, more than one
+  // of its 4096-row blocks, and heaps of k > 1.
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 9000);
+  std::mt19937 gen(5);
+  std::normal_distribution<float> normal;
+  for (const size_t d : {1, 3, 19, 50, 116, 384}) {
+    Matrix x;
+    if (d <= glove.dim) {
+      x = test::first_columns(glove, d);
+    } else {
+      x.rows = 9000;
+      x.dim = d;
+      x.values.resize(x.rows * d);
+      for (float& v : x.values) v = normal(gen);
+    }
+    for (const size_t ny : {7, 256}) {
+      std::vector<float> y(ny * d);
+      for (size_t i = 0; i < ny; ++i) std::copy_n(x.row((i * 13 + 1) % x.rows), d, y.begin() + i * d);
+      std::copy_n(y.begin() + 2 * d, d, y.begin() + 5 * d);  // centroids 2 and 5 tie
+      faiss::IndexFlatL2 flat(static_cast<faiss::Index::idx_t>(d));
+      flat.add(static_cast<faiss::Index::idx_t>(ny), y.data());
+      for (const size_t n : {5, 19, 20, 257, 1100, 9000})  // 9000: three of FAISS's blocks, two threads
+        for (const size_t k : {1, 2, 5}) {
+          CAPTURE(d);
+          CAPTURE(ny);
+          CAPTURE(n);
+          CAPTURE(k);
+          std::vector<float> want_d(n * k), got_d(n * k);
+          std::vector<faiss::Index::idx_t> want_l(n * k), got_l(n * k);
+          flat.search(static_cast<faiss::Index::idx_t>(n), x.values.data(), static_cast<faiss::Index::idx_t>(k),
+                      want_d.data(), want_l.data());
+          flat_l2_knn(x.values.data(), n, y.data(), ny, d, k, got_d.data(), got_l.data());
+          CHECK(std::memcmp(want_d.data(), got_d.data(), want_d.size() * sizeof(float)) == 0);
+          CHECK(want_l == got_l);
+        }
+    }
+  }
 }
 
 TEST_CASE("opq: the encoder's rotation is the scalar fma chain, output by output, at every width") {

@@ -135,6 +135,49 @@ class ExactAssignIndex final : public faiss::Index {
   TrainingMeter& meter_;
 };
 
+// FAISS's IndexFlatL2 searched by flat_l2_knn (the same labels and
+// distances, on one thread pool), for rq's greedy levels: FAISS builds one
+// per progressive-dimension k-means step and one for each level's beam
+// search, through the factory below. Each search is one k-means pass or a
+// level's beam step, counted by the meter.
+class PooledFlatL2Index final : public faiss::Index {
+ public:
+  PooledFlatL2Index(int width, TrainingMeter& meter) : faiss::Index(width, faiss::METRIC_L2), meter_(meter) {
+    is_trained = true;
+  }
+
+  void add(idx_t n, const float* x) override {
+    vectors_.insert(vectors_.end(), x, x + static_cast<size_t>(n) * static_cast<size_t>(d));
+    ntotal += n;
+  }
+  void reset() override {
+    vectors_.clear();
+    ntotal = 0;
+  }
+  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+              const faiss::SearchParameters* /*params*/) const override {
+    const auto rows = static_cast<size_t>(n);
+    flat_l2_knn(x, rows, vectors_.data(), static_cast<size_t>(ntotal), static_cast<size_t>(d), static_cast<size_t>(k),
+                distances, labels);
+    double sum = 0;
+    for (size_t r = 0; r < rows; ++r) sum += distances[r * static_cast<size_t>(k)];
+    meter_.pass(rows ? sum / static_cast<double>(rows) : 0.0);
+  }
+
+ private:
+  std::vector<float> vectors_;
+  TrainingMeter& meter_;
+};
+
+class PooledFlatL2Factory final : public faiss::ProgressiveDimIndexFactory {
+ public:
+  explicit PooledFlatL2Factory(TrainingMeter& meter) : meter_(meter) {}
+  faiss::Index* operator()(int width) override { return new PooledFlatL2Index(width, meter_); }
+
+ private:
+  TrainingMeter& meter_;
+};
+
 // From this width up, OPQ's SVD is LAPACK's divide-and-conquer sgesdd: at
 // 768 wide sgesvd's QR sweeps were a quarter of opq's training, and sgesdd
 // is about four times faster there. Narrower tables keep sgesvd, which costs
@@ -330,7 +373,13 @@ class RqCodec final : public RqDecoder {
       training_.note(fmt::format("{}: training, {}, {:.0f} s so far", spec(), what, elapsed));
     };
     note(fmt::format("greedy codebooks of {} levels at beam {} (FAISS)", p_.m, p_.train_beam));
+    // Each level: progressive_dim_steps k-means of niter passes, then one beam step.
+    TrainingMeter meter(spec(), uint64_t{p_.m} * (static_cast<uint64_t>(rq.cp.progressive_dim_steps) * rq.cp.niter + 1),
+                        training_.note);
+    PooledFlatL2Factory pooled(meter);
+    rq.assign_index_factory = &pooled;
     rq.train(n, x);
+    rq.assign_index_factory = nullptr;
     codebooks_ = rq.codebooks;
     std::vector<uint8_t> codes(n * code_size_);
     for (uint32_t round = 0; round < p_.refine; ++round) {

@@ -37,6 +37,15 @@ std::vector<float> pq_pad_rows(const math::PqGeometry& g, const float* x, size_t
 void nearest_centroids(const float* x, size_t n, size_t d, const float* centroids, size_t k, uint32_t* assign,
                        Device device = Device::cpu);
 
+// FAISS's exhaustive L2 search (IndexFlatL2::search: |x|^2 + |y|^2 - 2 x.y
+// from one distance product, negatives set to zero, the k smallest by its
+// heap, the first of equal distances on top), the same labels and distances
+// bit for bit, with each block of rows multiplied, measured and selected in
+// one of edo's threads. FAISS's own k-means and greedy rq levels search
+// through it (test "pq: flat_l2_knn is IndexFlatL2's search").
+void flat_l2_knn(const float* x, size_t n, const float* y, size_t ny, size_t d, size_t k, float* distances,
+                 int64_t* labels);
+
 // Whether narrow sub-spaces (width 16 or less) may be assigned with AVX-512
 // where the CPU has it (the default); tests turn it off to check the AVX2
 // path gives the same answer on such a CPU.
