@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
       "(rq: levels x 2^nbits x dim floats): the summary's 'state' line gives its bytes and says when it\n"
       "outweighs the codes for the table at hand, where a scalar codec may make a smaller file;\n"
       "codebooks=fp16 (pq, opq, rq) stores the codebooks in half the bytes at about the same recall.\n"
-      "Training prints its progress on stderr (k-means pass, error, time left; rq: its phases) unless -q.\n\n"
+      "Training prints its progress on stderr (k-means pass, error, time left; rq: its level too, then its refit rounds) unless -q.\n\n"
       "Integer codecs int8, int6, int5, int4, int3 and int2 keep an fp32 scale and offset a row or a group;\n"
       "scale=fp16 stores them in half the bytes (int4:group=32,scale=fp16 is 5 bits a value, as llama.cpp's\n"
       "Q4_1) and refuses values from 65520 on.\n\n"

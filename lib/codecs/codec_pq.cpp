@@ -67,13 +67,22 @@ void configure_clustering(faiss::ClusteringParameters& cp, uint64_t seed) {
 
 // Counts the k-means assignment passes of a training run against the total
 // it makes, and reports (pass, the pass's mean squared distance, time left)
-// through the codec's training note, at most every few seconds.
+// through the codec's training note, at most every few seconds. With
+// `passes_per_level` (rq's greedy levels), the level too, and the width a
+// progressive-dimension pass measures its error in.
 class TrainingMeter {
  public:
-  TrainingMeter(std::string what, uint64_t total, const std::function<void(const std::string&)>& note)
-      : what_(std::move(what)), total_(total), note_(note), start_(std::chrono::steady_clock::now()), last_(start_) {}
+  TrainingMeter(std::string what, uint64_t total, const std::function<void(const std::string&)>& note,
+                uint64_t passes_per_level = 0, size_t dim = 0)
+      : what_(std::move(what)),
+        total_(total),
+        per_level_(passes_per_level),
+        dim_(dim),
+        note_(note),
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
 
-  void pass(double mean_distance) {
+  void pass(double mean_distance, size_t width = 0) {
     ++done_;
     if (!note_ || total_ < 2) return;
     const auto now = std::chrono::steady_clock::now();
@@ -82,67 +91,30 @@ class TrainingMeter {
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const uint64_t shown = std::min(done_, total_ - 1);  // the count is FAISS's: never claim the end early
     const double left = elapsed * static_cast<double>(total_ - shown) / static_cast<double>(shown);
-    note_(fmt::format("{}: training, k-means pass {} of {}, error {:.4g}, {:.0f} s so far, about {:.0f} s left", what_,
-                      shown, total_, mean_distance, elapsed, left));
+    std::string where = fmt::format("k-means pass {} of {}", shown, total_);
+    if (per_level_ > 0)
+      where = fmt::format("level {} of {}, {}", (shown - 1) / per_level_ + 1, total_ / per_level_, where);
+    std::string error = fmt::format("error {:.4g}", mean_distance);
+    if (width > 0 && width < dim_) error += fmt::format(" in the first {} of {} dimensions", width, dim_);
+    note_(
+        fmt::format("{}: training, {}, {}, {:.0f} s so far, about {:.0f} s left", what_, where, error, elapsed, left));
   }
 
  private:
   std::string what_;
-  uint64_t total_, done_ = 0;
+  uint64_t total_, per_level_;
+  size_t dim_;
+  uint64_t done_ = 0;
   const std::function<void(const std::string&)>& note_;
   std::chrono::steady_clock::time_point start_, last_;
 };
 
-// FAISS's k-means assigns rows through an Index; this one gives edo's exact
-// nearest codeword (nearest_centroids, the lower id on ties). On PQ's narrow
-// sub-spaces that is several times faster than IndexFlatL2's distance
-// products, and float rounding never makes it pick a farther codeword.
-class ExactAssignIndex final : public faiss::Index {
+// A FAISS Index over the vectors added to it, searched by edo, each search
+// counted by the training meter: FAISS's k-means and greedy rq levels call
+// search once a pass.
+class MeteredIndex : public faiss::Index {
  public:
-  ExactAssignIndex(size_t width, Device device, TrainingMeter& meter)
-      : faiss::Index(static_cast<idx_t>(width), faiss::METRIC_L2), device_(device), meter_(meter) {
-    is_trained = true;
-  }
-
-  void add(idx_t n, const float* x) override {
-    centroids_.insert(centroids_.end(), x, x + static_cast<size_t>(n) * static_cast<size_t>(d));
-    ntotal += n;
-  }
-  void reset() override {
-    centroids_.clear();
-    ntotal = 0;
-  }
-  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
-              const faiss::SearchParameters* /*params*/) const override {
-    if (k != 1 || ntotal == 0) EDO_FAIL("k-means assignment: {} neighbours of {} codewords asked", k, ntotal);
-    const auto rows = static_cast<size_t>(n), width = static_cast<size_t>(d);
-    std::vector<uint32_t> nearest(rows);
-    nearest_centroids(x, rows, width, centroids_.data(), static_cast<size_t>(ntotal), nearest.data(), device_);
-    double sum = 0;
-    for (size_t r = 0; r < rows; ++r) {
-      labels[r] = nearest[r];
-      const double dist =
-          math::pq_sub_distance(x + r * width, centroids_.data() + nearest[r] * width, static_cast<uint32_t>(width));
-      distances[r] = static_cast<float>(dist);
-      sum += dist;
-    }
-    meter_.pass(rows ? sum / static_cast<double>(rows) : 0.0);
-  }
-
- private:
-  std::vector<float> centroids_;
-  Device device_;
-  TrainingMeter& meter_;
-};
-
-// FAISS's IndexFlatL2 searched by flat_l2_knn (the same labels and
-// distances, on one thread pool), for rq's greedy levels: FAISS builds one
-// per progressive-dimension k-means step and one for each level's beam
-// search, through the factory below. Each search is one k-means pass or a
-// level's beam step, counted by the meter.
-class PooledFlatL2Index final : public faiss::Index {
- public:
-  PooledFlatL2Index(int width, TrainingMeter& meter) : faiss::Index(width, faiss::METRIC_L2), meter_(meter) {
+  MeteredIndex(idx_t width, TrainingMeter& meter) : faiss::Index(width, faiss::METRIC_L2), meter_(meter) {
     is_trained = true;
   }
 
@@ -154,6 +126,50 @@ class PooledFlatL2Index final : public faiss::Index {
     vectors_.clear();
     ntotal = 0;
   }
+
+ protected:
+  std::vector<float> vectors_;
+  TrainingMeter& meter_;
+};
+
+// edo's exact nearest codeword (nearest_centroids, the lower id on ties),
+// for PQ's k-means. On narrow sub-spaces that is several times faster than
+// IndexFlatL2's distance products, and float rounding never makes it pick a
+// farther codeword.
+class ExactAssignIndex final : public MeteredIndex {
+ public:
+  ExactAssignIndex(size_t width, Device device, TrainingMeter& meter)
+      : MeteredIndex(static_cast<idx_t>(width), meter), device_(device) {}
+
+  void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
+              const faiss::SearchParameters* /*params*/) const override {
+    if (k != 1 || ntotal == 0) EDO_FAIL("k-means assignment: {} neighbours of {} codewords asked", k, ntotal);
+    const auto rows = static_cast<size_t>(n), width = static_cast<size_t>(d);
+    std::vector<uint32_t> nearest(rows);
+    nearest_centroids(x, rows, width, vectors_.data(), static_cast<size_t>(ntotal), nearest.data(), device_);
+    double sum = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      labels[r] = nearest[r];
+      const double dist =
+          math::pq_sub_distance(x + r * width, vectors_.data() + nearest[r] * width, static_cast<uint32_t>(width));
+      distances[r] = static_cast<float>(dist);
+      sum += dist;
+    }
+    meter_.pass(rows ? sum / static_cast<double>(rows) : 0.0);
+  }
+
+ private:
+  Device device_;
+};
+
+// FAISS's IndexFlatL2, searched by flat_l2_knn (the same labels and
+// distances, on one thread pool), for rq's greedy levels: FAISS builds one
+// per progressive-dimension k-means step and one for each level's beam
+// step, through the factory below.
+class PooledFlatL2Index final : public MeteredIndex {
+ public:
+  using MeteredIndex::MeteredIndex;
+
   void search(idx_t n, const float* x, idx_t k, float* distances, idx_t* labels,
               const faiss::SearchParameters* /*params*/) const override {
     const auto rows = static_cast<size_t>(n);
@@ -161,12 +177,8 @@ class PooledFlatL2Index final : public faiss::Index {
                 distances, labels);
     double sum = 0;
     for (size_t r = 0; r < rows; ++r) sum += distances[r * static_cast<size_t>(k)];
-    meter_.pass(rows ? sum / static_cast<double>(rows) : 0.0);
+    meter_.pass(rows ? sum / static_cast<double>(rows) : 0.0, static_cast<size_t>(d));
   }
-
- private:
-  std::vector<float> vectors_;
-  TrainingMeter& meter_;
 };
 
 class PooledFlatL2Factory final : public faiss::ProgressiveDimIndexFactory {
@@ -374,8 +386,8 @@ class RqCodec final : public RqDecoder {
     };
     note(fmt::format("greedy codebooks of {} levels at beam {} (FAISS)", p_.m, p_.train_beam));
     // Each level: progressive_dim_steps k-means of niter passes, then one beam step.
-    TrainingMeter meter(spec(), uint64_t{p_.m} * (static_cast<uint64_t>(rq.cp.progressive_dim_steps) * rq.cp.niter + 1),
-                        training_.note);
+    const uint64_t per_level = static_cast<uint64_t>(rq.cp.progressive_dim_steps) * rq.cp.niter + 1;
+    TrainingMeter meter(spec(), uint64_t{p_.m} * per_level, training_.note, per_level, dim_);
     PooledFlatL2Factory pooled(meter);
     rq.assign_index_factory = &pooled;
     rq.train(n, x);

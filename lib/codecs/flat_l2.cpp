@@ -56,8 +56,8 @@ void nearest_of_row(float x_norm, const float* y_norms, const float* ip, size_t 
     __m256i lane_id = _mm256_setzero_si256(), at = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i step = _mm256_set1_epi32(8);
     for (; j + 8 <= ny; j += 8) {
-      __m256 dis = _mm256_sub_ps(_mm256_add_ps(xn, _mm256_loadu_ps(y_norms + j)),
-                                 _mm256_mul_ps(two, _mm256_loadu_ps(ip + j)));
+      __m256 dis =
+          _mm256_sub_ps(_mm256_add_ps(xn, _mm256_loadu_ps(y_norms + j)), _mm256_mul_ps(two, _mm256_loadu_ps(ip + j)));
       dis = _mm256_blendv_ps(dis, zero, _mm256_cmp_ps(dis, zero, _CMP_LT_OQ));
       const __m256 better = _mm256_cmp_ps(dis, lane_best, _CMP_LT_OQ);
       lane_best = _mm256_blendv_ps(lane_best, dis, better);
@@ -156,7 +156,8 @@ void flat_l2_knn(const float* x, size_t n, const float* y, size_t ny, size_t d, 
         }
       }
       if (k > 1)
-        for (size_t r = 0; r < bn; ++r) faiss::heap_reorder<MaxHeap>(k, distances + (r0 + r) * k, labels + (r0 + r) * k);
+        for (size_t r = 0; r < bn; ++r)
+          faiss::heap_reorder<MaxHeap>(k, distances + (r0 + r) * k, labels + (r0 + r) * k);
     }
   }
 }
