@@ -177,7 +177,8 @@ int main(int argc, char** argv) {
                  "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
   app.add_option("--plan-codecs", plan_opt.codecs,
                  "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2, int8/int6/int5/int4 with\n"
-                 "scale=fp16 (left out when the sample reaches 65520) and pq:m=d/2, d/4, d/8 with codebooks=fp16).\n"
+                 "scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4, d/8 and rq:m=d/4, d/8 in its\n"
+                 "fast setting (beam=4,train_beam=1,refine=1), both with codebooks=fp16).\n"
                  "Also sparse tiers (csr:density=0.3,values=int8, bitmap:k=8: bytes estimated from the sample's\n"
                  "density), hashed and group tiers (hash:buckets=B,k=K, qr:buckets=B, group:clusters=C,residual=R:\n"
                  "fitted to the sample, a hash's buckets scaled to it) and, as the coldest of two or three tiers\n"

@@ -247,12 +247,16 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     // value reaches fp16's limit.
     const bool half_books = std::none_of(sample.x.begin(), sample.x.end(),
                                          [](float v) { return (float_bits(v) & 0x7fffffffu) >= kHalfOverflowBits; });
-    for (const char* family : {"pq"}) {
-      if (!find_codec(family)) continue;
+    const char* books = half_books ? ",codebooks=fp16" : "";
+    if (find_codec("pq"))
       for (uint64_t div : {2, 4, 8})
-        if (dim / div >= 1)
-          specs.push_back(fmt::format("{}:m={}{}", family, dim / div, half_books ? ",codebooks=fp16" : ""));
-    }
+        if (dim / div >= 1) specs.push_back(fmt::format("pq:m={}{}", dim / div, books));
+    // rq in its fast setting, which trains on a sample in seconds
+    // (docs/BENCHMARKS.md, "Training time"); its training counts in the
+    // plan's time, and its m x 256 x dim codebooks in each plan's bytes.
+    if (find_codec("rq"))
+      for (uint64_t div : {4, 8})
+        if (dim / div >= 1) specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1{}", dim / div, books));
   }
   std::vector<LadderCodec> ladder;
   for (const std::string& s : specs) {
