@@ -257,12 +257,30 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     if (find_codec("rq"))
       for (uint64_t div : {4, 8})
         if (dim / div >= 1) specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1{}", dim / div, books));
+    // The pruned and shared tier kinds: a 30%-dense CSR tier of int8
+    // values and a hashed tier of a bucket per four table rows (two a row).
+    // On GloVe they add 2,700 candidates and 3 to 6 s to a budget's plan and
+    // 9 s to a --max-bytes one. The dropped rows' fallbacks are left to
+    // --plan-codecs: they added another 30 s to the --max-bytes plan, every
+    // plan ending in one lost most of GloVe's neighbours (docs/BENCHMARKS.md,
+    // "Packed files"), and dropping rows is the user's call.
+    specs.push_back("csr:density=0.3,values=int8");
+    if (table_rows >= 8) specs.push_back(fmt::format("hash:buckets={},k=2", table_rows / 4));
   }
   std::vector<LadderCodec> ladder;
   for (const std::string& s : specs) {
     const TierKind kind = tier_kind_of(s);
-    std::optional<LadderCodec> c = kind == TierKind::codec ? codec_entry(s, opt, sample, dim, table)
-                                                           : tier_kind_entry(s, kind, sample, dim, table_rows);
+    std::optional<LadderCodec> c;
+    if (kind == TierKind::codec) {
+      c = codec_entry(s, opt, sample, dim, table);
+    } else {
+      try {
+        c = tier_kind_entry(s, kind, sample, dim, table_rows);
+      } catch (const Error&) {
+        // A default entry this table cannot hold (a sparse tier no smaller than its dense rows) is left out.
+        if (!opt.codecs.empty()) throw;
+      }
+    }
     if (c && std::none_of(ladder.begin(), ladder.end(), [&](const LadderCodec& l) { return l.spec == c->spec; }))
       ladder.push_back(std::move(*c));
   }
