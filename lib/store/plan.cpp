@@ -261,9 +261,9 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     // values and a hashed tier of a bucket per four table rows (two a row).
     // On GloVe they add 2,700 candidates and 3 to 6 s to a budget's plan and
     // 9 s to a --max-bytes one. The dropped rows' fallbacks are left to
-    // --plan-codecs: they added another 30 s to the --max-bytes plan, every
-    // plan ending in one lost most of GloVe's neighbours (docs/BENCHMARKS.md,
-    // "Packed files"), and dropping rows is the user's call.
+    // --plan-codecs: they added another 30 s to the --max-bytes plan, no
+    // plan ending in one came near the chosen plan's recall on GloVe
+    // (docs/BENCHMARKS.md, "Packed files"), and dropping rows is the user's call.
     specs.push_back("csr:density=0.3,values=int8");
     if (table_rows >= 8) specs.push_back(fmt::format("hash:buckets={},k=2", table_rows / 4));
   }
