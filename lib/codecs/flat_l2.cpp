@@ -7,6 +7,7 @@
 // through all three. The blocks are FAISS's own (OpenBLAS rounds a product
 // by where a row falls in the call, not by its thread count), so the
 // products are FAISS's bits.
+#include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 
 #include <core/single_threaded_blas.hpp>
@@ -17,6 +18,8 @@
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -95,6 +98,51 @@ void nearest_of_row(float x_norm, const float* y_norms, const float* ip, size_t 
   id_io = id;
 }
 
+// One block of FAISS's search: rows [r0, r0 + bn) of x against all of y,
+// y's rows taken block_cols at a time into `ip`; the rows' selection in an
+// OpenMP loop when `rows_in_parallel` (the block's product then ran in
+// OpenBLAS's threads), else in the calling thread.
+void search_block(const float* x, size_t r0, size_t bn, const float* y, const float* y_norms, size_t ny, size_t d,
+                  size_t k, size_t block_cols, bool rows_in_parallel, float* ip, float* x_norms, float* distances,
+                  int64_t* labels) {
+  const int di = static_cast<int>(d), bni = static_cast<int>(bn);
+  for (size_t r = 0; r < bn; ++r) {
+    x_norms[r] = faiss::fvec_norm_L2sqr(x + (r0 + r) * d, d);
+    if (k == 1) {
+      distances[r0 + r] = HUGE_VALF;
+      labels[r0 + r] = 0;
+    } else {
+      faiss::heap_heapify<MaxHeap>(k, distances + (r0 + r) * k, labels + (r0 + r) * k);
+    }
+  }
+  for (size_t j0 = 0; j0 < ny; j0 += block_cols) {
+    const size_t cols = std::min(block_cols, ny - j0);
+    const int ci = static_cast<int>(cols);
+    const float one = 1.0f, zero = 0.0f;
+    // FAISS's call: y's rows [j0, j0 + cols) against x's block, one row of x per column of ip.
+    sgemm_("Transpose", "Not transpose", &ci, &bni, &di, &one, y + j0 * d, &di, x + r0 * d, &di, &zero, ip, &ci);
+#pragma omp parallel for schedule(static) if (rows_in_parallel)
+    for (int64_t ri = 0; ri < static_cast<int64_t>(bn); ++ri) {
+      const auto r = static_cast<size_t>(ri);
+      const size_t row = r0 + r;
+      const float* line = ip + r * cols;
+      if (k == 1) {
+        nearest_of_row(x_norms[r], y_norms + j0, line, cols, j0, distances[row], labels[row]);
+        continue;
+      }
+      // HeapResultHandler: a max-heap of k from +inf, a strict comparison with its top.
+      float* heap_dis = distances + row * k;
+      int64_t* heap_ids = labels + row * k;
+      for (size_t j = 0; j < cols; ++j) {
+        const float dis = flat_distance(x_norms[r], y_norms[j0 + j], line[j]);
+        if (MaxHeap::cmp(heap_dis[0], dis)) faiss::heap_replace_top<MaxHeap>(k, heap_dis, heap_ids, dis, j0 + j);
+      }
+    }
+  }
+  if (k > 1)
+    for (size_t r = 0; r < bn; ++r) faiss::heap_reorder<MaxHeap>(k, distances + (r0 + r) * k, labels + (r0 + r) * k);
+}
+
 }  // namespace
 
 void flat_l2_knn(const float* x, size_t n, const float* y, size_t ny, size_t d, size_t k, float* distances,
@@ -107,57 +155,35 @@ void flat_l2_knn(const float* x, size_t n, const float* y, size_t ny, size_t d, 
     faiss::knn_L2sqr(x, y, d, n, ny, k, distances, labels);
     return;
   }
-  if (n == 0 || ny == 0 || k == 0) return;
+  if (ny == 0 || k == 0) return;
   const size_t block_rows = static_cast<size_t>(std::max(1, faiss::distance_compute_blas_query_bs));
   const size_t block_cols = std::min(ny, static_cast<size_t>(std::max(1, faiss::distance_compute_blas_database_bs)));
   std::vector<float> y_norms(ny);
   for (size_t j = 0; j < ny; ++j) y_norms[j] = faiss::fvec_norm_L2sqr(y + j * d, d);
   const auto blocks = static_cast<int64_t>((n + block_rows - 1) / block_rows);
-  const int di = static_cast<int>(d);
+  // With a block for every thread, each thread takes whole blocks (OpenBLAS
+  // at one thread), the next block to whichever finishes first; with fewer,
+  // the blocks go one after another, each product in OpenBLAS's threads and
+  // its rows' selection in OpenMP's, as FAISS does. Either way a row's
+  // answer does not depend on which thread computes it.
+  if (blocks < omp_get_max_threads()) {
+    std::vector<float> ip(block_rows * block_cols), x_norms(block_rows);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const size_t r0 = static_cast<size_t>(b) * block_rows;
+      search_block(x, r0, std::min(block_rows, n - r0), y, y_norms.data(), ny, d, k, block_cols,
+                   parallel_worth(uint64_t{block_rows} * ny), ip.data(), x_norms.data(), distances, labels);
+    }
+    return;
+  }
   const detail::SingleThreadedBlas one_thread_each;
-  // A thread a block, the next block to whichever finishes first: the
-  // answer for a row does not depend on which thread computes it.
-#pragma omp parallel if (blocks > 1)
+#pragma omp parallel
   {
     std::vector<float> ip(block_rows * block_cols), x_norms(block_rows);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t b = 0; b < blocks; ++b) {
-      const size_t r0 = static_cast<size_t>(b) * block_rows, bn = std::min(block_rows, n - r0);
-      for (size_t r = 0; r < bn; ++r) x_norms[r] = faiss::fvec_norm_L2sqr(x + (r0 + r) * d, d);
-      for (size_t r = 0; r < bn; ++r) {
-        if (k == 1) {
-          distances[r0 + r] = HUGE_VALF;
-          labels[r0 + r] = 0;
-        } else {
-          faiss::heap_heapify<MaxHeap>(k, distances + (r0 + r) * k, labels + (r0 + r) * k);
-        }
-      }
-      for (size_t j0 = 0; j0 < ny; j0 += block_cols) {
-        const size_t cols = std::min(block_cols, ny - j0);
-        const int ci = static_cast<int>(cols), bni = static_cast<int>(bn);
-        const float one = 1.0f, zero = 0.0f;
-        // FAISS's call: y's rows [j0, j0 + cols) against x's block, one row of x per column of ip.
-        sgemm_("Transpose", "Not transpose", &ci, &bni, &di, &one, y + j0 * d, &di, x + r0 * d, &di, &zero, ip.data(),
-               &ci);
-        for (size_t r = 0; r < bn; ++r) {
-          const size_t row = r0 + r;
-          const float* line = ip.data() + r * cols;
-          if (k == 1) {
-            nearest_of_row(x_norms[r], y_norms.data() + j0, line, cols, j0, distances[row], labels[row]);
-            continue;
-          }
-          // HeapResultHandler: a max-heap of k from +inf, a strict comparison with its top.
-          float* heap_dis = distances + row * k;
-          int64_t* heap_ids = labels + row * k;
-          for (size_t j = 0; j < cols; ++j) {
-            const float dis = flat_distance(x_norms[r], y_norms[j0 + j], line[j]);
-            if (MaxHeap::cmp(heap_dis[0], dis)) faiss::heap_replace_top<MaxHeap>(k, heap_dis, heap_ids, dis, j0 + j);
-          }
-        }
-      }
-      if (k > 1)
-        for (size_t r = 0; r < bn; ++r)
-          faiss::heap_reorder<MaxHeap>(k, distances + (r0 + r) * k, labels + (r0 + r) * k);
+      const size_t r0 = static_cast<size_t>(b) * block_rows;
+      search_block(x, r0, std::min(block_rows, n - r0), y, y_norms.data(), ny, d, k, block_cols, false, ip.data(),
+                   x_norms.data(), distances, labels);
     }
   }
 }
