@@ -178,12 +178,12 @@ int main(int argc, char** argv) {
   app.add_option("--plan-codecs", plan_opt.codecs,
                  "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2, int8/int6/int5/int4 with\n"
                  "scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4, d/8 and rq:m=d/4, d/8 in its\n"
-                 "fast setting (beam=4,train_beam=1,refine=1), both with codebooks=fp16, csr:density=0.3,values=int8\n"
-                 "and hash:buckets=rows/4,k=2). Also other sparse tiers (bitmap:k=8, ...: bytes estimated from the\n"
-                 "sample's density), hashed and group tiers (hash:buckets=B,k=K, qr:buckets=B,\n"
-                 "group:clusters=C,residual=R: fitted to the sample, a hash's buckets scaled to it) and, as the\n"
-                 "coldest of two or three tiers only, the dropped rows' fallbacks default, zero, centroids:C and\n"
-                 "nearest[:cos|l2] (never by default: they drop rows), e.g.\n"
+                 "fast setting (beam=4,train_beam=1,refine=1; only where m x d x training rows <= 6e7, about 10 s of\n"
+                 "training), both with codebooks=fp16, csr:density=0.3,values=int8 and hash:buckets=rows/4,k=2).\n"
+                 "Also other sparse tiers (bitmap:k=8, ...: bytes estimated from the sample's density), hashed and\n"
+                 "group tiers (hash:buckets=B,k=K, qr:buckets=B, group:clusters=C,residual=R: fitted to the sample,\n"
+                 "a hash's buckets scaled to it) and, as the coldest of two or three tiers only, the dropped rows'\n"
+                 "fallbacks default, zero, centroids:C and nearest[:cos|l2] (never by default: they drop rows), e.g.\n"
                  "--plan-codecs int8 --plan-codecs centroids:64");
   app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
       ->check(CLI::PositiveNumber);

@@ -170,12 +170,14 @@ RqParams parse_rq_params(const SpecStage& stage) {
   StageParams p(stage, grammar, false, {"m", "nbits", "beam", "train_beam", "refine", "codebooks"});
   RqParams out;
   out.books = read_books(p, stage.name, grammar);
-  out.m = static_cast<uint32_t>(p.get("m") ? p.get_size(*p.get("m"), "m", 64) : 0);
+  out.m = static_cast<uint32_t>(p.get("m") ? p.get_size(*p.get("m"), "m", math::kRqMaxLevels) : 0);
   if (out.m == 0) EDO_USAGE_FAIL("codec 'rq': needs m=M, the number of codebooks (expected {})", grammar);
   out.nbits = read_nbits(p, stage);
-  out.beam = static_cast<uint32_t>(p.get("beam") ? p.get_size(*p.get("beam"), "beam", 256) : kRqDefaultBeam);
-  out.train_beam = p.get("train_beam") ? static_cast<uint32_t>(p.get_size(*p.get("train_beam"), "train_beam", 256))
-                                       : std::min(out.beam, kRqDefaultTrainBeam);
+  out.beam =
+      static_cast<uint32_t>(p.get("beam") ? p.get_size(*p.get("beam"), "beam", math::kRqMaxBeam) : kRqDefaultBeam);
+  out.train_beam = p.get("train_beam")
+                       ? static_cast<uint32_t>(p.get_size(*p.get("train_beam"), "train_beam", math::kRqMaxBeam))
+                       : std::min(out.beam, kRqDefaultTrainBeam);
   out.refine = kRqDefaultRefine;
   if (const std::string* r = p.get("refine"))
     out.refine = *r == "0" ? 0 : static_cast<uint32_t>(p.get_size(*r, "refine", 50));

@@ -113,6 +113,7 @@ struct RqShape {
   uint32_t beam;   // partial encodings kept per row, 1 to kRqMaxBeam
 };
 inline constexpr uint32_t kRqMaxBeam = 256;
+inline constexpr uint32_t kRqMaxLevels = 64;  // codebooks (m) an rq spec may have
 
 EDO_HD inline uint32_t rq_code_size(const RqShape& s) { return (s.m * s.nbits + 7) / 8; }
 

@@ -232,6 +232,10 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
   return c;
 }
 
+// The default ladder's rq entries: levels x width x training rows at most
+// this (about 10 s of training on two cores).
+constexpr uint64_t kPlanRqWork = 60'000'000;
+
 // The ladder, most precise first: codecs and sparse tiers by bytes a row,
 // then the fallbacks. `table`: the table's name, for errors.
 std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& sample, uint64_t dim,
@@ -251,12 +255,19 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     if (find_codec("pq"))
       for (uint64_t div : {2, 4, 8})
         if (dim / div >= 1) specs.push_back(fmt::format("pq:m={}{}", dim / div, books));
-    // rq in its fast setting, which trains on a sample in seconds
-    // (docs/BENCHMARKS.md, "Training time"); its training counts in the
-    // plan's time, and its m x 256 x dim codebooks in each plan's bytes.
+    // rq in its fast setting, where it trains on the sample in seconds: its
+    // training counts in the plan's time (about m x dim x rows / 6e6 s on
+    // two cores: rq:m=12 on GloVe's 10,000 x 50 about 1 s, rq:m=48 on
+    // 16,384 x 384 about 50 s; docs/BENCHMARKS.md, "Training time"), so
+    // levels past kPlanRqWork are left to --plan-codecs; its m x 256 x dim
+    // codebooks count in each plan's bytes.
+    const uint64_t train_rows = std::min<uint64_t>(sample.ids.size(), opt.train_rows);
     if (find_codec("rq"))
-      for (uint64_t div : {4, 8})
-        if (dim / div >= 1) specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1{}", dim / div, books));
+      for (uint64_t div : {4, 8}) {
+        const uint64_t m = dim / div;
+        if (m >= 1 && m <= math::kRqMaxLevels && m * dim * train_rows <= kPlanRqWork)
+          specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1{}", m, books));
+      }
     // The pruned and shared tier kinds: a 30%-dense CSR tier of int8
     // values and a hashed tier of a bucket per four table rows (two a row).
     // On GloVe they add 2,700 candidates and 3 to 6 s to a budget's plan and
