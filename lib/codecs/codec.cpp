@@ -8,6 +8,8 @@
 
 #include <edo/float16.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -291,10 +293,15 @@ std::vector<uint8_t> state_section_bytes(const NamedBlob& blob) {
 
 const char* state_dtype_name(StateStorage s) { return s == StateStorage::f16 ? "float16" : "float32"; }
 
-std::optional<StateStorage> state_dtype_of(const std::string& name) {
-  if (name == "float32") return StateStorage::f32;
-  if (name == "float16") return StateStorage::f16;
-  return std::nullopt;
+StateStorage state_storage_in(const nlohmann::json& tier_entry, const std::string& role, const std::string& where) {
+  const auto dtypes = tier_entry.find("state_dtypes");
+  if (dtypes == tier_entry.end()) return StateStorage::f32;
+  if (!dtypes->is_object()) EDO_FAIL("{}: state_dtypes is not an object", where);
+  const auto dtype = dtypes->find(role);
+  if (dtype == dtypes->end()) return StateStorage::f32;
+  for (const StateStorage s : {StateStorage::f32, StateStorage::f16})
+    if (dtype->is_string() && dtype->get<std::string>() == state_dtype_name(s)) return s;
+  EDO_FAIL("{}: state '{}' has an unknown dtype (float32 or float16)", where, role);
 }
 
 bool read_state_section(NamedBlob& blob, StateStorage storage, const void* data, uint64_t bytes, uint64_t count) {

@@ -22,6 +22,8 @@
 #include <edo/device.hpp>
 #include <edo/io/table.hpp>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -76,10 +78,13 @@ struct NamedBlob {
 std::vector<uint8_t> state_section_bytes(const NamedBlob& blob);
 // Their count, without building them.
 uint64_t state_stored_bytes(const NamedBlob& blob);
-// The manifest's "state_dtypes" name of a storage: "float32" or "float16";
-// and back (nullopt for any other name).
+// The manifest's "state_dtypes" name of a storage: "float32" or "float16".
 const char* state_dtype_name(StateStorage s);
-std::optional<StateStorage> state_dtype_of(const std::string& name);
+// The storage a tier's manifest entry gives its state `role` in
+// "state_dtypes" (float32 when it names none). Throws Error, prefixed by
+// `where` ("FILE: tier 'NAME'"), when state_dtypes is not an object or
+// names a dtype other than float32 and float16.
+StateStorage state_storage_in(const nlohmann::json& tier_entry, const std::string& role, const std::string& where);
 // Fills blob.values from a section's bytes in `storage`; false when the
 // byte length is not `count` values of it.
 bool read_state_section(NamedBlob& blob, StateStorage storage, const void* data, uint64_t bytes, uint64_t count);

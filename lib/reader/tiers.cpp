@@ -103,8 +103,8 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
   std::vector<NamedBlob> blobs;
   const nlohmann::json shapes = jt.value("state_shapes", nlohmann::json::object());
   if (!shapes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_shapes is not an object"));
-  const nlohmann::json dtypes = jt.value("state_dtypes", nlohmann::json::object());
-  if (!dtypes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_dtypes is not an object"));
+  if (jt.contains("state_dtypes") && !jt["state_dtypes"].is_object())
+    EDO_FAIL("{}", tier_error(path, tier.name, "state_dtypes is not an object"));
   for (const auto& [role, section] : tier.sections) {
     if (std::find(skip.begin(), skip.end(), role) != skip.end()) continue;
     NamedBlob blob;
@@ -120,15 +120,7 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
       count = *m;
       blob.shape.push_back(d.get<uint64_t>());
     }
-    StateStorage storage = StateStorage::f32;
-    if (dtypes.contains(role)) {
-      const std::optional<StateStorage> s =
-          dtypes[role].is_string() ? state_dtype_of(dtypes[role].get<std::string>()) : std::nullopt;
-      if (!s)
-        EDO_FAIL("{}", tier_error(path, tier.name,
-                                  fmt::format("state '{}' has an unknown dtype (float32 or float16)", role)));
-      storage = *s;
-    }
+    const StateStorage storage = state_storage_in(jt, role, fmt::format("{}: tier '{}'", path, tier.name));
     const io::SectionView view = c.section(section);
     if (!read_state_section(blob, storage, view.data, view.size, count)) {
       const auto bytes = checked_mul(count, storage == StateStorage::f16 ? 2 : 4);

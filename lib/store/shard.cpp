@@ -106,15 +106,7 @@ TrainedState read_trained_state(const std::string& path) {
         if (!e.is_number_unsigned()) EDO_FAIL("{}: state '{}': a shape entry is not an integer", path, role);
         b.shape.push_back(e.get<uint64_t>());
       }
-      StateStorage storage = StateStorage::f32;
-      if (entry.contains("state_dtypes") && !entry["state_dtypes"].is_object())
-        EDO_FAIL("{}: tier '{}': state_dtypes is not an object", path, info.name);
-      if (entry.contains("state_dtypes") && entry["state_dtypes"].contains(role)) {
-        const nlohmann::json& dt = entry["state_dtypes"][role];
-        const std::optional<StateStorage> st = dt.is_string() ? state_dtype_of(dt.get<std::string>()) : std::nullopt;
-        if (!st) EDO_FAIL("{}: tier '{}': state '{}' has an unknown dtype (float32 or float16)", path, info.name, role);
-        storage = *st;
-      }
+      const StateStorage storage = state_storage_in(entry, role, fmt::format("{}: tier '{}'", path, info.name));
       const uint64_t width = storage == StateStorage::f16 ? 2 : 4;
       if (v.size % width != 0 || !read_state_section(b, storage, v.data, v.size, v.size / width))
         EDO_FAIL("{}: state '{}' is not a {} array", path, role, state_dtype_name(storage));
