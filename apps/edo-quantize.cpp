@@ -30,7 +30,9 @@ void print_codec_list() {
   std::printf("%-8s %-*s %-*s %s\n", "codec", spec_width, "spec", bits_width, "bits/value", "description");
   for (const auto& t : edo::codec_list())
     std::printf("%-8s %-*s %-*s %s\n", t.name, spec_width, t.grammar, bits_width, t.bits_formula, t.description);
-  std::printf("\nbits/value: d = dimension, G = group size; fp16: with scale=fp16. Specs chain: pca:K,CODEC.\n");
+  std::printf(
+      "\nbits/value: d = dimension, G = group size; fp16: with scale=fp16. Specs chain: pca:K,CODEC, rot,CODEC, "
+      "dims:K,CODEC.\n");
 }
 
 }  // namespace
@@ -138,6 +140,7 @@ int main(int argc, char** argv) {
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
       "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
       "  edo-quantize glove.npy -o glove.i5.edo --codec int5:scale=fp16 --eval\n"
+      "  edo-quantize glove.npy -o glove.r4.edo --codec rot,int4:scale=fp16 --eval\n"
       "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json\n"
       "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval\n"
       "  edo-quantize glove.npy --sweep 'int8;int4:group=32;pq:m=16;rq:m=8'",
@@ -151,7 +154,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--codec", spec,
                  "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
-                 "pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
+                 "rot,int4:scale=fp16, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
   app.add_option("--sweep", sweep,
                  "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"

@@ -227,7 +227,7 @@ def validate(data, verify_sections=True):
 
 SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int6": 6, "int5": 5, "int4": 4, "int3": 3,
                "int2": 2, "bin": 1}
-TRANSFORMS = ("pca", "dims")
+TRANSFORMS = ("pca", "rot", "dims")
 PQ_PARAMS = {"pq": ("m", "nbits", "train", "codebooks"), "opq": ("m", "nbits", "train", "codebooks"),
              "rq": ("m", "nbits", "beam", "train_beam", "refine", "codebooks")}
 
@@ -277,15 +277,21 @@ class Codec:
         name, params = stages[0]
         if name in TRANSFORMS:
             require(len(stages) <= 2, "codec %r: %s takes one codec after it" % (spec, name))
-            require(len(params) == 1 and params[0][0] == "", "codec %r: %s needs its dimension, %s:K" % (spec, name, name))
-            self.k = positive_int(spec, "K", params[0][1], 1, dim)
+            if name == "rot":
+                require(not params, "codec %r: rot takes no parameters" % spec)
+                self.k = dim
+            else:
+                require(len(params) == 1 and params[0][0] == "",
+                        "codec %r: %s needs its dimension, %s:K" % (spec, name, name))
+                self.k = positive_int(spec, "K", params[0][1], 1, dim)
             inner = stages[1] if len(stages) == 2 else ("fp32", [])
             require(inner[0] not in TRANSFORMS, "codec %r: %s must be the first stage" % (spec, inner[0]))
             self.inner = Codec(format_stage(inner), self.k)
             self.kind = name
             self.code_size = self.inner.code_size
-            own = {"pca.mean": [dim], "pca.components": [self.k, dim]} if name == "pca" else \
-                {"dims.kept": [self.k], "dims.fill": [dim]}
+            own = {"pca": {"pca.mean": [dim], "pca.components": [self.k, dim]},
+                   "rot": {"rot.mean": [dim], "rot.matrix": [dim, dim]},
+                   "dims": {"dims.kept": [self.k], "dims.fill": [dim]}}[name]
             self.roles = dict(self.inner.roles, **own)
             require(len(self.roles) == len(self.inner.roles) + 2, "codec %r: state roles collide" % spec)
             return
@@ -295,7 +301,7 @@ class Codec:
         elif name in PQ_PARAMS:
             self.init_pq(name, params)
         else:
-            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, pca, dims)"
+            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, pca, rot, dims)"
                     % (spec, name, ", ".join(SCALAR_BITS)))
 
     def init_scalar(self, name, params):
@@ -344,9 +350,10 @@ class Codec:
         import numpy as np
 
         n = codes.shape[0]
-        if self.kind == "pca":
+        if self.kind in ("pca", "rot"):
+            mean, basis = ("pca.mean", "pca.components") if self.kind == "pca" else ("rot.mean", "rot.matrix")
             y = self.inner.decode(codes, state).astype(np.float64)
-            x = state["pca.mean"].astype(np.float64) + y @ state["pca.components"].astype(np.float64)
+            x = state[mean].astype(np.float64) + y @ state[basis].astype(np.float64)
             return x.astype(np.float32)
         if self.kind == "dims":
             kept = state["dims.kept"]

@@ -197,7 +197,7 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
     CHECK(find_codec(t.name) == &t);
   }
   CHECK(names == std::vector<std::string>{"fp32", "fp16", "bf16", "fp8", "int8", "int6", "int5", "int4", "int3", "int2",
-                                          "bin", "pq", "opq", "rq", "pca", "dims"});
+                                          "bin", "pq", "opq", "rq", "pca", "rot", "dims"});
   CHECK(find_codec("lsq") == nullptr);
   CHECK(find_codec("pca")->trainable);
   CHECK_FALSE(find_codec("int4")->trainable);
@@ -780,6 +780,79 @@ TEST_CASE("pca: state round trip, hostile state, fast == reference") {
   CHECK(error_of([&] { fresh->load_state(extra); }).find("pq.codebook") != std::string::npos);
   CHECK_FALSE(fresh->is_trained());
   CHECK(error_of([&] { make_codec("int8", 4)->load_state(st); }).find("no trained state") != std::string::npos);
+}
+
+// ---- rot (random rotation) ------------------------------------------------------------------------------
+
+TEST_CASE("rot: an orthonormal seeded basis, the same on any thread count, lower error for int4 on GloVe") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  auto codec = make_codec("rot", 50);
+  CHECK(codec->spec() == "rot,fp32");
+  CHECK(make_codec("rot,int4:scale=fp16", 50)->spec() == "rot,int4:scale=fp16");
+  CHECK(make_codec("rot,int4", 50)->code_size() == make_codec("int4", 50)->code_size());
+  check_usage_error("rot:3,int4", 50, "unexpected parameter '3'");
+  check_usage_error("rot:seed=1", 50, "unknown parameter 'seed'");
+  check_usage_error("int4,rot", 50, "must be the first stage");
+
+  codec->train(glove.values.data(), glove.rows, 11);
+  const std::vector<NamedBlob> st = codec->state();
+  REQUIRE(st.size() == 2);
+  CHECK(st[0].name == "rot.mean");
+  CHECK(st[1].name == "rot.matrix");
+  CHECK(st[1].shape == std::vector<uint64_t>{50, 50});
+  const std::vector<float>& q = st[1].values;
+  double worst = 0;
+  for (size_t a = 0; a < 50; ++a)
+    for (size_t b = 0; b < 50; ++b) {
+      double dot = 0;
+      for (size_t j = 0; j < 50; ++j) dot += double(q[a * 50 + j]) * q[b * 50 + j];
+      worst = std::max(worst, std::fabs(dot - (a == b ? 1.0 : 0.0)));
+    }
+  CHECK(worst < 1e-6);
+  double mean0 = 0;
+  for (size_t r = 0; r < glove.rows; ++r) mean0 += glove.row(r)[0];
+  CHECK(st[0].values[0] == doctest::Approx(mean0 / double(glove.rows)).epsilon(1e-6));
+  // fp32 inside: the rotation loses nothing a float keeps.
+  CHECK(test::relative_frobenius_error(glove.values,
+                                       test::decode_all(*codec, test::encode_all(*codec, glove), glove.rows)) < 1e-6);
+
+  // The seed picks the basis; the thread count does not.
+  auto again = make_codec("rot", 50);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  again->train(glove.values.data(), glove.rows, 11);
+  omp_set_num_threads(saved);
+  CHECK(test::same_bits(again->state()[1].values, q));
+  auto other = make_codec("rot", 50);
+  other->train(glove.values.data(), glove.rows, 12);
+  CHECK_FALSE(test::same_bits(other->state()[1].values, q));
+
+  // GloVe's few outlying dimensions set each row's int4 range; rotated, they do not (docs/BENCHMARKS.md).
+  auto plain = make_codec("int4", 50), rotated = make_codec("rot,int4", 50);
+  rotated->train(glove.values.data(), glove.rows, 11);
+  const double e_plain = test::relative_frobenius_error(
+      glove.values, test::decode_all(*plain, test::encode_all(*plain, glove), glove.rows));
+  const std::vector<uint8_t> codes = test::encode_all(*rotated, glove);
+  const double e_rot = test::relative_frobenius_error(glove.values, test::decode_all(*rotated, codes, glove.rows));
+  MESSAGE("int4 " << e_plain << ", rot,int4 " << e_rot);
+  CHECK(e_rot * e_rot < 0.7 * e_plain * e_plain);
+
+  // Loaded state encodes and decodes the same; reference == fast.
+  auto loaded = make_codec("rot,int4", 50);
+  loaded->load_state(rotated->state());
+  CHECK(test::encode_all(*loaded, glove) == codes);
+  EncodeOptions ref;
+  ref.impl = Impl::reference;
+  CHECK(test::encode_all(*rotated, glove, ref) == codes);
+  DecodeOptions ref_dec;
+  ref_dec.impl = Impl::reference;
+  CHECK(test::same_bits(test::decode_all(*rotated, codes, glove.rows, ref_dec),
+                        test::decode_all(*rotated, codes, glove.rows)));
+  auto fresh = make_codec("rot,int4", 50);
+  CHECK(error_of([&] { fresh->load_state({st[0]}); }).find("lacks 'rot.matrix'") != std::string::npos);
+  auto pca_named = st;
+  pca_named[1].name = "pca.components";
+  CHECK(error_of([&] { fresh->load_state(pca_named); }).find("lacks 'rot.matrix'") != std::string::npos);
 }
 
 // ---- dims (structured pruning) ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // make_codec: the traits' decoders, with the trained codecs (pq, opq, rq,
-// pca) swapped for their full versions, which train and encode.
+// pca, rot) swapped for their full versions, which train and encode.
 #include "codec_impl.hpp"
 
 #include <edo/error.hpp>
@@ -19,10 +19,9 @@ struct Encoder {
 
 // Every codec whose decoder cannot train or encode.
 constexpr Encoder kEncoders[] = {
-    {.name = "pq", .make = detail::make_pq},
-    {.name = "opq", .make = detail::make_pq},
-    {.name = "rq", .make = detail::make_rq},
-    {.name = "pca", .make = detail::make_pca},
+    {.name = "pq", .make = detail::make_pq},   {.name = "opq", .make = detail::make_pq},
+    {.name = "rq", .make = detail::make_rq},   {.name = "pca", .make = detail::make_pca},
+    {.name = "rot", .make = detail::make_rot},
 };
 
 }  // namespace

@@ -55,6 +55,10 @@ std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Co
 std::unique_ptr<Codec> make_pca_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 // K of a transform stage NAME:K (pca, dims): 1 <= K <= dim, else a usage error.
 size_t transform_output_dim(const SpecStage&, size_t dim);
+// rot,CODEC (pca_codec.hpp): a random rotation, K = dim; the stage takes no parameters.
+std::unique_ptr<Codec> make_rot(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
+std::unique_ptr<Codec> make_rot_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
+size_t rotation_output_dim(const SpecStage&, size_t dim);
 // dims:K (codec_dims.cpp): one class trains, encodes and decodes.
 std::unique_ptr<Codec> make_dims(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 // pq and opq (by stage name), rq: codec_pq.cpp.

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 
 extern "C" void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
                         double* work, const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len,
@@ -167,6 +168,58 @@ PcaModel fit_pca(const float* x, size_t n, size_t dim, size_t k, uint64_t seed, 
     for (size_t j = 0; j < dim; ++j) m.components[i * dim + j] = static_cast<float>(sign * v[j]);
   }
   m.variance = e.values;
+  return m;
+}
+
+PcaModel fit_rotation(const float* x, size_t n, size_t dim, uint64_t seed) {
+  if (n == 0) EDO_FAIL("rot: no rows to fit on");
+  if (dim == 0 || dim > static_cast<size_t>(INT32_MAX / 2)) EDO_USAGE_FAIL("rot: dimension {} is out of range", dim);
+  std::vector<double> mean(dim, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < dim; ++j) mean[j] += static_cast<double>(x[i * dim + j]);
+  }
+  // Row i of q is basis vector i. A uniform draw is full rank with
+  // probability 1; a row that Gram-Schmidt leaves (numerically) empty is
+  // drawn again, so the loop ends with an orthonormal basis.
+  Rng rng(seed ^ 0x726f746174696f6eULL);
+  std::vector<double> q(dim * dim), h(dim);
+  for (size_t i = 0; i < dim; ++i) {
+    double* v = q.data() + i * dim;
+    for (double norm = 0.0; !(norm > 1e-6);) {
+      for (size_t j = 0; j < dim; ++j) v[j] = 2.0 * rng.uniform() - 1.0;
+      const double drawn = std::sqrt(std::inner_product(v, v + dim, v, 0.0));
+      for (int pass = 0; pass < 2; ++pass) {
+        const int64_t done = static_cast<int64_t>(i);
+#pragma omp parallel for schedule(static) if (parallel_worth(i * dim))
+        for (int64_t k = 0; k < done; ++k) {
+          const double* b = q.data() + static_cast<size_t>(k) * dim;
+          h[static_cast<size_t>(k)] = std::inner_product(b, b + dim, v, 0.0);
+        }
+        // v -= sum_k h[k] q_k, each column's sum over k in order, columns in parallel blocks.
+        constexpr size_t kColumns = 64;
+        const int64_t blocks = static_cast<int64_t>((dim + kColumns - 1) / kColumns);
+#pragma omp parallel for schedule(static) if (parallel_worth(i * dim))
+        for (int64_t cb = 0; cb < blocks; ++cb) {
+          const size_t begin = static_cast<size_t>(cb) * kColumns, end = std::min(dim, begin + kColumns);
+          for (size_t k = 0; k < i; ++k) {
+            const double* b = q.data() + k * dim;
+            for (size_t j = begin; j < end; ++j) v[j] -= h[k] * b[j];
+          }
+        }
+      }
+      norm = std::sqrt(std::inner_product(v, v + dim, v, 0.0)) / drawn;
+      if (norm > 1e-6) {
+        const double scale = 1.0 / (norm * drawn);
+        for (size_t j = 0; j < dim; ++j) v[j] *= scale;
+      }
+    }
+  }
+  PcaModel m;
+  m.dim = dim;
+  m.k = dim;
+  m.mean.resize(dim);
+  for (size_t j = 0; j < dim; ++j) m.mean[j] = static_cast<float>(mean[j] / static_cast<double>(n));
+  m.components.assign(q.begin(), q.end());
   return m;
 }
 

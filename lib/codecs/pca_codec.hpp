@@ -1,7 +1,10 @@
 // pca:K,CODEC: projects rows onto K principal directions and hands the
 // projections to CODEC; decoding maps back to the input dimension.
-// PcaDecoder decodes (no BLAS or LAPACK: the reader library's); PcaCodec
-// (codec_pca.cpp) adds fitting the basis and encoding.
+// rot,CODEC: the same linear map with K = dim and a seeded random
+// orthonormal basis instead of the principal one, which spreads a few
+// outlying dimensions over all of them before a scalar code sets its range.
+// PcaDecoder decodes both (no BLAS or LAPACK: the reader library's);
+// PcaCodec (codec_pca.cpp) adds fitting the basis and encoding.
 #pragma once
 
 #include "codec_impl.hpp"
@@ -16,11 +19,18 @@
 
 namespace edo::detail {
 
+// Which basis a linear transform stage stores, and the names of its state.
+enum class Basis : uint8_t { principal, random_rotation };
+
 class PcaDecoder : public Codec {
  public:
-  PcaDecoder(size_t dim, size_t k, std::unique_ptr<Codec> inner) : dim_(dim), k_(k), inner_(std::move(inner)) {}
+  PcaDecoder(size_t dim, size_t k, std::unique_ptr<Codec> inner, Basis basis = Basis::principal)
+      : dim_(dim), k_(k), inner_(std::move(inner)), basis_(basis) {}
 
-  std::string spec() const override { return fmt::format("pca:{},{}", k_, inner_->spec()); }
+  std::string spec() const override {
+    return basis_ == Basis::random_rotation ? fmt::format("rot,{}", inner_->spec())
+                                            : fmt::format("pca:{},{}", k_, inner_->spec());
+  }
   size_t dim() const override { return dim_; }
   size_t code_size() const override { return inner_->code_size(); }
   bool needs_training() const override { return true; }
@@ -38,7 +48,7 @@ class PcaDecoder : public Codec {
 
   std::vector<NamedBlob> state() const override {
     require_trained();
-    std::vector<NamedBlob> out = {{"pca.mean", {dim_}, model_.mean}, {"pca.components", {k_, dim_}, model_.components}};
+    std::vector<NamedBlob> out = {{mean_name(), {dim_}, model_.mean}, {basis_name(), {k_, dim_}, model_.components}};
     for (NamedBlob& b : inner_->state()) out.push_back(std::move(b));
     return out;
   }
@@ -48,7 +58,7 @@ class PcaDecoder : public Codec {
     const NamedBlob* comps = nullptr;
     std::vector<NamedBlob> rest;
     for (const NamedBlob& b : blobs) {
-      const NamedBlob** slot = b.name == "pca.mean" ? &mean : b.name == "pca.components" ? &comps : nullptr;
+      const NamedBlob** slot = b.name == mean_name() ? &mean : b.name == basis_name() ? &comps : nullptr;
       if (!slot) {
         rest.push_back(b);
         continue;
@@ -56,7 +66,7 @@ class PcaDecoder : public Codec {
       if (*slot) EDO_FAIL("{}: state blob '{}' appears twice", spec(), b.name);
       *slot = &b;
     }
-    if (!mean || !comps) EDO_FAIL("{}: state lacks '{}'", spec(), mean ? "pca.components" : "pca.mean");
+    if (!mean || !comps) EDO_FAIL("{}: state lacks '{}'", spec(), mean ? basis_name() : mean_name());
     check_blob(spec(), *mean, {dim_});
     check_blob(spec(), *comps, {k_, dim_});
     inner_->load_state(rest);
@@ -69,12 +79,15 @@ class PcaDecoder : public Codec {
   }
 
  protected:
+  const char* mean_name() const { return basis_ == Basis::random_rotation ? "rot.mean" : "pca.mean"; }
+  const char* basis_name() const { return basis_ == Basis::random_rotation ? "rot.matrix" : "pca.components"; }
   void require_trained() const {
     if (model_.k == 0) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
   }
 
   size_t dim_, k_;
   std::unique_ptr<Codec> inner_;
+  Basis basis_;
   PcaModel model_;
 };
 

@@ -1,4 +1,4 @@
-// The pca stage's decoder and the K of every transform stage (pca_codec.hpp).
+// The pca and rot stages' decoders and the K of every transform stage (pca_codec.hpp).
 #include "pca_codec.hpp"
 
 namespace edo::detail {
@@ -16,6 +16,17 @@ std::unique_ptr<Codec> make_pca_decoder(const SpecStage& stage, size_t dim, std:
   const size_t k = transform_output_dim(stage, dim);
   if (!inner) EDO_USAGE_FAIL("codec 'pca:{}': needs a codec after it", k);
   return std::make_unique<PcaDecoder>(dim, k, std::move(inner));
+}
+
+size_t rotation_output_dim(const SpecStage& stage, size_t dim) {
+  const StageParams params(stage, "rot,CODEC", false, {});  // refuses any parameter
+  return dim;
+}
+
+std::unique_ptr<Codec> make_rot_decoder(const SpecStage& stage, size_t dim, std::unique_ptr<Codec> inner) {
+  rotation_output_dim(stage, dim);
+  if (!inner) EDO_USAGE_FAIL("codec 'rot': needs a codec after it");
+  return std::make_unique<PcaDecoder>(dim, dim, std::move(inner), Basis::random_rotation);
 }
 
 }  // namespace edo::detail

@@ -54,6 +54,15 @@ inline constexpr size_t kPcaMaxSample = 65536;
 // positive, so the result is deterministic. Throws on n == 0 or k > dim.
 PcaModel fit_pca(const float* x, size_t n, size_t dim, size_t k, uint64_t seed, size_t max_sample = kPcaMaxSample);
 
+// The rot stage's model: the mean of the n rows (summed in double, in row
+// order) and a dim x dim orthonormal basis drawn from `seed`: uniform
+// entries in [-1, 1) from edo's Rng, orthonormalised by classical
+// Gram-Schmidt run twice per row, in double, each dot product in a fixed
+// order, so the basis is the same on every platform and thread count.
+// Costs about 4 dim^3 flops (a second on two cores at dim 1024). `variance`
+// is left empty. Throws on n == 0.
+PcaModel fit_rotation(const float* x, size_t n, size_t dim, uint64_t seed);
+
 // y (n x k) = (x - mean) * components^T, summed in a fixed order: every
 // implementation and device gives the same bits. Host pointers on any device.
 void pca_project(const PcaModel& m, const float* x, size_t n, float* y, Device device = Device::cpu,

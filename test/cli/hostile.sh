@@ -42,7 +42,7 @@ expect 2 "$E" g.npy q.edo --report-md r.md --report-json r.md; err_has "the same
 
 # --- 2. values whose sums overflow float: exit 1 naming the file and row, nothing left
 $py -c "import numpy as n; g=n.load('g.npy'); n.save('big.npy', g*n.float32(1e20)); n.save('tiny.npy', (g.astype(n.float64)*1e-39).astype(n.float32))"
-for codec in pq:m=10 opq:m=10 rq:m=5 pca:16,pq:m=4; do
+for codec in pq:m=10 opq:m=10 rq:m=5 pca:16,pq:m=4 rot,int4; do
   expect 1 "$Q" big.npy -o big.edo --codec "$codec"; err_has "big.npy: row 0: norm"
 done
 expect 1 "$K" big.npy -o big.edo --tier a:rest:pq:m=10 -q; err_has "big.npy: row"
