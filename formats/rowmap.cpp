@@ -28,7 +28,28 @@ std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uin
   return rank;
 }
 
+std::vector<uint64_t> rowmap_runs(const uint8_t* tier_of_row, uint64_t rows) {
+  std::vector<uint64_t> runs;
+  std::vector<uint64_t> seen(256, 0);
+  for (uint64_t i = 0; i < rows; ++i) {
+    const uint8_t t = tier_of_row[i];
+    if (i == 0 || t != tier_of_row[i - 1]) runs.insert(runs.end(), {i, t, seen[t]});
+    ++seen[t];
+  }
+  return runs;
+}
+
 namespace {
+
+uint64_t total_rows(const std::vector<uint64_t>& tier_rows, const std::string& path) {
+  uint64_t total = 0;
+  for (uint64_t r : tier_rows) {
+    const auto sum = checked_add(total, r);
+    if (!sum) EDO_FAIL("{}: tier rows overflow", path);
+    total = *sum;
+  }
+  return total;
+}
 
 // Bytes equal to t among p[0..n): 32 at a time with AVX2, then eight at a
 // time: a byte of x = word ^ t*0x01.. is zero exactly when its high bit in
@@ -68,12 +89,7 @@ RowMap::RowMap(const uint8_t* tier, uint64_t tier_bytes, const uint8_t* rank, ui
   if (!need || *need != rank_bytes)
     EDO_FAIL("{}: row map rank section holds {} bytes, {} blocks of {} tiers need {}", path_, rank_bytes, blocks, tiers,
              need ? *need : 0);
-  uint64_t total = 0;
-  for (uint64_t r : tier_rows_) {
-    const auto sum = checked_add(total, r);
-    if (!sum) EDO_FAIL("{}: tier rows overflow", path_);
-    total = *sum;
-  }
+  const uint64_t total = total_rows(tier_rows_, path_);
   if (total != rows_) EDO_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
 }
 
@@ -124,6 +140,81 @@ void RowMap::validate() const {
     ++seen[tier_[i]];
   }
   for (uint32_t t = 0; t < tiers; ++t) {
+    if (seen[t] != tier_rows_[t])
+      EDO_FAIL("{}: row map puts {} rows in tier {}, the manifest {}", path_, seen[t], t, tier_rows_[t]);
+  }
+}
+
+RowRuns::RowRuns(const uint8_t* runs, uint64_t bytes, uint64_t rows, std::vector<uint64_t> tier_rows, std::string path)
+    : runs_data_(runs),
+      runs_(bytes / kRowRunBytes),
+      rows_(rows),
+      tier_rows_(std::move(tier_rows)),
+      path_(std::move(path)) {
+  const uint64_t tiers = tier_rows_.size();
+  if (tiers == 0 || tiers > kMaxTiers) EDO_FAIL("{}: row map for {} tiers (1 to {} allowed)", path_, tiers, kMaxTiers);
+  if (bytes % kRowRunBytes != 0)
+    EDO_FAIL("{}: row map runs section holds {} bytes, not a whole number of {}-byte runs", path_, bytes, kRowRunBytes);
+  if (runs_ == 0 || runs_ > rows_)
+    EDO_FAIL("{}: row map holds {} runs for {} rows (1 to the rows allowed)", path_, runs_, rows_);
+  const uint64_t total = total_rows(tier_rows_, path_);
+  if (total != rows_) EDO_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
+}
+
+RowRuns::Run RowRuns::run(uint64_t k) const {
+  Run r;
+  std::memcpy(&r.first, runs_data_ + k * kRowRunBytes, 8);
+  std::memcpy(&r.tier, runs_data_ + k * kRowRunBytes + 8, 8);
+  std::memcpy(&r.index, runs_data_ + k * kRowRunBytes + 16, 8);
+  return r;
+}
+
+uint64_t RowRuns::run_of(uint64_t row) const {
+  // Binary search on first rows; on a hostile (unsorted) section it still
+  // ends, and try_locate rejects a run that does not hold the row.
+  uint64_t lo = 0, hi = runs_;
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    uint64_t first;
+    std::memcpy(&first, runs_data_ + mid * kRowRunBytes, 8);
+    if (first <= row) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+bool RowRuns::try_locate(uint64_t row, RowMap::Location& loc) const {
+  const uint64_t k = run_of(row);
+  const Run r = run(k);
+  if (r.first > row || r.tier >= tier_rows_.size()) return false;
+  if (k + 1 < runs_ && run(k + 1).first <= row) return false;
+  const uint64_t offset = row - r.first;
+  if (r.index >= tier_rows_[r.tier] || offset >= tier_rows_[r.tier] - r.index) return false;
+  loc.tier = static_cast<uint32_t>(r.tier);
+  loc.index = r.index + offset;
+  return true;
+}
+
+void RowRuns::validate() const {
+  std::vector<uint64_t> seen(tier_rows_.size(), 0);
+  for (uint64_t k = 0; k < runs_; ++k) {
+    const Run r = run(k);
+    const uint64_t end = k + 1 < runs_ ? run(k + 1).first : rows_;
+    if (k == 0 && r.first != 0) EDO_FAIL("{}: row map's first run starts at row {}, not 0", path_, r.first);
+    if (end <= r.first || end > rows_)
+      EDO_FAIL("{}: row map run {} ends at row {}, not after its first row {} and within the {} rows", path_, k, end,
+               r.first, rows_);
+    if (r.tier >= tier_rows_.size())
+      EDO_FAIL("{}: row map run {} names tier {} of {}", path_, k, r.tier, tier_rows_.size());
+    if (r.index != seen[r.tier])
+      EDO_FAIL("{}: row map run {} starts at index {} of tier {}, its earlier runs say {}", path_, k, r.index, r.tier,
+               seen[r.tier]);
+    seen[r.tier] += end - r.first;
+  }
+  for (uint32_t t = 0; t < seen.size(); ++t) {
     if (seen[t] != tier_rows_[t])
       EDO_FAIL("{}: row map puts {} rows in tier {}, the manifest {}", path_, seen[t], t, tier_rows_[t]);
   }

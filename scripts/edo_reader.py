@@ -12,12 +12,14 @@ library only; --decode needs numpy.
                                        (FORMAT.md section 7 and "Tiered files"):
                                        - one-tier files (edo-quantize) and tiered files (edo-pack:
                                          the row map's tier bytes, rank checkpoints and, when
-                                         present, per-row local indices, all checked to agree);
+                                         present, per-row local indices, all checked to agree;
+                                         or its runs of rows);
                                        - default tiers (one shared vector);
                                        - scalar codecs fp32, fp16, bf16, fp8:e4m3|e5m2, bin,
                                          int8/int6/int5/int4/int3/int2[:group=G][,scale=fp16]: bit for bit;
-                                       - pq, opq, rq (m=M,nbits=B) and pca:K,CODEC: pq and rq bit for
-                                         bit, opq and pca up to float rounding (sums in float64 here);
+                                       - pq, opq, rq (m=M,nbits=B), pca:K,CODEC and rot,CODEC: pq and rq
+                                         bit for bit, opq, pca and rot up to float rounding (sums in
+                                         float64 here);
                                        - dims:K,CODEC: bit for bit as its codec;
                                        - sparse tiers, csr|bitmap:RULE[,values=fp32|fp16|bf16|int8|int4]
                                          (FORMAT.md "Sparse tiers"): bit for bit, every row checked
@@ -976,6 +978,43 @@ def decode_sparse(data, manifest, sections, tier, local):
     return out
 
 
+def row_runs(data, manifest, sections, rm):
+    """row_map() of a map stored as runs (FORMAT.md 9.2): K x (first row, tier, index of that row in its tier)."""
+    import numpy as np
+
+    rows, tiers = manifest["rows"], manifest["tiers"]
+    ntiers = len(tiers)
+    require(len(rm) == 1 and isinstance(rm["runs"], str) and rm["runs"] in sections,
+            "rowmap 'runs' names no section, or the rowmap holds more keys")
+    require(1 <= ntiers <= 64, "row map for %d tiers (1 to 64 allowed)" % ntiers)
+    nbytes = sections[rm["runs"]][1]
+    require(nbytes % 24 == 0, "row map runs section holds %d bytes, not a whole number of 24-byte runs" % nbytes)
+    runs = section_array(data, sections, rm["runs"], "<u8", "row map").reshape(-1, 3)
+    require(1 <= len(runs) <= rows, "row map holds %d runs for %d rows (1 to the rows allowed)" % (len(runs), rows))
+    first, tier_of_run, index = (runs[:, i].astype(np.int64) for i in range(3))
+    ends = np.append(first[1:], rows)
+    require(first[0] == 0, "row map's first run starts at row %d, not 0" % first[0])
+    for k in np.flatnonzero((ends <= first) | (ends > rows))[:1]:
+        raise Invalid("row map run %d ends at row %d, not after its first row %d and within the %d rows"
+                      % (k, ends[k], first[k], rows))
+    for k in np.flatnonzero(tier_of_run >= ntiers)[:1]:
+        raise Invalid("row map run %d names tier %d of %d" % (k, tier_of_run[k], ntiers))
+    lengths = ends - first
+    for t in range(ntiers):
+        mine = tier_of_run == t
+        before = np.cumsum(lengths[mine]) - lengths[mine]
+        for j in np.flatnonzero(index[mine] != before)[:1]:
+            k = np.flatnonzero(mine)[j]
+            raise Invalid("row map run %d starts at index %d of tier %d, its earlier runs say %d"
+                          % (k, index[k], t, before[j]))
+        require(int(lengths[mine].sum()) == tiers[t]["rows"], "row map puts %d rows in tier %r, the manifest %d"
+                % (lengths[mine].sum(), tiers[t]["name"], tiers[t]["rows"]))
+    run_of_row = np.repeat(np.arange(len(runs)), lengths)
+    tier = tier_of_run[run_of_row].astype(np.uint8)
+    local = index[run_of_row] + (np.arange(rows) - first[run_of_row])
+    return tier, local
+
+
 def row_map(data, manifest, sections):
     """(tier of each row, index of each row within its tier), from the manifest's rowmap."""
     import numpy as np
@@ -984,6 +1023,8 @@ def row_map(data, manifest, sections):
     ntiers = len(tiers)
     rm = manifest["rowmap"]
     require(isinstance(rm, dict), '"rowmap" is not an object')
+    if "runs" in rm:
+        return row_runs(data, manifest, sections, rm)
     require(rm.get("block") == 256, "rowmap block %r, this reader knows 256" % rm.get("block"))
     require(1 <= ntiers <= 64, "row map for %d tiers (1 to 64 allowed)" % ntiers)
     for key in ("tier", "rank") + (("local",) if "local" in rm else ()):

@@ -18,7 +18,9 @@ struct Packed {
   std::string path = dir.file("p.edo");
   std::vector<float> values;  // the table, rows x dim
 
-  explicit Packed(const std::vector<std::string>& tiers) : values(rows * dim) {
+  // With `ids_by_frequency`, the counts fall with the id (as in a frequency-sorted
+  // vocabulary), so each tier is one run of ids; otherwise the tiers interleave.
+  explicit Packed(const std::vector<std::string>& tiers, bool ids_by_frequency = false) : values(rows * dim) {
     Rng rng(1);
     for (auto& v : values) v = static_cast<float>(rng.uniform() - 0.5);
     auto w = io::create_table(dir.file("t.npy"), rows, dim);
@@ -28,7 +30,8 @@ struct Packed {
     PackOptions opt;
     for (const std::string& t : tiers) opt.tiers.push_back(parse_tier_spec(t));
     opt.freq.resize(rows);
-    for (uint64_t r = 0; r < rows; ++r) opt.freq[r] = static_cast<double>((r * 7919) % rows + 1);
+    for (uint64_t r = 0; r < rows; ++r)
+      opt.freq[r] = static_cast<double>(ids_by_frequency ? rows - r : (r * 7919) % rows + 1);
     pack_to_edo(*table, path, opt);
   }
 };

@@ -26,8 +26,8 @@ bool is_fallback(const std::string& codec) {
 
 // The bytes the planner estimated for the sparse tier of `c`: its total less
 // the row map and the other tiers, whose bytes are exact (as packed in `rep`).
-uint64_t sparse_estimate(const edo::PlanCandidate& c, const edo::PackReport& rep, uint64_t rows) {
-  uint64_t others = c.tiers.size() > 1 ? edo::row_map_bytes(rows, c.tiers.size()) : 0;
+uint64_t sparse_estimate(const edo::PlanCandidate& c, const edo::PackReport& rep) {
+  uint64_t others = rep.map_bytes;  // the id map written (runs or the packed map)
   for (const auto& t : rep.tiers)
     if (edo::tier_kind_of(t.codec) != edo::TierKind::sparse) others += t.bytes;
   return c.bytes - others;
@@ -104,7 +104,7 @@ TEST_CASE("plan kinds: a ladder with a sparse spec and every fallback plans, pac
     if (sparse_written(rep) == 0) {
       CHECK(rep.data_bytes == c.bytes);  // without a sparse tier the bytes are exact
     } else {
-      const auto estimate = static_cast<double>(sparse_estimate(c, rep, rows));
+      const auto estimate = static_cast<double>(sparse_estimate(c, rep));
       const auto written = static_cast<double>(sparse_written(rep));
       CHECK(std::fabs(estimate - written) <= 0.1 * written);
     }

@@ -185,6 +185,71 @@ TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of 
   CHECK(error_of([&] { edo::Reader::open(p.dir.file("t.edo")); }).find("t.edo") != std::string::npos);
 }
 
+TEST_CASE("reader: tiers in runs of ids store runs, answer as the packed map, and hostile runs are errors") {
+  Packed p({"a:rows=30%:fp32", "b:rows=20%:int8", "c:rest:fp16"}, true);
+  const edo::io::Container c = edo::io::Container::open(p.path);
+  CHECK(c.manifest()["rowmap"] == nlohmann::json{{"runs", "rowmap/runs"}});
+  uint64_t runs_offset = 0;
+  for (const auto& s : c.sections()) {
+    CHECK(s.name.find("rowmap/tier") == std::string::npos);
+    if (s.name == "rowmap/runs") {
+      runs_offset = s.offset;
+      CHECK(s.length == 3 * edo::io::kRowRunBytes);
+    }
+  }
+  REQUIRE(runs_offset > 0);
+  const edo::Reader r = edo::Reader::open(p.path);
+  std::vector<float> all(p.rows * p.dim);
+  r.decode_all(all.data());
+  // Tier a holds ids [0, 180) as fp32: exact.
+  CHECK(std::equal(all.begin(), all.begin() + 180 * p.dim, p.values.begin()));
+  std::vector<int64_t> ids;
+  for (int64_t i = static_cast<int64_t>(p.rows) - 1; i >= 0; i -= 7) ids.push_back(i);
+  std::vector<float> got(ids.size() * p.dim);
+  r.lookup(ids.data(), ids.size(), got.data());
+  for (size_t k = 0; k < ids.size(); ++k)
+    CHECK(std::equal(got.begin() + k * p.dim, got.begin() + (k + 1) * p.dim, all.begin() + ids[k] * p.dim));
+  std::vector<float> range(200 * p.dim);
+  r.decode_rows(170, 200, range.data());  // across both run boundaries
+  CHECK(std::equal(range.begin(), range.end(), all.begin() + 170 * p.dim));
+
+  // The runs are (0, a, 0) (180, b, 0) (300, c, 0): three u64 each.
+  const std::string bytes = edo::test::read_bytes(p.path);
+  const auto with = [&](size_t word, uint64_t value, const char* name) {
+    std::string hostile = bytes;
+    std::memcpy(hostile.data() + runs_offset + word * 8, &value, 8);
+    edo::test::write_bytes(p.dir.file(name), hostile);
+    return edo::Reader::open(p.dir.file(name));
+  };
+  const int64_t id200[] = {200};
+  std::vector<float> out(p.dim);
+  const edo::Reader bad_tier = with(4, 9, "h1.edo");
+  CHECK(error_of([&] { bad_tier.lookup(id200, 1, out.data()); }).find("corrupt at row 200") != std::string::npos);
+  CHECK(error_of([&] { bad_tier.validate_row_map(); }).find("run 1 names tier 9 of 3") != std::string::npos);
+  const edo::Reader overrun = with(5, 110, "h2.edo");  // b's 120 rows from index 110
+  CHECK(error_of([&] { overrun.lookup(id200, 1, out.data()); }).find("corrupt at row 200") != std::string::npos);
+  CHECK_THROWS_AS(overrun.decode_rows(170, 200, range.data()), edo::Error);
+  CHECK(error_of([&] { overrun.validate_row_map(); }).find("starts at index 110 of tier 1") != std::string::npos);
+  const edo::Reader unsorted = with(3, 500, "h3.edo");  // run 1 from row 500, after run 2's 300
+  CHECK_THROWS_AS(unsorted.decode_all(all.data()), edo::Error);
+  CHECK(error_of([&] { unsorted.validate_row_map(); }).find("run 1 ends at row 300") != std::string::npos);
+  const edo::Reader late = with(0, 1, "h4.edo");
+  const int64_t id0[] = {0};
+  CHECK(error_of([&] { late.lookup(id0, 1, out.data()); }).find("corrupt at row 0") != std::string::npos);
+
+  // Opening checks the section's shape against the tiers.
+  const std::vector<uint64_t> three = {180, 120, 300};
+  const std::vector<uint8_t> raw(3 * edo::io::kRowRunBytes, 0);
+  CHECK(error_of([&] {
+          edo::io::RowRuns(raw.data(), raw.size() - 1, 600, three, "m.edo");
+        }).find("not a whole number of 24-byte runs") != std::string::npos);
+  CHECK(error_of([&] { edo::io::RowRuns(raw.data(), 0, 600, three, "m.edo"); }).find("0 runs") != std::string::npos);
+  CHECK(error_of([&] { edo::io::RowRuns(raw.data(), raw.size(), 2, three, "m.edo"); }).find("3 runs for 2 rows") !=
+        std::string::npos);
+  const std::vector<uint8_t> tiers = {0, 0, 1, 1, 0, 2};
+  CHECK(edo::io::rowmap_runs(tiers.data(), tiers.size()) == std::vector<uint64_t>{0, 0, 0, 2, 1, 0, 4, 0, 2, 5, 2, 0});
+}
+
 TEST_CASE("reader: row map checkpoints count each tier per 256-row block") {
   std::vector<uint8_t> tiers(600);
   for (size_t i = 0; i < tiers.size(); ++i) tiers[i] = static_cast<uint8_t>(i % 3 == 0 ? 1 : 0);

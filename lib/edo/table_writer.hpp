@@ -226,10 +226,20 @@ struct TableWriteReport {
   std::vector<TierWriteReport> tiers;
 };
 
-// Bytes of the row map write_table() writes for `rows` rows in `tiers`
-// tiers (more than one): a tier byte per row, rank checkpoints, and a u32
-// index within the tier per row when the table has fewer than 2^32 rows.
+// Bytes of the packed row map for `rows` rows in `tiers` tiers (more than
+// one): a tier byte per row, rank checkpoints, and a u32 index within the
+// tier per row when the table has fewer than 2^32 rows.
 uint64_t row_map_bytes(uint64_t rows, size_t tiers);
+// Whether write_table() stores `runs` runs of rows (io::RowRuns) instead of
+// the packed map: at most kMaxWrittenRuns of them (a lookup's search stays
+// in one cache line's worth of levels, as fast as the packed map's two
+// loads) taking at most a byte a row. Never in a shard (shards' maps
+// concatenate).
+inline constexpr uint64_t kMaxWrittenRuns = 64;
+bool row_runs_chosen(uint64_t runs, uint64_t rows);
+// Bytes of the id map write_table() writes for this assignment of rows to
+// `tiers` tiers (more than one): the runs' or the packed map's.
+uint64_t id_map_bytes(const std::vector<uint8_t>& tier_of_row, size_t tiers);
 
 // The compression ratio everywhere edo prints one: the table's bytes as
 // fp32 over the bytes of the whole file (docs/EVAL.md).

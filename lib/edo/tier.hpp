@@ -129,9 +129,10 @@ std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& 
 enum class IdMapKind : uint8_t {
   identity,  // one tier holding every row in table order: local id = id
   row_map,   // the packed row map: a tier byte per row, rank checkpoints (io/rowmap.hpp)
+  row_runs,  // runs of consecutive rows in one tier (io/rowmap.hpp, RowRuns)
 };
 
-// Resolves table ids to (tier, local id), O(1) per id.
+// Resolves table ids to (tier, local id), O(1) per id (O(log runs) for row runs).
 class IdMap {
  public:
   virtual ~IdMap() = default;

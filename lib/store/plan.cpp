@@ -685,10 +685,24 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
   std::vector<Candidate> cands = generate(ladder, opt.cuts);
   const uint64_t rows = order.size();
   const std::vector<double> no_weights;
+  // The id map the writer would store for each set of cuts (runs when the
+  // tiers fall in few runs of ids, else the packed map), shared by every
+  // candidate with those cuts.
+  std::map<std::vector<uint64_t>, uint64_t> map_bytes;
+  std::vector<uint8_t> tier_of_row(rows);
   for (Candidate& c : cands) {
     c.cuts = tier_cuts(c.tiers, order, no_weights);
     const size_t ntiers = c.tiers.size();
-    c.bytes = ntiers > 1 ? row_map_bytes(rows, ntiers) : 0;
+    c.bytes = 0;
+    if (ntiers > 1) {
+      auto [it, fresh] = map_bytes.try_emplace(c.cuts, 0);
+      if (fresh) {
+        for (size_t t = 0; t < ntiers; ++t)
+          for (uint64_t i = c.cuts[t]; i < c.cuts[t + 1]; ++i) tier_of_row[order[i]] = static_cast<uint8_t>(t);
+        it->second = id_map_bytes(tier_of_row, ntiers);
+      }
+      c.bytes = it->second;
+    }
     for (size_t t = 0; t < ntiers; ++t) {
       const uint64_t b = ladder[c.codec[t]].tier_bytes(c.cuts[t + 1] - c.cuts[t]);
       c.bytes += b;

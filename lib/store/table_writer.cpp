@@ -27,6 +27,16 @@ uint64_t row_map_bytes(uint64_t rows, size_t tiers) {
   return rows + rank + (rows <= UINT32_MAX ? rows * sizeof(uint32_t) : 0);
 }
 
+bool row_runs_chosen(uint64_t runs, uint64_t rows) {
+  return runs >= 1 && runs <= kMaxWrittenRuns && runs * io::kRowRunBytes <= rows;
+}
+
+uint64_t id_map_bytes(const std::vector<uint8_t>& tier_of_row, size_t tiers) {
+  uint64_t runs = 0;
+  for (size_t i = 0; i < tier_of_row.size(); ++i) runs += i == 0 || tier_of_row[i] != tier_of_row[i - 1];
+  return row_runs_chosen(runs, tier_of_row.size()) ? runs * io::kRowRunBytes : row_map_bytes(tier_of_row.size(), tiers);
+}
+
 double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
   return file_bytes ? static_cast<double>(fp32_bytes) / static_cast<double>(file_bytes) : 0.0;
 }
@@ -543,7 +553,14 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
 
   nlohmann::json manifest = {{"rows", rows}, {"dim", dim}, {"tiers", tiers_json}};
   if (!layout.row_order.empty()) manifest["row_order"] = layout.row_order;
-  if (!layout.tier_of_row.empty()) {
+  const std::vector<uint64_t> runs = layout.tier_of_row.empty() || !opt.shard.is_null()
+                                         ? std::vector<uint64_t>{}
+                                         : io::rowmap_runs(layout.tier_of_row.data(), rows);
+  if (row_runs_chosen(runs.size() / 3, rows)) {
+    writer.add_section("rowmap/runs", runs.data(), runs.size() * sizeof(uint64_t));
+    manifest["rowmap"] = {{"runs", "rowmap/runs"}};
+    rep.map_bytes = runs.size() * sizeof(uint64_t);
+  } else if (!layout.tier_of_row.empty()) {
     const std::vector<uint64_t> rank = io::rowmap_rank(layout.tier_of_row.data(), rows, static_cast<uint32_t>(ntiers));
     writer.add_section("rowmap/tier", layout.tier_of_row.data(), rows);
     writer.add_section("rowmap/rank", rank.data(), rank.size() * sizeof(uint64_t));

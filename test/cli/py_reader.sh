@@ -30,6 +30,10 @@ quick=(-q --threads 1 --train-rows 512)
 import sys, numpy as np
 np.save(sys.argv[2] + "/g.npy", np.ascontiguousarray(np.load(sys.argv[1])[:2000], dtype=np.float32))
 np.save(sys.argv[2] + "/zipf.npy", 1.0 / (np.arange(2000) + 1))
+# The same counts with the hottest 100 on the even ids below 200: tiers interleave, so the packed map is written.
+mixed = np.arange(2000)
+mixed[:200] = np.concatenate([np.arange(0, 200, 2), np.arange(1, 200, 2)])
+np.save(sys.argv[2] + "/zipf_mixed.npy", 1.0 / (np.argsort(mixed) + 1))
 # 300 columns: csr column indices of two bytes
 np.save(sys.argv[2] + "/wide.npy", np.random.default_rng(1).standard_normal((500, 300)).astype(np.float32))
 # row ids to look up: any order, repeats, every tier
@@ -68,10 +72,22 @@ for spec in fp32 fp16 bf16 fp8:e4m3 fp8:e5m2 int8 int6 int5:group=9 int4:group=1
   decode "q$n" "$mode"
 done
 
-# --- tiered files: a row map (with its local indices), default, scalar and trained tiers
+# --- tiered files: a row map (runs of ids, or packed with its local indices), default, scalar and trained tiers
 expect 0 "$K" "$g" -o "$work/packed.edo" --freq "$work/zipf.npy" "${quick[@]}" \
   --tier hot:rows=5%:fp16:gpu --tier warm:rows=30%:int8 --tier cold:rows=50%:pq:m=10:disk --tier rare:rest:default
 decode packed exact
+expect 0 "$K" "$g" -o "$work/mixed_ids.edo" --freq "$work/zipf_mixed.npy" "${quick[@]}" \
+  --tier hot:rows=5%:fp16:gpu --tier warm:rows=30%:int8 --tier cold:rows=50%:pq:m=10:disk --tier rare:rest:default
+decode mixed_ids exact
+"$py" - "$work" <<'PY' || fail "the map kinds written"
+import json, struct, sys
+def manifest(path):
+    data = open(path, "rb").read()
+    off, n = struct.unpack_from("<QQ", data, 24)
+    return json.loads(data[off:off + n])
+assert manifest(sys.argv[1] + "/packed.edo")["rowmap"] == {"runs": "rowmap/runs"}
+assert "local" in manifest(sys.argv[1] + "/mixed_ids.edo")["rowmap"]
+PY
 expect 0 "$K" "$g" -o "$work/mixed.edo" --freq "$work/zipf.npy" "${quick[@]}" \
   --tier a:rows=10%:pca:16,int8:gpu --tier b:rows=20%:opq:m=5:nbits=5 --tier c:rows=30%:rq:m=3:nbits=5 \
   --tier d:rows=20%:fp8:e5m2 --tier e:rows=10%:default --tier f:rest:bin
@@ -226,12 +242,12 @@ struct.pack_into("<Q", data, 56, xxh64(bytes(data[:56])))
 open(sys.argv[2], "wb").write(data)
 PY
 }
-P="$work/packed.edo"
+P="$work/mixed_ids.edo"
 # A sound reseal still decodes (the helper changes nothing else).
 reseal "$P" "$work/same.edo" rowmap/local "<u4:pass" || fail "reseal failed"
 expect 0 "$py" "$reader" "$work/same.edo" --decode "$work/same.npy"
-cmp -s "$work/same.npy" "$work/packed.py.npy" || fail "a resealed, unchanged file decodes differently"
-reseal "$P" "$work/b1.edo" rowmap/local "<u4:p[[0, 1]] = p[[1, 0]]"
+cmp -s "$work/same.npy" "$work/mixed_ids.py.npy" || fail "a resealed, unchanged file decodes differently"
+reseal "$P" "$work/b1.edo" rowmap/local "<u4:p[[0, 2]] = p[[2, 0]]"
 expect 1 "$py" "$reader" "$work/b1.edo" --decode "$work/x.npy"; err_has "b1.edo: row map local section gives row 0"
 reseal "$P" "$work/b2.edo" rowmap/rank "<u8:p[4] += 1"
 expect 1 "$py" "$reader" "$work/b2.edo" --decode "$work/x.npy"
@@ -240,6 +256,23 @@ reseal "$P" "$work/b3.edo" rowmap/tier "u1:p[1999] = 4"
 expect 1 "$py" "$reader" "$work/b3.edo" --decode "$work/x.npy"; err_has "b3.edo: row map gives row 1999 tier 4 of 4"
 reseal "$P" "$work/b4.edo" rowmap/tier "u1:p[1999] = 0"
 expect 1 "$py" "$reader" "$work/b4.edo" --decode "$work/x.npy"; err_has "b4.edo: row map puts 101 rows in tier 'hot'"
+# The runs (0, hot, 0) (100, warm, 0) (700, cold, 0) (1700, rare, 0), corrupted: the Python reader checks
+# the whole map first; edo-unpack streams and refuses at the first row the map cannot place (Reader::decode_all and
+# Reader::validate_row_map() check the whole map, as the Python reader does).
+R="$work/packed.edo"
+reseal "$R" "$work/r1.edo" rowmap/runs "<u8:p[3] = 101"
+expect 1 "$py" "$reader" "$work/r1.edo" --decode "$work/x.npy"; err_has "r1.edo: row map puts 101 rows in tier 'hot'"
+expect 1 "$U" "$work/r1.edo" -o "$work/x.cpp.npy" -q; err_has "r1.edo: row map is corrupt at row 100"
+reseal "$R" "$work/r2.edo" rowmap/runs "<u8:p[4] = 4"
+expect 1 "$py" "$reader" "$work/r2.edo" --decode "$work/x.npy"; err_has "r2.edo: row map run 1 names tier 4 of 4"
+expect 1 "$U" "$work/r2.edo" -o "$work/x.cpp.npy" -q; err_has "r2.edo: row map is corrupt at row 100"
+reseal "$R" "$work/r3.edo" rowmap/runs "<u8:p[5] = 1"
+expect 1 "$py" "$reader" "$work/r3.edo" --decode "$work/x.npy"
+err_has "r3.edo: row map run 1 starts at index 1 of tier 1, its earlier runs say 0"
+expect 1 "$U" "$work/r3.edo" -o "$work/x.cpp.npy" -q; err_has "r3.edo: row map is corrupt at row 699"
+reseal "$R" "$work/r4.edo" rowmap/runs "<u8:p[6] = 2000"
+expect 1 "$py" "$reader" "$work/r4.edo" --decode "$work/x.npy"; err_has "r4.edo: row map run 2 ends at row 1700"
+expect 1 "$U" "$work/r4.edo" -o "$work/x.cpp.npy" -q; err_has "r4.edo: row map is corrupt at row 700"
 reseal "$P" "$work/b5.edo" cold/pq.codebooks "<f4:p[7] = np.nan"
 expect 1 "$py" "$reader" "$work/b5.edo" --decode "$work/x.npy"
 err_has "b5.edo: tier 'cold': state 'pq.codebooks' holds a value that is not finite"

@@ -10,6 +10,11 @@
 // i's block before i: at most 255 bytes compared, eight at a time, O(1) per
 // id; 1 + 8T / 256 bytes per row.
 //
+// Or, where the tiers' rows form few runs of consecutive ids (a table
+// ordered by frequency whose ids are too, as word-vector vocabularies are),
+// one section of runs (RowRuns): K runs of three little-endian u64 each,
+// (first row, tier, index within the tier of that row), O(log K) per id.
+//
 // Opening checks only section sizes (cost independent of R); every lookup
 // checks the tier id and the index it computes, so a hostile map yields an
 // error, never an out-of-bounds read. validate() checks the whole map.
@@ -26,6 +31,12 @@ inline constexpr uint32_t kMaxTiers = 64;
 
 // The rank checkpoints of a tier-id array (the `rank` section's values).
 std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uint32_t tiers);
+
+// The runs of a tier-id array: K x (first row, tier, index within the tier),
+// flattened (the `runs` section's values), consecutive runs in different tiers.
+std::vector<uint64_t> rowmap_runs(const uint8_t* tier_of_row, uint64_t rows);
+// Bytes a run entry takes: three u64.
+inline constexpr uint64_t kRowRunBytes = 24;
 
 class RowMap {
  public:
@@ -61,6 +72,42 @@ class RowMap {
 
   const uint8_t* tier_ = nullptr;
   const uint8_t* rank_ = nullptr;
+  uint64_t rows_ = 0;
+  std::vector<uint64_t> tier_rows_;
+  std::string path_;
+};
+
+class RowRuns {
+ public:
+  struct Run {
+    uint64_t first = 0, tier = 0, index = 0;
+  };
+
+  RowRuns() = default;
+  // A view of the runs section (kept alive by the caller); throws naming
+  // `path` when its size is not a whole number of runs, holds no run or more
+  // runs than rows, or the tier rows do not add up to rows.
+  RowRuns(const uint8_t* runs, uint64_t bytes, uint64_t rows, std::vector<uint64_t> tier_rows, std::string path);
+
+  uint64_t rows() const { return rows_; }
+  uint64_t runs() const { return runs_; }
+  uint32_t tiers() const { return static_cast<uint32_t>(tier_rows_.size()); }
+  uint64_t tier_rows(uint32_t t) const { return tier_rows_[t]; }
+  const std::string& path() const { return path_; }
+  Run run(uint64_t k) const;
+  // The run holding `row` (row < rows(), the caller's): the last whose first row is <= row.
+  uint64_t run_of(uint64_t row) const;
+  // False when the map is corrupt at this row (the run found does not hold it,
+  // or its tier or index is out of range).
+  bool try_locate(uint64_t row, RowMap::Location& loc) const;
+  // Reads every run: first rows rising from 0, tiers in range, each run's
+  // index the count of its tier's earlier rows, totals equal to the tiers'
+  // rows. Throws naming the first fault.
+  void validate() const;
+
+ private:
+  const uint8_t* runs_data_ = nullptr;
+  uint64_t runs_ = 0;
   uint64_t rows_ = 0;
   std::vector<uint64_t> tier_rows_;
   std::string path_;
