@@ -793,6 +793,8 @@ TEST_CASE("rot: an orthonormal seeded basis, the same on any thread count, lower
   check_usage_error("rot:3,int4", 50, "unexpected parameter '3'");
   check_usage_error("rot:seed=1", 50, "unknown parameter 'seed'");
   check_usage_error("int4,rot", 50, "must be the first stage");
+  check_usage_error("rot,int4", 8193, "dimension 8193 is above 8192");
+  CHECK(make_codec("rot,int4", 8192)->code_size() == make_codec("int4", 8192)->code_size());
 
   codec->train(glove.values.data(), glove.rows, 11);
   const std::vector<NamedBlob> st = codec->state();

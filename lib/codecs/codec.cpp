@@ -534,8 +534,9 @@ const std::vector<CodecTraits>& codec_list() {
        .output_dim = transform_output_dim},
       {.name = "rot",
        .grammar = "rot,CODEC",
-       .description = "seeded random rotation of the centred rows (outlying dimensions spread over all), then CODEC "
-                      "on the rotated rows (fp32 if omitted); stores a d x d fp32 matrix, d^2 flops a row each way",
+       .description =
+           "seeded random rotation of the centred rows (outlying dimensions spread over all), then CODEC "
+           "on the rotated rows (fp32 if omitted); stores a d x d fp32 matrix (d <= 8192), d^2 flops a row each way",
        .bits_formula = "CODEC's bits",
        .trainable = true,
        .transform = true,

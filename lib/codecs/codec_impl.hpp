@@ -55,7 +55,10 @@ std::unique_ptr<Codec> make_pca(const SpecStage&, size_t dim, std::unique_ptr<Co
 std::unique_ptr<Codec> make_pca_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 // K of a transform stage NAME:K (pca, dims): 1 <= K <= dim, else a usage error.
 size_t transform_output_dim(const SpecStage&, size_t dim);
-// rot,CODEC (pca_codec.hpp): a random rotation, K = dim; the stage takes no parameters.
+// rot,CODEC (pca_codec.hpp): a random rotation, K = dim; the stage takes no
+// parameters. Its dim x dim matrix is fitted in about 4 dim^3 flops and
+// stored in fp32, so dimensions above kMaxRotationDim are refused.
+inline constexpr size_t kMaxRotationDim = 8192;
 std::unique_ptr<Codec> make_rot(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 std::unique_ptr<Codec> make_rot_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
 size_t rotation_output_dim(const SpecStage&, size_t dim);

@@ -20,6 +20,12 @@ std::unique_ptr<Codec> make_pca_decoder(const SpecStage& stage, size_t dim, std:
 
 size_t rotation_output_dim(const SpecStage& stage, size_t dim) {
   const StageParams params(stage, "rot,CODEC", false, {});  // refuses any parameter
+  if (dim > kMaxRotationDim)
+    EDO_USAGE_FAIL(
+        "codec 'rot': dimension {} is above {} (its {} x {} matrix would take {:.1f} GB of the file and about "
+        "{:.0e} flops to fit); use pca:K,CODEC to reduce the dimension instead",
+        dim, kMaxRotationDim, dim, dim, static_cast<double>(dim) * static_cast<double>(dim) * 4e-9,
+        4.0 * static_cast<double>(dim) * static_cast<double>(dim) * static_cast<double>(dim));
   return dim;
 }
 

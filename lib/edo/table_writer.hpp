@@ -237,9 +237,10 @@ uint64_t row_map_bytes(uint64_t rows, size_t tiers);
 // concatenate).
 inline constexpr uint64_t kMaxWrittenRuns = 64;
 bool row_runs_chosen(uint64_t runs, uint64_t rows);
-// Bytes of the id map write_table() writes for this assignment of rows to
-// `tiers` tiers (more than one): the runs' or the packed map's.
-uint64_t id_map_bytes(const std::vector<uint8_t>& tier_of_row, size_t tiers);
+// Bytes of the id map write_table() writes for `rows` rows in `tiers` tiers
+// (more than one) that fall in `runs` runs of consecutive rows: the runs' or
+// the packed map's.
+uint64_t id_map_bytes(uint64_t runs, uint64_t rows, size_t tiers);
 
 // The compression ratio everywhere edo prints one: the table's bytes as
 // fp32 over the bytes of the whole file (docs/EVAL.md).

@@ -687,9 +687,16 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
   const std::vector<double> no_weights;
   // The id map the writer would store for each set of cuts (runs when the
   // tiers fall in few runs of ids, else the packed map), shared by every
-  // candidate with those cuts.
+  // candidate with those cuts. Counting the runs stops past the most the
+  // writer stores, so a table whose tiers interleave costs a few ids a cut.
   std::map<std::vector<uint64_t>, uint64_t> map_bytes;
-  std::vector<uint8_t> tier_of_row(rows);
+  std::vector<uint64_t> position(rows);
+  for (uint64_t i = 0; i < rows; ++i) position[order[i]] = i;
+  const auto tier_at = [&](const std::vector<uint64_t>& cuts, uint64_t id) {
+    size_t t = 0;
+    while (position[id] >= cuts[t + 1]) ++t;
+    return t;
+  };
   for (Candidate& c : cands) {
     c.cuts = tier_cuts(c.tiers, order, no_weights);
     const size_t ntiers = c.tiers.size();
@@ -697,9 +704,10 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
     if (ntiers > 1) {
       auto [it, fresh] = map_bytes.try_emplace(c.cuts, 0);
       if (fresh) {
-        for (size_t t = 0; t < ntiers; ++t)
-          for (uint64_t i = c.cuts[t]; i < c.cuts[t + 1]; ++i) tier_of_row[order[i]] = static_cast<uint8_t>(t);
-        it->second = id_map_bytes(tier_of_row, ntiers);
+        uint64_t runs = rows > 0;
+        for (uint64_t id = 1; id < rows && runs <= kMaxWrittenRuns; ++id)
+          runs += tier_at(c.cuts, id) != tier_at(c.cuts, id - 1);
+        it->second = id_map_bytes(runs, rows, ntiers);
       }
       c.bytes = it->second;
     }

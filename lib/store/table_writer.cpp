@@ -31,10 +31,8 @@ bool row_runs_chosen(uint64_t runs, uint64_t rows) {
   return runs >= 1 && runs <= kMaxWrittenRuns && runs * io::kRowRunBytes <= rows;
 }
 
-uint64_t id_map_bytes(const std::vector<uint8_t>& tier_of_row, size_t tiers) {
-  uint64_t runs = 0;
-  for (size_t i = 0; i < tier_of_row.size(); ++i) runs += i == 0 || tier_of_row[i] != tier_of_row[i - 1];
-  return row_runs_chosen(runs, tier_of_row.size()) ? runs * io::kRowRunBytes : row_map_bytes(tier_of_row.size(), tiers);
+uint64_t id_map_bytes(uint64_t runs, uint64_t rows, size_t tiers) {
+  return row_runs_chosen(runs, rows) ? runs * io::kRowRunBytes : row_map_bytes(rows, tiers);
 }
 
 double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
