@@ -1,5 +1,6 @@
 // The reader library: one-tier and tiered files, the id policy, hostile
 // row maps, and the GPU lookup (skipped without a GPU).
+#include "test_container_edit.hpp"
 #include "test_packed.hpp"
 #include "test_util.hpp"
 
@@ -236,6 +237,12 @@ TEST_CASE("reader: tiers in runs of ids store runs, answer as the packed map, an
   const edo::Reader late = with(0, 1, "h4.edo");
   const int64_t id0[] = {0};
   CHECK(error_of([&] { late.lookup(id0, 1, out.data()); }).find("corrupt at row 0") != std::string::npos);
+
+  // The manifest's map names its one section and nothing else.
+  const std::string extra = edo::test::with_manifest(bytes, [](nlohmann::json& m) { m["rowmap"]["block"] = 256; });
+  edo::test::write_bytes(p.dir.file("h5.edo"), extra);
+  CHECK(error_of([&] { edo::Reader::open(p.dir.file("h5.edo")); }).find("'runs' holds that section's name") !=
+        std::string::npos);
 
   // Opening checks the section's shape against the tiers.
   const std::vector<uint64_t> three = {180, 120, 300};
