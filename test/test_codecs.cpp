@@ -2,6 +2,7 @@
 
 #include <edo/codec_math.hpp>
 #include <edo/pca.hpp>
+#include <edo/random.hpp>
 
 #include <omp.h>
 
@@ -850,6 +851,16 @@ TEST_CASE("rot: an orthonormal seeded basis, the same on any thread count, lower
   ref_dec.impl = Impl::reference;
   CHECK(test::same_bits(test::decode_all(*rotated, codes, glove.rows, ref_dec),
                         test::decode_all(*rotated, codes, glove.rows)));
+  // A wider table (600 columns, 37 rows): the fast path still gives the reference's bits.
+  Matrix wide{37, 600, {}};
+  Rng rng(3);
+  for (size_t i = 0; i < wide.rows * wide.dim; ++i) wide.values.push_back(static_cast<float>(rng.uniform() - 0.5));
+  auto big = make_codec("rot", 600);
+  big->train(wide.values.data(), wide.rows, 1);
+  const std::vector<uint8_t> wide_codes = test::encode_all(*big, wide);
+  CHECK(test::encode_all(*big, wide, ref) == wide_codes);
+  CHECK(test::same_bits(test::decode_all(*big, wide_codes, wide.rows, ref_dec),
+                        test::decode_all(*big, wide_codes, wide.rows)));
   auto fresh = make_codec("rot,int4", 50);
   CHECK(error_of([&] { fresh->load_state({st[0]}); }).find("lacks 'rot.matrix'") != std::string::npos);
   auto pca_named = st;
