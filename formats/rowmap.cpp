@@ -28,12 +28,15 @@ std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uin
   return rank;
 }
 
-std::vector<uint64_t> rowmap_runs(const uint8_t* tier_of_row, uint64_t rows) {
+std::vector<uint64_t> rowmap_runs(const uint8_t* tier_of_row, uint64_t rows, uint64_t max_runs) {
   std::vector<uint64_t> runs;
   std::vector<uint64_t> seen(256, 0);
   for (uint64_t i = 0; i < rows; ++i) {
     const uint8_t t = tier_of_row[i];
-    if (i == 0 || t != tier_of_row[i - 1]) runs.insert(runs.end(), {i, t, seen[t]});
+    if (i == 0 || t != tier_of_row[i - 1]) {
+      if (runs.size() / 3 == max_runs) return {};
+      runs.insert(runs.end(), {i, t, seen[t]});
+    }
     ++seen[t];
   }
   return runs;

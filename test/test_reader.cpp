@@ -254,7 +254,9 @@ TEST_CASE("reader: tiers in runs of ids store runs, answer as the packed map, an
   CHECK(error_of([&] { edo::io::RowRuns(raw.data(), raw.size(), 2, three, "m.edo"); }).find("3 runs for 2 rows") !=
         std::string::npos);
   const std::vector<uint8_t> tiers = {0, 0, 1, 1, 0, 2};
-  CHECK(edo::io::rowmap_runs(tiers.data(), tiers.size()) == std::vector<uint64_t>{0, 0, 0, 2, 1, 0, 4, 0, 2, 5, 2, 0});
+  CHECK(edo::io::rowmap_runs(tiers.data(), tiers.size(), 4) ==
+        std::vector<uint64_t>{0, 0, 0, 2, 1, 0, 4, 0, 2, 5, 2, 0});
+  CHECK(edo::io::rowmap_runs(tiers.data(), tiers.size(), 3).empty());  // more runs than asked for
 }
 
 TEST_CASE("reader: row map checkpoints count each tier per 256-row block") {

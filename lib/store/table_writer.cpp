@@ -553,7 +553,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   if (!layout.row_order.empty()) manifest["row_order"] = layout.row_order;
   const std::vector<uint64_t> runs = layout.tier_of_row.empty() || !opt.shard.is_null()
                                          ? std::vector<uint64_t>{}
-                                         : io::rowmap_runs(layout.tier_of_row.data(), rows);
+                                         : io::rowmap_runs(layout.tier_of_row.data(), rows, kMaxWrittenRuns);
   if (row_runs_chosen(runs.size() / 3, rows)) {
     writer.add_section("rowmap/runs", runs.data(), runs.size() * sizeof(uint64_t));
     manifest["rowmap"] = {{"runs", "rowmap/runs"}};

@@ -33,8 +33,10 @@ inline constexpr uint32_t kMaxTiers = 64;
 std::vector<uint64_t> rowmap_rank(const uint8_t* tier_of_row, uint64_t rows, uint32_t tiers);
 
 // The runs of a tier-id array: K x (first row, tier, index within the tier),
-// flattened (the `runs` section's values), consecutive runs in different tiers.
-std::vector<uint64_t> rowmap_runs(const uint8_t* tier_of_row, uint64_t rows);
+// flattened (the `runs` section's values), consecutive runs in different
+// tiers; empty when there are more than `max_runs` (the walk stops there, so
+// memory stays bounded by max_runs, not by the rows).
+std::vector<uint64_t> rowmap_runs(const uint8_t* tier_of_row, uint64_t rows, uint64_t max_runs);
 // Bytes a run entry takes: three u64.
 inline constexpr uint64_t kRowRunBytes = 24;
 
