@@ -162,6 +162,18 @@ RowRuns::RowRuns(const uint8_t* runs, uint64_t bytes, uint64_t rows, std::vector
     EDO_FAIL("{}: row map holds {} runs for {} rows (1 to the rows allowed)", path_, runs_, rows_);
   const uint64_t total = total_rows(tier_rows_, path_);
   if (total != rows_) EDO_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
+  if (runs_ > kFewRuns) return;
+  few_ = static_cast<size_t>(runs_);
+  for (uint64_t k = 0; k < runs_; ++k) {
+    const Run r = run(k);
+    const uint64_t end = k + 1 < runs_ ? run(k + 1).first : rows_;
+    const bool ok = r.first < end && end <= rows_ && r.tier < tiers && r.index <= tier_rows_[r.tier] &&
+                    end - r.first <= tier_rows_[r.tier] - r.index;
+    start_[k] = r.first;
+    end_[k] = ok ? end : 0;
+    tier_[k] = ok ? static_cast<uint32_t>(r.tier) : 0;
+    base_[k] = ok ? r.index - r.first : 0;  // wraps; base + row is the index of a row in the run
+  }
 }
 
 RowRuns::Run RowRuns::run(uint64_t k) const {
@@ -172,25 +184,20 @@ RowRuns::Run RowRuns::run(uint64_t k) const {
   return r;
 }
 
-uint64_t RowRuns::run_of(uint64_t row) const {
-  // Binary search on first rows; on a hostile (unsorted) section it still
-  // ends, and try_locate rejects a run that does not hold the row.
-  uint64_t lo = 0, hi = runs_;
-  while (hi - lo > 1) {
-    const uint64_t mid = lo + (hi - lo) / 2;
+bool RowRuns::try_locate_searched(uint64_t row, RowMap::Location& loc) const {
+  // The last run whose first row is <= row; on a hostile (unsorted) section
+  // the search still ends, and a run that does not hold the row is refused.
+  uint64_t k = 0, hi = runs_;
+  while (hi - k > 1) {
+    const uint64_t mid = k + (hi - k) / 2;
     uint64_t first;
     std::memcpy(&first, runs_data_ + mid * kRowRunBytes, 8);
     if (first <= row) {
-      lo = mid;
+      k = mid;
     } else {
       hi = mid;
     }
   }
-  return lo;
-}
-
-bool RowRuns::try_locate(uint64_t row, RowMap::Location& loc) const {
-  const uint64_t k = run_of(row);
   const Run r = run(k);
   if (r.first > row || r.tier >= tier_rows_.size()) return false;
   if (k + 1 < runs_ && run(k + 1).first <= row) return false;

@@ -349,54 +349,22 @@ class RowMapIdMap final : public IdMap {
   std::vector<uint64_t> tier_rows_;
 };
 
-// Runs of consecutive rows in one tier. A map of at most kFewRuns runs (one
-// a tier, the usual case) is copied at open, each run checked against the
-// table and its tier, so an id resolves in this loop by a count of the run
-// starts at or before it (no branch to mispredict on ids drawn by
-// frequency); more runs take io::RowRuns' binary search. A range walks them.
+// Runs of consecutive rows in one tier (io::RowRuns locates each row).
 class RowRunsIdMap final : public IdMap {
  public:
-  RowRunsIdMap(io::RowRuns runs, uint64_t bytes) : runs_(std::move(runs)), bytes_(bytes) {
-    few_ = runs_.runs() <= kFewRuns;
-    if (!few_) return;
-    std::fill(std::begin(start_), std::end(start_), INT64_MAX);  // past every id: never counted
-    const uint64_t rows = runs_.rows();
-    for (uint64_t k = 0; k < runs_.runs(); ++k) {
-      const io::RowRuns::Run r = runs_.run(k);
-      const uint64_t end = k + 1 < runs_.runs() ? runs_.run(k + 1).first : rows;
-      const bool ok = r.first < end && end <= rows && r.tier < runs_.tiers() &&
-                      r.index <= runs_.tier_rows(static_cast<uint32_t>(r.tier)) &&
-                      end - r.first <= runs_.tier_rows(static_cast<uint32_t>(r.tier)) - r.index;
-      // A run that does not check out claims no row: its ids are corrupt, never read.
-      start_[k] = static_cast<int64_t>(std::min(r.first, rows));
-      end_[k] = ok ? static_cast<int64_t>(end) : 0;
-      tier_[k] = ok ? static_cast<uint32_t>(r.tier) : 0;
-      base_[k] = ok ? r.index - r.first : 0;  // wraps; base + row is the index for rows in the run
-    }
-  }
+  RowRunsIdMap(io::RowRuns runs, uint64_t bytes) : runs_(std::move(runs)), bytes_(bytes) {}
   IdMapKind kind() const override { return IdMapKind::row_runs; }
 
   size_t resolve(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local) const override {
-    const int64_t rows = static_cast<int64_t>(runs_.rows());
-    const uint32_t unknown = runs_.tiers();
-    const size_t nfew = few_ ? static_cast<size_t>(runs_.runs()) : 0;
+    const uint64_t rows = runs_.rows();
     for (size_t k = 0; k < n; ++k) {
-      const int64_t id = ids[k];
-      if (id < 0 || id >= rows) {
-        tier[k] = unknown;
+      if (ids[k] < 0 || static_cast<uint64_t>(ids[k]) >= rows) {
+        tier[k] = runs_.tiers();
         local[k] = 0;
         continue;
       }
-      if (nfew != 0) {
-        size_t at = 0;
-        for (size_t j = 1; j < nfew; ++j) at += start_[j] <= id;
-        if (id < start_[at] || id >= end_[at]) return k;
-        tier[k] = tier_[at];
-        local[k] = base_[at] + static_cast<uint64_t>(id);
-        continue;
-      }
       io::RowMap::Location loc;
-      if (!runs_.try_locate(static_cast<uint64_t>(id), loc)) return k;
+      if (!runs_.try_locate(static_cast<uint64_t>(ids[k]), loc)) return k;
       tier[k] = loc.tier;
       local[k] = loc.index;
     }
@@ -404,18 +372,11 @@ class RowRunsIdMap final : public IdMap {
   }
 
   void resolve_range(uint64_t begin, uint64_t count, uint32_t* tier, uint64_t* local) const override {
-    uint64_t i = 0;
-    while (i < count) {
+    for (uint64_t i = 0; i < count; ++i) {
       io::RowMap::Location loc;
       if (!runs_.try_locate(begin + i, loc)) EDO_FAIL("{}: row map is corrupt at row {}", runs_.path(), begin + i);
-      const uint64_t k = runs_.run_of(begin + i);
-      const uint64_t end = k + 1 < runs_.runs() ? runs_.run(k + 1).first : runs_.rows();
-      // try_locate checked the run's first row; its end is checked here, index by index.
-      for (uint64_t row = begin + i; row < end && i < count; ++row, ++i) {
-        if (loc.index >= runs_.tier_rows(loc.tier)) EDO_FAIL("{}: row map is corrupt at row {}", runs_.path(), row);
-        tier[i] = loc.tier;
-        local[i] = loc.index++;
-      }
+      tier[i] = loc.tier;
+      local[i] = loc.index;
     }
   }
 
@@ -423,13 +384,8 @@ class RowRunsIdMap final : public IdMap {
   uint64_t bytes() const override { return bytes_; }
 
  private:
-  static constexpr size_t kFewRuns = 16;
   io::RowRuns runs_;
   uint64_t bytes_;
-  bool few_ = false;
-  int64_t start_[kFewRuns] = {}, end_[kFewRuns] = {};
-  uint32_t tier_[kFewRuns] = {};
-  uint64_t base_[kFewRuns] = {};
 };
 
 }  // namespace

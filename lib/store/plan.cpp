@@ -705,8 +705,12 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
       auto [it, fresh] = map_bytes.try_emplace(c.cuts, 0);
       if (fresh) {
         uint64_t runs = rows > 0;
-        for (uint64_t id = 1; id < rows && runs <= kMaxWrittenRuns; ++id)
-          runs += tier_at(c.cuts, id) != tier_at(c.cuts, id - 1);
+        size_t previous = rows > 0 ? tier_at(c.cuts, 0) : 0;
+        for (uint64_t id = 1; id < rows && runs <= kMaxWrittenRuns; ++id) {
+          const size_t t = tier_at(c.cuts, id);
+          runs += t != previous;
+          previous = t;
+        }
         it->second = id_map_bytes(runs, rows, ntiers);
       }
       c.bytes = it->second;

@@ -257,22 +257,23 @@ expect 1 "$py" "$reader" "$work/b3.edo" --decode "$work/x.npy"; err_has "b3.edo:
 reseal "$P" "$work/b4.edo" rowmap/tier "u1:p[1999] = 0"
 expect 1 "$py" "$reader" "$work/b4.edo" --decode "$work/x.npy"; err_has "b4.edo: row map puts 101 rows in tier 'hot'"
 # The runs (0, hot, 0) (100, warm, 0) (700, cold, 0) (1700, rare, 0), corrupted: the Python reader checks
-# the whole map first; edo-unpack streams and refuses at the first row the map cannot place (Reader::decode_all and
+# the whole map first; edo-unpack streams and refuses at the first row of the first run that does not check out
+# against the table and its tier (Reader::decode_all and
 # Reader::validate_row_map() check the whole map, as the Python reader does).
 R="$work/packed.edo"
 reseal "$R" "$work/r1.edo" rowmap/runs "<u8:p[3] = 101"
 expect 1 "$py" "$reader" "$work/r1.edo" --decode "$work/x.npy"; err_has "r1.edo: row map puts 101 rows in tier 'hot'"
-expect 1 "$U" "$work/r1.edo" -o "$work/x.cpp.npy" -q; err_has "r1.edo: row map is corrupt at row 100"
+expect 1 "$U" "$work/r1.edo" -o "$work/x.cpp.npy" -q; err_has "r1.edo: row map is corrupt at row 0"
 reseal "$R" "$work/r2.edo" rowmap/runs "<u8:p[4] = 4"
 expect 1 "$py" "$reader" "$work/r2.edo" --decode "$work/x.npy"; err_has "r2.edo: row map run 1 names tier 4 of 4"
 expect 1 "$U" "$work/r2.edo" -o "$work/x.cpp.npy" -q; err_has "r2.edo: row map is corrupt at row 100"
 reseal "$R" "$work/r3.edo" rowmap/runs "<u8:p[5] = 1"
 expect 1 "$py" "$reader" "$work/r3.edo" --decode "$work/x.npy"
 err_has "r3.edo: row map run 1 starts at index 1 of tier 1, its earlier runs say 0"
-expect 1 "$U" "$work/r3.edo" -o "$work/x.cpp.npy" -q; err_has "r3.edo: row map is corrupt at row 699"
+expect 1 "$U" "$work/r3.edo" -o "$work/x.cpp.npy" -q; err_has "r3.edo: row map is corrupt at row 100"
 reseal "$R" "$work/r4.edo" rowmap/runs "<u8:p[6] = 2000"
 expect 1 "$py" "$reader" "$work/r4.edo" --decode "$work/x.npy"; err_has "r4.edo: row map run 2 ends at row 1700"
-expect 1 "$U" "$work/r4.edo" -o "$work/x.cpp.npy" -q; err_has "r4.edo: row map is corrupt at row 700"
+expect 1 "$U" "$work/r4.edo" -o "$work/x.cpp.npy" -q; err_has "r4.edo: row map is corrupt at row 100"
 reseal "$P" "$work/b5.edo" cold/pq.codebooks "<f4:p[7] = np.nan"
 expect 1 "$py" "$reader" "$work/b5.edo" --decode "$work/x.npy"
 err_has "b5.edo: tier 'cold': state 'pq.codebooks' holds a value that is not finite"

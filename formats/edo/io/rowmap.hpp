@@ -13,7 +13,8 @@
 // Or, where the tiers' rows form few runs of consecutive ids (a table
 // ordered by frequency whose ids are too, as word-vector vocabularies are),
 // one section of runs (RowRuns): K runs of three little-endian u64 each,
-// (first row, tier, index within the tier of that row), O(log K) per id.
+// (first row, tier, index within the tier of that row): a count of at most
+// 16 run starts per id, or a binary search over more.
 //
 // Opening checks only section sizes (cost independent of R); every lookup
 // checks the tier id and the index it computes, so a hostile map yields an
@@ -88,7 +89,11 @@ class RowRuns {
   RowRuns() = default;
   // A view of the runs section (kept alive by the caller); throws naming
   // `path` when its size is not a whole number of runs, holds no run or more
-  // runs than rows, or the tier rows do not add up to rows.
+  // runs than rows, or the tier rows do not add up to rows. A map of at most
+  // kFewRuns runs (one a tier, the usual case) is also copied, each run
+  // checked once against the table and its tier, so a lookup counts the run
+  // starts at or before the row without a branch to mispredict on ids drawn
+  // by frequency; more runs take a binary search.
   RowRuns(const uint8_t* runs, uint64_t bytes, uint64_t rows, std::vector<uint64_t> tier_rows, std::string path);
 
   uint64_t rows() const { return rows_; }
@@ -97,22 +102,35 @@ class RowRuns {
   uint64_t tier_rows(uint32_t t) const { return tier_rows_[t]; }
   const std::string& path() const { return path_; }
   Run run(uint64_t k) const;
-  // The run holding `row` (row < rows(), the caller's): the last whose first row is <= row.
-  uint64_t run_of(uint64_t row) const;
-  // False when the map is corrupt at this row (the run found does not hold it,
-  // or its tier or index is out of range).
-  bool try_locate(uint64_t row, RowMap::Location& loc) const;
+  // False when the map is corrupt at this row (row < rows(), the caller's):
+  // the run that holds it does not, or its tier or index is out of range.
+  bool try_locate(uint64_t row, RowMap::Location& loc) const {
+    if (few_ == 0) return try_locate_searched(row, loc);
+    size_t at = 0;
+    for (size_t j = 1; j < few_; ++j) at += start_[j] <= row;
+    if (row < start_[at] || row >= end_[at]) return false;
+    loc.tier = tier_[at];
+    loc.index = base_[at] + row;
+    return true;
+  }
   // Reads every run: first rows rising from 0, tiers in range, each run's
   // index the count of its tier's earlier rows, totals equal to the tiers'
   // rows. Throws naming the first fault.
   void validate() const;
 
  private:
+  static constexpr size_t kFewRuns = 16;
+  bool try_locate_searched(uint64_t row, RowMap::Location& loc) const;
+
   const uint8_t* runs_data_ = nullptr;
   uint64_t runs_ = 0;
   uint64_t rows_ = 0;
   std::vector<uint64_t> tier_rows_;
   std::string path_;
+  // The copy of a few runs: a run that does not check out claims no row (end 0).
+  size_t few_ = 0;
+  uint64_t start_[kFewRuns] = {}, end_[kFewRuns] = {}, base_[kFewRuns] = {};
+  uint32_t tier_[kFewRuns] = {};
 };
 
 }  // namespace edo::io
