@@ -426,9 +426,18 @@ void pack_signs(const float* x, size_t n, uint8_t* out) {
 // bytes, value j at bit j * bits, low bits first: a bit stream through a
 // 64-bit accumulator, whole bytes out as they fill, the last padded with zeros.
 void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
+  size_t j = 0;
+  // Whole bytes of 4- and 2-bit codes as plain loops the compiler vectorises
+  // (a byte at a time below cost int4's encode about 15%); the same bits.
+  if (bits == 4) {
+    for (; j + 2 <= n; j += 2) *out++ = static_cast<uint8_t>(q[j] | (q[j + 1] << 4));
+  } else if (bits == 2) {
+    for (; j + 4 <= n; j += 4)
+      *out++ = static_cast<uint8_t>(q[j] | (q[j + 1] << 2) | (q[j + 2] << 4) | (q[j + 3] << 6));
+  }
   uint64_t acc = 0;
   uint32_t filled = 0;
-  for (size_t j = 0; j < n; ++j) {
+  for (; j < n; ++j) {
     acc |= static_cast<uint64_t>(q[j]) << filled;
     filled += bits;
     for (; filled >= 8; filled -= 8, acc >>= 8) *out++ = static_cast<uint8_t>(acc);
@@ -439,7 +448,17 @@ void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
 // The inverse of pack_bits: value j from the (one or two) bytes its bits fall in.
 void unpack_bits(const uint8_t* in, size_t n, uint32_t bits, uint8_t* q) {
   const uint32_t mask = (1u << bits) - 1u;
-  for (size_t j = 0; j < n; ++j) {
+  size_t j = 0;
+  if (bits == 4) {  // whole bytes as a loop the compiler vectorises, as in pack_bits
+    for (; j + 2 <= n; j += 2) {
+      q[j] = static_cast<uint8_t>(in[j / 2] & 15u);
+      q[j + 1] = static_cast<uint8_t>(in[j / 2] >> 4);
+    }
+  } else if (bits == 2) {
+    for (; j + 4 <= n; j += 4)
+      for (uint32_t k = 0; k < 4; ++k) q[j + k] = static_cast<uint8_t>((in[j / 4] >> (2 * k)) & 3u);
+  }
+  for (; j < n; ++j) {
     const size_t bit = j * bits;
     uint32_t word = in[bit / 8];
     if (bit % 8 + bits > 8) word |= static_cast<uint32_t>(in[bit / 8 + 1]) << 8;

@@ -4,15 +4,24 @@
 //
 // Every rate is GB/s of fp32 data: the bytes read by an encode, the bytes
 // written by a decode, so all rows compare like for like with memcpy.
+//
+// The searched codecs (int6 to int2) get a second ceiling: the float
+// operations their MSE search makes a value, counted on the table with the
+// library's own search, at the rate this machine runs them (measured in the
+// same run), i.e. the fastest any implementation of that search could go.
 #include "bench_util.hpp"
 
 #include <edo/codec.hpp>
+#include <edo/codec_math.hpp>
 
 #include <faiss/impl/ScalarQuantizer.h>
 #include <CLI/CLI.hpp>
 
+#include <immintrin.h>
+
 #include <cstring>
 #include <memory>
+#include <optional>
 
 namespace {
 
@@ -28,6 +37,94 @@ void parallel_memcpy(uint8_t* dst, const uint8_t* src, size_t bytes) {
     const size_t off = static_cast<size_t>(c) * kChunk;
     std::memcpy(dst + off, src + off, std::min(kChunk, bytes - off));
   }
+}
+
+// Lane operations a value in one measurement of the search, as the AVX2
+// evaluator runs it: an error-only candidate is sub, mul, max, min, add,
+// sub, fma, sub, mul, fma; a candidate with code sums adds add, fma, mul,
+// fma; the group's total is mul, add.
+constexpr double kErrorOps = 10, kSumsOps = 14, kTotalOps = 2;
+
+// math::AffineGroup, counting what the search asks it.
+struct CountingGroup {
+  edo::math::AffineGroup g;
+  mutable double ops = 0;  // lane operations, all values of the group
+  float sse(edo::math::AffineParams p) const {
+    ops += kErrorOps * static_cast<double>(g.n);
+    return g.sse(p);
+  }
+  void sse_batch(const edo::math::AffineParams* p, int count, float* out) const {
+    ops += kErrorOps * count * static_cast<double>(g.n);
+    g.sse_batch(p, count, out);
+  }
+  edo::math::AffineCodeSums sums(edo::math::AffineParams p) const {
+    ops += kSumsOps * static_cast<double>(g.n);
+    return g.sums(p);
+  }
+  float total() const {
+    ops += kTotalOps * static_cast<double>(g.n);
+    return g.total();
+  }
+};
+
+// Lane operations a value that the codec's MSE search makes on the first
+// `rows` rows of x (the library's search, evaluated by the reference).
+double search_ops_per_value(const edo::math::ScalarLayout& L, const float* x, size_t rows) {
+  const uint32_t qmax = edo::math::affine_qmax(L);
+  double ops = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    for (uint32_t begin = 0; begin < L.dim; begin += L.group) {
+      const float* v = x + r * L.dim + begin;
+      const size_t len = std::min<size_t>(L.group, L.dim - begin);
+      float lo = v[0], hi = v[0];
+      for (size_t i = 1; i < len; ++i) {
+        lo = std::min(lo, v[i]);
+        hi = std::max(hi, v[i]);
+      }
+      const float unit = edo::math::affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
+      const CountingGroup g{edo::math::AffineGroup{v, len, qmax, unit}};
+      edo::math::affine_params_search(g, len, lo, hi, qmax, unit, L.half_params);
+      ops += g.ops;
+    }
+  }
+  return ops / static_cast<double>(rows * L.dim);
+}
+
+// Lane operations a second that this machine runs of one error candidate's
+// sequence (kErrorOps, as above) on eight independent register streams a
+// thread, on every thread: no memory, no dependency between streams.
+double candidate_op_rate(int repeat) {
+  constexpr int64_t kIters = int64_t{1} << 22;
+  constexpr int kStreams = 8;
+  int threads = 1;
+  const double t = best_seconds(repeat, [&] {
+#pragma omp parallel
+    {
+#pragma omp single
+      threads = omp_get_num_threads();
+      const __m256 o = _mm256_set1_ps(0.25f), inv = _mm256_set1_ps(7.5f), q = _mm256_set1_ps(15.0f),
+                   zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f), s = _mm256_set1_ps(0.13f),
+                   u = _mm256_set1_ps(0.5f);
+      __m256 v[kStreams], e[kStreams];
+      for (int k = 0; k < kStreams; ++k) {
+        v[k] = _mm256_set1_ps(0.1f * static_cast<float>(k + 1));
+        e[k] = zero;
+      }
+      for (int64_t i = 0; i < kIters; ++i) {
+        for (int k = 0; k < kStreams; ++k) {
+          asm volatile("" : "+x"(v[k]));  // a new value every step, as far as the compiler knows
+          __m256 c = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(v[k], o), inv), zero), q);
+          c = _mm256_sub_ps(_mm256_add_ps(c, magic), magic);
+          const __m256 d = _mm256_mul_ps(_mm256_sub_ps(v[k], _mm256_fmadd_ps(c, s, o)), u);
+          e[k] = _mm256_fmadd_ps(d, d, e[k]);
+        }
+      }
+      __m256 sum = zero;
+      for (int k = 0; k < kStreams; ++k) sum = _mm256_add_ps(sum, e[k]);
+      asm volatile("" : : "x"(sum));
+    }
+  });
+  return static_cast<double>(threads) * kIters * kStreams * kErrorOps * 8 / t;
 }
 
 }  // namespace
@@ -74,12 +171,20 @@ int main(int argc, char** argv) {
     table.add(fmt::format("faiss SQ QT_{} decode", name), td, gb / td);
   }
 
+  std::optional<double> op_rate;  // measured once, if a searched codec is timed
   for (const std::string& spec : specs) {
     const std::unique_ptr<edo::Codec> codec = edo::make_codec(spec, d);
     const double te = best_seconds(repeat, [&] { codec->encode(x.data(), n, codes.data()); });
     table.add(fmt::format("edo {} encode", spec), te, gb / te);
     const double td = best_seconds(repeat, [&] { codec->decode(codes.data(), n, out.data()); });
     table.add(fmt::format("edo {} decode", spec), td, gb / td);
+    const std::optional<edo::math::ScalarLayout> L = edo::scalar_layout(*codec);
+    if (L && edo::math::is_affine(L->kind) && L->bits < 8) {
+      if (!op_rate) op_rate = candidate_op_rate(repeat);
+      const double ops = search_ops_per_value(*L, x.data(), std::min<size_t>(n, 65536));
+      table.add(fmt::format("  {} search bound: {:.1f} lane-ops a value at {:.0f} G/s", spec, ops, *op_rate / 1e9), 0.0,
+                *op_rate / ops * sizeof(float) / 1e9);
+    }
   }
   {
     // fp16 can skip the NaN/Inf scan that precedes every encode; the
