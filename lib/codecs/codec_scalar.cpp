@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace edo::detail {
@@ -453,27 +454,28 @@ size_t unpack_eights(const uint8_t* in, size_t n, uint8_t* q) {
   return j;
 }
 
-void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
-  size_t j = 0;
+// fn(std::integral_constant<uint32_t, bits>{}) for the widths that have
+// eight-at-a-time loops: the values it handled; 0 for any other width.
+template <class Fn>
+size_t with_width(uint32_t bits, Fn&& fn) {
   switch (bits) {
     case 2:
-      j = pack_eights<2>(q, n, out);
-      break;
+      return fn(std::integral_constant<uint32_t, 2>{});
     case 3:
-      j = pack_eights<3>(q, n, out);
-      break;
+      return fn(std::integral_constant<uint32_t, 3>{});
     case 4:
-      j = pack_eights<4>(q, n, out);
-      break;
+      return fn(std::integral_constant<uint32_t, 4>{});
     case 5:
-      j = pack_eights<5>(q, n, out);
-      break;
+      return fn(std::integral_constant<uint32_t, 5>{});
     case 6:
-      j = pack_eights<6>(q, n, out);
-      break;
+      return fn(std::integral_constant<uint32_t, 6>{});
     default:
-      break;
+      return 0;
   }
+}
+
+void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
+  size_t j = with_width(bits, [&](auto width) { return pack_eights<width.value>(q, n, out); });
   out += j / 8 * bits;
   uint64_t acc = 0;
   uint32_t filled = 0;
@@ -487,26 +489,7 @@ void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
 
 void unpack_bits(const uint8_t* in, size_t n, uint32_t bits, uint8_t* q) {
   const uint32_t mask = (1u << bits) - 1u;
-  size_t j = 0;
-  switch (bits) {
-    case 2:
-      j = unpack_eights<2>(in, n, q);
-      break;
-    case 3:
-      j = unpack_eights<3>(in, n, q);
-      break;
-    case 4:
-      j = unpack_eights<4>(in, n, q);
-      break;
-    case 5:
-      j = unpack_eights<5>(in, n, q);
-      break;
-    case 6:
-      j = unpack_eights<6>(in, n, q);
-      break;
-    default:
-      break;
-  }
+  size_t j = with_width(bits, [&](auto width) { return unpack_eights<width.value>(in, n, q); });
   for (; j < n; ++j) {
     const size_t bit = j * bits;
     uint32_t word = in[bit / 8];
