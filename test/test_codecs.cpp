@@ -431,6 +431,48 @@ TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on 
     check_fast_matches_reference(zeros, spec);
 }
 
+// The fast path searches eight groups at once, a group a SIMD lane, and the
+// eight of one batch can be anything: rows of one value, ranges wider than
+// float, subnormal scales (which send the batch back to one group at a
+// time), single outliers. Every lane must still get the reference's pair.
+TEST_CASE("codecs: the eight-lane search gives the reference's parameters whatever shares its batch") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 203);
+  const auto mixed = [&](bool with_huge) {
+    Matrix m = glove;
+    for (size_t r = 0; r < m.rows; ++r) {
+      float* row = m.values.data() + r * m.dim;
+      switch (r % 8) {
+        case 0:  // one value repeated: no search
+          for (size_t j = 0; j < m.dim; ++j) row[j] = 1.5f;
+          break;
+        case 1:  // wider than float can hold (fp32 pairs), or an outlier of the ranges fp16 holds
+          row[r % m.dim] = with_huge ? 3e38f : 6e4f;
+          row[(r + 7) % m.dim] = with_huge ? -3e38f : -6e4f;
+          break;
+        case 2:  // subnormal: the lifted inverse
+          for (size_t j = 0; j < m.dim; ++j) row[j] *= 1e-40f;
+          break;
+        case 3:  // one outlier
+          row[(r * 3) % m.dim] = 1e4f;
+          break;
+        case 4:  // half the row constant
+          for (size_t j = 0; j < m.dim / 2; ++j) row[j] = -0.25f;
+          break;
+        default:
+          break;
+      }
+    }
+    return m;
+  };
+  const Matrix fp32_pairs = mixed(true), fp16_pairs = mixed(false);
+  for (const char* spec : {"int6", "int5", "int4", "int3", "int2", "int4:group=8", "int2:group=5", "int5:group=16"}) {
+    check_fast_matches_reference(fp32_pairs, spec);
+    check_fast_matches_reference(test::first_columns(fp32_pairs, 19), spec);
+  }
+  for (const char* spec : {"int4:scale=fp16", "int2:group=8,scale=fp16", "int5:group=32,scale=fp16"})
+    check_fast_matches_reference(fp16_pairs, spec);
+}
+
 TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on BIGANN (uint8)") {
   const Matrix bigann = test::load_shared("bigann10k_base.npy", 4000);
   REQUIRE(bigann.dim == 128);

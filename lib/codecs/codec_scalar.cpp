@@ -4,6 +4,8 @@
 // must give the reference's bytes exactly; test_codecs.cpp checks they do.
 #include "codec_impl.hpp"
 
+#include "affine_search_lanes.hpp"
+
 #include <edo/codec_math.hpp>
 #include <edo/error.hpp>
 #include <edo/parallel.hpp>
@@ -273,6 +275,34 @@ math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float 
 #else
   return math::affine_params_search(x, n, lo, hi, qmax, half);
 #endif
+}
+
+// xt[i * 8 + l] = src[l][i] for i < n: eight groups, a group a lane, for
+// search_eight_groups. Blocks of 8 x 8 go through registers.
+void transpose_eight(const float* const* src, size_t n, float* xt) {
+  size_t i = 0;
+#ifdef __AVX2__
+  for (; i + 8 <= n; i += 8) {
+    __m256 r[8], t[8], u[8];
+    for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(src[l] + i);
+    for (int l = 0; l < 8; l += 2) {
+      t[l] = _mm256_unpacklo_ps(r[l], r[l + 1]);
+      t[l + 1] = _mm256_unpackhi_ps(r[l], r[l + 1]);
+    }
+    for (int l = 0; l < 8; l += 4) {
+      u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
+      u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xee);
+      u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
+      u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xee);
+    }
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(xt + (i + k) * 8, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+      _mm256_storeu_ps(xt + (i + k + 4) * 8, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    }
+  }
+#endif
+  for (; i < n; ++i)
+    for (int l = 0; l < 8; ++l) xt[i * 8 + l] = src[l][i];
 }
 
 // The row's min and max (lanes of 8 folded in order, so signed zeros come
@@ -742,40 +772,109 @@ class ScalarCodec final : public Codec {
     return ok;
   }
 
+  // Rows go kTileRows at a time: their groups' MSE searches run eight at a
+  // time, a group a SIMD lane (search_groups).
   bool encode_affine_fast(const float* x, size_t n, uint8_t* codes, uint32_t limit) const {
-    const int64_t rows = static_cast<int64_t>(n);
+    constexpr size_t kTileRows = 8;
+    const size_t dim = L_.dim;
+    const int64_t tiles = static_cast<int64_t>((n + kTileRows - 1) / kTileRows);
     const uint32_t qmax = math::affine_qmax(L_);
     const float qmaxf = static_cast<float>(qmax);
+    const bool whole = L_.groups == 1;
     bool ok = true;
-#pragma omp parallel if (parallel_worth(n * L_.dim))
+#pragma omp parallel if (parallel_worth(n * dim))
     {
-      std::vector<uint8_t> q(L_.dim);
+      std::vector<uint8_t> q(L_.bits == 8 ? 0 : kTileRows * dim);
+      std::vector<GroupJob> jobs;
+      jobs.reserve(kTileRows * L_.groups);
+      std::vector<float> transposed(8 * L_.group);
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* row = x + static_cast<size_t>(r) * L_.dim;
-        // One group: its min/max pass also checks the limit.
-        float lo = 0, hi = 0;
-        const bool whole = L_.groups == 1;
-        if (whole ? !min_max_below(row, L_.dim, limit, lo, hi) : !below_limit(row, L_.dim, limit)) {
+      for (int64_t t = 0; t < tiles; ++t) {
+        const size_t first = static_cast<size_t>(t) * kTileRows, rows = std::min(kTileRows, n - first);
+        jobs.clear();
+        for (size_t r = first; r < first + rows; ++r) {
+          const float* row = x + r * dim;
+          // One group: its min/max pass also checks the limit.
+          float lo = 0, hi = 0;
+          if (whole ? !min_max_below(row, dim, limit, lo, hi) : !below_limit(row, dim, limit)) {
 #pragma omp atomic write
-          ok = false;
-          continue;
+            ok = false;
+            continue;
+          }
+          for (uint32_t g = 0; g < L_.groups; ++g) {
+            const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
+            if (!whole) min_max(row + begin, len, lo, hi);
+            jobs.push_back(GroupJob{r, g, len, lo, hi, {}});
+          }
         }
-        uint8_t* code = codes + static_cast<size_t>(r) * L_.code_size;
-        uint8_t* out = L_.bits == 8 ? code + L_.header_bytes : q.data();
-        for (uint32_t g = 0; g < L_.groups; ++g) {
-          const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
-          if (!whole) min_max(row + begin, len, lo, hi);
-          const math::AffineParams p = L_.kind == ScalarKind::int8
-                                           ? math::affine_stored_range(lo, hi, qmax, L_.half_params)
-                                           : affine_search_fast(row + begin, len, lo, hi, qmax, L_.half_params);
-          math::store_group_params(L_, code, g, p);
-          affine_quantize_row(row + begin, len, p.offset, math::affine_inverse(p.scale), qmaxf, out + begin);
+        if (L_.kind == ScalarKind::int8) {
+          for (GroupJob& j : jobs) j.p = math::affine_stored_range(j.lo, j.hi, qmax, L_.half_params);
+        } else {
+          search_groups(x, jobs, qmax, transposed);
         }
-        if (L_.bits != 8) pack_bits(q.data(), L_.dim, L_.bits, code + L_.header_bytes);
+        for (size_t k = 0; k < jobs.size(); ++k) {
+          const GroupJob& j = jobs[k];
+          const uint32_t begin = j.group * L_.group;
+          uint8_t* code = codes + j.row * L_.code_size;
+          uint8_t* out = L_.bits == 8 ? code + L_.header_bytes : q.data() + (j.row - first) * dim;
+          math::store_group_params(L_, code, j.group, j.p);
+          affine_quantize_row(x + j.row * dim + begin, j.len, j.p.offset, math::affine_inverse(j.p.scale), qmaxf,
+                              out + begin);
+          const bool last_of_row = k + 1 == jobs.size() || jobs[k + 1].row != j.row;
+          if (L_.bits != 8 && last_of_row) pack_bits(out, L_.dim, L_.bits, code + L_.header_bytes);
+        }
       }
     }
     return ok;
+  }
+
+  // One group of a tile: where it is, its range, and its parameters once searched.
+  struct GroupJob {
+    size_t row;
+    uint32_t group, len;
+    float lo, hi;
+    math::AffineParams p;
+  };
+
+  // The MSE search of each job's group: eight groups of one length at a
+  // time in the lanes of search_eight_groups, the rest (and any eight it
+  // hands back) one by one; the same parameters either way.
+  void search_groups(const float* x, std::vector<GroupJob>& jobs, uint32_t qmax, std::vector<float>& xt) const {
+    const size_t dim = L_.dim;
+    const auto one_by_one = [&](GroupJob& j) {
+      j.p = affine_search_fast(x + j.row * dim + j.group * L_.group, j.len, j.lo, j.hi, qmax, L_.half_params);
+    };
+    if (!have_lane_search()) {
+      for (GroupJob& j : jobs) one_by_one(j);
+      return;
+    }
+    // A tile's groups have at most two lengths: the group's, and the last group's of each row.
+    for (const uint32_t len : {L_.group, L_.dim % L_.group}) {
+      if (len == 0) continue;
+      std::array<GroupJob*, 8> lane{};
+      size_t filled = 0;
+      for (GroupJob& j : jobs) {
+        if (j.len != len) continue;
+        lane[filled++] = &j;
+        if (filled < 8) continue;
+        filled = 0;
+        alignas(32) float lo[8], hi[8];
+        std::array<const float*, 8> src{};
+        for (int l = 0; l < 8; ++l) {
+          lo[l] = lane[l]->lo;
+          hi[l] = lane[l]->hi;
+          src[l] = x + lane[l]->row * dim + lane[l]->group * L_.group;
+        }
+        transpose_eight(src.data(), len, xt.data());
+        math::AffineParams p[8];
+        if (search_eight_groups(xt.data(), len, lo, hi, qmax, L_.half_params, p)) {
+          for (int l = 0; l < 8; ++l) lane[l]->p = p[l];
+        } else {
+          for (int l = 0; l < 8; ++l) one_by_one(*lane[l]);
+        }
+      }
+      for (size_t l = 0; l < filled; ++l) one_by_one(*lane[l]);
+    }
   }
 
   // One row of the fast path; `q` holds dim bytes for unpacking int6 to int2.
