@@ -155,8 +155,12 @@ struct Lanes8 {
   void pass(const Params8* p, const __m256* inv, Sums8* out) const {
     const __m256 zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f);
     __m256 e[K][16], q[K][16], qq[K][16], qx[K][16];
-    for (int k = 0; k < K; ++k)
-      for (int l = 0; l < 16; ++l) e[k][l] = q[k][l] = qq[k][l] = qx[k][l] = zero;
+    for (int k = 0; k < K; ++k) {
+      for (int l = 0; l < 16; ++l) {
+        e[k][l] = zero;
+        if constexpr (kSums) q[k][l] = qq[k][l] = qx[k][l] = zero;
+      }
+    }
     for (size_t block = 0; block < n; block += 16) {
       const size_t lanes = n - block < 16 ? n - block : 16;
       for (size_t l = 0; l < lanes; ++l) {
