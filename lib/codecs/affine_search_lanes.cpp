@@ -35,7 +35,9 @@ struct D8 {
   __m256d lo, hi;
 };
 
-D8 widen(__m256 f) { return {_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))}; }
+D8 widen(__m256 f) {
+  return {_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))};
+}
 __m256 narrow(D8 d) { return _mm256_set_m128(_mm256_cvtpd_ps(d.hi), _mm256_cvtpd_ps(d.lo)); }
 D8 splat(double v) { return {_mm256_set1_pd(v), _mm256_set1_pd(v)}; }
 
@@ -43,9 +45,15 @@ template <class Op>
 D8 each(D8 a, D8 b, Op op) {
   return {op(a.lo, b.lo), op(a.hi, b.hi)};
 }
-D8 sub(D8 a, D8 b) { return each(a, b, [](__m256d x, __m256d y) { return _mm256_sub_pd(x, y); }); }
-D8 mul(D8 a, D8 b) { return each(a, b, [](__m256d x, __m256d y) { return _mm256_mul_pd(x, y); }); }
-D8 div(D8 a, D8 b) { return each(a, b, [](__m256d x, __m256d y) { return _mm256_div_pd(x, y); }); }
+D8 sub(D8 a, D8 b) {
+  return each(a, b, [](__m256d x, __m256d y) { return _mm256_sub_pd(x, y); });
+}
+D8 mul(D8 a, D8 b) {
+  return each(a, b, [](__m256d x, __m256d y) { return _mm256_mul_pd(x, y); });
+}
+D8 div(D8 a, D8 b) {
+  return each(a, b, [](__m256d x, __m256d y) { return _mm256_div_pd(x, y); });
+}
 D8 fma(D8 a, D8 b, D8 c) { return {_mm256_fmadd_pd(a.lo, b.lo, c.lo), _mm256_fmadd_pd(a.hi, b.hi, c.hi)}; }
 D8 negate(D8 a) {
   const __m256d sign = _mm256_set1_pd(-0.0);
@@ -110,8 +118,8 @@ Params8 stored_range(D8 lo, D8 hi, uint32_t qmax, bool half) {
   if (half) {
     constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
     __m256 s16 = _mm256_cvtph_ps(_mm256_cvtps_ph(p.scale, kRound));
-    const Lanes vanished = compare<_CMP_GT_OQ>(p.scale, _mm256_setzero_ps()) &
-                           ~compare<_CMP_GT_OQ>(s16, _mm256_setzero_ps()) & 0xffu;
+    const Lanes vanished =
+        compare<_CMP_GT_OQ>(p.scale, _mm256_setzero_ps()) & ~compare<_CMP_GT_OQ>(s16, _mm256_setzero_ps()) & 0xffu;
     s16 = pick(s16, _mm256_set1_ps(5.9604644775390625e-08f), vanished);  // the smallest half subnormal
     p = {s16, _mm256_add_ps(_mm256_cvtph_ps(_mm256_cvtps_ph(p.offset, kRound)), _mm256_setzero_ps())};
   }
@@ -167,7 +175,7 @@ struct Lanes8 {
         const __m256 v = _mm256_loadu_ps(xt + 8 * (block + l));
         for (int k = 0; k < K; ++k) {
           __m256 t = _mm256_mul_ps(_mm256_sub_ps(v, p[k].offset), inv[k]);
-          t = _mm256_min_ps(_mm256_max_ps(t, zero), qmax);               // as clampf
+          t = _mm256_min_ps(_mm256_max_ps(t, zero), qmax);                 // as clampf
           const __m256 c = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);  // round_small_uint, exact
           const __m256 d = _mm256_mul_ps(_mm256_sub_ps(v, _mm256_fmadd_ps(c, p[k].scale, p[k].offset)), unit);
           e[k][l] = _mm256_fmadd_ps(d, d, e[k][l]);
@@ -204,7 +212,8 @@ struct Lanes8 {
   __m256 total() const {
     __m256 lane[16];
     for (__m256& v : lane) v = _mm256_setzero_ps();
-    for (size_t i = 0; i < n; ++i) lane[i % 16] = _mm256_add_ps(lane[i % 16], _mm256_mul_ps(_mm256_loadu_ps(xt + 8 * i), unit));
+    for (size_t i = 0; i < n; ++i)
+      lane[i % 16] = _mm256_add_ps(lane[i % 16], _mm256_mul_ps(_mm256_loadu_ps(xt + 8 * i), unit));
     return fold(lane);
   }
 };
@@ -225,7 +234,8 @@ bool search_eight_groups(const float* xt, size_t n, const float* lo_in, const fl
   // Groups of one value repeated stop here, as the reference does.
   const Lanes live = compare<_CMP_GT_OQ>(best.scale, _mm256_setzero_ps());
   alignas(32) float unit[8];
-  for (int l = 0; l < 8; ++l) unit[l] = math::affine_unit(static_cast<double>(hi_in[l]) - static_cast<double>(lo_in[l]));
+  for (int l = 0; l < 8; ++l)
+    unit[l] = math::affine_unit(static_cast<double>(hi_in[l]) - static_cast<double>(lo_in[l]));
   const Lanes8 g{xt, n, _mm256_load_ps(unit), _mm256_set1_ps(static_cast<float>(qmax))};
 
   if (live != 0) {
@@ -284,8 +294,8 @@ bool search_eight_groups(const float* xt, size_t n, const float* lo_in, const fl
       refitting &= compare<_CMP_GT_OQ>(den, splat(0.0));
       const D8 s_units = div(fma(nn, sqx, negate(mul(sq, sx))), den);
       const D8 s = mul(s_units, to_values), m = mul(div(fma(negate(s_units), sq, sx), nn), to_values);
-      refitting &= compare<_CMP_GT_OQ>(s, splat(0.0)) &
-                   compare<_CMP_LE_OQ>(magnitude(m), splat(static_cast<double>(FLT_MAX)));
+      refitting &=
+          compare<_CMP_GT_OQ>(s, splat(0.0)) & compare<_CMP_LE_OQ>(magnitude(m), splat(static_cast<double>(FLT_MAX)));
       if (refitting == 0) break;
       const Params8 p = stored_range(m, fma(s, splat(static_cast<double>(qmax)), m), qmax, half);
       __m256 inv_p;
