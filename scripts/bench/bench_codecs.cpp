@@ -17,7 +17,9 @@
 #include <faiss/impl/ScalarQuantizer.h>
 #include <CLI/CLI.hpp>
 
+#ifdef __AVX2__
 #include <immintrin.h>
+#endif
 
 #include <cstring>
 #include <memory>
@@ -92,8 +94,13 @@ double search_ops_per_value(const edo::math::ScalarLayout& L, const float* x, si
 
 // Lane operations a second that this machine runs of one error candidate's
 // sequence (kErrorOps, as above) on eight independent register streams a
-// thread, on every thread: no memory, no dependency between streams.
-double candidate_op_rate(int repeat) {
+// thread, on every thread: no memory, no dependency between streams. A
+// build without AVX2 has no such kernel (and no bound rows).
+std::optional<double> candidate_op_rate(int repeat) {
+#ifndef __AVX2__
+  (void)repeat;
+  return std::nullopt;
+#else
   constexpr int64_t kIters = int64_t{1} << 22;
   constexpr int kStreams = 8;
   int threads = 1;
@@ -125,6 +132,7 @@ double candidate_op_rate(int repeat) {
     }
   });
   return static_cast<double>(threads) * kIters * kStreams * kErrorOps * 8 / t;
+#endif
 }
 
 }  // namespace
@@ -171,7 +179,8 @@ int main(int argc, char** argv) {
     table.add(fmt::format("faiss SQ QT_{} decode", name), td, gb / td);
   }
 
-  std::optional<double> op_rate;  // measured once, if a searched codec is timed
+  bool op_rate_measured = false;  // once, if a searched codec is timed
+  std::optional<double> op_rate;
   for (const std::string& spec : specs) {
     const std::unique_ptr<edo::Codec> codec = edo::make_codec(spec, d);
     const double te = best_seconds(repeat, [&] { codec->encode(x.data(), n, codes.data()); });
@@ -180,10 +189,15 @@ int main(int argc, char** argv) {
     table.add(fmt::format("edo {} decode", spec), td, gb / td);
     const std::optional<edo::math::ScalarLayout> L = edo::scalar_layout(*codec);
     if (L && edo::math::is_affine(L->kind) && L->bits < 8) {
-      if (!op_rate) op_rate = candidate_op_rate(repeat);
-      const double ops = search_ops_per_value(*L, x.data(), std::min<size_t>(n, 65536));
-      table.add(fmt::format("  {} search bound: {:.1f} lane-ops a value at {:.0f} G/s", spec, ops, *op_rate / 1e9), 0.0,
-                *op_rate / ops * sizeof(float) / 1e9);
+      if (!op_rate_measured) {
+        op_rate = candidate_op_rate(repeat);
+        op_rate_measured = true;
+      }
+      if (const std::optional<double> rate = op_rate) {
+        const double ops = search_ops_per_value(*L, x.data(), std::min<size_t>(n, 65536));
+        table.add(fmt::format("  {} search bound: {:.1f} lane-ops a value at {:.0f} G/s", spec, ops, *rate / 1e9), 0.0,
+                  *rate / ops * sizeof(float) / 1e9);
+      }
     }
   }
   {
