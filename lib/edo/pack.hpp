@@ -67,6 +67,8 @@ std::vector<uint64_t> hot_order(const std::vector<double>& key);
 // overflow the table or, without a rest tier, do not cover it.
 std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::vector<uint64_t>& order,
                                 const std::vector<double>& weights);
+// The tier of each row id under those cuts (at most 256 tiers).
+std::vector<uint8_t> tier_of_rows(const std::vector<uint64_t>& order, const std::vector<uint64_t>& cuts);
 
 struct PackOptions : WriteOptions {
   PackOptions() { tool = "edo-pack"; }

@@ -230,17 +230,17 @@ struct TableWriteReport {
 // one): a tier byte per row, rank checkpoints, and a u32 index within the
 // tier per row when the table has fewer than 2^32 rows.
 uint64_t row_map_bytes(uint64_t rows, size_t tiers);
-// Whether write_table() stores `runs` runs of rows (io::RowRuns) instead of
-// the packed map: at most kMaxWrittenRuns of them (a lookup's search stays
-// in one cache line's worth of levels, as fast as the packed map's two
-// loads) taking at most a byte a row. Never in a shard (shards' maps
-// concatenate).
+// The runs of rows (io::RowRuns) write_table() stores for rows in the given
+// tiers instead of the packed map, or none when it stores the packed map:
+// at most kMaxWrittenRuns of them (a lookup's search stays in one cache
+// line's worth of levels, as fast as the packed map's two loads) taking at
+// most a byte a row. write_table() never stores runs in a shard (shards'
+// maps concatenate).
 inline constexpr uint64_t kMaxWrittenRuns = 64;
-bool row_runs_chosen(uint64_t runs, uint64_t rows);
-// Bytes of the id map write_table() writes for `rows` rows in `tiers` tiers
-// (more than one) that fall in `runs` runs of consecutive rows: the runs' or
-// the packed map's.
-uint64_t id_map_bytes(uint64_t runs, uint64_t rows, size_t tiers);
+std::vector<uint64_t> written_row_runs(const uint8_t* tier_of_row, uint64_t rows);
+// Bytes of the id map write_table() writes for rows in `tiers` tiers (more
+// than one), outside a shard: the runs' or the packed map's.
+uint64_t id_map_bytes(const uint8_t* tier_of_row, uint64_t rows, size_t tiers);
 
 // The compression ratio everywhere edo prints one: the table's bytes as
 // fp32 over the bytes of the whole file (docs/EVAL.md).

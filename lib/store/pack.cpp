@@ -179,6 +179,13 @@ std::vector<uint64_t> hot_order(const std::vector<double>& key) {
   return order;
 }
 
+std::vector<uint8_t> tier_of_rows(const std::vector<uint64_t>& order, const std::vector<uint64_t>& cuts) {
+  std::vector<uint8_t> tier(order.size());
+  for (size_t t = 0; t + 1 < cuts.size(); ++t)
+    for (uint64_t k = cuts[t]; k < cuts[t + 1]; ++k) tier[order[k]] = static_cast<uint8_t>(t);
+  return tier;
+}
+
 std::vector<uint64_t> tier_cuts(const std::vector<TierSpec>& tiers, const std::vector<uint64_t>& order,
                                 const std::vector<double>& weights) {
   const uint64_t rows = order.size();
@@ -277,7 +284,6 @@ namespace {
 // The whole table's layout: the hot order (by frequency, else by row norm:
 // one pass, which also gives the source digest) and each tier's rows.
 TableLayout whole_layout(io::TableReader& input, const PackOptions& opt, bool need_digest) {
-  const uint64_t rows = input.rows();
   TableLayout layout;
   layout.freq = opt.freq;
   layout.row_order = opt.freq.empty() ? "norm" : "frequency";
@@ -289,9 +295,8 @@ TableLayout whole_layout(io::TableReader& input, const PackOptions& opt, bool ne
   const std::vector<uint64_t> order = hot_order(opt.freq.empty() ? p0.norms : opt.freq);
   const std::vector<uint64_t> cuts = tier_cuts(opt.tiers, order, opt.freq);
   const uint8_t ntiers = static_cast<uint8_t>(opt.tiers.size());
-  layout.tier_of_row.resize(rows);
+  layout.tier_of_row = tier_of_rows(order, cuts);
   for (uint8_t t = 0; t < ntiers; ++t) {
-    for (uint64_t k = cuts[t]; k < cuts[t + 1]; ++k) layout.tier_of_row[order[k]] = t;
     const TierSpec& spec = opt.tiers[t];
     layout.tiers.push_back({spec.name, spec.codec, spec.residency, share_text(spec)});
   }

@@ -687,32 +687,15 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
   const std::vector<double> no_weights;
   // The id map the writer would store for each set of cuts (runs when the
   // tiers fall in few runs of ids, else the packed map), shared by every
-  // candidate with those cuts. Counting the runs stops past the most the
-  // writer stores, so a table whose tiers interleave costs a few ids a cut.
+  // candidate with those cuts.
   std::map<std::vector<uint64_t>, uint64_t> map_bytes;
-  std::vector<uint64_t> position(rows);
-  for (uint64_t i = 0; i < rows; ++i) position[order[i]] = i;
-  const auto tier_at = [&](const std::vector<uint64_t>& cuts, uint64_t id) {
-    size_t t = 0;
-    while (position[id] >= cuts[t + 1]) ++t;
-    return t;
-  };
   for (Candidate& c : cands) {
     c.cuts = tier_cuts(c.tiers, order, no_weights);
     const size_t ntiers = c.tiers.size();
     c.bytes = 0;
     if (ntiers > 1) {
       auto [it, fresh] = map_bytes.try_emplace(c.cuts, 0);
-      if (fresh) {
-        uint64_t runs = rows > 0;
-        size_t previous = rows > 0 ? tier_at(c.cuts, 0) : 0;
-        for (uint64_t id = 1; id < rows && runs <= kMaxWrittenRuns; ++id) {
-          const size_t t = tier_at(c.cuts, id);
-          runs += t != previous;
-          previous = t;
-        }
-        it->second = id_map_bytes(runs, rows, ntiers);
-      }
+      if (fresh) it->second = id_map_bytes(tier_of_rows(order, c.cuts).data(), rows, ntiers);
       c.bytes = it->second;
     }
     for (size_t t = 0; t < ntiers; ++t) {

@@ -27,12 +27,15 @@ uint64_t row_map_bytes(uint64_t rows, size_t tiers) {
   return rows + rank + (rows <= UINT32_MAX ? rows * sizeof(uint32_t) : 0);
 }
 
-bool row_runs_chosen(uint64_t runs, uint64_t rows) {
-  return runs >= 1 && runs <= kMaxWrittenRuns && runs * io::kRowRunBytes <= rows;
+std::vector<uint64_t> written_row_runs(const uint8_t* tier_of_row, uint64_t rows) {
+  std::vector<uint64_t> runs = io::rowmap_runs(tier_of_row, rows, kMaxWrittenRuns);
+  if (runs.empty() || runs.size() / 3 * io::kRowRunBytes > rows) return {};
+  return runs;
 }
 
-uint64_t id_map_bytes(uint64_t runs, uint64_t rows, size_t tiers) {
-  return row_runs_chosen(runs, rows) ? runs * io::kRowRunBytes : row_map_bytes(rows, tiers);
+uint64_t id_map_bytes(const uint8_t* tier_of_row, uint64_t rows, size_t tiers) {
+  const std::vector<uint64_t> runs = written_row_runs(tier_of_row, rows);
+  return runs.empty() ? row_map_bytes(rows, tiers) : runs.size() * sizeof(uint64_t);
 }
 
 double compression_ratio(uint64_t fp32_bytes, uint64_t file_bytes) {
@@ -553,8 +556,8 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   if (!layout.row_order.empty()) manifest["row_order"] = layout.row_order;
   const std::vector<uint64_t> runs = layout.tier_of_row.empty() || !opt.shard.is_null()
                                          ? std::vector<uint64_t>{}
-                                         : io::rowmap_runs(layout.tier_of_row.data(), rows, kMaxWrittenRuns);
-  if (row_runs_chosen(runs.size() / 3, rows)) {
+                                         : written_row_runs(layout.tier_of_row.data(), rows);
+  if (!runs.empty()) {
     writer.add_section("rowmap/runs", runs.data(), runs.size() * sizeof(uint64_t));
     manifest["rowmap"] = {{"runs", "rowmap/runs"}};
     rep.map_bytes = runs.size() * sizeof(uint64_t);
