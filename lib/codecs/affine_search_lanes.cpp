@@ -218,16 +218,42 @@ struct Lanes8 {
   }
 };
 
-}  // namespace
+// xt[i * 8 + l] = src[l][i] for i < n: eight groups, a group a lane.
+// Blocks of 8 x 8 go through registers.
+void transpose_eight(const float* const* src, size_t n, float* xt) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 r[8], t[8], u[8];
+    for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(src[l] + i);
+    for (int l = 0; l < 8; l += 2) {
+      t[l] = _mm256_unpacklo_ps(r[l], r[l + 1]);
+      t[l + 1] = _mm256_unpackhi_ps(r[l], r[l + 1]);
+    }
+    for (int l = 0; l < 8; l += 4) {
+      u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
+      u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xee);
+      u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
+      u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xee);
+    }
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(xt + (i + k) * 8, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
+      _mm256_storeu_ps(xt + (i + k + 4) * 8, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
+    }
+  }
+  for (; i < n; ++i)
+    for (int l = 0; l < 8; ++l) xt[i * 8 + l] = src[l][i];
+}
 
-bool have_lane_search() { return true; }
+}  // namespace
 
 // A batch fills only its first `count` candidates, and passes read only
 // those: GCC cannot see it through the dispatch on count.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-bool search_eight_groups(const float* xt, size_t n, const float* lo_in, const float* hi_in, uint32_t qmax, bool half,
-                         AffineParams* out) {
+bool search_eight_groups(const float* const* values, size_t n, const float* lo_in, const float* hi_in, uint32_t qmax,
+                         bool half, float* scratch, AffineParams* out) {
+  transpose_eight(values, n, scratch);
+  const float* xt = scratch;
   const __m256 lo_f = _mm256_loadu_ps(lo_in), hi_f = _mm256_loadu_ps(hi_in);
   const D8 lo = widen(lo_f), hi = widen(hi_f);
   Params8 best = stored_range(lo, hi, qmax, half);
@@ -318,9 +344,8 @@ bool search_eight_groups(const float* xt, size_t n, const float* lo_in, const fl
 
 #else
 
-bool have_lane_search() { return false; }
-
-bool search_eight_groups(const float*, size_t, const float*, const float*, uint32_t, bool, math::AffineParams*) {
+bool search_eight_groups(const float* const*, size_t, const float*, const float*, uint32_t, bool, float*,
+                         math::AffineParams*) {
   return false;
 }
 

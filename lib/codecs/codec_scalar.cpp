@@ -277,34 +277,6 @@ math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float 
 #endif
 }
 
-// xt[i * 8 + l] = src[l][i] for i < n: eight groups, a group a lane, for
-// search_eight_groups. Blocks of 8 x 8 go through registers.
-void transpose_eight(const float* const* src, size_t n, float* xt) {
-  size_t i = 0;
-#ifdef __AVX2__
-  for (; i + 8 <= n; i += 8) {
-    __m256 r[8], t[8], u[8];
-    for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(src[l] + i);
-    for (int l = 0; l < 8; l += 2) {
-      t[l] = _mm256_unpacklo_ps(r[l], r[l + 1]);
-      t[l + 1] = _mm256_unpackhi_ps(r[l], r[l + 1]);
-    }
-    for (int l = 0; l < 8; l += 4) {
-      u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
-      u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xee);
-      u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
-      u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xee);
-    }
-    for (int k = 0; k < 4; ++k) {
-      _mm256_storeu_ps(xt + (i + k) * 8, _mm256_permute2f128_ps(u[k], u[k + 4], 0x20));
-      _mm256_storeu_ps(xt + (i + k + 4) * 8, _mm256_permute2f128_ps(u[k], u[k + 4], 0x31));
-    }
-  }
-#endif
-  for (; i < n; ++i)
-    for (int l = 0; l < 8; ++l) xt[i * 8 + l] = src[l][i];
-}
-
 // The row's min and max (lanes of 8 folded in order, so signed zeros come
 // out the same however it is called), when its magnitude bits all stay
 // below `limit` (no NaN/Inf, as below_limit() says), in one pass over it;
@@ -787,7 +759,7 @@ class ScalarCodec final : public Codec {
       std::vector<uint8_t> q(L_.bits == 8 ? 0 : kTileRows * dim);
       std::vector<GroupJob> jobs;
       jobs.reserve(kTileRows * L_.groups);
-      std::vector<float> transposed(8 * L_.group);
+      std::vector<float> scratch(8 * L_.group);  // search_eight_groups' transposed values
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < tiles; ++t) {
         const size_t first = static_cast<size_t>(t) * kTileRows, rows = std::min(kTileRows, n - first);
@@ -810,7 +782,7 @@ class ScalarCodec final : public Codec {
         if (L_.kind == ScalarKind::int8) {
           for (GroupJob& j : jobs) j.p = math::affine_stored_range(j.lo, j.hi, qmax, L_.half_params);
         } else {
-          search_groups(x, jobs, qmax, transposed);
+          search_groups(x, jobs, qmax, scratch);
         }
         for (size_t k = 0; k < jobs.size(); ++k) {
           const GroupJob& j = jobs[k];
@@ -839,15 +811,11 @@ class ScalarCodec final : public Codec {
   // The MSE search of each job's group: eight groups of one length at a
   // time in the lanes of search_eight_groups, the rest (and any eight it
   // hands back) one by one; the same parameters either way.
-  void search_groups(const float* x, std::vector<GroupJob>& jobs, uint32_t qmax, std::vector<float>& xt) const {
+  void search_groups(const float* x, std::vector<GroupJob>& jobs, uint32_t qmax, std::vector<float>& scratch) const {
     const size_t dim = L_.dim;
     const auto one_by_one = [&](GroupJob& j) {
       j.p = affine_search_fast(x + j.row * dim + j.group * L_.group, j.len, j.lo, j.hi, qmax, L_.half_params);
     };
-    if (!have_lane_search()) {
-      for (GroupJob& j : jobs) one_by_one(j);
-      return;
-    }
     // A tile's groups have at most two lengths: the group's, and the last group's of each row.
     for (const uint32_t len : {L_.group, L_.dim % L_.group}) {
       if (len == 0) continue;
@@ -858,16 +826,15 @@ class ScalarCodec final : public Codec {
         lane[filled++] = &j;
         if (filled < 8) continue;
         filled = 0;
-        alignas(32) float lo[8], hi[8];
-        std::array<const float*, 8> src{};
+        float lo[8], hi[8];
+        const float* values[8];
         for (int l = 0; l < 8; ++l) {
           lo[l] = lane[l]->lo;
           hi[l] = lane[l]->hi;
-          src[l] = x + lane[l]->row * dim + lane[l]->group * L_.group;
+          values[l] = x + lane[l]->row * dim + lane[l]->group * L_.group;
         }
-        transpose_eight(src.data(), len, xt.data());
         math::AffineParams p[8];
-        if (search_eight_groups(xt.data(), len, lo, hi, qmax, L_.half_params, p)) {
+        if (search_eight_groups(values, len, lo, hi, qmax, L_.half_params, scratch.data(), p)) {
           for (int l = 0; l < 8; ++l) lane[l]->p = p[l];
         } else {
           for (int l = 0; l < 8; ++l) one_by_one(*lane[l]);
