@@ -11,6 +11,7 @@
 #include <edo/reader.hpp>
 #include <edo/shard.hpp>
 
+#include <cblas.h>
 #include <faiss/IndexFlat.h>
 #include <faiss/impl/ProductQuantizer.h>
 #include <faiss/impl/ResidualQuantizer.h>
@@ -375,7 +376,13 @@ TEST_CASE("pq: flat_l2_knn is IndexFlatL2's search, labels and distances bit for
   // would change the codebooks. GloVe's columns up to 50 wide, seeded
   // normal values wider; rows that are centroids (distance clamped to 0),
   // tied centroids, fewer rows than FAISS's BLAS threshold, more than one
-  // of its 4096-row blocks, and heaps of k > 1.
+  // of its 4096-row blocks, and heaps of k > 1. FAISS runs with OpenBLAS at
+  // one thread, as flat_l2_knn's products always do: some OpenBLAS kernels
+  // (Haswell's) round a product by their thread count. flat_l2_knn runs at
+  // one and at two OpenMP threads, which must not change a bit.
+  const int saved_blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  const int saved_omp_threads = omp_get_max_threads();
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 9000);
   std::mt19937 gen(5);
   std::normal_distribution<float> normal;
@@ -405,12 +412,18 @@ TEST_CASE("pq: flat_l2_knn is IndexFlatL2's search, labels and distances bit for
           std::vector<faiss::Index::idx_t> want_l(n * k), got_l(n * k);
           flat.search(static_cast<faiss::Index::idx_t>(n), x.values.data(), static_cast<faiss::Index::idx_t>(k),
                       want_d.data(), want_l.data());
-          flat_l2_knn(x.values.data(), n, y.data(), ny, d, k, got_d.data(), got_l.data());
-          CHECK(std::memcmp(want_d.data(), got_d.data(), want_d.size() * sizeof(float)) == 0);
-          CHECK(want_l == got_l);
+          for (const int threads : {1, 2}) {
+            CAPTURE(threads);
+            omp_set_num_threads(threads);
+            flat_l2_knn(x.values.data(), n, y.data(), ny, d, k, got_d.data(), got_l.data());
+            CHECK(std::memcmp(want_d.data(), got_d.data(), want_d.size() * sizeof(float)) == 0);
+            CHECK(want_l == got_l);
+          }
+          omp_set_num_threads(saved_omp_threads);
         }
     }
   }
+  openblas_set_num_threads(saved_blas_threads);
 }
 
 TEST_CASE("opq: the encoder's rotation is the scalar fma chain, output by output, at every width") {

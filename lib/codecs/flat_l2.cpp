@@ -4,9 +4,13 @@
 // OpenMP's, then the selection in one thread; on two cores a third of rq's
 // training went to the threads handing the cores back and forth
 // (docs/BENCHMARKS.md, "Training time"). Here each thread takes whole blocks
-// through all three. The blocks are FAISS's own (OpenBLAS rounds a product
-// by where a row falls in the call, not by its thread count), so the
-// products are FAISS's bits.
+// through all three. The blocks are FAISS's own and every product runs on
+// one OpenBLAS thread: OpenBLAS rounds a product by where a row falls in the
+// call and, with some of its kernels (Haswell's, measured on a Zen 5 that
+// OPENBLAS_CORETYPE pins to it: 4% of a 256 x 4096 x 50 product's floats),
+// by its thread count too. So the products are those of FAISS's search with
+// OpenBLAS at one thread, whatever the thread count, and rq's codebooks do
+// not depend on it.
 #include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 
@@ -161,11 +165,11 @@ void flat_l2_knn(const float* x, size_t n, const float* y, size_t ny, size_t d, 
   std::vector<float> y_norms(ny);
   for (size_t j = 0; j < ny; ++j) y_norms[j] = faiss::fvec_norm_L2sqr(y + j * d, d);
   const auto blocks = static_cast<int64_t>((n + block_rows - 1) / block_rows);
-  // With a block for every thread, each thread takes whole blocks (OpenBLAS
-  // at one thread), the next block to whichever finishes first; with fewer,
-  // the blocks go one after another, each product in OpenBLAS's threads and
-  // its rows' selection in OpenMP's, as FAISS does. Either way a row's
-  // answer does not depend on which thread computes it.
+  // With a block for every thread, each thread takes whole blocks, the next
+  // block to whichever finishes first; with fewer, the blocks go one after
+  // another, each product on one thread and its rows' selection in OpenMP's.
+  // Either way a row's answer does not depend on which thread computes it.
+  const detail::SingleThreadedBlas one_thread_each;
   if (blocks < omp_get_max_threads()) {
     std::vector<float> ip(block_rows * block_cols), x_norms(block_rows);
     for (int64_t b = 0; b < blocks; ++b) {
@@ -175,7 +179,6 @@ void flat_l2_knn(const float* x, size_t n, const float* y, size_t ny, size_t d, 
     }
     return;
   }
-  const detail::SingleThreadedBlas one_thread_each;
 #pragma omp parallel
   {
     std::vector<float> ip(block_rows * block_cols), x_norms(block_rows);
