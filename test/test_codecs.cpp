@@ -1,6 +1,7 @@
 #include "test_codecs_util.hpp"
 
 #include <edo/codec_math.hpp>
+#include <edo/float16.hpp>
 #include <edo/pca.hpp>
 #include <edo/random.hpp>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <tuple>
 
@@ -972,6 +974,118 @@ TEST_CASE("dims: state round trip and hostile state") {
   auto shape = st;
   shape[1].shape = {49};
   refused(shape, "has shape (49)");
+}
+
+// ---- tc (transform coding) ----------------------------------------------------------------------------
+
+TEST_CASE("tc: spec, layout, fewer bytes and less error than the row-wise integer codecs on GloVe") {
+  CHECK(make_codec("tc:bits=6", 50)->spec() == "tc:bits=6");
+  CHECK(make_codec("tc:bits=7.50", 50)->spec() == "tc:bits=7.5");
+  CHECK(make_codec("tc:bits=6", 50)->code_size() == 2 + 38);      // 300 bits
+  CHECK(make_codec("tc:bits=4.5", 50)->code_size() == 2 + 29);    // 225 bits
+  CHECK(make_codec("tc:bits=12", 3)->code_size() == 2 + 5);
+  check_usage_error("tc", 50, "needs bits=B");
+  check_usage_error("tc:bits=0.5", 50, "from 1 to 12");
+  check_usage_error("tc:bits=13", 50, "from 1 to 12");
+  check_usage_error("tc:bits=6x", 50, "from 1 to 12");
+  check_usage_error("tc:bits=6,group=32", 50, "unknown parameter 'group'");
+  check_usage_error("tc:bits=6", 2049, "dimension 2049 is above 2048");
+  CHECK(make_codec("pca:20,tc:bits=6", 50)->spec() == "pca:20,tc:bits=6");
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy");
+  auto codec = make_codec("tc:bits=4", 50);
+  CHECK(error_of([&] { test::encode_all(*codec, glove); }).find("not trained") != std::string::npos);
+  codec->train(glove.values.data(), glove.rows, 3);
+  const std::vector<uint8_t> codes = test::encode_all(*codec, glove);
+  const double e_tc = test::relative_frobenius_error(glove.values, test::decode_all(*codec, codes, glove.rows));
+  // 27 bytes a row against int4:scale=fp16's 29 (docs/BENCHMARKS.md, "Transform coding").
+  auto int4 = make_codec("int4:scale=fp16", 50);
+  const double e_int4 =
+      test::relative_frobenius_error(glove.values, test::decode_all(*int4, test::encode_all(*int4, glove), glove.rows));
+  MESSAGE("tc:bits=4 " << e_tc << ", int4:scale=fp16 " << e_int4);
+  CHECK(codec->code_size() < int4->code_size());
+  CHECK(e_tc < 0.9 * e_int4);
+  // The bits go where the variance is: the first (largest) coordinate gets the most, all of them used.
+  const std::vector<NamedBlob> st = codec->state();
+  REQUIRE(st.size() == 5);
+  CHECK(st[2].name == "tc.bits");
+  const std::vector<float>& bits = st[2].values;
+  CHECK(std::accumulate(bits.begin(), bits.end(), 0.0) == 200.0);
+  CHECK(*std::max_element(bits.begin(), bits.end()) == bits[0]);
+  CHECK(bits[0] > bits[49]);
+  // The row's length is its first two bytes, an fp16.
+  double norm0 = 0;
+  for (size_t j = 0; j < 50; ++j) norm0 += double(glove.row(0)[j]) * glove.row(0)[j];
+  CHECK(half_bits_to_float(static_cast<uint16_t>(codes[0] | (codes[1] << 8))) ==
+        doctest::Approx(std::sqrt(norm0)).epsilon(1e-3));
+}
+
+TEST_CASE("tc: the same bytes on any thread count, state round trip through the decoder, hostile state") {
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 3000);
+  auto codec = make_codec("tc:bits=5.5", 50);
+  codec->train(glove.values.data(), glove.rows, 9);
+  const std::vector<uint8_t> codes = test::encode_all(*codec, glove);
+  const std::vector<float> decoded = test::decode_all(*codec, codes, glove.rows);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  auto single = make_codec("tc:bits=5.5", 50);
+  single->train(glove.values.data(), glove.rows, 9);
+  const std::vector<uint8_t> single_codes = test::encode_all(*single, glove);
+  const std::vector<float> single_decoded = test::decode_all(*single, codes, glove.rows);
+  omp_set_num_threads(saved);
+  CHECK(single_codes == codes);
+  CHECK(test::same_bits(single_decoded, decoded));
+  for (size_t k = 0; k < 5; ++k) CHECK(test::same_bits(single->state()[k].values, codec->state()[k].values));
+
+  const std::vector<NamedBlob> st = codec->state();
+  auto loaded = make_decoder(codec->spec(), 50);  // the reader's codec decodes it
+  loaded->load_state(st);
+  CHECK(test::same_bits(test::decode_all(*loaded, codes, glove.rows), decoded));
+  CHECK(error_of([&] { test::encode_all(*loaded, glove); }).find("decode") != std::string::npos);
+
+  const auto refused = [&](std::vector<NamedBlob> blobs, const char* what) {
+    CAPTURE(what);
+    CHECK(error_of([&] { make_decoder("tc:bits=5.5", 50)->load_state(blobs); }).find(what) != std::string::npos);
+  };
+  auto fraction = st;
+  fraction[2].values[0] += 0.5f;
+  refused(fraction, "whole numbers from 0 to 12");
+  auto too_wide = st;
+  too_wide[2].values[0] = 13.0f;
+  refused(too_wide, "whole numbers from 0 to 12");
+  auto moved = st;  // one bit moved between coordinates keeps the sum: accepted
+  moved[2].values[0] -= 1.0f;
+  moved[2].values[1] += 1.0f;
+  CHECK_NOTHROW(make_decoder("tc:bits=5.5", 50)->load_state(moved));
+  auto more = st;
+  more[2].values[49] += 1.0f;
+  refused(more, "gives 276 bits a row where the spec's code holds 275");
+  auto negative = st;
+  negative[4].values[2] = -1.0f;
+  refused(negative, "spreads are not negative");
+  auto shape = st;
+  shape[1].shape = {50, 49};
+  refused(shape, "tc.basis");
+  refused({st[0], st[1], st[2], st[3]}, "tc.spread");
+  auto nan = st;
+  nan[0].values[0] = std::nanf("");
+  refused(nan, "tc.mean");
+}
+
+TEST_CASE("tc: zero rows, lengths fp16 cannot hold, and tiny tables") {
+  Matrix m{4, 3, {1, 2, 3, 0, 0, 0, -3, 1, 2, 2, 2, -1}};
+  auto codec = make_codec("tc:bits=8", 3);
+  codec->train(m.values.data(), m.rows, 1);
+  const std::vector<float> back = test::decode_all(*codec, test::encode_all(*codec, m), m.rows);
+  for (size_t j = 0; j < 3; ++j) CHECK(back[3 + j] == 0.0f);  // the zero row decodes to zeros
+  for (size_t i : {0, 2, 3})
+    for (size_t j = 0; j < 3; ++j) CHECK(back[i * 3 + j] == doctest::Approx(m.values[i * 3 + j]).epsilon(0.02));
+  Matrix zeros{2, 3, {0, 0, 0, 0, 0, 0}};
+  CHECK(error_of([&] { make_codec("tc:bits=8", 3)->train(zeros.values.data(), 2, 1); }).find("a nonzero row") !=
+        std::string::npos);
+  Matrix huge{2, 3, {1, 2, 3, 60000, 30000, 1}};
+  const std::string msg = error_of([&] { test::encode_all(*codec, huge); });
+  CHECK(msg.find("row 1 has length") != std::string::npos);
+  CHECK(msg.find("65504") != std::string::npos);
 }
 
 // ---- devices ------------------------------------------------------------------------------------------

@@ -524,6 +524,17 @@ const std::vector<CodecTraits>& codec_list() {
        .transform = false,
        .make = make_rq_decoder,
        .output_dim = nullptr},
+      {.name = "tc",
+       .grammar = "tc:bits=B",
+       .description = "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "
+                      "principal basis, each with its own uniform quantizer and round(B x d) bits a row shared out "
+                      "by variance (B may be fractional, 1-16); no per-row scales; stores a d x d fp32 basis "
+                      "(d <= 8192), d^2 flops a row each way",
+       .bits_formula = "B + 16/d",
+       .trainable = true,
+       .transform = false,
+       .make = make_tc_decoder,
+       .output_dim = nullptr},
       {.name = "pca",
        .grammar = "pca:K,CODEC",
        .description = "PCA to K dims (seeded sample fit), then CODEC on the projections (fp32 if omitted)",

@@ -1,5 +1,5 @@
 // make_codec: the traits' decoders, with the trained codecs (pq, opq, rq,
-// pca, rot) swapped for their full versions, which train and encode.
+// pca, rot, tc) swapped for their full versions, which train and encode.
 #include "codec_impl.hpp"
 
 #include <edo/error.hpp>
@@ -21,7 +21,7 @@ struct Encoder {
 constexpr Encoder kEncoders[] = {
     {.name = "pq", .make = detail::make_pq},   {.name = "opq", .make = detail::make_pq},
     {.name = "rq", .make = detail::make_rq},   {.name = "pca", .make = detail::make_pca},
-    {.name = "rot", .make = detail::make_rot},
+    {.name = "rot", .make = detail::make_rot}, {.name = "tc", .make = detail::make_tc},
 };
 
 }  // namespace

@@ -64,6 +64,9 @@ std::unique_ptr<Codec> make_rot_decoder(const SpecStage&, size_t dim, std::uniqu
 size_t rotation_output_dim(const SpecStage&, size_t dim);
 // dims:K (codec_dims.cpp): one class trains, encodes and decodes.
 std::unique_ptr<Codec> make_dims(const SpecStage&, size_t dim, std::unique_ptr<Codec> inner);
+// tc:bits=B (tc_codec.hpp): decoder (tc_decoder.cpp) and full codec (codec_tc.cpp).
+std::unique_ptr<Codec> make_tc(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
+std::unique_ptr<Codec> make_tc_decoder(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 // pq and opq (by stage name), rq: codec_pq.cpp.
 std::unique_ptr<Codec> make_pq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);
 std::unique_ptr<Codec> make_rq(const SpecStage&, size_t dim, std::unique_ptr<Codec>);

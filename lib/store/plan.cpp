@@ -235,6 +235,9 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
 // The default ladder's rq entries: levels x width x training rows at most
 // this (about 10 s of training on two cores).
 constexpr uint64_t kPlanRqWork = 60'000'000;
+// The default ladder's tc entries: training rows x dim^2 at most this (GloVe's
+// 10,000 x 50 is 2.5e7, fitted in about 0.05 s; 65,536 x 384 would be 1e10).
+constexpr uint64_t kPlanTcWork = 1'000'000'000;
 
 // The ladder, most precise first: codecs and sparse tiers by bytes a row,
 // then the fallbacks. `table`: the table's name, for errors.
@@ -268,6 +271,13 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
         if (m >= 1 && m <= math::kRqMaxLevels && m * dim * train_rows <= kPlanRqWork)
           specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1{}", m, books));
       }
+    // Transform coding at three rates (tc_codec.hpp): no per-row scales and
+    // bits by variance, so on GloVe it keeps more neighbours than the integer
+    // codecs at fewer bytes. Its fit projects every sample row through a
+    // d x d basis (training rows x d^2 multiply-adds), so wide tables leave it
+    // to --plan-codecs past kPlanTcWork.
+    if (find_codec("tc") && train_rows * dim * dim <= kPlanTcWork)
+      for (const char* bits : {"7", "5.5", "4.5"}) specs.push_back(fmt::format("tc:bits={}", bits));
     // The pruned and shared tier kinds: a 30%-dense CSR tier of int8
     // values and a hashed tier of a bucket per four table rows (two a row).
     // On GloVe they add 2,700 candidates and 3 to 6 s to a budget's plan and

@@ -1,0 +1,185 @@
+// tc's parameters, state and decoding (tc_codec.hpp).
+#include "tc_codec.hpp"
+
+#include <edo/error.hpp>
+#include <edo/float16.hpp>
+#include <edo/parallel.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+namespace edo::detail {
+
+namespace {
+
+constexpr const char* kTcGrammar = "tc:bits=B";
+
+// Bit `at` onwards of a row's code bytes: `width` bits, least significant first.
+uint32_t read_bits(const uint8_t* bytes, uint64_t at, uint32_t width) {
+  uint32_t v = 0;
+  for (uint32_t b = 0; b < width; ++b, ++at) v |= static_cast<uint32_t>((bytes[at / 8] >> (at % 8)) & 1u) << b;
+  return v;
+}
+
+}  // namespace
+
+TcParams parse_tc_params(const SpecStage& stage, size_t dim) {
+  StageParams params(stage, kTcGrammar, false, {"bits"});
+  const std::string* b = params.get("bits");
+  if (!b) EDO_USAGE_FAIL("codec 'tc': needs bits=B, the average bits a value (expected {})", kTcGrammar);
+  TcParams p;
+  const char* end = b->data() + b->size();
+  const auto r = std::from_chars(b->data(), end, p.bits);
+  if (r.ec != std::errc() || r.ptr != end || !(p.bits >= 1.0 && p.bits <= kTcMaxBits))
+    EDO_USAGE_FAIL("codec 'tc': bits '{}' must be a number from 1 to {} (expected {})", *b, kTcMaxBits, kTcGrammar);
+  if (dim > kTcMaxDim)
+    EDO_USAGE_FAIL("codec 'tc': dimension {} is above {} (it stores a {} x {} fp32 basis); use pca:K,CODEC first", dim,
+                   kTcMaxDim, dim, dim);
+  p.total = static_cast<uint64_t>(std::llround(p.bits * static_cast<double>(dim)));
+  return p;
+}
+
+TcDecoder::TcDecoder(size_t dim, const TcParams& p) : dim_(dim), p_(p) {}
+
+std::string TcDecoder::spec() const { return fmt::format("tc:bits={}", p_.bits); }
+
+void TcDecoder::require_trained() const {
+  if (bits_.empty()) EDO_FAIL("{}: codec is not trained (train it or load its state first)", spec());
+}
+
+double normal_quantile(double p) {
+  // Abramowitz and Stegun 26.2.23 (error below 4.5e-4) for the first guess.
+  const double tail = p < 0.5 ? p : 1.0 - p;
+  const double t = std::sqrt(-2.0 * std::log(tail));
+  double x = t - (2.515517 + t * (0.802853 + t * 0.010328)) / (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)));
+  if (p < 0.5) x = -x;
+  constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+  for (int step = 0; step < 4; ++step) {
+    const double cdf = 0.5 * std::erfc(-x * kInvSqrt2);
+    const double density = kInvSqrt2Pi * std::exp(-0.5 * x * x);
+    if (!(density > 0.0)) break;
+    x -= (cdf - p) / density;
+  }
+  return x;
+}
+
+uint32_t TcCells::code(float z) const {
+  return static_cast<uint32_t>(std::upper_bound(thresholds.begin(), thresholds.end(), z) - thresholds.begin());
+}
+
+TcCells tc_cells(uint32_t bits, float center, float spread) {
+  TcCells c;
+  const size_t cells = size_t{1} << bits;
+  const double l = static_cast<double>(cells), m = center, s = spread;
+  c.levels.resize(cells);
+  c.thresholds.resize(cells - 1);
+  if (cells == 1) {
+    c.levels[0] = center;
+    return c;
+  }
+  for (size_t q = 0; q < cells; ++q) {
+    c.levels[q] = static_cast<float>(m + s * normal_quantile((static_cast<double>(q) + 0.5) / l));
+    if (q > 0) c.thresholds[q - 1] = static_cast<float>(m + s * normal_quantile(static_cast<double>(q) / l));
+  }
+  return c;
+}
+
+void TcDecoder::set_quantizers(std::vector<uint32_t> bits, std::vector<float> center, std::vector<float> spread) {
+  std::vector<TcCells> cells(dim_);
+  for (size_t j = 0; j < dim_; ++j) cells[j] = tc_cells(bits[j], center[j], spread[j]);
+  bits_ = std::move(bits);
+  center_ = std::move(center);
+  spread_ = std::move(spread);
+  cells_ = std::move(cells);
+}
+
+void TcDecoder::project(const float* u, float* z) const {
+  for (size_t j = 0; j < dim_; ++j) {
+    const float* v = basis_.data() + j * dim_;
+    float s = 0.0f;
+    for (size_t i = 0; i < dim_; ++i) s = std::fma(u[i] - mean_[i], v[i], s);
+    z[j] = s;
+  }
+}
+
+void TcDecoder::pack(const float* z, uint8_t* out) const {
+  std::fill(out, out + (p_.total + 7) / 8, uint8_t{0});
+  uint64_t at = 0;
+  for (size_t j = 0; j < dim_; ++j) {
+    const uint32_t width = bits_[j];
+    if (width == 0) continue;
+    const uint32_t code = cells_[j].code(z[j]);
+    for (uint32_t b = 0; b < width; ++b, ++at) out[at / 8] |= static_cast<uint8_t>(((code >> b) & 1u) << (at % 8));
+  }
+}
+
+// x = gain * (mean + sum_j zhat_j basis_j), the sum taken in j order for
+// every column (so a column's value does not depend on vectorization).
+void TcDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions&) const {
+  require_trained();
+  const size_t cs = code_size();
+#pragma omp parallel if (parallel_worth(uint64_t{n} * dim_ * dim_))
+  {
+    std::vector<float> zhat(dim_);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < static_cast<int64_t>(n); ++r) {
+      const uint8_t* code = codes + static_cast<size_t>(r) * cs;
+      float* row = x + static_cast<size_t>(r) * dim_;
+      const float gain = half_bits_to_float(static_cast<uint16_t>(code[0] | (code[1] << 8)));
+      uint64_t at = 0;
+      for (size_t j = 0; j < dim_; ++j) {
+        const uint32_t width = bits_[j];
+        const uint32_t q = width ? read_bits(code + 2, at, width) : 0u;
+        at += width;
+        zhat[j] = cells_[j].levels[q];
+      }
+      for (size_t i = 0; i < dim_; ++i) row[i] = 0.0f;
+      for (size_t j = 0; j < dim_; ++j) {
+        const float* v = basis_.data() + j * dim_;
+        const float c = zhat[j];
+        for (size_t i = 0; i < dim_; ++i) row[i] = std::fma(c, v[i], row[i]);
+      }
+      for (size_t i = 0; i < dim_; ++i) row[i] = gain * (row[i] + mean_[i]);
+    }
+  }
+}
+
+std::vector<NamedBlob> TcDecoder::state() const {
+  require_trained();
+  return {{"tc.mean", {dim_}, mean_},
+          {"tc.basis", {dim_, dim_}, basis_, StateStorage::f16},
+          {"tc.bits", {dim_}, std::vector<float>(bits_.begin(), bits_.end())},
+          {"tc.center", {dim_}, center_},
+          {"tc.spread", {dim_}, spread_}};
+}
+
+void TcDecoder::load_state(const std::vector<NamedBlob>& blobs) {
+  const std::vector<const NamedBlob*> b =
+      take_blobs(spec(), blobs, {"tc.mean", "tc.basis", "tc.bits", "tc.center", "tc.spread"});
+  check_blob(spec(), *b[0], {dim_});
+  check_blob(spec(), *b[1], {dim_, dim_});
+  for (size_t k = 2; k < 5; ++k) check_blob(spec(), *b[k], {dim_});
+  std::vector<uint32_t> bits(dim_);
+  uint64_t total = 0;
+  for (size_t j = 0; j < dim_; ++j) {
+    const float v = b[2]->values[j];
+    if (!(v >= 0.0f && v <= static_cast<float>(kTcMaxBits) && v == std::floor(v)))
+      EDO_FAIL("{}: state blob 'tc.bits' holds {} at {} (whole numbers from 0 to {})", spec(), v, j, kTcMaxBits);
+    bits[j] = static_cast<uint32_t>(v);
+    total += bits[j];
+    const float s = b[4]->values[j];
+    if (!(s >= 0.0f)) EDO_FAIL("{}: state blob 'tc.spread' holds {} at {} (spreads are not negative)", spec(), s, j);
+  }
+  if (total != p_.total)
+    EDO_FAIL("{}: state blob 'tc.bits' gives {} bits a row where the spec's code holds {}", spec(), total, p_.total);
+  mean_ = b[0]->values;
+  basis_ = b[1]->values;
+  set_quantizers(std::move(bits), b[3]->values, b[4]->values);
+}
+
+std::unique_ptr<Codec> make_tc_decoder(const SpecStage& stage, size_t dim, std::unique_ptr<Codec>) {
+  return std::make_unique<TcDecoder>(dim, parse_tc_params(stage, dim));
+}
+
+}  // namespace edo::detail
