@@ -200,7 +200,7 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
     CHECK(find_codec(t.name) == &t);
   }
   CHECK(names == std::vector<std::string>{"fp32", "fp16", "bf16", "fp8", "int8", "int6", "int5", "int4", "int3", "int2",
-                                          "bin", "pq", "opq", "rq", "pca", "rot", "dims"});
+                                          "bin", "pq", "opq", "rq", "tc", "pca", "rot", "dims"});
   CHECK(find_codec("lsq") == nullptr);
   CHECK(find_codec("pca")->trainable);
   CHECK_FALSE(find_codec("int4")->trainable);
@@ -981,8 +981,8 @@ TEST_CASE("dims: state round trip and hostile state") {
 TEST_CASE("tc: spec, layout, fewer bytes and less error than the row-wise integer codecs on GloVe") {
   CHECK(make_codec("tc:bits=6", 50)->spec() == "tc:bits=6");
   CHECK(make_codec("tc:bits=7.50", 50)->spec() == "tc:bits=7.5");
-  CHECK(make_codec("tc:bits=6", 50)->code_size() == 2 + 38);      // 300 bits
-  CHECK(make_codec("tc:bits=4.5", 50)->code_size() == 2 + 29);    // 225 bits
+  CHECK(make_codec("tc:bits=6", 50)->code_size() == 2 + 38);    // 300 bits
+  CHECK(make_codec("tc:bits=4.5", 50)->code_size() == 2 + 29);  // 225 bits
   CHECK(make_codec("tc:bits=12", 3)->code_size() == 2 + 5);
   check_usage_error("tc", 50, "needs bits=B");
   check_usage_error("tc:bits=0.5", 50, "from 1 to 12");

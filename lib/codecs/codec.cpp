@@ -431,6 +431,19 @@ constexpr CodecTraits integer_codec(const char* name, const char* grammar, const
           .output_dim = nullptr};
 }
 
+// The trained codecs that are no transform stage (pq, opq, rq, tc).
+constexpr CodecTraits trained_codec(const char* name, const char* grammar, const char* description,
+                                    const char* bits_formula, decltype(CodecTraits::make) make) {
+  return {.name = name,
+          .grammar = grammar,
+          .description = description,
+          .bits_formula = bits_formula,
+          .trainable = true,
+          .transform = false,
+          .make = make,
+          .output_dim = nullptr};
+}
+
 }  // namespace
 
 const std::vector<CodecTraits>& codec_list() {
@@ -495,46 +508,26 @@ const std::vector<CodecTraits>& codec_list() {
        .transform = false,
        .make = make_scalar,
        .output_dim = nullptr},
-      {.name = "pq",
-       .grammar = "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
-       .description = "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
-                      "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes",
-       .bits_formula = "M*B/d",
-       .trainable = true,
-       .transform = false,
-       .make = make_pq_decoder,
-       .output_dim = nullptr},
-      {.name = "opq",
-       .grammar = "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
-       .description = "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space (the rotation "
-                      "stays fp32)",
-       .bits_formula = "M*B/d",
-       .trainable = true,
-       .transform = false,
-       .make = make_pq_decoder,
-       .output_dim = nullptr},
-      {.name = "rq",
-       .grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16]",
-       .description = "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T "
-                      "(default min(W, 2)), then R codebook refit rounds (default 2); beam=4,train_beam=1,refine=1 "
-                      "trains in about half the time for a little recall; codebooks=fp16 halves its "
-                      "M x 2^B x d codebook bytes",
-       .bits_formula = "M*B/d",
-       .trainable = true,
-       .transform = false,
-       .make = make_rq_decoder,
-       .output_dim = nullptr},
-      {.name = "tc",
-       .grammar = "tc:bits=B",
-       .description = "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "
-                      "principal basis, each with its own uniform quantizer and round(B x d) bits a row shared out "
-                      "by variance (B may be fractional, 1-16); no per-row scales; stores a d x d fp32 basis "
-                      "(d <= 8192), d^2 flops a row each way",
-       .bits_formula = "B + 16/d",
-       .trainable = true,
-       .transform = false,
-       .make = make_tc_decoder,
-       .output_dim = nullptr},
+      trained_codec("pq", "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
+                    "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
+                    "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes",
+                    "M*B/d", make_pq_decoder),
+      trained_codec("opq", "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
+                    "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space (the rotation "
+                    "stays fp32)",
+                    "M*B/d", make_pq_decoder),
+      trained_codec("rq", "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16]",
+                    "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T "
+                    "(default min(W, 2)), then R codebook refit rounds (default 2); beam=4,train_beam=1,refine=1 "
+                    "trains in about half the time for a little recall; codebooks=fp16 halves its "
+                    "M x 2^B x d codebook bytes",
+                    "M*B/d", make_rq_decoder),
+      trained_codec("tc", "tc:bits=B",
+                    "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "
+                    "principal basis, each with its own uniform quantizer and round(B x d) bits a row shared out "
+                    "by variance (B may be fractional, 1-16); no per-row scales; stores a d x d fp32 basis "
+                    "(d <= 8192), d^2 flops a row each way",
+                    "B + 16/d", make_tc_decoder),
       {.name = "pca",
        .grammar = "pca:K,CODEC",
        .description = "PCA to K dims (seeded sample fit), then CODEC on the projections (fp32 if omitted)",

@@ -93,8 +93,9 @@ class TcCodec final : public TcDecoder {
     // The file stores the basis in fp16 (half the state bytes, which a tier
     // of a small table feels: 5 KB of a 50-wide tier's 10); training and
     // encoding use the rounded values decoding will see.
-    basis_ = model.components;
-    for (float& v : basis_) v = half_bits_to_float(float_to_half_bits(v));
+    std::vector<float> basis = model.components;
+    for (float& v : basis) v = half_bits_to_float(float_to_half_bits(v));
+    set_basis(std::move(basis));
     std::vector<float> z(m * dim_);
 #pragma omp parallel for schedule(static) if (parallel_worth(uint64_t{m} * dim_ * dim_))
     for (int64_t r = 0; r < static_cast<int64_t>(m); ++r)

@@ -76,6 +76,8 @@ class TcDecoder : public Codec {
 
  protected:
   void require_trained() const;
+  // Sets the basis and its transpose, which project() walks.
+  void set_basis(std::vector<float> basis);
   // Sets the quantizers and builds their cells.
   void set_quantizers(std::vector<uint32_t> bits, std::vector<float> center, std::vector<float> spread);
   // Coordinates of a direction u (dim floats): z_j = sum_i (u_i - mean_i) basis_ji,
@@ -86,11 +88,12 @@ class TcDecoder : public Codec {
 
   size_t dim_;
   TcParams p_;
-  std::vector<float> mean_;    // dim
+  std::vector<float> mean_;  // dim
   // dim x dim, one principal direction a row, largest variance first, in
   // fp16 values (stored as binary16: FORMAT.md 9.8's state_dtypes).
   std::vector<float> basis_;
-  std::vector<uint32_t> bits_;  // dim, summing to p_.total; empty until trained
+  std::vector<float> basis_t_;          // its transpose: column j of row i at [i][j]
+  std::vector<uint32_t> bits_;          // dim, summing to p_.total; empty until trained
   std::vector<float> center_, spread_;  // dim: each coordinate's N(center, spread^2)
   std::vector<TcCells> cells_;          // dim: built from bits_, center_ and spread_
 };

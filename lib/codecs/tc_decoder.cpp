@@ -94,12 +94,22 @@ void TcDecoder::set_quantizers(std::vector<uint32_t> bits, std::vector<float> ce
   cells_ = std::move(cells);
 }
 
+void TcDecoder::set_basis(std::vector<float> basis) {
+  basis_t_.resize(basis.size());
+  for (size_t j = 0; j < dim_; ++j)
+    for (size_t i = 0; i < dim_; ++i) basis_t_[i * dim_ + j] = basis[j * dim_ + i];
+  basis_ = std::move(basis);
+}
+
+// Each z_j is the same fma chain over i = 0, 1, ... as a dot product row by
+// row; walking the transpose advances every coordinate's chain at once, a
+// vector of them at a time.
 void TcDecoder::project(const float* u, float* z) const {
-  for (size_t j = 0; j < dim_; ++j) {
-    const float* v = basis_.data() + j * dim_;
-    float s = 0.0f;
-    for (size_t i = 0; i < dim_; ++i) s = std::fma(u[i] - mean_[i], v[i], s);
-    z[j] = s;
+  for (size_t j = 0; j < dim_; ++j) z[j] = 0.0f;
+  for (size_t i = 0; i < dim_; ++i) {
+    const float d = u[i] - mean_[i];
+    const float* v = basis_t_.data() + i * dim_;
+    for (size_t j = 0; j < dim_; ++j) z[j] = std::fma(d, v[j], z[j]);
   }
 }
 
@@ -174,7 +184,7 @@ void TcDecoder::load_state(const std::vector<NamedBlob>& blobs) {
   if (total != p_.total)
     EDO_FAIL("{}: state blob 'tc.bits' gives {} bits a row where the spec's code holds {}", spec(), total, p_.total);
   mean_ = b[0]->values;
-  basis_ = b[1]->values;
+  set_basis(b[1]->values);
   set_quantizers(std::move(bits), b[3]->values, b[4]->values);
 }
 

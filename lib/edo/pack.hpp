@@ -141,7 +141,7 @@ struct PlanOptions {
   // "Planning").
   std::vector<std::string> codecs;
   // Hot-order boundaries (percent of rows) tiers may start or end at.
-  std::vector<double> cuts = {1, 2, 5, 10, 20, 40};
+  std::vector<double> cuts = {1, 2, 5, 10, 20, 30, 40};
   std::function<void(uint64_t, uint64_t)> progress;  // (candidates evaluated, candidates)
 };
 

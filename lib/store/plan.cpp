@@ -55,6 +55,13 @@ struct LadderCodec {
   uint64_t state_bytes = 0;  // codec state, the default vector, the centroids
   bool trainable = false;
   std::shared_ptr<Codec> trained;  // trainable codecs: trained on the sample, reused to decode it
+  // Trained on each tier's own rows in the plan, as the writer trains it,
+  // where training takes well under a second (tc); other trainable codecs
+  // are trained once on the whole sample (SampleCodecs).
+  bool tier_trained = false;
+  // Codecs: ||X - decoded X|| / ||X|| over the training rows of the sample,
+  // which ranks them by precision (no_more_precise).
+  double sample_error = 0;
   SparseSpec sparse;
   double values_per_row = 0;     // sparse: expected from the sample's density
   uint64_t dense_row_bytes = 0;  // sparse: a row stored dense at the same value precision
@@ -190,6 +197,29 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
   return c;
 }
 
+// A codec's relative error over n rows, for ranking the ladder. Rows it
+// refuses (values beyond fp16's range, say) rank it last.
+double sample_error(const Codec& codec, const float* x, uint64_t n) {
+  std::vector<uint8_t> codes(n * codec.code_size());
+  std::vector<float> y(n * codec.dim());
+  EncodeOptions enc;
+  enc.input = "plan sample";
+  enc.allow_underflow = true;
+  try {
+    codec.encode(x, n, codes.data(), enc);
+  } catch (const Error&) {
+    return HUGE_VAL;
+  }
+  codec.decode(codes.data(), n, y.data());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double d = static_cast<double>(x[i]) - y[i];
+    err += d * d;
+    norm += static_cast<double>(x[i]) * x[i];
+  }
+  return norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+}
+
 // A codec as a ladder entry; nullopt for a default setting this table cannot take.
 std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& opt, const PlanSample& sample,
                                        uint64_t dim, const std::string& table) {
@@ -211,10 +241,13 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
     for (const float v : sample.x)
       if ((float_bits(v) & 0x7fffffffu) >= kHalfOverflowBits) return std::nullopt;
   }
-  if (!c.trainable) return c;
+  const uint64_t train_n = std::min<uint64_t>(sample.ids.size(), opt.train_rows);
+  if (!c.trainable) {
+    c.sample_error = sample_error(*codec, sample.x.data(), train_n);
+    return c;
+  }
   // State sizes do not depend on the data: train once on the sample to learn them.
   try {
-    const uint64_t train_n = std::min<uint64_t>(sample.ids.size(), opt.train_rows);
     // Rows whose sums overflow float are named by their table row (a
     // default codec that cannot train is left out instead). Tiny rows
     // only cost recall, which the plan measures.
@@ -228,6 +261,8 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
     return std::nullopt;
   }
   for (const NamedBlob& b : codec->state()) c.state_bytes += state_stored_bytes(b);
+  c.tier_trained = parse_spec(c.spec).back().name == "tc";
+  c.sample_error = sample_error(*codec, sample.x.data(), train_n);
   c.trained = std::move(codec);
   return c;
 }
@@ -277,7 +312,7 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     // d x d basis (training rows x d^2 multiply-adds), so wide tables leave it
     // to --plan-codecs past kPlanTcWork.
     if (find_codec("tc") && train_rows * dim * dim <= kPlanTcWork)
-      for (const char* bits : {"7", "5.5", "4.5"}) specs.push_back(fmt::format("tc:bits={}", bits));
+      for (const char* bits : {"10", "7", "4.75"}) specs.push_back(fmt::format("tc:bits={}", bits));
     // The pruned and shared tier kinds: a 30%-dense CSR tier of int8
     // values and a hashed tier of a bucket per four table rows (two a row).
     // On GloVe they add 2,700 candidates and 3 to 6 s to a budget's plan and
@@ -370,7 +405,11 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
 // to PQ), so it ranks only below a codec that stores every value in at least
 // the bytes its rows would take stored dense (int8 and up for int8 values),
 // and with no other sparse tier. Hashed and group tiers are not ranked
-// either way, but fallbacks stay below them.
+// either way, but fallbacks stay below them. Codecs rank by their relative
+// error on the sample (then by bytes), not by bytes alone: at fewer bytes
+// tc is often the more precise (on GloVe tc:bits=4.75, 32 bytes a row, errs
+// less than int5:scale=fp16's 36), and ranked by bytes its plans were
+// skipped after a scalar plan failed.
 bool no_more_precise(const std::vector<LadderCodec>& ladder, size_t a, size_t b) {
   if (a == b) return true;
   const LadderCodec &la = ladder[a], &lb = ladder[b];
@@ -380,7 +419,7 @@ bool no_more_precise(const std::vector<LadderCodec>& ladder, size_t a, size_t b)
   if (shared(la) || shared(lb)) return false;
   if (lb.kind == TierKind::sparse) return false;
   if (la.kind == TierKind::sparse) return lb.code_size >= la.dense_row_bytes;
-  return a > b;
+  return la.sample_error != lb.sample_error ? la.sample_error > lb.sample_error : a > b;
 }
 
 // True when `c` is nowhere more precise than `f`: at every position of the
@@ -458,6 +497,14 @@ class SampleCodecs {
         return;
       case TierKind::codec:
         break;
+    }
+    if (ladder_[c].tier_trained) {
+      auto it = tier_trained_.find({c, slice});
+      if (it == tier_trained_.end())
+        it = tier_trained_.emplace(std::pair{c, slice}, fit_tier_codec(ladder_[c], members)).first;
+      for (size_t k = 0; k < members.size(); ++k)
+        std::copy_n(it->second.data() + k * dim_, dim_, y + members[k] * dim_);
+      return;
     }
     auto& full = row_local_[c];
     if (full.empty()) {
@@ -639,6 +686,15 @@ class SampleCodecs {
     return y;
   }
 
+  // The members decoded by the codec trained on the tier's training rows, as the writer trains it.
+  std::vector<float> fit_tier_codec(const LadderCodec& lc, const std::vector<uint64_t>& members) const {
+    const std::vector<float> train = gather(training_rows(members));
+    const std::unique_ptr<Codec> codec = make_codec(lc.spec, dim_);
+    codec->train(train.data(), train.size() / dim_, opt_.seed);
+    const std::vector<float> rows = gather(members);
+    return round_trip(*codec, rows.data(), members.size());
+  }
+
   void decode_shared(size_t c, const std::vector<uint64_t>& members, Slice slice, float* y) {
     auto it = shared_.find({c, slice});
     if (it == shared_.end()) it = shared_.emplace(std::pair{c, slice}, fit_shared(ladder_[c], members, slice)).first;
@@ -652,6 +708,7 @@ class SampleCodecs {
   const PlanOptions& opt_;
   std::map<size_t, std::vector<float>> row_local_;
   std::map<std::pair<size_t, Slice>, std::vector<float>> shared_;
+  std::map<std::pair<size_t, Slice>, std::vector<float>> tier_trained_;
   std::map<std::pair<size_t, Slice>, Fitted> centroids_;
   std::map<std::pair<size_t, Slice>, std::vector<uint64_t>> targets_;
 };

@@ -33,7 +33,7 @@ recall() {  # DECODED: recall@10 against the table
     int4:scale=fp16 int4:group=64,scale=fp16 int4:group=32,scale=fp16 int5:scale=fp16 int5:group=64,scale=fp16 \
     int5:group=32,scale=fp16 int6:scale=fp16 int6:group=64,scale=fp16 int6:group=32,scale=fp16 int8:scale=fp16 \
     int5:group=32 int6 int6:group=64 int6:group=32 fp8:e4m3 int8 int8:group=32 \
-    pq:m=32 pq:m=64; do
+    pq:m=32 pq:m=64 tc:bits=3.5 tc:bits=4 tc:bits=4.5 tc:bits=5 tc:bits=5.5 tc:bits=6 tc:bits=8; do
     "$B/edo-quantize" "$work/t.npy" -o "$work/e.edo" --codec "$codec" -q >/dev/null
     bytes=$(stat -c %s "$work/e.edo")
     printf 'edo %s\t%.3f\t%s\n' "$codec" "$(/usr/bin/python3 -c "print(8 * $bytes / $rows_dim)")" "$(recall "$work/e.edo")"
