@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--codec", spec,
                  "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
-                 "rot,int4:scale=fp16, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
+                 "rot,int4:scale=fp16, tc:bits=5.5, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
   app.add_option("--sweep", sweep,
                  "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"

@@ -1006,17 +1006,27 @@ TEST_CASE("tc: spec, layout, fewer bytes and less error than the row-wise intege
   CHECK(e_tc < 0.9 * e_int4);
   // The bits go where the variance is: the first (largest) coordinate gets the most, all of them used.
   const std::vector<NamedBlob> st = codec->state();
-  REQUIRE(st.size() == 5);
-  CHECK(st[2].name == "tc.bits");
-  const std::vector<float>& bits = st[2].values;
+  REQUIRE(st.size() == 6);
+  CHECK(st[3].name == "tc.bits");
+  const std::vector<float>& bits = st[3].values;
   CHECK(std::accumulate(bits.begin(), bits.end(), 0.0) == 200.0);
   CHECK(*std::max_element(bits.begin(), bits.end()) == bits[0]);
   CHECK(bits[0] > bits[49]);
-  // The row's length is its first two bytes, an fp16.
-  double norm0 = 0;
-  for (size_t j = 0; j < 50; ++j) norm0 += double(glove.row(0)[j]) * glove.row(0)[j];
-  CHECK(half_bits_to_float(static_cast<uint16_t>(codes[0] | (codes[1] << 8))) ==
-        doctest::Approx(std::sqrt(norm0)).epsilon(1e-3));
+  // The row's length is its first two bytes, an fp16 in the length unit: the power of two that puts the
+  // sample's longest row in [2^12, 2^13).
+  double norm0 = 0, longest = 0;
+  for (size_t r = 0; r < glove.rows; ++r) {
+    double nn = 0;
+    for (size_t j = 0; j < 50; ++j) nn += double(glove.row(r)[j]) * glove.row(r)[j];
+    if (r == 0) norm0 = std::sqrt(nn);
+    longest = std::max(longest, std::sqrt(nn));
+  }
+  CHECK(st[0].name == "tc.unit");
+  const float unit = st[0].values[0];
+  CHECK(longest / unit >= 4096.0);
+  CHECK(longest / unit < 8192.0);
+  CHECK(half_bits_to_float(static_cast<uint16_t>(codes[0] | (codes[1] << 8))) * unit ==
+        doctest::Approx(norm0).epsilon(1e-3));
 }
 
 TEST_CASE("tc: the same bytes on any thread count, state round trip through the decoder, hostile state") {
@@ -1034,7 +1044,7 @@ TEST_CASE("tc: the same bytes on any thread count, state round trip through the 
   omp_set_num_threads(saved);
   CHECK(single_codes == codes);
   CHECK(test::same_bits(single_decoded, decoded));
-  for (size_t k = 0; k < 5; ++k) CHECK(test::same_bits(single->state()[k].values, codec->state()[k].values));
+  for (size_t k = 0; k < 6; ++k) CHECK(test::same_bits(single->state()[k].values, codec->state()[k].values));
 
   const std::vector<NamedBlob> st = codec->state();
   auto loaded = make_decoder(codec->spec(), 50);  // the reader's codec decodes it
@@ -1047,28 +1057,33 @@ TEST_CASE("tc: the same bytes on any thread count, state round trip through the 
     CHECK(error_of([&] { make_decoder("tc:bits=5.5", 50)->load_state(blobs); }).find(what) != std::string::npos);
   };
   auto fraction = st;
-  fraction[2].values[0] += 0.5f;
+  fraction[3].values[0] += 0.5f;
   refused(fraction, "whole numbers from 0 to 12");
   auto too_wide = st;
-  too_wide[2].values[0] = 13.0f;
+  too_wide[3].values[0] = 13.0f;
   refused(too_wide, "whole numbers from 0 to 12");
   auto moved = st;  // one bit moved between coordinates keeps the sum: accepted
-  moved[2].values[0] -= 1.0f;
-  moved[2].values[1] += 1.0f;
+  moved[3].values[0] -= 1.0f;
+  moved[3].values[1] += 1.0f;
   CHECK_NOTHROW(make_decoder("tc:bits=5.5", 50)->load_state(moved));
   auto more = st;
-  more[2].values[49] += 1.0f;
+  more[3].values[49] += 1.0f;
   refused(more, "gives 276 bits a row where the spec's code holds 275");
   auto negative = st;
-  negative[4].values[2] = -1.0f;
+  negative[5].values[2] = -1.0f;
   refused(negative, "spreads are not negative");
   auto shape = st;
-  shape[1].shape = {50, 49};
+  shape[2].shape = {50, 49};
   refused(shape, "tc.basis");
-  refused({st[0], st[1], st[2], st[3]}, "tc.spread");
+  refused({st[0], st[1], st[2], st[3], st[4]}, "tc.spread");
   auto nan = st;
-  nan[0].values[0] = std::nanf("");
+  nan[1].values[0] = std::nanf("");
   refused(nan, "tc.mean");
+  for (const float bad : {3.0f, 0.0f, -0.5f, 1e-40f}) {
+    auto unit = st;
+    unit[0].values[0] = bad;
+    refused(unit, "a power of two");
+  }
 }
 
 TEST_CASE("tc: zero rows, lengths fp16 cannot hold, and tiny tables") {
@@ -1082,10 +1097,18 @@ TEST_CASE("tc: zero rows, lengths fp16 cannot hold, and tiny tables") {
   Matrix zeros{2, 3, {0, 0, 0, 0, 0, 0}};
   CHECK(error_of([&] { make_codec("tc:bits=8", 3)->train(zeros.values.data(), 2, 1); }).find("a nonzero row") !=
         std::string::npos);
+  // Lengths are stored in a unit the sample's longest row sets: rows of any scale keep fp16's precision...
+  Matrix big = m;
+  for (float& v : big.values) v *= 1e6f;
+  auto scaled = make_codec("tc:bits=8", 3);
+  scaled->train(big.values.data(), big.rows, 1);
+  const std::vector<float> big_back = test::decode_all(*scaled, test::encode_all(*scaled, big), big.rows);
+  for (size_t i = 0; i < big.values.size(); ++i) CHECK(big_back[i] == doctest::Approx(big.values[i]).epsilon(0.02));
+  // ...and a row longer than 65504 units is refused, naming it.
   Matrix huge{2, 3, {1, 2, 3, 60000, 30000, 1}};
   const std::string msg = error_of([&] { test::encode_all(*codec, huge); });
   CHECK(msg.find("row 1 has length") != std::string::npos);
-  CHECK(msg.find("65504") != std::string::npos);
+  CHECK(msg.find("65504 units") != std::string::npos);
 }
 
 // ---- devices ------------------------------------------------------------------------------------------

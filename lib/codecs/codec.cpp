@@ -524,9 +524,9 @@ const std::vector<CodecTraits>& codec_list() {
                     "M*B/d", make_rq_decoder),
       trained_codec("tc", "tc:bits=B",
                     "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "
-                    "principal basis, each with its own uniform quantizer and round(B x d) bits a row shared out "
-                    "by variance (B may be fractional, 1-16); no per-row scales; stores a d x d fp32 basis "
-                    "(d <= 8192), d^2 flops a row each way",
+                    "principal basis, round(B x d) bits a row shared out by variance (B from 1 to 12, fractions "
+                    "allowed), each coordinate's cells those of a fitted normal distribution; no per-row scales; "
+                    "stores a d x d fp16 basis (d <= 2048), d^2 flops a row each way",
                     "B + 16/d", make_tc_decoder),
       {.name = "pca",
        .grammar = "pca:K,CODEC",

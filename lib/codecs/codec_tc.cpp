@@ -13,18 +13,34 @@
 namespace edo::detail {
 namespace {
 
-// A row's length as the fp16 the file stores, from its norm in double; a
-// length fp16 cannot hold (65520 and up) is an error naming the row.
-float stored_gain(const float* x, size_t dim, const std::string& spec, const EncodeOptions& opt, size_t i) {
+double row_norm(const float* x, size_t dim) {
   double s = 0;
   for (size_t j = 0; j < dim; ++j) s += static_cast<double>(x[j]) * x[j];
-  const float gain = half_bits_to_float(float_to_half_bits(static_cast<float>(std::sqrt(s))));
-  if (!std::isfinite(gain)) {
+  return std::sqrt(s);
+}
+
+// The lengths' unit: the power of two that puts the sample's longest row in
+// [2^12, 2^13) of fp16's range (up to 65504), leaving 8 to 16 times that
+// length for rows longer than the sample's (fp16's precision is the same
+// relative step over its whole normal range, 2^-14 to 65504); a normal float.
+float length_unit(double longest) {
+  const int e = std::clamp(std::ilogb(longest) - 12, -126, 127);
+  return std::ldexp(1.0f, e);
+}
+
+// A row's gain as the file stores it: its length over `unit` rounded to
+// fp16, times `unit` (exact: a power of two); one fp16 cannot hold (65520
+// units and up) is an error naming the row.
+float stored_gain(const float* x, size_t dim, float unit, const std::string& spec, const EncodeOptions& opt, size_t i) {
+  const double norm = row_norm(x, dim);
+  const float units = half_bits_to_float(float_to_half_bits(static_cast<float>(norm / unit)));
+  if (!std::isfinite(units)) {
     const uint64_t row = opt.row_ids ? opt.row_ids[i] : opt.first_row + i;
-    EDO_FAIL("{}: {} row {} has length {:.6g}, beyond the fp16 gain tc stores (at most 65504); scale the table down",
-             spec, opt.input.empty() ? std::string("input") : opt.input, row, std::sqrt(s));
+    EDO_FAIL("{}: {} row {} has length {:.6g}, beyond the {:.6g} the trained length unit allows (65504 units of {:g}, "
+             "set by the training sample's longest row)",
+             spec, opt.input.empty() ? std::string("input") : opt.input, row, norm, 65504.0 * unit, unit);
   }
-  return gain;
+  return units * unit;
 }
 
 // Bits to coordinates by variance: each of `total` bits in turn goes to the
@@ -79,10 +95,14 @@ class TcCodec final : public TcDecoder {
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
     opt.allow_underflow = true;  // only sums that overflow are refused here
     check_trainable_norms(x, n, dim_, spec(), opt);
+    double longest = 0;
+    for (size_t i = 0; i < n; ++i) longest = std::max(longest, row_norm(x + i * dim_, dim_));
+    if (!(longest > 0.0)) EDO_FAIL("{}: training needs a nonzero row", spec());
+    unit_ = length_unit(longest);
     std::vector<float> u;
     u.reserve(n * dim_);
     for (size_t i = 0; i < n; ++i) {
-      const float gain = stored_gain(x + i * dim_, dim_, spec(), opt, i);
+      const float gain = stored_gain(x + i * dim_, dim_, unit_, spec(), opt, i);
       if (!(gain > 0.0f)) continue;
       for (size_t j = 0; j < dim_; ++j) u.push_back(x[i * dim_ + j] / gain);
     }
@@ -127,7 +147,7 @@ class TcCodec final : public TcDecoder {
     const size_t cs = code_size();
     // Gains first, in row order, so an error names the first offending row whatever the thread count.
     std::vector<float> gains(n);
-    for (size_t i = 0; i < n; ++i) gains[i] = stored_gain(x + i * dim_, dim_, spec(), opt, i);
+    for (size_t i = 0; i < n; ++i) gains[i] = stored_gain(x + i * dim_, dim_, unit_, spec(), opt, i);
 #pragma omp parallel if (parallel_worth(uint64_t{n} * dim_ * dim_))
     {
       std::vector<float> u(dim_), z(dim_);
@@ -138,7 +158,7 @@ class TcCodec final : public TcDecoder {
         for (size_t j = 0; j < dim_; ++j) u[j] = gain > 0.0f ? x[i * dim_ + j] / gain : 0.0f;
         project(u.data(), z.data());
         uint8_t* out = codes + i * cs;
-        const uint16_t g = float_to_half_bits(gain);
+        const uint16_t g = float_to_half_bits(gain / unit_);
         out[0] = static_cast<uint8_t>(g & 0xffu);
         out[1] = static_cast<uint8_t>(g >> 8);
         pack(z.data(), out + 2);

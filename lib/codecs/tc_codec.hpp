@@ -12,7 +12,9 @@
 // neighbours than the row-wise integer codecs (docs/BENCHMARKS.md,
 // "Transform coding").
 //
-// Row layout (FORMAT.md 7.6): the gain as little-endian binary16, then the
+// Row layout (FORMAT.md 7.6): the gain over the tier's length unit (a power
+// of two the sample's longest row sets, so fp16 holds any table's lengths)
+// as little-endian binary16, then the
 // coordinates' codes, coordinate j's bits[j]-bit code after those of
 // coordinates 0..j-1, least significant bit first, in ceil(total / 8) bytes.
 // TcDecoder decodes (the reader library's, no BLAS or LAPACK); TcCodec
@@ -88,6 +90,7 @@ class TcDecoder : public Codec {
 
   size_t dim_;
   TcParams p_;
+  float unit_ = 1.0f;        // the lengths' unit: a row's gain is its fp16 value x unit_
   std::vector<float> mean_;  // dim
   // dim x dim, one principal direction a row, largest variance first, in
   // fp16 values (stored as binary16: FORMAT.md 9.8's state_dtypes).

@@ -6,6 +6,7 @@
 #include <edo/parallel.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
 
@@ -136,7 +137,7 @@ void TcDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
     for (int64_t r = 0; r < static_cast<int64_t>(n); ++r) {
       const uint8_t* code = codes + static_cast<size_t>(r) * cs;
       float* row = x + static_cast<size_t>(r) * dim_;
-      const float gain = half_bits_to_float(static_cast<uint16_t>(code[0] | (code[1] << 8)));
+      const float gain = half_bits_to_float(static_cast<uint16_t>(code[0] | (code[1] << 8))) * unit_;
       uint64_t at = 0;
       for (size_t j = 0; j < dim_; ++j) {
         const uint32_t width = bits_[j];
@@ -157,7 +158,8 @@ void TcDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
 
 std::vector<NamedBlob> TcDecoder::state() const {
   require_trained();
-  return {{"tc.mean", {dim_}, mean_},
+  return {{"tc.unit", {1}, {unit_}},
+          {"tc.mean", {dim_}, mean_},
           {"tc.basis", {dim_, dim_}, basis_, StateStorage::f16},
           {"tc.bits", {dim_}, std::vector<float>(bits_.begin(), bits_.end())},
           {"tc.center", {dim_}, center_},
@@ -165,8 +167,14 @@ std::vector<NamedBlob> TcDecoder::state() const {
 }
 
 void TcDecoder::load_state(const std::vector<NamedBlob>& blobs) {
-  const std::vector<const NamedBlob*> b =
-      take_blobs(spec(), blobs, {"tc.mean", "tc.basis", "tc.bits", "tc.center", "tc.spread"});
+  const std::vector<const NamedBlob*> all =
+      take_blobs(spec(), blobs, {"tc.unit", "tc.mean", "tc.basis", "tc.bits", "tc.center", "tc.spread"});
+  check_blob(spec(), *all[0], {1});
+  const float unit = all[0]->values[0];
+  int exponent = 0;
+  if (!(unit >= FLT_MIN) || std::frexp(unit, &exponent) != 0.5f)
+    EDO_FAIL("{}: state blob 'tc.unit' holds {} (a power of two from 2^-126 up)", spec(), unit);
+  const NamedBlob* const* b = all.data() + 1;
   check_blob(spec(), *b[0], {dim_});
   check_blob(spec(), *b[1], {dim_, dim_});
   for (size_t k = 2; k < 5; ++k) check_blob(spec(), *b[k], {dim_});
@@ -183,6 +191,7 @@ void TcDecoder::load_state(const std::vector<NamedBlob>& blobs) {
   }
   if (total != p_.total)
     EDO_FAIL("{}: state blob 'tc.bits' gives {} bits a row where the spec's code holds {}", spec(), total, p_.total);
+  unit_ = unit;
   mean_ = b[0]->values;
   set_basis(b[1]->values);
   set_quantizers(std::move(bits), b[3]->values, b[4]->values);
