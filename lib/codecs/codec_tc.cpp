@@ -36,9 +36,10 @@ float stored_gain(const float* x, size_t dim, float unit, const std::string& spe
   const float units = half_bits_to_float(float_to_half_bits(static_cast<float>(norm / unit)));
   if (!std::isfinite(units)) {
     const uint64_t row = opt.row_ids ? opt.row_ids[i] : opt.first_row + i;
-    EDO_FAIL("{}: {} row {} has length {:.6g}, beyond the {:.6g} the trained length unit allows (65504 units of {:g}, "
-             "set by the training sample's longest row)",
-             spec, opt.input.empty() ? std::string("input") : opt.input, row, norm, 65504.0 * unit, unit);
+    EDO_FAIL(
+        "{}: {} row {} has length {:.6g}, beyond the {:.6g} the trained length unit allows (65504 units of {:g}, "
+        "set by the training sample's longest row)",
+        spec, opt.input.empty() ? std::string("input") : opt.input, row, norm, 65504.0 * unit, unit);
   }
   return units * unit;
 }
