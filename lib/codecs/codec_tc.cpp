@@ -69,7 +69,7 @@ float fitted_spread(const std::vector<float>& column, uint32_t bits, float cente
   double best_error = HUGE_VAL;
   for (int k = 0; k <= 16; ++k) {
     const auto spread = static_cast<float>(sd * (1.0 + 0.1 * k));
-    const TcCells cells = tc_cells(bits, center, spread);
+    const TcCells cells = tc_cells(bits, center, spread, true);
     double error = 0;
     for (const float z : column) {
       const double e = static_cast<double>(cells.levels[cells.code(z)]) - z;
@@ -85,7 +85,7 @@ float fitted_spread(const std::vector<float>& column, uint32_t bits, float cente
 
 class TcCodec final : public TcDecoder {
  public:
-  using TcDecoder::TcDecoder;
+  TcCodec(size_t dim, const TcParams& p) : TcDecoder(dim, p) { encodes_ = true; }
 
   // The directions of the sample's rows (each row over its stored gain;
   // zero rows left out) give the basis; their coordinates' variances the

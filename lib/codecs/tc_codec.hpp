@@ -35,6 +35,8 @@ namespace edo::detail {
 // (A coordinate's cell tables hold 2 x 2^bits floats, built when the state is
 // set: at most 2 x 4096 x 2048 floats, 64 MiB, whatever a file declares.)
 inline constexpr uint32_t kTcMaxBits = 12;
+// Columns a decode accumulates at once, in registers (4 AVX2 vectors).
+inline constexpr size_t kTcBlock = 32;
 inline constexpr size_t kTcMaxDim = 2048;
 
 // The standard normal quantile: x with Phi(x) = p, for 0 < p < 1, in double
@@ -45,12 +47,21 @@ double normal_quantile(double p);
 // A coordinate's quantizer: 2^bits cells of N(center, spread^2) of equal
 // probability. thresholds[k - 1] = center + spread x Phi^-1(k / 2^bits) for
 // k = 1 .. 2^bits - 1, levels[q] = center + spread x Phi^-1((q + 1/2) / 2^bits),
-// both rounded to float; bits = 0: the one level `center`.
+// both rounded to float; bits = 0: the one level `center`. Decoding needs
+// the levels only; the thresholds are built for an encoder (with_thresholds).
 struct TcCells {
   std::vector<float> thresholds, levels;
   uint32_t code(float z) const;  // the number of thresholds <= z
 };
-TcCells tc_cells(uint32_t bits, float center, float spread);
+TcCells tc_cells(uint32_t bits, float center, float spread, bool with_thresholds);
+
+// Where coordinate j's code lies in a row's code bytes (after the gain):
+// `bytes` bytes from `byte` (1 to 3: a code of up to 12 bits starting at
+// any bit), shifted right by `shift`, masked to its width.
+struct TcField {
+  uint32_t byte = 0, mask = 0;
+  uint8_t shift = 0, bytes = 0;
+};
 
 struct TcParams {
   double bits = 0;     // average bits a value, as the spec gives it
@@ -80,7 +91,7 @@ class TcDecoder : public Codec {
   void require_trained() const;
   // Sets the basis and its transpose, which project() walks.
   void set_basis(std::vector<float> basis);
-  // Sets the quantizers and builds their cells.
+  // Sets the quantizers and builds their cells (with thresholds when encodes_) and fields.
   void set_quantizers(std::vector<uint32_t> bits, std::vector<float> center, std::vector<float> spread);
   // Coordinates of a direction u (dim floats): z_j = sum_i (u_i - mean_i) basis_ji,
   // one fma chain a coordinate in i order.
@@ -96,9 +107,13 @@ class TcDecoder : public Codec {
   // fp16 values (stored as binary16: FORMAT.md 9.8's state_dtypes).
   std::vector<float> basis_;
   std::vector<float> basis_t_;          // its transpose: column j of row i at [i][j]
+  std::vector<float> basis_pad_;        // the basis, rows zero-padded to a multiple of kTcBlock
+  size_t pad_dim_ = 0;                  // that row length
   std::vector<uint32_t> bits_;          // dim, summing to p_.total; empty until trained
   std::vector<float> center_, spread_;  // dim: each coordinate's N(center, spread^2)
   std::vector<TcCells> cells_;          // dim: built from bits_, center_ and spread_
+  std::vector<TcField> fields_;         // dim: each code's place in a row
+  bool encodes_ = false;                // TcCodec: build the cells' thresholds too
 };
 
 }  // namespace edo::detail

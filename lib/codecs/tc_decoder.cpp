@@ -69,26 +69,38 @@ uint32_t TcCells::code(float z) const {
   return static_cast<uint32_t>(std::upper_bound(thresholds.begin(), thresholds.end(), z) - thresholds.begin());
 }
 
-TcCells tc_cells(uint32_t bits, float center, float spread) {
+TcCells tc_cells(uint32_t bits, float center, float spread, bool with_thresholds) {
   TcCells c;
   const size_t cells = size_t{1} << bits;
   const double l = static_cast<double>(cells), m = center, s = spread;
   c.levels.resize(cells);
-  c.thresholds.resize(cells - 1);
+  if (with_thresholds) c.thresholds.resize(cells - 1);
   if (cells == 1) {
     c.levels[0] = center;
     return c;
   }
   for (size_t q = 0; q < cells; ++q) {
     c.levels[q] = static_cast<float>(m + s * normal_quantile((static_cast<double>(q) + 0.5) / l));
-    if (q > 0) c.thresholds[q - 1] = static_cast<float>(m + s * normal_quantile(static_cast<double>(q) / l));
+    if (with_thresholds && q > 0)
+      c.thresholds[q - 1] = static_cast<float>(m + s * normal_quantile(static_cast<double>(q) / l));
   }
   return c;
 }
 
 void TcDecoder::set_quantizers(std::vector<uint32_t> bits, std::vector<float> center, std::vector<float> spread) {
   std::vector<TcCells> cells(dim_);
-  for (size_t j = 0; j < dim_; ++j) cells[j] = tc_cells(bits[j], center[j], spread[j]);
+  std::vector<TcField> fields(dim_);
+  uint64_t at = 0;
+  for (size_t j = 0; j < dim_; ++j) {
+    cells[j] = tc_cells(bits[j], center[j], spread[j], encodes_);
+    TcField& f = fields[j];
+    f.byte = static_cast<uint32_t>(at / 8);
+    f.shift = static_cast<uint8_t>(at % 8);
+    f.bytes = static_cast<uint8_t>(bits[j] ? (at % 8 + bits[j] + 7) / 8 : 0);
+    f.mask = (1u << bits[j]) - 1u;
+    at += bits[j];
+  }
+  fields_ = std::move(fields);
   bits_ = std::move(bits);
   center_ = std::move(center);
   spread_ = std::move(spread);
@@ -97,8 +109,13 @@ void TcDecoder::set_quantizers(std::vector<uint32_t> bits, std::vector<float> ce
 
 void TcDecoder::set_basis(std::vector<float> basis) {
   basis_t_.resize(basis.size());
+  pad_dim_ = (dim_ + kTcBlock - 1) / kTcBlock * kTcBlock;
+  basis_pad_.assign(dim_ * pad_dim_, 0.0f);
   for (size_t j = 0; j < dim_; ++j)
-    for (size_t i = 0; i < dim_; ++i) basis_t_[i * dim_ + j] = basis[j * dim_ + i];
+    for (size_t i = 0; i < dim_; ++i) {
+      basis_t_[i * dim_ + j] = basis[j * dim_ + i];
+      basis_pad_[j * pad_dim_ + i] = basis[j * dim_ + i];
+    }
   basis_ = std::move(basis);
 }
 
@@ -127,9 +144,10 @@ void TcDecoder::pack(const float* z, uint8_t* out) const {
 
 // x = gain * (mean + sum_j zhat_j basis_j), the sum taken in j order for
 // every column (so a column's value does not depend on vectorization).
-void TcDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions&) const {
+void TcDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const {
   require_trained();
   const size_t cs = code_size();
+  const bool reference = opt.impl == Impl::reference;
 #pragma omp parallel if (parallel_worth(uint64_t{n} * dim_ * dim_))
   {
     std::vector<float> zhat(dim_);
@@ -138,20 +156,45 @@ void TcDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
       const uint8_t* code = codes + static_cast<size_t>(r) * cs;
       float* row = x + static_cast<size_t>(r) * dim_;
       const float gain = half_bits_to_float(static_cast<uint16_t>(code[0] | (code[1] << 8))) * unit_;
-      uint64_t at = 0;
-      for (size_t j = 0; j < dim_; ++j) {
-        const uint32_t width = bits_[j];
-        const uint32_t q = width ? read_bits(code + 2, at, width) : 0u;
-        at += width;
-        zhat[j] = cells_[j].levels[q];
+      if (reference) {
+        uint64_t at = 0;
+        for (size_t j = 0; j < dim_; ++j) {
+          const uint32_t width = bits_[j];
+          zhat[j] = cells_[j].levels[width ? read_bits(code + 2, at, width) : 0u];
+          at += width;
+        }
+      } else {
+        // Each code from the one to three bytes it spans, read whole (none past the row's end).
+        for (size_t j = 0; j < dim_; ++j) {
+          const TcField f = fields_[j];
+          const uint8_t* b = code + 2 + f.byte;
+          uint32_t word = 0;
+          for (uint32_t k = 0; k < f.bytes; ++k) word |= static_cast<uint32_t>(b[k]) << (8 * k);
+          zhat[j] = cells_[j].levels[(word >> f.shift) & f.mask];
+        }
       }
-      for (size_t i = 0; i < dim_; ++i) row[i] = 0.0f;
-      for (size_t j = 0; j < dim_; ++j) {
-        const float* v = basis_.data() + j * dim_;
-        const float c = zhat[j];
-        for (size_t i = 0; i < dim_; ++i) row[i] = std::fma(c, v[i], row[i]);
+      if (reference) {
+        for (size_t i = 0; i < dim_; ++i) row[i] = 0.0f;
+        for (size_t j = 0; j < dim_; ++j) {
+          const float* v = basis_.data() + j * dim_;
+          const float c = zhat[j];
+          for (size_t i = 0; i < dim_; ++i) row[i] = std::fma(c, v[i], row[i]);
+        }
+        for (size_t i = 0; i < dim_; ++i) row[i] = gain * (row[i] + mean_[i]);
+        continue;
       }
-      for (size_t i = 0; i < dim_; ++i) row[i] = gain * (row[i] + mean_[i]);
+      // kTcBlock columns at a time, their sums in registers over every j (the
+      // padded basis' zero columns past dim are computed and dropped).
+      for (size_t i0 = 0; i0 < dim_; i0 += kTcBlock) {
+        float acc[kTcBlock] = {};
+        for (size_t j = 0; j < dim_; ++j) {
+          const float* v = basis_pad_.data() + j * pad_dim_ + i0;
+          const float c = zhat[j];
+          for (size_t i = 0; i < kTcBlock; ++i) acc[i] = std::fma(c, v[i], acc[i]);
+        }
+        const size_t len = std::min(kTcBlock, dim_ - i0);
+        for (size_t i = 0; i < len; ++i) row[i0 + i] = gain * (acc[i] + mean_[i0 + i]);
+      }
     }
   }
 }
