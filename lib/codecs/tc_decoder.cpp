@@ -35,8 +35,10 @@ TcParams parse_tc_params(const SpecStage& stage, size_t dim) {
   if (r.ec != std::errc() || r.ptr != end || !(p.bits >= 1.0 && p.bits <= kTcMaxBits))
     EDO_USAGE_FAIL("codec 'tc': bits '{}' must be a number from 1 to {} (expected {})", *b, kTcMaxBits, kTcGrammar);
   if (dim > kTcMaxDim)
-    EDO_USAGE_FAIL("codec 'tc': dimension {} is above {} (it stores a {} x {} fp32 basis); use pca:K,CODEC first", dim,
-                   kTcMaxDim, dim, dim);
+    EDO_USAGE_FAIL(
+        "codec 'tc': dimension {} is above {} (it stores a {} x {} basis and spends d^2 flops a row each way); use "
+        "pca:K,CODEC first",
+        dim, kTcMaxDim, dim, dim);
   p.total = static_cast<uint64_t>(std::llround(p.bits * static_cast<double>(dim)));
   return p;
 }
