@@ -161,7 +161,7 @@ struct PlanResult {
   std::vector<Gate> budget;          // as applied (w. names with frequencies)
   uint64_t candidates = 0;           // generated
   uint64_t over_cap = 0;             // excluded by --max-bytes / --gpu-bytes
-  uint64_t dominated = 0;            // skipped: no more precise than a candidate that failed
+  uint64_t dominated = 0;            // skipped: no more precise than one that failed (under a cap: evaluated)
   std::vector<PlanCandidate> tried;  // evaluated, in evaluation order
   int chosen = -1;                   // index into tried, -1 when none passed
 };
