@@ -32,12 +32,13 @@ namespace edo::detail {
 
 // The most bits one coordinate gets, and the widest table tc takes (it
 // stores a d x d basis and spends d^2 flops a row each way, as rot does).
-// (A coordinate's cell tables hold 2 x 2^bits floats, built when the state is
-// set: at most 2 x 4096 x 2048 floats, 64 MiB, whatever a file declares.)
+// A coordinate's cells are built when the state is set: 2^bits levels (and
+// as many thresholds for an encoder), at most 4096 x 2048 floats, 32 MiB,
+// whatever a file declares.
 inline constexpr uint32_t kTcMaxBits = 12;
+inline constexpr size_t kTcMaxDim = 2048;
 // Columns a decode accumulates at once, in registers (4 AVX2 vectors).
 inline constexpr size_t kTcBlock = 32;
-inline constexpr size_t kTcMaxDim = 2048;
 
 // The standard normal quantile: x with Phi(x) = p, for 0 < p < 1, in double
 // (a rational first guess, then four Newton steps on erfc: a fixed sequence
@@ -106,7 +107,7 @@ class TcDecoder : public Codec {
   // dim x dim, one principal direction a row, largest variance first, in
   // fp16 values (stored as binary16: FORMAT.md 9.8's state_dtypes).
   std::vector<float> basis_;
-  std::vector<float> basis_t_;          // its transpose: column j of row i at [i][j]
+  std::vector<float> basis_t_;          // encoders: its transpose, column j of row i at [i][j]
   std::vector<float> basis_pad_;        // the basis, rows zero-padded to a multiple of kTcBlock
   size_t pad_dim_ = 0;                  // that row length
   std::vector<uint32_t> bits_;          // dim, summing to p_.total; empty until trained

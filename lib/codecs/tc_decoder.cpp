@@ -110,12 +110,12 @@ void TcDecoder::set_quantizers(std::vector<uint32_t> bits, std::vector<float> ce
 }
 
 void TcDecoder::set_basis(std::vector<float> basis) {
-  basis_t_.resize(basis.size());
+  basis_t_.assign(encodes_ ? basis.size() : 0, 0.0f);
   pad_dim_ = (dim_ + kTcBlock - 1) / kTcBlock * kTcBlock;
   basis_pad_.assign(dim_ * pad_dim_, 0.0f);
   for (size_t j = 0; j < dim_; ++j)
     for (size_t i = 0; i < dim_; ++i) {
-      basis_t_[i * dim_ + j] = basis[j * dim_ + i];
+      if (encodes_) basis_t_[i * dim_ + j] = basis[j * dim_ + i];
       basis_pad_[j * pad_dim_ + i] = basis[j * dim_ + i];
     }
   basis_ = std::move(basis);
