@@ -418,30 +418,29 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
 
 namespace {
 
-// The integer codecs' rows differ only in their strings.
-constexpr CodecTraits integer_codec(const char* name, const char* grammar, const char* description,
-                                    const char* bits_formula) {
+// A codec that is no transform stage: its strings, whether it trains, and its decoder.
+constexpr CodecTraits codec_row(const char* name, const char* grammar, const char* description,
+                                const char* bits_formula, bool trainable, decltype(CodecTraits::make) make) {
   return {.name = name,
           .grammar = grammar,
           .description = description,
           .bits_formula = bits_formula,
-          .trainable = false,
+          .trainable = trainable,
           .transform = false,
-          .make = detail::make_scalar,
+          .make = make,
           .output_dim = nullptr};
+}
+
+// The integer codecs' rows differ only in their strings.
+constexpr CodecTraits integer_codec(const char* name, const char* grammar, const char* description,
+                                    const char* bits_formula) {
+  return codec_row(name, grammar, description, bits_formula, false, detail::make_scalar);
 }
 
 // The trained codecs that are no transform stage (pq, opq, rq, tc).
 constexpr CodecTraits trained_codec(const char* name, const char* grammar, const char* description,
                                     const char* bits_formula, decltype(CodecTraits::make) make) {
-  return {.name = name,
-          .grammar = grammar,
-          .description = description,
-          .bits_formula = bits_formula,
-          .trainable = true,
-          .transform = false,
-          .make = make,
-          .output_dim = nullptr};
+  return codec_row(name, grammar, description, bits_formula, true, make);
 }
 
 }  // namespace
