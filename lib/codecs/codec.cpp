@@ -414,6 +414,19 @@ void check_finite(const float* x, size_t n, size_t dim, uint32_t limit_bits, con
   EDO_FAIL("{}: value {} overflows {} to Inf (use bf16 or a scaled codec such as fp8 or int8)", where, v, spec);
 }
 
+detail::ColumnStats detail::column_stats(const float* x, size_t n, size_t dim) {
+  ColumnStats c{std::vector<double>(dim, 0.0), std::vector<double>(dim, 0.0)};
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < dim; ++j) c.mean[j] += x[i * dim + j];
+  for (double& m : c.mean) m /= static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < dim; ++j) {
+      const double d = x[i * dim + j] - c.mean[j];
+      c.squares[j] += d * d;
+    }
+  return c;
+}
+
 // ---- the traits table -----------------------------------------------------------------
 
 namespace {

@@ -26,28 +26,20 @@ class DimsCodec final : public Codec {
   bool needs_training() const override { return true; }
   bool is_trained() const override { return !kept_.empty() && inner_->is_trained(); }
 
-  // Column means and variances in double, summed in row order (the same
-  // result whatever the thread count); ties in variance keep the lower column.
+  // Column means and variances (column_stats); ties in variance keep the lower column.
   void train(const float* x, size_t n, uint64_t seed) override {
     EncodeOptions opt;
     opt.input = "dims training sample";
     check_finite(x, n, dim_, 0x7f800000u, spec(), opt, false);
     if (n == 0) EDO_FAIL("{}: training needs at least one row", spec());
-    std::vector<double> mean(dim_, 0.0), var(dim_, 0.0);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < dim_; ++j) mean[j] += x[i * dim_ + j];
-    for (double& m : mean) m /= static_cast<double>(n);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < dim_; ++j) {
-        const double d = x[i * dim_ + j] - mean[j];
-        var[j] += d * d;
-      }
+    const ColumnStats stats = column_stats(x, n, dim_);
+    const std::vector<double>& var = stats.squares;
     std::vector<uint32_t> order(dim_);
     std::iota(order.begin(), order.end(), 0u);
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return var[a] > var[b]; });
     kept_.assign(order.begin(), order.begin() + static_cast<long>(k_));
     std::sort(kept_.begin(), kept_.end());
-    fill_.assign(mean.begin(), mean.end());
+    fill_.assign(stats.mean.begin(), stats.mean.end());
     if (inner_->needs_training()) {
       std::vector<float> y(n * k_);
       select(x, n, y.data());

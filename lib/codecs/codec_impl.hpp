@@ -39,6 +39,12 @@ void check_blob(const std::string& spec, const NamedBlob& b, const std::vector<u
 // extra is an error.
 std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vector<NamedBlob>& blobs,
                                          std::initializer_list<const char*> names);
+// Each column's mean and sum of squared deviations from it over n rows, in
+// double, summed in row order (the same result whatever the thread count).
+struct ColumnStats {
+  std::vector<double> mean, squares;
+};
+ColumnStats column_stats(const float* x, size_t n, size_t dim);
 // What a decoder (make_decoder) says when asked to train or encode.
 [[noreturn]] void decode_only(const std::string& spec, const char* what);
 

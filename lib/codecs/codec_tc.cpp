@@ -121,20 +121,12 @@ class TcCodec final : public TcDecoder {
 #pragma omp parallel for schedule(static) if (parallel_worth(uint64_t{m} * dim_ * dim_))
     for (int64_t r = 0; r < static_cast<int64_t>(m); ++r)
       project(u.data() + static_cast<size_t>(r) * dim_, z.data() + static_cast<size_t>(r) * dim_);
-    std::vector<double> variance(dim_, 0.0), colmean(dim_, 0.0);
-    for (size_t r = 0; r < m; ++r)
-      for (size_t j = 0; j < dim_; ++j) colmean[j] += z[r * dim_ + j];
-    for (double& c : colmean) c /= static_cast<double>(m);
-    for (size_t r = 0; r < m; ++r)
-      for (size_t j = 0; j < dim_; ++j) {
-        const double d = z[r * dim_ + j] - colmean[j];
-        variance[j] += d * d;
-      }
-    std::vector<uint32_t> bits = allocate_bits(variance, p_.total);
+    const ColumnStats stats = column_stats(z.data(), m, dim_);
+    std::vector<uint32_t> bits = allocate_bits(stats.squares, p_.total);
     std::vector<float> center(dim_), spread(dim_, 0.0f), column(m);
     for (size_t j = 0; j < dim_; ++j) {
-      center[j] = static_cast<float>(colmean[j]);
-      const double sd = std::sqrt(variance[j] / static_cast<double>(m));
+      center[j] = static_cast<float>(stats.mean[j]);
+      const double sd = std::sqrt(stats.squares[j] / static_cast<double>(m));
       if (bits[j] == 0 || !(sd > 0.0)) continue;
       for (size_t r = 0; r < m; ++r) column[r] = z[r * dim_ + j];
       spread[j] = fitted_spread(column, bits[j], center[j], sd);
