@@ -59,9 +59,12 @@ struct LadderCodec {
   // where training takes well under a second (tc); other trainable codecs
   // are trained once on the whole sample (SampleCodecs).
   bool tier_trained = false;
-  // Codecs: ||X - decoded X|| / ||X|| over the training rows of the sample,
-  // which ranks them by precision (no_more_precise).
+  // Codecs: ||X - decoded X|| / ||X|| over the sample, which ranks them by
+  // precision (no_more_precise); infinite when the codec refuses a sample row.
   double sample_error = 0;
+  // Codecs but tc: the sample as the codec (trained on the sample) stores
+  // it, decoded once here and reused by every plan (SampleCodecs).
+  std::vector<float> sample_decoded;
   SparseSpec sparse;
   double values_per_row = 0;     // sparse: expected from the sample's density
   uint64_t dense_row_bytes = 0;  // sparse: a row stored dense at the same value precision
@@ -197,27 +200,35 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
   return c;
 }
 
-// A codec's relative error over n rows, for ranking the ladder. Rows it
-// refuses (values beyond fp16's range, say) rank it last.
-double sample_error(const Codec& codec, const float* x, uint64_t n) {
+// n rows of x as `codec` stores them.
+std::vector<float> round_trip(const Codec& codec, const float* x, uint64_t n) {
   std::vector<uint8_t> codes(n * codec.code_size());
   std::vector<float> y(n * codec.dim());
   EncodeOptions enc;
   enc.input = "plan sample";
-  enc.allow_underflow = true;
-  try {
-    codec.encode(x, n, codes.data(), enc);
-  } catch (const Error&) {
-    return HUGE_VAL;
-  }
+  codec.encode(x, n, codes.data(), enc);
   codec.decode(codes.data(), n, y.data());
+  return y;
+}
+
+// The entry's sample_decoded and sample_error. A codec that refuses a sample
+// row ranks last; each plan using it then reports the refusal.
+void decode_sample(LadderCodec& c, const Codec& codec, const PlanSample& sample) {
+  std::vector<float> y;
+  try {
+    y = round_trip(codec, sample.x.data(), sample.ids.size());
+  } catch (const Error&) {
+    c.sample_error = HUGE_VAL;
+    return;
+  }
   double err = 0, norm = 0;
   for (size_t i = 0; i < y.size(); ++i) {
-    const double d = static_cast<double>(x[i]) - y[i];
+    const double d = static_cast<double>(sample.x[i]) - y[i];
     err += d * d;
-    norm += static_cast<double>(x[i]) * x[i];
+    norm += static_cast<double>(sample.x[i]) * sample.x[i];
   }
-  return norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+  c.sample_error = norm > 0 ? std::sqrt(err / norm) : std::sqrt(err);
+  if (!c.tier_trained) c.sample_decoded = std::move(y);
 }
 
 // A codec as a ladder entry; nullopt for a default setting this table cannot take.
@@ -243,7 +254,7 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
   }
   const uint64_t train_n = std::min<uint64_t>(sample.ids.size(), opt.train_rows);
   if (!c.trainable) {
-    c.sample_error = sample_error(*codec, sample.x.data(), train_n);
+    decode_sample(c, *codec, sample);
     return c;
   }
   // State sizes do not depend on the data: train once on the sample to learn them.
@@ -262,7 +273,7 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
   }
   for (const NamedBlob& b : codec->state()) c.state_bytes += state_stored_bytes(b);
   c.tier_trained = parse_spec(c.spec).back().name == "tc";
-  c.sample_error = sample_error(*codec, sample.x.data(), train_n);
+  decode_sample(c, *codec, sample);
   c.trained = std::move(codec);
   return c;
 }
@@ -506,27 +517,20 @@ class SampleCodecs {
         std::copy_n(it->second.data() + k * dim_, dim_, y + members[k] * dim_);
       return;
     }
-    auto& full = row_local_[c];
-    if (full.empty()) {
-      // Trainable codecs were trained on the sample by build_ladder.
-      const LadderCodec& lc = ladder_[c];
+    // Decoded by build_ladder (trainable codecs trained on the sample there);
+    // a codec that refused a sample row reports it here, for this plan.
+    const LadderCodec& lc = ladder_[c];
+    const std::vector<float>* full = &lc.sample_decoded;
+    std::vector<float> again;
+    if (full->empty()) {
       std::unique_ptr<Codec> fresh;
-      full = round_trip(lc.trained ? *lc.trained : *(fresh = make_codec(lc.spec, dim_)), x_.data(), x_.size() / dim_);
+      again = round_trip(lc.trained ? *lc.trained : *(fresh = make_codec(lc.spec, dim_)), x_.data(), x_.size() / dim_);
+      full = &again;
     }
-    for (uint64_t s : members) std::copy_n(full.data() + s * dim_, dim_, y + s * dim_);
+    for (uint64_t s : members) std::copy_n(full->data() + s * dim_, dim_, y + s * dim_);
   }
 
  private:
-  std::vector<float> round_trip(const Codec& codec, const float* x, uint64_t n) const {
-    std::vector<uint8_t> codes(n * codec.code_size());
-    std::vector<float> y(n * dim_);
-    EncodeOptions enc;
-    enc.input = "plan sample";
-    codec.encode(x, n, codes.data(), enc);
-    codec.decode(codes.data(), n, y.data());
-    return y;
-  }
-
   std::vector<float> gather(const std::vector<uint64_t>& rows) const {
     std::vector<float> out(rows.size() * dim_);
     for (size_t k = 0; k < rows.size(); ++k) std::copy_n(x_.data() + rows[k] * dim_, dim_, out.data() + k * dim_);
@@ -706,7 +710,6 @@ class SampleCodecs {
   const std::vector<double>& freq_;
   uint64_t dim_;
   const PlanOptions& opt_;
-  std::map<size_t, std::vector<float>> row_local_;
   std::map<std::pair<size_t, Slice>, std::vector<float>> shared_;
   std::map<std::pair<size_t, Slice>, std::vector<float>> tier_trained_;
   std::map<std::pair<size_t, Slice>, Fitted> centroids_;
