@@ -194,8 +194,8 @@ struct Lanes8 {
   }
 
   void sse(const Params8* p, const __m256* inv, int count, __m256* out) const {
-    Sums8 s[math::kClipBatch];
-    static_assert(math::kClipBatch == 3, "one pass<K> a batch size");
+    Sums8 s[math::kClipBatchMax];
+    static_assert(math::kClipBatchMax == 3, "one pass<K> a batch size");
     if (count == 1) pass<1, false>(p, inv, s);
     if (count == 2) pass<2, false>(p, inv, s);
     if (count == 3) pass<3, false>(p, inv, s);
@@ -271,22 +271,22 @@ bool search_eight_groups(const float* const* values, size_t n, const float* lo_i
     g.sse(&best, &inv, 1, &best_sse);
     const D8 range = sub(hi, lo);
     D8 best_lo = lo;
+    const math::ClipWalk walk = math::clip_walk(qmax);
     for (int side = 0; side < 2; ++side) {
       D8 chosen = side == 0 ? lo : hi;
       __m256 previous = best_sse;
       __m256i stalls = _mm256_setzero_si256();
-      const __m256i patience = _mm256_set1_epi32(math::kClipPatience);
+      const __m256i patience = _mm256_set1_epi32(walk.patience);
       const auto walking = [&] {
         return live & static_cast<Lanes>(_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(patience, stalls))));
       };
-      for (int first = 1; first <= math::kClipSteps && walking() != 0; first += math::kClipBatch) {
-        const int count =
-            math::kClipSteps - first + 1 < math::kClipBatch ? math::kClipSteps - first + 1 : math::kClipBatch;
-        Params8 p[math::kClipBatch];
-        D8 end[math::kClipBatch];
-        __m256 inv_k[math::kClipBatch], sse[math::kClipBatch];
+      for (int first = 1; first <= walk.steps && walking() != 0; first += walk.batch) {
+        const int count = walk.steps - first + 1 < walk.batch ? walk.steps - first + 1 : walk.batch;
+        Params8 p[math::kClipBatchMax];
+        D8 end[math::kClipBatchMax];
+        __m256 inv_k[math::kClipBatchMax], sse[math::kClipBatchMax];
         for (int k = 0; k < count; ++k) {
-          const D8 fraction = splat(math::kMaxClip * (first + k) / math::kClipSteps);
+          const D8 fraction = splat(math::kMaxClip * (first + k) / walk.steps);
           end[k] = side == 0 ? fma(range, fraction, lo) : fma(negate(range), fraction, hi);
           p[k] = side == 0 ? stored_range(end[k], hi, qmax, half) : stored_range(best_lo, end[k], qmax, half);
           if (!inverse(p[k].scale, walking(), inv_k[k])) return false;

@@ -149,7 +149,7 @@ class AffineGroupAvx2 {
     return out.sse;
   }
   void sse_batch(const math::AffineParams* p, int count, float* out) const {
-    math::AffineCodeSums sums[math::kClipBatch];
+    math::AffineCodeSums sums[math::kClipBatchMax];
     dispatch<false>(p, count, sums);
     for (int k = 0; k < count; ++k) out[k] = sums[k].sse;
   }
@@ -193,7 +193,7 @@ class AffineGroupAvx2 {
       for (int k = 0; k < count; ++k) pass<1, kSums, true>(p + k, out + k);
       return;
     }
-    static_assert(math::kClipBatch == 3, "one pass<K> a batch size");
+    static_assert(math::kClipBatchMax == 3, "one pass<K> a batch size");
     switch (count) {
       case 1:
         return pass<1, kSums, false>(p, out);

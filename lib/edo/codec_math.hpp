@@ -265,22 +265,37 @@ struct AffineGroup {
   EDO_HD float total() const { return affine_group_total(x, n, unit); }
 };
 
-// Clipping steps tried per end by affine_params_search, the largest
-// fraction of the range one end may be clipped by, the steps in a row
-// without improvement that end an end's walk, and the refits after.
-inline constexpr int kClipSteps = 8;
+// The clip walk of affine_params_search for a code width: each end is
+// clipped by 1, 2, ... steps of kMaxClip / steps of the range until
+// `patience` steps in a row err no less than the step before; candidates
+// are measured up to `batch` at a time (a fast evaluator shares one pass
+// over the group among them; the batch never changes the answer, only the
+// work spent past the walk's end). Measured on GloVe and BIGANN, row-wise
+// and in groups of 32 and 16 (docs/BENCHMARKS.md, "Scalar codecs"): from
+// int3 to int5, steps of 2.5% and a walk that stops at the first step that
+// does not improve err less than steps of 5% with patience 3 and take about
+// a third fewer candidates; int6's 64 levels gain nothing from the finer
+// steps, and patience never changed its answer; int2's four levels want
+// clips the patient walk reaches past a worse step, so it keeps that walk.
+// Then up to kRefits least-squares refits.
+struct ClipWalk {
+  int steps, patience, batch;
+};
 inline constexpr double kMaxClip = 0.4;
-inline constexpr int kClipPatience = 3;
-inline constexpr int kClipBatch = 3;
+inline constexpr int kClipBatchMax = 3;
 inline constexpr int kRefits = 3;
 
+EDO_HD inline ClipWalk clip_walk(uint32_t qmax) {
+  if (qmax <= 3) return ClipWalk{8, 3, 3};
+  return qmax >= 63 ? ClipWalk{8, 1, 1} : ClipWalk{16, 1, 1};
+}
+
 // The parameters that minimise the group's squared error among: plain
-// min/max; the low end clipped by 1, 2, ... steps of kMaxClip/kClipSteps of
-// the range, until kClipPatience steps in a row err no less than the step
-// before (the error is near-unimodal in the clip, and most groups' best
-// clip is small); then the high end likewise, with the best low end kept;
-// then up to kRefits least-squares refits of (scale, offset) to the codes
-// of the best so far, while they improve. Few levels (int6 down to int2) gain most
+// min/max; the low end clipped along clip_walk(qmax) (the error is
+// near-unimodal in the clip, and most groups' best clip is small); then the
+// high end likewise, with the best low end kept; then up to kRefits
+// least-squares refits of (scale, offset) to the codes of the best so far,
+// while they improve. Few levels (int6 down to int2) gain most
 // from clipping outliers at the ends, and the refit finds a scale no grid
 // point hits. Ties keep the earlier candidate, so the choice is
 // deterministic. `g` evaluates candidates in units of `unit`
@@ -296,27 +311,28 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
   float best_sse = g.sse(best);
   const double range = static_cast<double>(hi) - static_cast<double>(lo);
   double best_lo = lo;
+  const ClipWalk walk = clip_walk(qmax);
   for (int side = 0; side < 2; ++side) {
     double chosen = side == 0 ? static_cast<double>(lo) : static_cast<double>(hi);
     float previous = best_sse;
     int stalls = 0;
-    // Steps are measured kClipBatch at a time (a fast evaluator shares one
-    // pass over the group among them) and taken in order; steps measured
-    // past the walk's end are ignored, so the result is the one-by-one walk's.
-    for (int first = 1; first <= kClipSteps && stalls < kClipPatience; first += kClipBatch) {
-      const int count = kClipSteps - first + 1 < kClipBatch ? kClipSteps - first + 1 : kClipBatch;
-      AffineParams p[kClipBatch];
-      double end[kClipBatch];
-      float sse[kClipBatch];
+    // Steps are measured a batch at a time and taken in order; steps
+    // measured past the walk's end are ignored, so the result is the
+    // one-by-one walk's.
+    for (int first = 1; first <= walk.steps && stalls < walk.patience; first += walk.batch) {
+      const int count = walk.steps - first + 1 < walk.batch ? walk.steps - first + 1 : walk.batch;
+      AffineParams p[kClipBatchMax];
+      double end[kClipBatchMax];
+      float sse[kClipBatchMax];
       for (int k = 0; k < count; ++k) {
-        const double fraction = kMaxClip * (first + k) / kClipSteps;
+        const double fraction = kMaxClip * (first + k) / walk.steps;
         end[k] =
             side == 0 ? fma(range, fraction, static_cast<double>(lo)) : fma(-range, fraction, static_cast<double>(hi));
         p[k] =
             side == 0 ? affine_stored_range(end[k], hi, qmax, half) : affine_stored_range(best_lo, end[k], qmax, half);
       }
       g.sse_batch(p, count, sse);
-      for (int k = 0; k < count && stalls < kClipPatience; ++k) {
+      for (int k = 0; k < count && stalls < walk.patience; ++k) {
         if (sse[k] < best_sse) {
           best_sse = sse[k];
           best = p[k];
