@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
                  "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2, int8/int6/int5/int4 with\n"
                  "scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4, d/8 and rq:m=d/4, d/8 in its\n"
                  "fast setting (beam=4,train_beam=1,refine=1; only where m x d x training rows <= 6e7, about 10 s of\n"
-                 "training), both with codebooks=fp16, tc:bits=10, 7 and 4.75 (only where training rows x d^2 <=\n"
+                 "training), both with codebooks=int8, tc:bits=10, 7 and 4.75 (only where training rows x d^2 <=\n"
                  "1e9; each trained on its tier's own rows, as edo-pack trains it), csr:density=0.3,values=int8 and\n"
                  "hash:buckets=rows/4,k=2). Codecs rank by their error on the sample: a plan no more precise than one\n"
                  "that failed is skipped. Tiers start and end at 1, 2, 5, 10, 20, 30 or 40% of the hot order.\n"

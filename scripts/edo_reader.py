@@ -335,7 +335,8 @@ class Codec:
         self.kind, self.m = name, positive_int(spec, "m", p["m"], 1, dim if name != "rq" else 64)
         self.nbits = positive_int(spec, "nbits", p.get("nbits", "8"), 4, 8)
         require(p.get("train", "faiss") in ("faiss", "edo"), "codec %r: train is faiss or edo" % spec)
-        require(p.get("codebooks", "fp32") in ("fp32", "fp16"), "codec %r: codebooks is fp32 or fp16" % spec)
+        require(p.get("codebooks", "fp32") in ("fp32", "fp16", "int8"),
+                "codec %r: codebooks is fp32, fp16 or int8" % spec)
         self.ksub = 1 << self.nbits
         self.code_size = (self.m * self.nbits + 7) // 8
         if name == "rq":
@@ -445,6 +446,23 @@ def section_array(data, sections, name, dtype, what):
     return np.frombuffer(data, dtype=dtype, count=length // size, offset=off)
 
 
+def int8_exp2_values(raw, count, row, what):
+    """FORMAT.md 9.8, int8_exp2: per row of the last axis an int8 exponent e, then the row's int8 codes q;
+    value q x 2^e (exact in float32: e <= 121, q in [-127, 127])."""
+    import numpy as np
+
+    if count == 0:
+        require(raw.size == 0, "%s: %d bytes for no values" % (what, raw.size))
+        return np.zeros(0, dtype=np.float32)
+    require(row > 0 and count % row == 0 and raw.size == count // row * (row + 1),
+            "%s: %d bytes are not %d rows of an exponent and %d codes" % (what, raw.size, count // max(row, 1), row))
+    rows = raw.reshape(count // row, row + 1)
+    exps, codes = rows[:, 0].astype(np.int32), rows[:, 1:].astype(np.int32)
+    require(bool((exps <= 121).all()), "%s: an exponent is above 121" % what)
+    require(bool((codes >= -127).all()), "%s: a code is -128" % what)
+    return np.ldexp(codes.astype(np.float32), exps[:, None]).astype(np.float32).reshape(-1)
+
+
 def tier_state(data, sections, tier, codec):
     """The state arrays of a codec tier as float32, checked against what its codec needs."""
     import numpy as np
@@ -455,7 +473,7 @@ def tier_state(data, sections, tier, codec):
         require(role in codec.roles, "%s: codec %r has no state %r" % (what, codec.spec, role))
     shapes = tier.get("state_shapes", {})
     require(isinstance(shapes, dict), "%s: state_shapes is not an object" % what)
-    dtypes = tier.get("state_dtypes", {})  # FORMAT.md 9.8: float32 unless named float16
+    dtypes = tier.get("state_dtypes", {})  # FORMAT.md 9.8: float32 unless named float16 or int8_exp2
     require(isinstance(dtypes, dict), "%s: state_dtypes is not an object" % what)
     state = {}
     for role, shape in codec.roles.items():
@@ -463,12 +481,17 @@ def tier_state(data, sections, tier, codec):
         require(shapes.get(role) == shape, "%s: state %r has shape %r, codec %r at dim %d needs %r"
                 % (what, role, shapes.get(role), codec.spec, codec.dim, shape))
         dtype = dtypes.get(role, "float32")
-        require(dtype in ("float32", "float16"), "%s: state %r has an unknown dtype %r" % (what, role, dtype))
-        values = section_array(data, sections, roles[role], "<f2" if dtype == "float16" else "<f4", what)
-        values = values.astype(np.float32)
+        require(dtype in ("float32", "float16", "int8_exp2"), "%s: state %r has an unknown dtype %r"
+                % (what, role, dtype))
         count = 1
         for d in shape:
             count *= d
+        if dtype == "int8_exp2":
+            values = int8_exp2_values(section_array(data, sections, roles[role], "<i1", what), count,
+                                      shape[-1] if shape else count, "%s: state %r" % (what, role))
+        else:
+            values = section_array(data, sections, roles[role], "<f2" if dtype == "float16" else "<f4", what)
+            values = values.astype(np.float32)
         require(values.size == count, "%s: section %r holds %d floats, shape %r needs %d"
                 % (what, roles[role], values.size, shape, count))
         require(np.isfinite(values).all(), "%s: state %r holds a value that is not finite" % (what, role))

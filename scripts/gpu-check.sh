@@ -335,7 +335,7 @@ run_checks() {
     {
       set -x
       codecs="int8 pq:m=10"
-      [ "$quick" = 1 ] || codecs="int8 int4:group=32 int5:group=16,scale=fp16 int6 int3 fp8:e4m3 bf16 pca:20,int8 rot,int5 pq:m=10 opq:m=10,nbits=6 rq:m=5,nbits=6 pq:m=10,codebooks=fp16 rq:m=5,nbits=6,codebooks=fp16 tc:bits=5"
+      [ "$quick" = 1 ] || codecs="int8 int4:group=32 int5:group=16,scale=fp16 int6 int3 fp8:e4m3 bf16 pca:20,int8 rot,int5 pq:m=10 opq:m=10,nbits=6 rq:m=5,nbits=6 pq:m=10,codebooks=fp16 rq:m=5,nbits=6,codebooks=fp16 rq:m=5,nbits=6,codebooks=int8 tc:bits=5"
       for codec in $codecs; do
         bin edo-quantize "$g" -o "$tmp/c.edo" --codec "$codec" --train-rows 3000 --device cpu -q
         bin edo-quantize "$g" -o "$tmp/g.edo" --codec "$codec" --train-rows 3000 --device cuda -q

@@ -544,60 +544,113 @@ TEST_CASE("pq: ADC scores equal brute-force distances to the decoded rows") {
   }
 }
 
-TEST_CASE("pq, opq, rq: codebooks=fp16 files store half the codebook bytes and decode as the codec did") {
+TEST_CASE("pq, opq, rq: codebooks=fp16 and int8 files store fewer codebook bytes and decode as the codec did") {
   test::TempDir dir;
   auto input = io::open_table(test::shared_data("glove.6B.50d.10k.npy"));
-  // (spec, codebook values): opq's rotation stays fp32.
-  const std::vector<std::pair<std::string, uint64_t>> cases = {{"pq:m=10,nbits=6", 10 * 64 * 5},
-                                                               {"opq:m=10,nbits=6", 10 * 64 * 5},
-                                                               {"rq:m=3,nbits=6,beam=2,refine=1", 3 * 64 * 50}};
-  for (const auto& [base, values] : cases) {
-    CAPTURE(base);
+  // (spec, codebook values, codeword width): opq's rotation stays fp32.
+  const std::vector<std::tuple<std::string, uint64_t, uint64_t>> cases = {
+      {"pq:m=10,nbits=6", 10 * 64 * 5, 5},
+      {"opq:m=10,nbits=6", 10 * 64 * 5, 5},
+      {"rq:m=3,nbits=6,beam=2,refine=1", 3 * 64 * 50, 50}};
+  for (const auto& [base, values, width] : cases) {
     QuantizeOptions qo;
     qo.seed = 3;
     qo.train_rows = 2000;
     qo.spec = base;
     const QuantizeReport wide = quantize_to_edo(*input, dir.file("f32.edo"), qo);
-    qo.spec = base + ",codebooks=fp16";
-    const QuantizeReport half = quantize_to_edo(*input, dir.file("f16.edo"), qo);
-    CHECK(half.spec == wide.spec + ",codebooks=fp16");
-    CHECK(wide.state_bytes - half.state_bytes == values * 2);
-    // fp16 rounding costs (almost) nothing next to the quantization error.
-    CHECK(half.rel_frobenius < wide.rel_frobenius * 1.01);
-    // The file holds the codebooks the codes were chosen against: its rows
-    // give the write's error to the last bit, and its state is exact fp16.
-    auto file = EdoTable::open(dir.file("f16.edo"));
-    std::vector<float> x(input->rows() * input->dim()), y(x.size());
-    input->read_f32(0, input->rows(), x.data());
-    std::memcpy(y.data(), file->rows_f32(0, input->rows()), y.size() * sizeof(float));
-    RowErrorStats stats(input->dim());
-    stats.add(x.data(), y.data(), input->rows());
-    CHECK(stats.finish().mse == half.mse);
-    REQUIRE(file->codes_codec());
-    CHECK(file->codes_codec()->spec() == half.spec);
-    for (const NamedBlob& b : file->codes_codec()->state()) {
-      if (b.name == "opq.rotation") continue;
-      CHECK(b.storage == StateStorage::f16);
-      size_t inexact = 0;
-      for (const float v : b.values) inexact += half_bits_to_float(float_to_half_bits(v)) != v;
-      CHECK(inexact == 0);
+    for (const auto& [books, storage] :
+         {std::pair{std::string("fp16"), StateStorage::f16}, std::pair{std::string("int8"), StateStorage::i8}}) {
+      CAPTURE(base);
+      CAPTURE(books);
+      qo.spec = base + ",codebooks=" + books;
+      qo.trained = nullptr;
+      const QuantizeReport small = quantize_to_edo(*input, dir.file("small.edo"), qo);
+      CHECK(small.spec == wide.spec + ",codebooks=" + books);
+      // fp16: two bytes a value; int8: a byte a value and one a codeword.
+      const uint64_t stored = storage == StateStorage::f16 ? values * 2 : values / width * (width + 1);
+      CHECK(wide.state_bytes - small.state_bytes == values * 4 - stored);
+      // The rounding costs (almost) nothing next to the quantization error.
+      CHECK(small.rel_frobenius < wide.rel_frobenius * (storage == StateStorage::f16 ? 1.01 : 1.02));
+      // The file holds the codebooks the codes were chosen against: its rows
+      // give the write's error to the last bit, and its state is exactly
+      // what the storage holds.
+      auto file = EdoTable::open(dir.file("small.edo"));
+      std::vector<float> x(input->rows() * input->dim()), y(x.size());
+      input->read_f32(0, input->rows(), x.data());
+      std::memcpy(y.data(), file->rows_f32(0, input->rows()), y.size() * sizeof(float));
+      RowErrorStats stats(input->dim());
+      stats.add(x.data(), y.data(), input->rows());
+      CHECK(stats.finish().mse == small.mse);
+      REQUIRE(file->codes_codec());
+      CHECK(file->codes_codec()->spec() == small.spec);
+      for (const NamedBlob& b : file->codes_codec()->state()) {
+        if (b.name == "opq.rotation") continue;
+        CHECK(b.storage == storage);
+        std::vector<float> again = b.values;
+        if (storage == StateStorage::i8) {
+          round_to_int8_exp2(again, width);
+        } else {
+          for (float& v : again) v = half_bits_to_float(float_to_half_bits(v));
+        }
+        CHECK(again == b.values);
+      }
+      // A trained state keeps the storage: encoding with it gives the same error.
+      WriteOptions wo;
+      wo.seed = 3;
+      wo.train_rows = 2000;
+      wo.tool = "edo-quantize";
+      write_trained_state(*input, dir.file("state.edo"), qo.spec, wo);
+      const TrainedState ts = read_trained_state(dir.file("state.edo"));
+      REQUIRE(ts.tiers.size() == 1);
+      for (const NamedBlob& b : ts.tiers[0].blobs)
+        CHECK(b.storage == (b.name == "opq.rotation" ? StateStorage::f32 : storage));
+      qo.trained = &ts.tiers;
+      CHECK(quantize_to_edo(*input, dir.file("again.edo"), qo).mse == small.mse);
     }
-    // A trained state keeps the storage: encoding with it gives the same error.
-    WriteOptions wo;
-    wo.seed = 3;
-    wo.train_rows = 2000;
-    wo.tool = "edo-quantize";
-    write_trained_state(*input, dir.file("state.edo"), qo.spec, wo);
-    const TrainedState ts = read_trained_state(dir.file("state.edo"));
-    REQUIRE(ts.tiers.size() == 1);
-    for (const NamedBlob& b : ts.tiers[0].blobs)
-      CHECK(b.storage == (b.name == "opq.rotation" ? StateStorage::f32 : StateStorage::f16));
-    qo.trained = &ts.tiers;
-    CHECK(quantize_to_edo(*input, dir.file("again.edo"), qo).mse == half.mse);
+    qo.trained = nullptr;
   }
 }
 
-TEST_CASE("pq: a state section's dtype is float32 or float16 and must fit its shape") {
+TEST_CASE("state: int8_exp2 rows hold their rounding exactly, from zeros and subnormals to float's largest") {
+  const float big = std::numeric_limits<float>::max(), tiny = std::numeric_limits<float>::denorm_min();
+  std::vector<float> v = {0.0f, -0.0f,    0.0f,  0.0f,    // a row of zeros
+                          1.0f, -127.0f,  63.5f, 0.25f,   // already on the grid of 2^0
+                          big,  -big,     1.0f,  0.0f,    // float's largest: exponent 121
+                          tiny, 3 * tiny, -tiny, 1e-39f,  // subnormals: below 2^-129 they round to zero
+                          0.1f, -0.3f,    0.77f, 1e-3f};  // everyday values
+  std::vector<float> once = v;
+  round_to_int8_exp2(once, 4);
+  std::vector<float> twice = once;
+  round_to_int8_exp2(twice, 4);
+  CHECK(std::memcmp(once.data(), twice.data(), once.size() * sizeof(float)) == 0);
+  CHECK(once[5] == -127.0f);
+  CHECK(once[6] == 64.0f);                    // 63.5 ties to even
+  CHECK(once[8] == std::ldexp(127.0f, 121));  // saturated, finite
+  CHECK(once[9] == -std::ldexp(127.0f, 121));
+  CHECK(once[12] == 0.0f);
+  CHECK(std::fabs(once[16] - 0.1f) <= 0.77f / 254.0f * 2.0f);
+  // The section holds an exponent a row and the codes, and reads back to the same values.
+  NamedBlob blob{"t", {5, 4}, once, StateStorage::i8};
+  const std::vector<uint8_t> bytes = state_section_bytes(blob);
+  REQUIRE(bytes.size() == 5 * 5);
+  CHECK(static_cast<int8_t>(bytes[10]) == 121);
+  NamedBlob back{"t", {5, 4}, {}, StateStorage::f32};
+  REQUIRE(read_state_section(back, StateStorage::i8, bytes.data(), bytes.size(), 20));
+  CHECK(std::memcmp(back.values.data(), once.data(), once.size() * sizeof(float)) == 0);
+  // Values not so rounded cannot be written; hostile rows cannot be read.
+  NamedBlob raw{"t", {5, 4}, v, StateStorage::i8};
+  CHECK(test::error_of([&] { state_section_bytes(raw); }).find("not one int8_exp2 storage holds") != std::string::npos);
+  std::vector<uint8_t> bad = bytes;
+  bad[10] = 122;  // 127 x 2^122 is beyond float
+  CHECK_FALSE(read_state_section(back, StateStorage::i8, bad.data(), bad.size(), 20));
+  bad = bytes;
+  bad[1] = 0x80;  // a code of -128
+  CHECK_FALSE(read_state_section(back, StateStorage::i8, bad.data(), bad.size(), 20));
+  CHECK_FALSE(read_state_section(back, StateStorage::i8, bytes.data(), bytes.size() - 1, 20));
+  CHECK(state_section_size(StateStorage::i8, 20, 3) == std::nullopt);
+}
+
+TEST_CASE("pq: a state section's dtype is float32, float16 or int8_exp2 and must fit its shape") {
   test::TempDir dir;
   auto input = io::open_table(test::shared_data("glove.6B.50d.10k.npy"));
   QuantizeOptions qo;
@@ -620,12 +673,17 @@ TEST_CASE("pq: a state section's dtype is float32 or float16 and must fit its sh
   CHECK(open_error([](nlohmann::json& m) {
           m["tiers"][0].erase("state_dtypes");
         }).find("holds 1600 bytes, its shape needs 3200 as float32") != std::string::npos);
+  // As int8_exp2 its 80 codewords of 10 values would take 80 x 11 bytes.
+  CHECK(open_error([](nlohmann::json& m) {
+          m["tiers"][0]["state_dtypes"]["pq.codebooks"] = "int8_exp2";
+        }).find("holds 1600 bytes, its shape needs 880 as int8_exp2") != std::string::npos);
   // A codeword beyond fp16's range cannot be stored so, and says what to do.
   Matrix huge = test::load_shared("glove.6B.50d.10k.npy", 300);
   for (float& v : huge.values) v *= 1e5f;
   CHECK(test::error_of([&] { trained("pq:m=5,nbits=4,codebooks=fp16", huge); }).find("use codebooks=fp32") !=
         std::string::npos);
-  CHECK(usage_error_of("pq:m=5,codebooks=fp8", 50).find("codebooks=fp8 is not 'fp32' or 'fp16'") != std::string::npos);
+  CHECK(usage_error_of("pq:m=5,codebooks=fp8", 50).find("codebooks=fp8 is not 'fp32', 'fp16' or 'int8'") !=
+        std::string::npos);
 }
 
 TEST_CASE("pq: evaluate() reports adc. recalls for a .edo of PQ codes") {

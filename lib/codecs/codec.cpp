@@ -274,8 +274,54 @@ std::string format_spec(const std::vector<SpecStage>& stages) {
 
 // ---- state sections -------------------------------------------------------------------
 
+namespace {
+
+// int8_exp2 rows: the smallest exponent with amax <= 127 x 2^e. With amax =
+// f x 2^x, f in [0.5, 1), that is x - 7 or x - 6; at least -128 (values
+// below 2^-129 round to zeros) and at most 121, where 127 x 2^e is still
+// finite (values beyond 127 x 2^121, 3.37e38, saturate there).
+constexpr int kInt8ExpMin = -128, kInt8ExpMax = 121;
+
+int int8_row_exponent(const float* v, size_t n) {
+  float amax = 0.0f;
+  for (size_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[i]));
+  if (!(amax > 0.0f)) return 0;
+  int x = 0;
+  std::frexp(amax, &x);
+  int e = x - 7;
+  if (std::ldexp(127.0, e) < static_cast<double>(amax)) ++e;
+  return std::clamp(e, kInt8ExpMin, kInt8ExpMax);
+}
+
+int8_t int8_code(float v, int e) {
+  const float q = std::nearbyint(std::ldexp(v, -e));
+  return static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+}
+
+uint64_t int8_row_width(const NamedBlob& blob) { return blob.shape.empty() ? blob.values.size() : blob.shape.back(); }
+
+}  // namespace
+
+std::optional<uint64_t> state_section_size(StateStorage storage, uint64_t count, uint64_t row) {
+  if (storage == StateStorage::f32) return checked_mul(count, sizeof(float));
+  if (storage == StateStorage::f16) return checked_mul(count, sizeof(uint16_t));
+  if (count == 0) return 0;
+  if (row == 0 || count % row != 0) return std::nullopt;
+  return checked_mul(count / row, row + 1);
+}
+
 uint64_t state_stored_bytes(const NamedBlob& blob) {
-  return blob.values.size() * (blob.storage == StateStorage::f16 ? sizeof(uint16_t) : sizeof(float));
+  return state_section_size(blob.storage, blob.values.size(), int8_row_width(blob)).value_or(0);
+}
+
+void round_to_int8_exp2(std::vector<float>& values, uint64_t row) {
+  if (row == 0) return;
+  for (size_t r0 = 0; r0 < values.size(); r0 += row) {
+    const size_t n = std::min<size_t>(row, values.size() - r0);
+    float* v = values.data() + r0;
+    const int e = int8_row_exponent(v, n);
+    for (size_t i = 0; i < n; ++i) v[i] = std::ldexp(static_cast<float>(int8_code(v[i], e)), e);
+  }
 }
 
 std::vector<uint8_t> state_section_bytes(const NamedBlob& blob) {
@@ -284,14 +330,43 @@ std::vector<uint8_t> state_section_bytes(const NamedBlob& blob) {
     if (!out.empty()) std::memcpy(out.data(), blob.values.data(), out.size());
     return out;
   }
-  for (size_t i = 0; i < blob.values.size(); ++i) {
-    const uint16_t h = float_to_half_bits(blob.values[i]);
-    std::memcpy(out.data() + 2 * i, &h, sizeof h);
+  if (blob.storage == StateStorage::f16) {
+    for (size_t i = 0; i < blob.values.size(); ++i) {
+      const uint16_t h = float_to_half_bits(blob.values[i]);
+      std::memcpy(out.data() + 2 * i, &h, sizeof h);
+    }
+    return out;
+  }
+  const uint64_t row = int8_row_width(blob);
+  if (!blob.values.empty() && state_section_size(blob.storage, blob.values.size(), row).value_or(0) == 0)
+    EDO_FAIL("state '{}': {} values are not rows of {}", blob.name, blob.values.size(), row);
+  uint8_t* p = out.data();
+  for (size_t r0 = 0; r0 < blob.values.size(); r0 += row) {
+    const float* v = blob.values.data() + r0;
+    const int e = int8_row_exponent(v, row);
+    *p++ = static_cast<uint8_t>(static_cast<int8_t>(e));
+    for (size_t i = 0; i < row; ++i) {
+      const int8_t q = int8_code(v[i], e);
+      if (std::ldexp(static_cast<float>(q), e) != v[i])
+        EDO_FAIL("state '{}': value {:g} is not one int8_exp2 storage holds (not rounded by round_to_int8_exp2)",
+                 blob.name, v[i]);
+      *p++ = static_cast<uint8_t>(q);
+    }
   }
   return out;
 }
 
-const char* state_dtype_name(StateStorage s) { return s == StateStorage::f16 ? "float16" : "float32"; }
+const char* state_dtype_name(StateStorage s) {
+  switch (s) {
+    case StateStorage::f16:
+      return "float16";
+    case StateStorage::i8:
+      return "int8_exp2";
+    case StateStorage::f32:
+      break;
+  }
+  return "float32";
+}
 
 StateStorage state_storage_in(const nlohmann::json& tier_entry, const std::string& role, const std::string& where) {
   const auto dtypes = tier_entry.find("state_dtypes");
@@ -299,18 +374,33 @@ StateStorage state_storage_in(const nlohmann::json& tier_entry, const std::strin
   if (!dtypes->is_object()) EDO_FAIL("{}: state_dtypes is not an object", where);
   const auto dtype = dtypes->find(role);
   if (dtype == dtypes->end()) return StateStorage::f32;
-  for (const StateStorage s : {StateStorage::f32, StateStorage::f16})
+  for (const StateStorage s : {StateStorage::f32, StateStorage::f16, StateStorage::i8})
     if (dtype->is_string() && dtype->get<std::string>() == state_dtype_name(s)) return s;
-  EDO_FAIL("{}: state '{}' has an unknown dtype (float32 or float16)", where, role);
+  EDO_FAIL("{}: state '{}' has an unknown dtype (float32, float16 or int8_exp2)", where, role);
 }
 
 bool read_state_section(NamedBlob& blob, StateStorage storage, const void* data, uint64_t bytes, uint64_t count) {
-  const uint64_t width = storage == StateStorage::f16 ? sizeof(uint16_t) : sizeof(float);
-  const auto need = checked_mul(count, width);
+  const uint64_t row = blob.shape.empty() ? count : blob.shape.back();
+  const auto need = state_section_size(storage, count, row);
   if (!need || *need != bytes) return false;
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (storage == StateStorage::i8) {
+    std::vector<float> values(count);
+    for (uint64_t r0 = 0; r0 < count; r0 += row) {
+      const int e = static_cast<int8_t>(*p++);
+      if (e > kInt8ExpMax) return false;
+      for (uint64_t i = 0; i < row; ++i) {
+        const int q = static_cast<int8_t>(*p++);
+        if (q < -127) return false;
+        values[r0 + i] = std::ldexp(static_cast<float>(q), e);
+      }
+    }
+    blob.storage = storage;
+    blob.values = std::move(values);
+    return true;
+  }
   blob.storage = storage;
   blob.values.resize(count);
-  const auto* p = static_cast<const uint8_t*>(data);
   if (storage == StateStorage::f32) {
     if (count) std::memcpy(blob.values.data(), p, bytes);
     return true;
@@ -520,19 +610,22 @@ const std::vector<CodecTraits>& codec_list() {
        .transform = false,
        .make = make_scalar,
        .output_dim = nullptr},
-      trained_codec("pq", "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
-                    "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
-                    "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes",
-                    "M*B/d", make_pq_decoder),
-      trained_codec("opq", "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]",
+      trained_codec(
+          "pq", "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]",
+          "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
+          "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes, codebooks=int8 in about a quarter "
+          "(each centroid int8 codes under a power of two)",
+          "M*B/d", make_pq_decoder),
+      trained_codec("opq", "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]",
                     "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space (the rotation "
                     "stays fp32)",
                     "M*B/d", make_pq_decoder),
-      trained_codec("rq", "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16]",
+      trained_codec("rq", "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16|int8]",
                     "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T "
                     "(default min(W, 2)), then R codebook refit rounds (default 2); beam=4,train_beam=1,refine=1 "
                     "trains in about half the time for a little recall; codebooks=fp16 halves its "
-                    "M x 2^B x d codebook bytes",
+                    "M x 2^B x d codebook bytes, codebooks=int8 quarters them (each codeword int8 codes under a "
+                    "power of two)",
                     "M*B/d", make_rq_decoder),
       trained_codec("tc", "tc:bits=B",
                     "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "

@@ -319,7 +319,7 @@ class PqCodec final : public PqDecoder {
       ko.seed = seed;
       ko.iterations = 40;
       ko.device = training_.device;
-      store_codebooks(spec(), books_, train_pq_codebooks(g_, x, n, ko), codebooks_);
+      store_codebooks(spec(), books_, train_pq_codebooks(g_, x, n, ko), g_.dsub, codebooks_);
       return;
     }
     const std::vector<float> padded = pq_pad_rows(g_, x, n);
@@ -329,7 +329,7 @@ class PqCodec final : public PqDecoder {
     pq.assign_index = &assign;
     pq.verbose = false;
     pq.train(n, padded.data());
-    store_codebooks(spec(), books_, pq.centroids, codebooks_);
+    store_codebooks(spec(), books_, pq.centroids, g_.dsub, codebooks_);
   }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {
@@ -399,7 +399,7 @@ class RqCodec final : public RqDecoder {
       rq_encode(shape(), codebooks_.data(), x, n, codes.data(), training_.device);
       refit_codebooks(x, n, codes.data(), 2);
     }
-    store_codebooks(spec(), p_.books, std::move(codebooks_), codebooks_);
+    store_codebooks(spec(), p_.books, std::move(codebooks_), dim_, codebooks_);
   }
 
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override {

@@ -21,7 +21,7 @@ struct PqParams {
   bool rotate = false;  // opq
   uint32_t m = 0, nbits = 8;
   PqTrainer trainer = PqTrainer::faiss;
-  StateStorage books = StateStorage::f32;  // codebooks=fp16|fp32 (opq's rotation stays fp32)
+  StateStorage books = StateStorage::f32;  // codebooks=fp32|fp16|int8 (opq's rotation stays fp32)
 };
 PqParams parse_pq_params(const SpecStage& stage, size_t dim);  // pq and opq
 
@@ -31,10 +31,12 @@ struct RqParams {
 };
 
 // Trained or loaded codebooks as the codec stores them: with fp16 storage
-// each value rounds to the nearest fp16 number (the values the file will
-// hold, so codes are chosen against them); one beyond fp16's range is a
-// runtime error naming the spec.
-void store_codebooks(const std::string& spec, StateStorage storage, std::vector<float> values,
+// each value rounds to the nearest fp16 number, with int8 storage each
+// codeword of `codeword` values to int8 codes under a power of two
+// (round_to_int8_exp2): the values the file will hold, so codes are chosen
+// against them. A value beyond fp16's range under fp16 is a runtime error
+// naming the spec.
+void store_codebooks(const std::string& spec, StateStorage storage, std::vector<float> values, uint64_t codeword,
                      std::vector<float>& codebooks);
 RqParams parse_rq_params(const SpecStage& stage);
 

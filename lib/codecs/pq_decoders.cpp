@@ -123,15 +123,27 @@ StateStorage read_books(const StageParams& p, const std::string& codec, const ch
   const std::string* b = p.get("codebooks");
   if (!b || *b == "fp32") return StateStorage::f32;
   if (*b == "fp16") return StateStorage::f16;
-  EDO_USAGE_FAIL("codec '{}': codebooks={} is not 'fp32' or 'fp16' (expected {})", codec, *b, grammar);
+  if (*b == "int8") return StateStorage::i8;
+  EDO_USAGE_FAIL("codec '{}': codebooks={} is not 'fp32', 'fp16' or 'int8' (expected {})", codec, *b, grammar);
 }
 
-const char* books_suffix(StateStorage s) { return s == StateStorage::f16 ? ",codebooks=fp16" : ""; }
+const char* books_suffix(StateStorage s) {
+  switch (s) {
+    case StateStorage::f16:
+      return ",codebooks=fp16";
+    case StateStorage::i8:
+      return ",codebooks=int8";
+    case StateStorage::f32:
+      break;
+  }
+  return "";
+}
 
 }  // namespace
 
-void store_codebooks(const std::string& spec, StateStorage storage, std::vector<float> values,
+void store_codebooks(const std::string& spec, StateStorage storage, std::vector<float> values, uint64_t codeword,
                      std::vector<float>& codebooks) {
+  if (storage == StateStorage::i8) round_to_int8_exp2(values, codeword);
   if (storage == StateStorage::f16) {
     for (float& v : values) {
       const float h = half_bits_to_float(float_to_half_bits(v));
@@ -146,8 +158,8 @@ void store_codebooks(const std::string& spec, StateStorage storage, std::vector<
 PqParams parse_pq_params(const SpecStage& stage, size_t dim) {
   PqParams out;
   out.rotate = stage.name == "opq";
-  const char* grammar = out.rotate ? "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]"
-                                   : "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16]";
+  const char* grammar = out.rotate ? "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]"
+                                   : "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]";
   StageParams p(stage, grammar, false, {"m", "nbits", "train", "codebooks"});
   out.books = read_books(p, stage.name, grammar);
   out.m = read_m(p, stage, dim);
@@ -166,7 +178,7 @@ PqParams parse_pq_params(const SpecStage& stage, size_t dim) {
 }
 
 RqParams parse_rq_params(const SpecStage& stage) {
-  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16]";
+  const char* grammar = "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16|int8]";
   StageParams p(stage, grammar, false, {"m", "nbits", "beam", "train_beam", "refine", "codebooks"});
   RqParams out;
   out.books = read_books(p, stage.name, grammar);
@@ -226,7 +238,7 @@ void PqDecoder::load_state(const std::vector<NamedBlob>& blobs) {
     check_blob(s, *b[1], {g_.dim, dim_});
     rotation_ = b[1]->values;
   }
-  store_codebooks(s, books_, b[0]->values, codebooks_);
+  store_codebooks(s, books_, b[0]->values, g_.dsub, codebooks_);
 }
 
 void PqDecoder::adc_tables(const float* queries, size_t nq, float* tables) const {
@@ -357,7 +369,7 @@ std::vector<NamedBlob> RqDecoder::state() const {
 void RqDecoder::load_state(const std::vector<NamedBlob>& blobs) {
   const std::vector<const NamedBlob*> b = take_blobs(spec(), blobs, {"rq.codebooks"});
   check_blob(spec(), *b[0], {p_.m, ksub_, dim_});
-  store_codebooks(spec(), p_.books, b[0]->values, codebooks_);
+  store_codebooks(spec(), p_.books, b[0]->values, dim_, codebooks_);
 }
 
 void RqDecoder::adc_tables(const float* queries, size_t nq, float* tables) const {

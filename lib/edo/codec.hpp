@@ -62,9 +62,11 @@ struct DecodeOptions {
 };
 
 // How a state array is stored in its container section (FORMAT.md 9.8):
-// little-endian float32, or IEEE binary16 (the manifest's "state_dtypes"
-// names those), whose values are then exact fp16 numbers in memory too.
-enum class StateStorage { f32, f16 };
+// little-endian float32; IEEE binary16; or, per row of the array's last
+// axis, one int8 exponent e and the row's int8 codes q, each value q x 2^e
+// ("int8_exp2"). The manifest's "state_dtypes" names the last two; their
+// values are then exactly what the storage holds in memory too.
+enum class StateStorage { f32, f16, i8 };
 
 // Trained parameters as float arrays, for container sections.
 struct NamedBlob {
@@ -74,19 +76,34 @@ struct NamedBlob {
   StateStorage storage = StateStorage::f32;
 };
 
-// The bytes of a blob's section, in its storage.
+// The bytes of a blob's section, in its storage. Throws Error when an i8
+// blob holds a value its storage cannot (values must come from
+// round_to_int8_exp2).
 std::vector<uint8_t> state_section_bytes(const NamedBlob& blob);
+// Rounds each row of `row` values (the last one may be shorter) to what
+// StateStorage::i8 holds: e the smallest exponent with every |value| <=
+// 127 x 2^e, within [-128, 121] (0 for a row of zeros), each value q x 2^e
+// with q = its value / 2^e rounded to the nearest integer, ties to even,
+// and kept within [-127, 127] (values past 127 x 2^121 saturate). Values
+// already so rounded stay the same bits.
+void round_to_int8_exp2(std::vector<float>& values, uint64_t row);
 // Their count, without building them.
 uint64_t state_stored_bytes(const NamedBlob& blob);
-// The manifest's "state_dtypes" name of a storage: "float32" or "float16".
+// The bytes a section of `count` values in rows of `row` (the shape's last
+// axis) takes in `storage`; nullopt when that overflows.
+std::optional<uint64_t> state_section_size(StateStorage storage, uint64_t count, uint64_t row);
+// The manifest's "state_dtypes" name of a storage: "float32", "float16" or "int8_exp2".
 const char* state_dtype_name(StateStorage s);
 // The storage a tier's manifest entry gives its state `role` in
 // "state_dtypes" (float32 when it names none). Throws Error, prefixed by
 // `where` ("FILE: tier 'NAME'"), when state_dtypes is not an object or
-// names a dtype other than float32 and float16.
+// names a dtype other than float32, float16 and int8_exp2.
 StateStorage state_storage_in(const nlohmann::json& tier_entry, const std::string& role, const std::string& where);
-// Fills blob.values from a section's bytes in `storage`; false when the
-// byte length is not `count` values of it.
+// Fills blob.values from a section's bytes in `storage` (i8 rows: the
+// length of blob.shape's last axis, the whole array when the shape is
+// empty); false when the byte length is not `count` values of it, or an i8
+// row holds a code of -128 or an exponent past 121 (which no writer makes
+// and whose values could exceed float's range).
 bool read_state_section(NamedBlob& blob, StateStorage storage, const void* data, uint64_t bytes, uint64_t count);
 
 class AdcCodec;

@@ -123,7 +123,9 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
     const StateStorage storage = state_storage_in(jt, role, fmt::format("{}: tier '{}'", path, tier.name));
     const io::SectionView view = c.section(section);
     if (!read_state_section(blob, storage, view.data, view.size, count)) {
-      const auto bytes = checked_mul(count, storage == StateStorage::f16 ? 2 : 4);
+      const auto bytes = state_section_size(storage, count, blob.shape.empty() ? count : blob.shape.back());
+      if (bytes && *bytes == view.size)
+        EDO_FAIL("{}: section '{}': an int8_exp2 row has an exponent above 121 or a code of -128", path, section);
       EDO_FAIL("{}: section '{}' holds {} bytes, its shape needs {} as {}", path, section, view.size,
                bytes ? *bytes : 0, state_dtype_name(storage));
     }

@@ -295,12 +295,10 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
     // and hardly any accuracy, so the 5-, 6- and 8-bit steps use them.
     specs = {"fp16", "int8", "int8:scale=fp16", "int6:scale=fp16", "int5:scale=fp16", "int4", "int4:scale=fp16",
              "int2"};
-    // pq's codebooks are means of sample rows: fp16 holds them (half the
-    // state bytes, the same recall: docs/BENCHMARKS.md) unless a sampled
-    // value reaches fp16's limit.
-    const bool half_books = std::none_of(sample.x.begin(), sample.x.end(),
-                                         [](float v) { return (float_bits(v) & 0x7fffffffu) >= kHalfOverflowBits; });
-    const char* books = half_books ? ",codebooks=fp16" : "";
+    // Codebooks in int8 under a power of two a codeword: about a quarter of
+    // fp32's state bytes at the same recall (docs/BENCHMARKS.md), and no
+    // range limit, as fp16 has.
+    const char* books = ",codebooks=int8";
     if (find_codec("pq"))
       for (uint64_t div : {2, 4, 8})
         if (dim / div >= 1) specs.push_back(fmt::format("pq:m={}{}", dim / div, books));

@@ -103,14 +103,20 @@ nlohmann::json quantize_report_json(const QuantizeReport& rep) {
 
 namespace {
 
-// Whether the spec's codec stores fp32 codebooks that codebooks=fp16 would halve (pq, opq, rq).
-bool codebooks_could_halve(const std::string& spec) {
+// What a smaller codebooks= setting would save for the spec's codec (pq,
+// opq, rq), or "" when its codebooks are int8 already or it has none.
+std::string smaller_codebooks_hint(const std::string& spec) {
   const std::vector<SpecStage> stages = parse_spec(spec);
-  if (stages.empty()) return false;
+  if (stages.empty()) return "";
   const SpecStage& codec = stages.back();
-  if (codec.name != "pq" && codec.name != "opq" && codec.name != "rq") return false;
-  return std::none_of(codec.params.begin(), codec.params.end(),
-                      [](const SpecParam& p) { return p.key == "codebooks" && p.value == "fp16"; });
+  if (codec.name != "pq" && codec.name != "opq" && codec.name != "rq") return "";
+  std::string books = "fp32";
+  for (const SpecParam& p : codec.params)
+    if (p.key == "codebooks") books = p.value;
+  if (books == "fp32")
+    return ", and codebooks=fp16 would halve the codebooks (codebooks=int8: a byte a value and one a codeword)";
+  if (books == "fp16") return ", and codebooks=int8 would store a byte a value and one a codeword, not two a value";
+  return "";
 }
 
 }  // namespace
@@ -131,7 +137,7 @@ std::string quantize_report_text(const QuantizeReport& rep) {
           ": more than the codes, which outweigh it from about {} rows; a scalar codec may make a "
           "smaller file here",
           rep.state_bytes / rep.code_size);
-      if (codebooks_could_halve(rep.spec)) s += ", and codebooks=fp16 would halve the codebooks";
+      s += smaller_codebooks_hint(rep.spec);
     }
     s += "\n";
   }

@@ -65,6 +65,7 @@ for spec in fp32 fp16 bf16 fp8:e4m3 fp8:e5m2 int8 int6 int5:group=9 int4:group=1
             int8:scale=fp16 int5:group=16,scale=fp16 int3:scale=fp16 \
             pq:m=10 pq:m=12,nbits=5 rq:m=4,nbits=6 opq:m=10 opq:m=12,nbits=4 \
             pq:m=10,codebooks=fp16 rq:m=4,nbits=6,codebooks=fp16 opq:m=12,nbits=4,codebooks=fp16 \
+            pq:m=10,codebooks=int8 rq:m=4,nbits=6,codebooks=int8 opq:m=12,nbits=4,codebooks=int8 \
             pca:16 pca:16,int8 pca:20,pq:m=7,nbits=6 rot rot,int4:scale=fp16 dims:20 dims:30,int4:group=8; do
   n=$((n + 1))
   case "$spec" in opq* | pca* | rot*) mode=tol ;; *) mode=exact ;; esac

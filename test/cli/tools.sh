@@ -143,8 +143,12 @@ expect 0 "$Q" "$work/small.npy" -o "$work/s.pq.edo" --codec pq:m=25 --train-rows
 grep -q "state          51200 bytes .*more than the codes, which outweigh it from about 2048 rows.*codebooks=fp16 would halve" "$work/out" ||
   fail "pq on 1000 rows does not say its codebooks outweigh its codes: $(cat "$work/out")"
 expect 0 "$Q" "$work/small.npy" -o "$work/s.pq16.edo" --codec pq:m=25,codebooks=fp16 --train-rows 1000
-grep -q "state          25600 bytes .*more than the codes" "$work/out" && ! grep -q "would halve" "$work/out" ||
-  fail "pq with fp16 codebooks misreports its state: $(cat "$work/out")"
+grep -q "state          25600 bytes .*more than the codes.*codebooks=int8 would store a byte a value" "$work/out" &&
+  ! grep -q "would halve" "$work/out" || fail "pq with fp16 codebooks misreports its state: $(cat "$work/out")"
+# int8 codebooks of 2-value codewords: 6400 codewords of 3 bytes, now less than the codes.
+expect 0 "$Q" "$work/small.npy" -o "$work/s.pq8.edo" --codec pq:m=25,codebooks=int8 --train-rows 1000
+grep -q "state          19200 bytes (43% of the file; the codes take 25000)$" "$work/out" ||
+  fail "pq with int8 codebooks misreports its state: $(cat "$work/out")"
 expect 0 "$Q" "$data" -o "$work/s.pq.edo" --codec pq:m=25
 grep -q "state          51200 bytes" "$work/out" && ! grep -q "more than the codes" "$work/out" ||
   fail "pq on 10000 rows misreports its state: $(cat "$work/out")"
