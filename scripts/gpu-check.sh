@@ -11,7 +11,9 @@
 #   scripts/gpu-check.sh [--quick]           unpack, print GPU/driver/runtime/architecture, run the GPU tests, the
 #                                            command-line tools on the GPU and edo_bench_gpu; write gpu-check.json
 #                                            and gpu-check.txt (and logs) to --out (default: $OUT, else gpu-check-out/)
-#   full run: under 5 minutes on an H200; --quick (tests, one figure per kernel): under 2 minutes.
+#   full run: under 5 minutes on an H200, then the trainable codecs' default training on 65,536 x 384 and x 768
+#   tables, GPU against the host's CPU (train.json, train.md; at most 5 minutes more); --quick (tests, one figure per
+#   kernel, no training): under 2 minutes.
 #
 # Options:
 #   --quick            tests plus the benchmark's quick mode
@@ -373,9 +375,21 @@ run_checks() {
     [ "$bench_rc" = 0 ] || { report "bench FAILED (exit $bench_rc; 5: a GPU result differed from the CPU; log bench.log)"; tail -5 "$out/bench.log" | tee -a "$summary"; status=failed; }
   fi
 
+  # Issue 15, item 2's training figures (full runs only): minutes, so a run of their own.
+  local train_rc=null
+  if [ "$gpu_rc" = 0 ] && [ "$quick" = 0 ]; then
+    train_rc=0
+    report ""
+    report "train: edo_bench_gpu --sections train"
+    timeout 300 "${prefix[@]}" "$root/bin/edo_bench_gpu" --sections train --data "$repo/data-samples" --tmp "$tmp" \
+      --json "$out/train.json" --markdown "$out/train.md" >"$out/train.log" 2>&1 || train_rc=$?
+    sed -n '/^figure /,$p' "$out/train.log" | tee -a "$summary"
+    [ "$train_rc" = 0 ] || { report "train FAILED (exit $train_rc; 124: past 300 s, train.json keeps what it measured; log train.log)"; status=failed; }
+  fi
+
   local secs=$((SECONDS - started))
   report ""
-  report "status: $status, $secs s; results in $out (gpu-check.json, gpu-check.txt, gpu-check.md, tests.log, tools.log, bench.log)"
+  report "status: $status, $secs s; results in $out (gpu-check.json, gpu-check.txt, gpu-check.md, tests.log, tools.log, bench.log; full runs: train.json, train.md, train.log)"
   local passed failed
   passed=$(sed -n 's/^\[doctest\] test cases: *[0-9]* | *\([0-9]*\) passed.*/\1/p' "$out/tests.log" | head -1)
   failed=$(sed -n 's/^\[doctest\] test cases:.*| *\([0-9]*\) failed.*/\1/p' "$out/tests.log" | head -1)
@@ -391,8 +405,9 @@ run_checks() {
     printf '\n  },\n  "cublas": %s,\n' "$(json_str "${cublas_dir:+$cublas_dir/$cublas_name}")"
     printf '  "tests": {"filter": %s, "exit": %s, "passed": %s, "failed": %s, "skip_messages": %s},\n' \
       "$(json_str "${filter[*]:-all}")" "$tests_rc" "${passed:-null}" "${failed:-null}" "$skipped"
-    printf '  "tools_exit": %s,\n  "bench_exit": %s,\n' "$([ "$gpu_rc" = 0 ] && echo "$tools_rc" || echo null)" \
-      "$([ "$gpu_rc" = 0 ] && echo "$bench_rc" || echo null)"
+    printf '  "tools_exit": %s,\n  "bench_exit": %s,\n  "train_exit": %s,\n' \
+      "$([ "$gpu_rc" = 0 ] && echo "$tools_rc" || echo null)" "$([ "$gpu_rc" = 0 ] && echo "$bench_rc" || echo null)" \
+      "$train_rc"
     printf '  "info": '
     if [ -s "$out/info.json" ]; then cat "$out/info.json"; else printf 'null\n'; fi
     printf '  ,\n  "bench": '
