@@ -437,7 +437,7 @@ TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on 
 // eight of one batch can be anything: rows of one value, ranges wider than
 // float, subnormal scales (which send the batch back to one group at a
 // time), single outliers. Every lane must still get the reference's pair.
-TEST_CASE("codecs: the eight-lane search gives the reference's parameters whatever shares its batch") {
+TEST_CASE("codecs: the eight- and sixteen-lane searches give the reference's parameters whatever shares a batch") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 203);
   const auto mixed = [&](bool with_huge) {
     Matrix m = glove;
@@ -467,12 +467,18 @@ TEST_CASE("codecs: the eight-lane search gives the reference's parameters whatev
     return m;
   };
   const Matrix fp32_pairs = mixed(true), fp16_pairs = mixed(false);
-  for (const char* spec : {"int6", "int5", "int4", "int3", "int2", "int4:group=8", "int2:group=5", "int5:group=16"}) {
-    check_fast_matches_reference(fp32_pairs, spec);
-    check_fast_matches_reference(test::first_columns(fp32_pairs, 19), spec);
+  // Sixteen lanes where the CPU has AVX-512F (else both runs take eight), then eight.
+  for (const bool sixteen : {true, false}) {
+    CAPTURE(sixteen);
+    set_affine_search_avx512(sixteen);
+    for (const char* spec : {"int6", "int5", "int4", "int3", "int2", "int4:group=8", "int2:group=5", "int5:group=16"}) {
+      check_fast_matches_reference(fp32_pairs, spec);
+      check_fast_matches_reference(test::first_columns(fp32_pairs, 19), spec);
+    }
+    for (const char* spec : {"int4:scale=fp16", "int2:group=8,scale=fp16", "int5:group=32,scale=fp16"})
+      check_fast_matches_reference(fp16_pairs, spec);
   }
-  for (const char* spec : {"int4:scale=fp16", "int2:group=8,scale=fp16", "int5:group=32,scale=fp16"})
-    check_fast_matches_reference(fp16_pairs, spec);
+  set_affine_search_avx512(true);
 }
 
 TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on BIGANN (uint8)") {

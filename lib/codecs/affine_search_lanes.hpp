@@ -20,4 +20,14 @@ namespace edo::detail {
 bool search_eight_groups(const float* const* values, size_t n, const float* lo, const float* hi, uint32_t qmax,
                          bool half, float* scratch, math::AffineParams* out);
 
+// The same for sixteen groups (values[0..15], lo and hi of 16, scratch of
+// 16 * n floats) in the lanes of AVX-512 registers; false (out unset) where
+// affine_search_lanes() is not 16, and for a subnormal scale, as above.
+bool search_sixteen_groups(const float* const* values, size_t n, const float* lo, const float* hi, uint32_t qmax,
+                           bool half, float* scratch, math::AffineParams* out);
+
+// How many groups a lane search takes at once on this CPU: 16 where it runs
+// AVX-512F and set_affine_search_avx512 has not turned that off, else 8.
+size_t affine_search_lanes();
+
 }  // namespace edo::detail

@@ -744,10 +744,10 @@ class ScalarCodec final : public Codec {
     return ok;
   }
 
-  // Rows go kTileRows at a time: their groups' MSE searches run eight at a
-  // time, a group a SIMD lane (search_groups).
+  // Rows go kTileRows at a time: their groups' MSE searches run eight or
+  // sixteen at a time, a group a SIMD lane (search_groups).
   bool encode_affine_fast(const float* x, size_t n, uint8_t* codes, uint32_t limit) const {
-    constexpr size_t kTileRows = 8;
+    constexpr size_t kTileRows = 16;
     const size_t dim = L_.dim;
     const int64_t tiles = static_cast<int64_t>((n + kTileRows - 1) / kTileRows);
     const uint32_t qmax = math::affine_qmax(L_);
@@ -759,7 +759,7 @@ class ScalarCodec final : public Codec {
       std::vector<uint8_t> q(L_.bits == 8 ? 0 : kTileRows * dim);
       std::vector<GroupJob> jobs;
       jobs.reserve(kTileRows * L_.groups);
-      std::vector<float> scratch(8 * L_.group);  // search_eight_groups' transposed values
+      std::vector<float> scratch(16 * L_.group);  // the lane searches' transposed values
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < tiles; ++t) {
         const size_t first = static_cast<size_t>(t) * kTileRows, rows = std::min(kTileRows, n - first);
@@ -808,39 +808,54 @@ class ScalarCodec final : public Codec {
     math::AffineParams p;
   };
 
-  // The MSE search of each job's group: eight groups of one length at a
-  // time in the lanes of search_eight_groups, the rest (and any eight it
-  // hands back) one by one; the same parameters either way.
+  // The MSE search of each job's group: sixteen (AVX-512) or eight groups
+  // of one length at a time in the lanes of a lane search, then eight where
+  // sixteen are not left, the rest (and any batch a search hands back) one
+  // by one; the same parameters every way.
   void search_groups(const float* x, std::vector<GroupJob>& jobs, uint32_t qmax, std::vector<float>& scratch) const {
     const size_t dim = L_.dim;
     const auto one_by_one = [&](GroupJob& j) {
       j.p = affine_search_fast(x + j.row * dim + j.group * L_.group, j.len, j.lo, j.hi, qmax, L_.half_params);
     };
+    // Searches lane[0, width) in one lane search, or one by one where it hands them back.
+    const auto search_batch = [&](GroupJob* const* lane, size_t width, uint32_t len) {
+      float lo[16], hi[16];
+      const float* values[16];
+      for (size_t l = 0; l < width; ++l) {
+        lo[l] = lane[l]->lo;
+        hi[l] = lane[l]->hi;
+        values[l] = x + lane[l]->row * dim + lane[l]->group * L_.group;
+      }
+      math::AffineParams p[16];
+      const bool ok = width == 16 ? search_sixteen_groups(values, len, lo, hi, qmax, L_.half_params, scratch.data(), p)
+                                  : search_eight_groups(values, len, lo, hi, qmax, L_.half_params, scratch.data(), p);
+      for (size_t l = 0; l < width; ++l) {
+        if (ok) {
+          lane[l]->p = p[l];
+        } else {
+          one_by_one(*lane[l]);
+        }
+      }
+    };
+    const size_t widest = affine_search_lanes();
     // A tile's groups have at most two lengths: the group's, and the last group's of each row.
     for (const uint32_t len : {L_.group, L_.dim % L_.group}) {
       if (len == 0) continue;
-      std::array<GroupJob*, 8> lane{};
+      std::array<GroupJob*, 16> lane{};
       size_t filled = 0;
       for (GroupJob& j : jobs) {
         if (j.len != len) continue;
         lane[filled++] = &j;
-        if (filled < 8) continue;
+        if (filled < widest) continue;
         filled = 0;
-        float lo[8], hi[8];
-        const float* values[8];
-        for (int l = 0; l < 8; ++l) {
-          lo[l] = lane[l]->lo;
-          hi[l] = lane[l]->hi;
-          values[l] = x + lane[l]->row * dim + lane[l]->group * L_.group;
-        }
-        math::AffineParams p[8];
-        if (search_eight_groups(values, len, lo, hi, qmax, L_.half_params, scratch.data(), p)) {
-          for (int l = 0; l < 8; ++l) lane[l]->p = p[l];
-        } else {
-          for (int l = 0; l < 8; ++l) one_by_one(*lane[l]);
-        }
+        search_batch(lane.data(), widest, len);
       }
-      for (size_t l = 0; l < filled; ++l) one_by_one(*lane[l]);
+      size_t done = 0;
+      if (filled - done >= 8) {
+        search_batch(lane.data(), 8, len);
+        done = 8;
+      }
+      for (size_t l = done; l < filled; ++l) one_by_one(*lane[l]);
     }
   }
 

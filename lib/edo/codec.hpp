@@ -61,6 +61,11 @@ struct DecodeOptions {
   Impl impl = Impl::fast;
 };
 
+// Whether the integer codecs' MSE search may take sixteen groups at once
+// in AVX-512 registers where the CPU has AVX-512F (the default); tests turn
+// it off to check the eight-lane AVX2 path on such a CPU (the same bytes).
+void set_affine_search_avx512(bool allowed);
+
 // How a state array is stored in its container section (FORMAT.md 9.8):
 // little-endian float32; IEEE binary16; or, per row of the array's last
 // axis, one int8 exponent e and the row's int8 codes q, each value q x 2^e

@@ -93,8 +93,8 @@ double search_ops_per_value(const edo::math::ScalarLayout& L, const float* x, si
 }
 
 // Lane operations a second that this machine runs of one error candidate's
-// sequence (kErrorOps, as above) on eight independent register streams a
-// thread, on every thread: no memory, no dependency between streams. A
+// sequence (kErrorOps, as above) on eight independent AVX2 register streams
+// a thread, on every thread: no memory, no dependency between streams. A
 // build without AVX2 has no such kernel (and no bound rows).
 std::optional<double> candidate_op_rate(int repeat) {
 #ifndef __AVX2__
@@ -133,6 +133,61 @@ std::optional<double> candidate_op_rate(int repeat) {
   });
   return static_cast<double>(threads) * kIters * kStreams * kErrorOps * 8 / t;
 #endif
+}
+
+#ifdef __AVX2__
+// The same on sixteen-lane AVX-512 registers, the width the integer codecs'
+// search takes where the CPU runs AVX-512F (lib/codecs/affine_search_lanes.cpp),
+// rounding as that search does (one VRNDSCALEPS for the two operations of
+// the AVX2 rounding): still counted as kErrorOps lane operations a
+// candidate and value, so the bound compares candidates with candidates.
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+double candidate_op_rate_avx512(int repeat) {
+  constexpr int64_t kIters = int64_t{1} << 22;
+  constexpr int kStreams = 8;
+  int threads = 1;
+  const double t = best_seconds(repeat, [&] {
+#pragma omp parallel
+    {
+#pragma omp single
+      threads = omp_get_num_threads();
+      const __m512 o = _mm512_set1_ps(0.25f), inv = _mm512_set1_ps(7.5f), q = _mm512_set1_ps(15.0f),
+                   zero = _mm512_setzero_ps(), s = _mm512_set1_ps(0.13f), u = _mm512_set1_ps(0.5f);
+      __m512 v[kStreams], e[kStreams];
+      for (int k = 0; k < kStreams; ++k) {
+        v[k] = _mm512_set1_ps(0.1f * static_cast<float>(k + 1));
+        e[k] = zero;
+      }
+      for (int64_t i = 0; i < kIters; ++i) {
+        for (int k = 0; k < kStreams; ++k) {
+          asm volatile("" : "+v"(v[k]));  // a new value every step, as far as the compiler knows
+          __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(v[k], o), inv), zero), q);
+          c = _mm512_roundscale_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+          const __m512 d = _mm512_mul_ps(_mm512_sub_ps(v[k], _mm512_fmadd_ps(c, s, o)), u);
+          e[k] = _mm512_fmadd_ps(d, d, e[k]);
+        }
+      }
+      __m512 sum = zero;
+      for (int k = 0; k < kStreams; ++k) sum = _mm512_add_ps(sum, e[k]);
+      asm volatile("" : : "v"(sum));
+    }
+  });
+  return static_cast<double>(threads) * kIters * kStreams * kErrorOps * 16 / t;
+}
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+// The op rate of the widest lanes the search uses on this CPU.
+std::optional<double> search_op_rate(int repeat) {
+#ifdef __AVX2__
+  if (__builtin_cpu_supports("avx512f")) return candidate_op_rate_avx512(repeat);
+#endif
+  return candidate_op_rate(repeat);
 }
 
 }  // namespace
@@ -190,7 +245,7 @@ int main(int argc, char** argv) {
     const std::optional<edo::math::ScalarLayout> L = edo::scalar_layout(*codec);
     if (L && edo::math::is_affine(L->kind) && L->bits < 8) {
       if (!op_rate_measured) {
-        op_rate = candidate_op_rate(repeat);
+        op_rate = search_op_rate(repeat);
         op_rate_measured = true;
       }
       if (const std::optional<double> rate = op_rate) {
