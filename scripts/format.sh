@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 formatter="${CLANG_FORMAT:-clang-format}"
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h')
+mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.h' '*.inc')
 if [ "${1:-}" = "--check" ]; then
   bad=()
   for f in "${files[@]}"; do
