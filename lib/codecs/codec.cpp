@@ -613,8 +613,8 @@ const std::vector<CodecTraits>& codec_list() {
       trained_codec(
           "pq", "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]",
           "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
-          "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes, codebooks=int8 in about a quarter "
-          "(each centroid int8 codes under a power of two)",
+          "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes, codebooks=int8 in a byte a value "
+          "and one a centroid (int8 codes under a power of two)",
           "M*B/d", make_pq_decoder),
       trained_codec("opq", "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]",
                     "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space (the rotation "
