@@ -850,8 +850,9 @@ class ScalarCodec final : public Codec {
         filled = 0;
         search_batch(lane.data(), widest, len);
       }
+      // Where sixteen were not left, eight may be.
       size_t done = 0;
-      if (filled - done >= 8) {
+      if (filled >= 8) {
         search_batch(lane.data(), 8, len);
         done = 8;
       }
