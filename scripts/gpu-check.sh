@@ -11,12 +11,13 @@
 #   scripts/gpu-check.sh [--quick]           unpack, print GPU/driver/runtime/architecture, run the GPU tests, the
 #                                            command-line tools on the GPU and edo_bench_gpu; write gpu-check.json
 #                                            and gpu-check.txt (and logs) to --out (default: $OUT, else gpu-check-out/)
-#   full run: under 5 minutes on an H200, then the trainable codecs' default training on 65,536 x 384 and x 768
-#   tables, GPU against the host's CPU (train.json, train.md; at most 5 minutes more); --quick (tests, one figure per
-#   kernel, no training): under 2 minutes.
+#   full run: under 5 minutes on an H200; --quick (tests, one figure per kernel): under 2 minutes; --train adds the
+#   trainable codecs' default training on 65,536 x 384 and x 768 tables, GPU against the host's CPU (train.json,
+#   train.md; at most 5 minutes more).
 #
 # Options:
 #   --quick            tests plus the benchmark's quick mode
+#   --train            also time the default training of pca, pq, opq and rq (issue 15, item 2; not with --quick)
 #   --all-tests        run the whole doctest suite on the GPU machine, not only the GPU tests (minutes more)
 #   --out DIR          where the results go (on the GPU machine)
 #   --bundle-file F    the bundle to write or read (default .gpu-bundle/edo-gpu.tar.xz)
@@ -27,10 +28,11 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-mode=run quick=0 all_tests=0 out="" bundle="" build_dir="" no_build=0 xz_level=-9
+mode=run quick=0 train=0 all_tests=0 out="" bundle="" build_dir="" no_build=0 xz_level=-9
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
+    --train) train=1 ;;
     --all-tests) all_tests=1 ;;
     --bundle) mode=bundle ;;
     --dry-run) mode=dry-run ;;
@@ -375,9 +377,9 @@ run_checks() {
     [ "$bench_rc" = 0 ] || { report "bench FAILED (exit $bench_rc; 5: a GPU result differed from the CPU; log bench.log)"; tail -5 "$out/bench.log" | tee -a "$summary"; status=failed; }
   fi
 
-  # Issue 15, item 2's training figures (full runs only): minutes, so a run of their own.
+  # Issue 15, item 2's training figures (--train, full runs only): minutes, so a run of their own.
   local train_rc=null
-  if [ "$gpu_rc" = 0 ] && [ "$quick" = 0 ]; then
+  if [ "$gpu_rc" = 0 ] && [ "$quick" = 0 ] && [ "$train" = 1 ]; then
     train_rc=0
     report ""
     report "train: edo_bench_gpu --sections train"
@@ -389,7 +391,7 @@ run_checks() {
 
   local secs=$((SECONDS - started))
   report ""
-  report "status: $status, $secs s; results in $out (gpu-check.json, gpu-check.txt, gpu-check.md, tests.log, tools.log, bench.log; full runs: train.json, train.md, train.log)"
+  report "status: $status, $secs s; results in $out (gpu-check.json, gpu-check.txt, gpu-check.md, tests.log, tools.log, bench.log; with --train: train.json, train.md, train.log)"
   local passed failed
   passed=$(sed -n 's/^\[doctest\] test cases: *[0-9]* | *\([0-9]*\) passed.*/\1/p' "$out/tests.log" | head -1)
   failed=$(sed -n 's/^\[doctest\] test cases:.*| *\([0-9]*\) failed.*/\1/p' "$out/tests.log" | head -1)
