@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
       "Q4_1) and refuses values from 65520 on.\n\n"
       "tc:bits=B (transform coding) stores a row's length (fp16) and its direction in the sample's principal\n"
       "basis, round(B x d) bits a row shared out by variance, no per-row scales: on GloVe tc:bits=4 (27 bytes\n"
-      "a row) errs 25% less than int4:scale=fp16 (29). Its d x d basis (fp16) costs 2 d^2 bytes of state and\n"
+      "a row) errs 24% less than int4:scale=fp16 (29). Its d x d basis (fp16) costs 2 d^2 bytes of state and\n"
       "d^2 flops a row each way, so it suits tables of at most a few hundred dimensions (d <= 2048).\n\n"
       "Examples:\n"
       "  edo-quantize --list\n"
