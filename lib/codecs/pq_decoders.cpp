@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 namespace edo {
 
@@ -119,23 +120,22 @@ std::vector<const NamedBlob*> take_blobs(const std::string& spec, const std::vec
 
 namespace {
 
+// codebooks=NAME: each storage's spelling in a spec.
+constexpr std::pair<StateStorage, const char*> kBookStorages[] = {
+    {StateStorage::f32, "fp32"}, {StateStorage::f16, "fp16"}, {StateStorage::i8, "int8"}};
+
 StateStorage read_books(const StageParams& p, const std::string& codec, const char* grammar) {
   const std::string* b = p.get("codebooks");
-  if (!b || *b == "fp32") return StateStorage::f32;
-  if (*b == "fp16") return StateStorage::f16;
-  if (*b == "int8") return StateStorage::i8;
+  if (!b) return StateStorage::f32;
+  for (const auto& [storage, name] : kBookStorages)
+    if (*b == name) return storage;
   EDO_USAGE_FAIL("codec '{}': codebooks={} is not 'fp32', 'fp16' or 'int8' (expected {})", codec, *b, grammar);
 }
 
-const char* books_suffix(StateStorage s) {
-  switch (s) {
-    case StateStorage::f16:
-      return ",codebooks=fp16";
-    case StateStorage::i8:
-      return ",codebooks=int8";
-    case StateStorage::f32:
-      break;
-  }
+// The canonical spec spells out any storage but the default, fp32.
+std::string books_suffix(StateStorage s) {
+  for (const auto& [storage, name] : kBookStorages)
+    if (storage == s && s != StateStorage::f32) return fmt::format(",codebooks={}", name);
   return "";
 }
 

@@ -109,15 +109,9 @@ TrainedState read_trained_state(const std::string& path) {
         b.shape.push_back(e.get<uint64_t>());
       }
       const StateStorage storage = state_storage_in(entry, role, fmt::format("{}: tier '{}'", path, info.name));
-      // float32 and float16 hold a value in a fixed width; int8_exp2's rows
-      // add an exponent each, so its count comes from the shape.
+      // The shape gives the count, as for a table's tiers; the section must hold it in its dtype.
       std::optional<uint64_t> count = uint64_t{1};
-      if (storage == StateStorage::i8) {
-        for (const uint64_t e : b.shape) count = count ? checked_mul(*count, e) : std::nullopt;
-      } else {
-        const uint64_t width = storage == StateStorage::f16 ? 2 : 4;
-        count = v.size % width == 0 ? std::optional<uint64_t>(v.size / width) : std::nullopt;
-      }
+      for (const uint64_t e : b.shape) count = count ? checked_mul(*count, e) : std::nullopt;
       if (!count || !read_state_section(b, storage, v.data, v.size, *count))
         EDO_FAIL("{}: state '{}' is not a {} array", path, role, state_dtype_name(storage));
       tier.blobs.push_back(std::move(b));
