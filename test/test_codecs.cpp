@@ -371,6 +371,23 @@ TEST_CASE("codec_math: integer rounding, clamping and extreme ranges") {
     CHECK(std::fabs(back - v) <= 0.5f * tiny.scale * 1.01f);
   }
 
+  // The search's unit: 2^-e for a range in [2^e, 2^(e+1)), e clamped to [-126, 126], 1 for no range; read from
+  // exponent bits, so it must agree with ilogb/ldexpf at every binade's edges, subnormal and infinite ranges.
+  const auto unit_by_libm = [](double range) {
+    if (!(range > 0.0)) return 1.0f;
+    const int e = std::clamp(std::ilogb(range), -126, 126);
+    return std::ldexp(1.0f, -e);
+  };
+  for (int e = -1080; e <= 1030; ++e) {
+    const double power = std::ldexp(1.0, e);
+    for (const double range : {power, std::nextafter(power, 0.0), std::nextafter(power, INFINITY), 1.5 * power}) {
+      CAPTURE(range);
+      CHECK(math::affine_unit(range) == unit_by_libm(range));
+    }
+  }
+  for (const double range : {0.0, -0.0, -1.0, 4.9e-324, static_cast<double>(INFINITY), std::nan("")})
+    CHECK(math::affine_unit(range) == unit_by_libm(range));
+
   const float xs[4] = {-1.0f, 2.0f, -3.0f, 4.0f};
   CHECK(math::sign_scale(xs, 4) == 2.5f);
   CHECK(math::sign_bit(-0.0f) == 0);
