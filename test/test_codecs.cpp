@@ -394,6 +394,67 @@ TEST_CASE("codec_math: integer rounding, clamping and extreme ranges") {
   CHECK(math::sign_bit(-1e-30f) == 1);
 }
 
+TEST_CASE("codec_math: a candidate's error from its code sums is the error summed directly") {
+  // The search ranks candidates by sum (x' - S q - M)^2 expanded into moments
+  // and code sums; checked here against the same error summed in double,
+  // on GloVe's rows and groups of 10 at several clips, int2 to int6.
+  const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 200);
+  double worst = 0;
+  for (const uint32_t qmax : {3u, 15u, 63u}) {
+    for (const size_t group : {size_t{50}, size_t{10}}) {
+      for (size_t r = 0; r < glove.rows; ++r) {
+        for (size_t begin = 0; begin < glove.dim; begin += group) {
+          const float* x = glove.row(r) + begin;
+          const auto [lo_it, hi_it] = std::minmax_element(x, x + group);
+          const float lo = *lo_it, hi = *hi_it;
+          const float unit = math::affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
+          const math::AffineGroup g = math::affine_group(x, group, qmax, lo, unit);
+          for (const double clip : {0.0, 0.05, 0.2}) {
+            const double range = static_cast<double>(hi) - static_cast<double>(lo);
+            const math::AffineParams p = math::affine_stored_range(lo + clip * range, hi - clip * range, qmax, false);
+            math::AffineCodeSums sums;
+            g.sums_batch(&p, 1, &sums);
+            const math::AffineCandidate c = math::affine_candidate(p, g.lo_units, unit);
+            REQUIRE(c.measurable);
+            double direct = 0;
+            for (size_t i = 0; i < group; ++i) {
+              const float xc = math::affine_centred(x[i], g.lo_units, unit);
+              const double d = static_cast<double>(xc) -
+                               static_cast<double>(math::affine_candidate_code(xc, c, static_cast<float>(qmax))) *
+                                   static_cast<double>(c.scale) -
+                               static_cast<double>(c.offset);
+              direct += d * d;
+            }
+            // Relative to the group's spread (sum x'^2 about its mean), the scale the expansion cancels.
+            const double spread = g.moments.sxx - g.moments.sx * g.moments.sx / g.moments.n;
+            worst = std::max(worst, std::fabs(sums.sse - direct) / spread);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("largest difference, relative to the group's spread: " << worst);
+  CHECK(worst < 1e-5);
+
+  // Candidates no group could want are not measured: they err +Inf and never win.
+  const float x[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+  const math::AffineGroup g = math::affine_group(x, 4, 3, 0.0f, math::affine_unit(3.0));
+  for (const math::AffineParams p : {math::AffineParams{0.0f, 0.0f}, math::AffineParams{1e-35f, 0.0f},
+                                     math::AffineParams{1.0f, 1e7f}, math::AffineParams{INFINITY, 0.0f}}) {
+    CAPTURE(p.scale);
+    CAPTURE(p.offset);
+    math::AffineCodeSums sums;
+    g.sums_batch(&p, 1, &sums);
+    CHECK(sums.sse == INFINITY);
+  }
+  const math::AffineParams exact{1.0f, 0.0f};
+  math::AffineCodeSums sums;
+  g.sums_batch(&exact, 1, &sums);
+  CHECK(sums.sse == 0.0);
+  CHECK(sums.q == 6.0f);
+  CHECK(sums.qq == 14.0f);
+}
+
 // ---- implementations agree ------------------------------------------------------------------
 
 namespace {
@@ -450,10 +511,10 @@ TEST_CASE("codecs: fast CPU encode/decode is byte-identical to the reference on 
     check_fast_matches_reference(zeros, spec);
 }
 
-// The fast path searches eight groups at once, a group a SIMD lane, and the
-// eight of one batch can be anything: rows of one value, ranges wider than
-// float, subnormal scales (which send the batch back to one group at a
-// time), single outliers. Every lane must still get the reference's pair.
+// The fast path searches eight or sixteen groups at once, a group a SIMD
+// lane, and the groups of one batch can be anything: rows of one value,
+// ranges wider than float, subnormal values, single outliers. Every lane
+// must still get the reference's pair.
 TEST_CASE("codecs: the eight- and sixteen-lane searches give the reference's parameters whatever shares a batch") {
   const Matrix glove = test::load_shared("glove.6B.50d.10k.npy", 203);
   const auto mixed = [&](bool with_huge) {
@@ -468,7 +529,7 @@ TEST_CASE("codecs: the eight- and sixteen-lane searches give the reference's par
           row[r % m.dim] = with_huge ? 3e38f : 6e4f;
           row[(r + 7) % m.dim] = with_huge ? -3e38f : -6e4f;
           break;
-        case 2:  // subnormal: the lifted inverse
+        case 2:  // subnormal values, whose stored scales need the lifted inverse
           for (size_t j = 0; j < m.dim; ++j) row[j] *= 1e-40f;
           break;
         case 3:  // one outlier

@@ -13,7 +13,8 @@
 //
 // Exactness: every lane runs the reference's float and double operations
 // in the reference's order (math::affine_from_range, affine_half_params,
-// affine_inverse, AffineGroup's sums, the walk and the refit), and takes
+// affine_centred, affine_candidate, affine_code_sums and affine_moments,
+// the walk and the refit), and takes
 // the reference's decisions through masks; a lane whose walk or refits
 // have ended keeps its state while the others go on. F16C's and AVX-512's
 // conversions to fp16 round to nearest even, as float_to_half_bits does,
@@ -82,8 +83,8 @@ F fset1(float v) { return _mm256_set1_ps(v); }
 F fload(const float* p) { return _mm256_loadu_ps(p); }
 void fstore(float* p, F v) { _mm256_storeu_ps(p, v); }
 F fadd(F a, F b) { return _mm256_add_ps(a, b); }
-F fsub(F a, F b) { return _mm256_sub_ps(a, b); }
 F fmul(F a, F b) { return _mm256_mul_ps(a, b); }
+F fneg(F a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
 F fdiv(F a, F b) { return _mm256_div_ps(a, b); }
 F fmin(F a, F b) { return _mm256_min_ps(a, b); }
 F fmax(F a, F b) { return _mm256_max_ps(a, b); }
@@ -186,8 +187,12 @@ F fset1(float v) { return _mm512_set1_ps(v); }
 F fload(const float* p) { return _mm512_loadu_ps(p); }
 void fstore(float* p, F v) { _mm512_storeu_ps(p, v); }
 F fadd(F a, F b) { return _mm512_add_ps(a, b); }
-F fsub(F a, F b) { return _mm512_sub_ps(a, b); }
 F fmul(F a, F b) { return _mm512_mul_ps(a, b); }
+// Through the integer unit: AVX-512F has no xor of floats.
+F fneg(F a) {
+  return _mm512_castsi512_ps(
+      _mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+}
 F fdiv(F a, F b) { return _mm512_div_ps(a, b); }
 F fmin(F a, F b) { return _mm512_min_ps(a, b); }
 F fmax(F a, F b) { return _mm512_max_ps(a, b); }

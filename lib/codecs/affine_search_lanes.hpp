@@ -13,16 +13,15 @@ namespace edo::detail {
 // n values (n >= 1): group l's values at values[l], its range [lo[l], hi[l]];
 // `scratch` holds 8 * n floats (the groups transposed, a group a lane).
 // Every lane follows the reference walk's decisions with the reference's
-// floats, so out[l] is its answer bit for bit; lanes whose walk ends early
-// idle until the others end. Returns false (out unset) when a candidate's
-// scale is subnormal (the lifted inverse), and always in a build without
-// AVX2 and F16C: the caller then searches group by group.
+// floats and doubles, so out[l] is its answer bit for bit; lanes whose walk
+// ends early idle until the others end. Returns false (out unset) in a
+// build without AVX2 and F16C: the caller then searches group by group.
 bool search_eight_groups(const float* const* values, size_t n, const float* lo, const float* hi, uint32_t qmax,
                          bool half, float* scratch, math::AffineParams* out);
 
 // The same for sixteen groups (values[0..15], lo and hi of 16, scratch of
 // 16 * n floats) in the lanes of AVX-512 registers; false (out unset) where
-// affine_search_lanes() is not 16, and for a subnormal scale, as above.
+// affine_search_lanes() is not 16, and without AVX2 and F16C, as above.
 bool search_sixteen_groups(const float* const* values, size_t n, const float* lo, const float* hi, uint32_t qmax,
                            bool half, float* scratch, math::AffineParams* out);
 

@@ -133,40 +133,43 @@ void affine_dequantize_row(const uint8_t* q, size_t n, math::AffineParams p, flo
 }
 
 #ifdef __AVX2__
-// math::affine_params_search's evaluations 16 values a step in two
-// registers: the reference's float operations (math::AffineGroup) with
-// value i in lane i % 16 (register i / 8 % 2, lane i % 8), the last step
-// masked (a masked value adds exact zeros), the lanes folded in registers in
-// the reference's tree: every sum is the reference's float bit for bit, so
-// the search picks the same parameters. Several candidates share a pass.
+// math::AffineGroup 16 values a step in two registers: the reference's
+// float operations with value i in lane i % 16 (register i / 8 % 2, lane
+// i % 8), the last step masked (a masked value adds exact zeros), the lanes
+// folded in registers in the reference's tree, and the reference's doubles
+// after: every sum is the reference's bit for bit, so the search picks the
+// same parameters. Several candidates share a pass. Values are taken into
+// centred units as each pass reads them (one fma): this path searches the
+// few groups a tile's lane searches leave, one by one.
 class AffineGroupAvx2 {
  public:
-  AffineGroupAvx2(const float* x, size_t n, uint32_t qmax, float unit) : x_(x), n_(n), qmax_(qmax), unit_(unit) {}
-
-  float sse(math::AffineParams p) const {
-    math::AffineCodeSums out;
-    dispatch<false>(&p, 1, &out);
-    return out.sse;
-  }
-  void sse_batch(const math::AffineParams* p, int count, float* out) const {
-    math::AffineCodeSums sums[math::kClipBatchMax];
-    dispatch<false>(p, count, sums);
-    for (int k = 0; k < count; ++k) out[k] = sums[k].sse;
-  }
-  math::AffineCodeSums sums(math::AffineParams p) const {
-    math::AffineCodeSums out;
-    dispatch<true>(&p, 1, &out);
-    return out;
-  }
-  float total() const {
-    const __m256 vu = _mm256_set1_ps(unit_);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (size_t i = 0; i < n_; i += 16) {
-      acc[0] = _mm256_add_ps(acc[0], _mm256_mul_ps(load(i), vu));
-      if (i + 8 < n_) acc[1] = _mm256_add_ps(acc[1], _mm256_mul_ps(load(i + 8), vu));
+  AffineGroupAvx2(const float* x, size_t n, uint32_t qmax, float lo, float unit)
+      : x_(x), n_(n), qmax_(qmax), unit_(unit), lo_units_(lo * unit) {
+    const __m256 vu = _mm256_set1_ps(unit_), neg_lo = _mm256_set1_ps(-lo_units_);
+    __m256 s[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, ss[2] = {s[0], s[1]};
+    for (size_t i = 0; i < n_; i += 8) {
+      const int r = static_cast<int>(i / 8 % 2);
+      __m256 xc = _mm256_fmadd_ps(load(i), vu, neg_lo);
+      if (i + 8 > n_) xc = _mm256_and_ps(xc, _mm256_castsi256_ps(live(i)));
+      s[r] = _mm256_add_ps(s[r], xc);
+      ss[r] = _mm256_fmadd_ps(xc, xc, ss[r]);
     }
-    return fold(acc[0], acc[1]);
+    moments = math::AffineMoments{fold(s[0], s[1]), fold(ss[0], ss[1]), static_cast<double>(n_)};
   }
+
+  void sums_batch(const math::AffineParams* p, int count, math::AffineCodeSums* out) const {
+    static_assert(math::kClipBatchMax == 3, "one pass<K> a batch size");
+    switch (count) {
+      case 1:
+        return pass<1>(p, out);
+      case 2:
+        return pass<2>(p, out);
+      default:
+        return pass<3>(p, out);
+    }
+  }
+
+  math::AffineMoments moments;
 
  private:
   // Values [i, i + 8), zeros past n (the masked lanes).
@@ -185,85 +188,50 @@ class AffineGroupAvx2 {
     return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
   }
 
-  template <bool kSums>
-  void dispatch(const math::AffineParams* p, int count, math::AffineCodeSums* out) const {
-    bool lifted = false;
-    for (int k = 0; k < count; ++k) lifted |= math::affine_inverse(p[k].scale).lift != 1.0f;
-    if (lifted) {
-      for (int k = 0; k < count; ++k) pass<1, kSums, true>(p + k, out + k);
-      return;
-    }
-    static_assert(math::kClipBatchMax == 3, "one pass<K> a batch size");
-    switch (count) {
-      case 1:
-        return pass<1, kSums, false>(p, out);
-      case 2:
-        return pass<2, kSums, false>(p, out);
-      default:
-        return pass<3, kSums, false>(p, out);
-    }
-  }
-
-  template <int K, bool kSums, bool kLift>
+  template <int K>
   void pass(const math::AffineParams* p, math::AffineCodeSums* out) const {
     const __m256 vq = _mm256_set1_ps(static_cast<float>(qmax_)), zero = _mm256_setzero_ps(),
-                 magic = _mm256_set1_ps(12582912.0f), vu = _mm256_set1_ps(unit_);
-    __m256 vo[K], vs[K], vi[K], vl[K], e[K][2], q[K][2], qq[K][2], qx[K][2];
+                 magic = _mm256_set1_ps(12582912.0f), vu = _mm256_set1_ps(unit_), neg_lo = _mm256_set1_ps(-lo_units_);
+    math::AffineCandidate cand[K];
+    __m256 vi[K], vb[K], q[K][2], qq[K][2], qx[K][2];
     for (int k = 0; k < K; ++k) {
-      const math::AffineInverse inv = math::affine_inverse(p[k].scale);
-      vo[k] = _mm256_set1_ps(p[k].offset);
-      vs[k] = _mm256_set1_ps(p[k].scale);
-      vi[k] = _mm256_set1_ps(inv.inv);
-      vl[k] = _mm256_set1_ps(inv.lift);
-      e[k][0] = e[k][1] = q[k][0] = q[k][1] = qq[k][0] = qq[k][1] = qx[k][0] = qx[k][1] = zero;
+      cand[k] = math::affine_candidate(p[k], lo_units_, unit_);
+      vi[k] = _mm256_set1_ps(cand[k].inv);
+      vb[k] = _mm256_set1_ps(cand[k].bias);
+      q[k][0] = q[k][1] = qq[k][0] = qq[k][1] = qx[k][0] = qx[k][1] = zero;
     }
-    // One step of 8 values into register r of each candidate; `keep` masks a last partial step.
-    const auto step = [&](size_t i, int r, bool tail) {
-      const __m256 v = load(i);
+    for (size_t i = 0; i < n_; i += 8) {
+      const int r = static_cast<int>(i / 8 % 2);
+      const __m256 xc = _mm256_fmadd_ps(load(i), vu, neg_lo);
+      const bool tail = i + 8 > n_;
       const __m256 keep = tail ? _mm256_castsi256_ps(live(i)) : zero;
       for (int k = 0; k < K; ++k) {
-        __m256 t = _mm256_sub_ps(v, vo[k]);
-        if constexpr (kLift) t = _mm256_mul_ps(t, vl[k]);
-        t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(t, vi[k]), zero), vq);  // as clampf
-        __m256 c = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);             // round_small_uint, exact
-        __m256 d = _mm256_mul_ps(_mm256_sub_ps(v, _mm256_fmadd_ps(c, vs[k], vo[k])), vu);
-        if (tail) {
-          c = _mm256_and_ps(c, keep);
-          d = _mm256_and_ps(d, keep);
-        }
-        e[k][r] = _mm256_fmadd_ps(d, d, e[k][r]);
-        if constexpr (kSums) {
-          q[k][r] = _mm256_add_ps(q[k][r], c);
-          qq[k][r] = _mm256_fmadd_ps(c, c, qq[k][r]);
-          qx[k][r] = _mm256_fmadd_ps(c, _mm256_mul_ps(v, vu), qx[k][r]);
-        }
+        const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(xc, vi[k], vb[k]), zero), vq);  // as clampf
+        __m256 c = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);  // round_small_uint, exact
+        if (tail) c = _mm256_and_ps(c, keep);
+        q[k][r] = _mm256_add_ps(q[k][r], c);
+        qq[k][r] = _mm256_fmadd_ps(c, c, qq[k][r]);
+        qx[k][r] = _mm256_fmadd_ps(c, xc, qx[k][r]);
       }
-    };
-    size_t i = 0;
-    for (; i + 16 <= n_; i += 16) {
-      step(i, 0, false);
-      step(i + 8, 1, false);
-    }
-    if (i + 8 <= n_) {
-      step(i, 0, false);
-      if (i + 8 < n_) step(i + 8, 1, true);
-    } else if (i < n_) {
-      step(i, 0, true);
     }
     for (int k = 0; k < K; ++k) {
-      out[k].sse = fold(e[k][0], e[k][1]);
-      if constexpr (kSums) {
-        out[k].q = fold(q[k][0], q[k][1]);
-        out[k].qq = fold(qq[k][0], qq[k][1]);
-        out[k].qx = fold(qx[k][0], qx[k][1]);
+      math::AffineCodeSums& o = out[k];
+      if (!cand[k].measurable) {
+        o = math::AffineCodeSums{};
+        o.sse = INFINITY;
+        continue;
       }
+      o.q = fold(q[k][0], q[k][1]);
+      o.qq = fold(qq[k][0], qq[k][1]);
+      o.qx = fold(qx[k][0], qx[k][1]);
+      o.sse = math::affine_moment_sse(cand[k].scale, cand[k].offset, o.q, o.qq, o.qx, moments);
     }
   }
 
   const float* x_;
   size_t n_;
   uint32_t qmax_;
-  float unit_;
+  float unit_, lo_units_;
 };
 #endif
 
@@ -271,7 +239,7 @@ class AffineGroupAvx2 {
 math::AffineParams affine_search_fast(const float* x, size_t n, float lo, float hi, uint32_t qmax, bool half) {
 #ifdef __AVX2__
   const float unit = math::affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
-  return math::affine_params_search(AffineGroupAvx2(x, n, qmax, unit), n, lo, hi, qmax, unit, half);
+  return math::affine_params_search(AffineGroupAvx2(x, n, qmax, lo, unit), n, lo, hi, qmax, unit, half);
 #else
   return math::affine_params_search(x, n, lo, hi, qmax, half);
 #endif

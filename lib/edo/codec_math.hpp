@@ -182,33 +182,6 @@ EDO_HD inline AffineParams affine_stored_range(double lo, double hi, uint32_t qm
   return half ? affine_half_params(p) : p;
 }
 
-// One group's codes under `p`, summarised: the squared reconstruction
-// error, and the sums a least-squares refit of (scale, offset) to the codes
-// needs (codes q, q^2, q * x). Values and errors are taken in `unit`s, a
-// power of two that brings the group's range near 1 (exact, and float sums
-// neither underflow on subnormal tables nor overflow on huge ones). Each
-// sum runs in eight interleaved float lanes, value i in lane i % 8,
-// combined in a fixed tree: the one order every implementation (this
-// reference, the CPU's AVX2 path in lib/codecs/codec_scalar.cpp, the GPU)
-// follows, without one long dependency chain. Sixteen lanes, value i in
-// lane i % 16, folded as lane l + lane l + 8, then a tree of the eight.
-struct AffineCodeSums {
-  float sse = 0, q = 0, qq = 0, qx = 0;
-};
-
-inline constexpr size_t kSumLanes = 16;
-
-EDO_HD inline float lane_tree(const float* lane) {
-  float t[8];
-  for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
-  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-}
-
-// Value x's code under (offset, inverse) as a float, and its error.
-EDO_HD inline float affine_code(float x, float offset, AffineInverse inv, float qmax) {
-  return static_cast<float>(affine_quantize(x, offset, inv, qmax));
-}
-
 // The power of two 2^-e with range in [2^e, 2^(e+1)), e clamped to
 // [-126, 126] (so the unit is a normal float); 1 for an empty range. Read
 // from and written as exponent bits: ilogb and ldexpf's answers bit for bit
@@ -227,52 +200,133 @@ EDO_HD inline float affine_unit(double range) {
   return unit;
 }
 
-EDO_HD inline float affine_group_sse(const float* x, size_t n, AffineParams p, uint32_t qmax, float unit) {
-  const AffineInverse inv = affine_inverse(p.scale);
-  const float qm = static_cast<float>(qmax);
-  float lane[kSumLanes] = {};
-  for (size_t i = 0; i < n; ++i) {
-    const float d = (x[i] - fmaf(affine_code(x[i], p.offset, inv, qm), p.scale, p.offset)) * unit;
-    lane[i % kSumLanes] = fmaf(d, d, lane[i % kSumLanes]);
-  }
-  return lane_tree(lane);
+// The search measures a group in centred units: value x becomes
+// x' = x * unit - lo * unit in one fma, in [0, 2) for a group of range
+// [lo, hi] (unit: affine_unit of hi - lo, a power of two, so lo * unit is
+// exact but where it underflows), and no sum below overflows or loses the
+// group's detail, whatever the table's magnitude or offset.
+EDO_HD inline float affine_centred(float x, float lo_units, float unit) { return fmaf(x, unit, -lo_units); }
+
+// A candidate (scale, offset) in centred units: x' ~= q * S + M, codes
+// q = round(clamp(x' * inv + bias, 0, qmax)), the same codes as
+// affine_quantize up to ties at a code boundary, which the search does not
+// care about (the codes a file stores are affine_quantize's of the chosen
+// pair). A candidate no group could want (S below 2^-100 or not finite, M
+// beyond 2^20 units: a group's range is one or two units) is not measured
+// and errs +Inf, which also keeps every product below finite: t never
+// meets Inf - Inf.
+struct AffineCandidate {
+  float inv, bias;
+  float scale, offset;  // S and M
+  bool measurable;
+};
+
+EDO_HD inline AffineCandidate affine_candidate(AffineParams p, float lo_units, float unit) {
+  AffineCandidate c;
+  c.scale = p.scale * unit;
+  c.offset = fmaf(p.offset, unit, -lo_units);
+  c.measurable = c.scale >= 0x1p-100f && c.scale <= FLT_MAX && fabsf(c.offset) <= 0x1p20f;
+  c.inv = c.measurable ? 1.0f / c.scale : 0.0f;
+  c.bias = c.measurable ? -(c.offset * c.inv) : 0.0f;
+  return c;
 }
 
-EDO_HD inline AffineCodeSums affine_code_sums(const float* x, size_t n, AffineParams p, uint32_t qmax, float unit) {
-  const AffineInverse inv = affine_inverse(p.scale);
+// x''s code under a candidate, as a float.
+EDO_HD inline float affine_candidate_code(float xc, const AffineCandidate& c, float qmax) {
+  return static_cast<float>(round_small_uint(clampf(fmaf(xc, c.inv, c.bias), 0.0f, qmax)));
+}
+
+// What the search knows of a group besides its values: the sums of x' and
+// x'^2, and its size.
+struct AffineMoments {
+  double sx, sxx, n;
+};
+
+// A candidate's codes, summarised: the sums of q, q^2 and q * x', and from
+// them and the group's moments the squared error sum (x' - S q - M)^2,
+// expanded (in double; sum q and sum q^2 are exact integers in float, sum
+// q x' carries a few float roundings, so the error is good to about 1e-4 of
+// itself, plenty to rank candidates). One pass of seven lane operations a
+// value (code: fma, max, min, round; sums: add, fma, fma) gives both what
+// the walk compares and what a refit needs, so no candidate is measured
+// twice. Each float sum runs in sixteen interleaved lanes, value i in lane
+// i % 16, folded as lane l + lane l + 8, then a tree of the eight: the one
+// order every implementation (this reference, the CPU's lane searches in
+// lib/codecs, the GPU) follows.
+struct AffineCodeSums {
+  double sse = 0;
+  float q = 0, qq = 0, qx = 0;
+};
+
+inline constexpr size_t kSumLanes = 16;
+
+EDO_HD inline float lane_tree(const float* lane) {
+  float t[8];
+  for (int l = 0; l < 8; ++l) t[l] = lane[l] + lane[l + 8];
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+// sum (x' - S q - M)^2 = S (S sum q^2 + 2 M sum q - 2 sum q x') + M (n M - 2 sum x') + sum x'^2, every
+// product that meets a sum an explicit fma.
+EDO_HD inline double affine_moment_sse(double s, double m, double sq, double sqq, double sqx, const AffineMoments& g) {
+  const double codes = fma(s, sqq, fma(2.0 * m, sq, -2.0 * sqx));
+  const double centre = fma(m, fma(g.n, m, -2.0 * g.sx), g.sxx);
+  return fma(s, codes, centre);
+}
+
+EDO_HD inline AffineCodeSums affine_code_sums(const float* x, size_t n, AffineParams p, uint32_t qmax, float lo_units,
+                                              float unit, const AffineMoments& g) {
+  const AffineCandidate c = affine_candidate(p, lo_units, unit);
+  AffineCodeSums out;
+  if (!c.measurable) {
+    out.sse = INFINITY;
+    return out;
+  }
   const float qm = static_cast<float>(qmax);
-  float e[kSumLanes] = {}, q[kSumLanes] = {}, qq[kSumLanes] = {}, qx[kSumLanes] = {};
+  float q[kSumLanes] = {}, qq[kSumLanes] = {}, qx[kSumLanes] = {};
   for (size_t i = 0; i < n; ++i) {
     const size_t l = i % kSumLanes;
-    const float c = affine_code(x[i], p.offset, inv, qm);
-    const float d = (x[i] - fmaf(c, p.scale, p.offset)) * unit;
-    e[l] = fmaf(d, d, e[l]);
-    q[l] += c;
-    qq[l] = fmaf(c, c, qq[l]);
-    qx[l] = fmaf(c, x[i] * unit, qx[l]);
+    const float xc = affine_centred(x[i], lo_units, unit);
+    const float code = affine_candidate_code(xc, c, qm);
+    q[l] += code;
+    qq[l] = fmaf(code, code, qq[l]);
+    qx[l] = fmaf(code, xc, qx[l]);
   }
-  return AffineCodeSums{lane_tree(e), lane_tree(q), lane_tree(qq), lane_tree(qx)};
+  out.q = lane_tree(q);
+  out.qq = lane_tree(qq);
+  out.qx = lane_tree(qx);
+  out.sse = affine_moment_sse(c.scale, c.offset, out.q, out.qq, out.qx, g);
+  return out;
 }
 
-EDO_HD inline float affine_group_total(const float* x, size_t n, float unit) {
-  float lane[kSumLanes] = {};
-  for (size_t i = 0; i < n; ++i) lane[i % kSumLanes] += x[i] * unit;
-  return lane_tree(lane);
+EDO_HD inline AffineMoments affine_moments(const float* x, size_t n, float lo_units, float unit) {
+  float s[kSumLanes] = {}, ss[kSumLanes] = {};
+  for (size_t i = 0; i < n; ++i) {
+    const size_t l = i % kSumLanes;
+    const float xc = affine_centred(x[i], lo_units, unit);
+    s[l] += xc;
+    ss[l] = fmaf(xc, xc, ss[l]);
+  }
+  return AffineMoments{lane_tree(s), lane_tree(ss), static_cast<double>(n)};
 }
 
-// The reference's view of one group, for affine_params_search.
+// The reference's view of one group, for affine_params_search: its values,
+// code width, unit, lo * unit and moments.
 struct AffineGroup {
   const float* x;
   size_t n;
   uint32_t qmax;
-  float unit;
-  EDO_HD float sse(AffineParams p) const { return affine_group_sse(x, n, p, qmax, unit); }
-  EDO_HD void sse_batch(const AffineParams* p, int count, float* out) const {
-    for (int k = 0; k < count; ++k) out[k] = sse(p[k]);
+  float unit, lo_units;
+  AffineMoments moments;
+  EDO_HD void sums_batch(const AffineParams* p, int count, AffineCodeSums* out) const {
+    for (int k = 0; k < count; ++k) out[k] = affine_code_sums(x, n, p[k], qmax, lo_units, unit, moments);
   }
-  EDO_HD AffineCodeSums sums(AffineParams p) const { return affine_code_sums(x, n, p, qmax, unit); }
-  EDO_HD float total() const { return affine_group_total(x, n, unit); }
 };
+
+EDO_HD inline AffineGroup affine_group(const float* x, size_t n, uint32_t qmax, float lo, float unit) {
+  const float lo_units = lo * unit;
+  return AffineGroup{x, n, qmax, unit, lo_units, affine_moments(x, n, lo_units, unit)};
+}
 
 // The clip walk of affine_params_search for a code width: each end is
 // clipped by 1, 2, ... steps of kMaxClip / steps of the range until
@@ -307,23 +361,24 @@ EDO_HD inline ClipWalk clip_walk(uint32_t qmax) {
 // while they improve. Few levels (int6 down to int2) gain most
 // from clipping outliers at the ends, and the refit finds a scale no grid
 // point hits. Ties keep the earlier candidate, so the choice is
-// deterministic. `g` evaluates candidates in units of `unit`
-// (affine_unit of hi - lo): AffineGroup here, an AVX2 twin that gives the
-// same floats on the CPU's fast path. With `half`, every candidate is
-// rounded to fp16 before it is measured, so the search picks among the
-// pairs the file can store.
+// deterministic. `g` measures candidates in centred units (AffineCodeSums):
+// AffineGroup here, lane twins on the CPU's fast path that give the same
+// floats and doubles. With `half`, every candidate is rounded to fp16
+// before it is measured, so the search picks among the pairs the file can
+// store.
 template <class Group>
 EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float lo, float hi, uint32_t qmax, float unit,
                                                 bool half) {
   AffineParams best = affine_stored_range(lo, hi, qmax, half);
   if (!(best.scale > 0.0f)) return best;
-  float best_sse = g.sse(best);
+  AffineCodeSums c;
+  g.sums_batch(&best, 1, &c);
   const double range = static_cast<double>(hi) - static_cast<double>(lo);
   double best_lo = lo;
   const ClipWalk walk = clip_walk(qmax);
   for (int side = 0; side < 2; ++side) {
     double chosen = side == 0 ? static_cast<double>(lo) : static_cast<double>(hi);
-    float previous = best_sse;
+    double previous = c.sse;
     int stalls = 0;
     // Steps are measured a batch at a time and taken in order; steps
     // measured past the walk's end are ignored, so the result is the
@@ -332,7 +387,7 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
       const int count = walk.steps - first + 1 < walk.batch ? walk.steps - first + 1 : walk.batch;
       AffineParams p[kClipBatchMax];
       double end[kClipBatchMax];
-      float sse[kClipBatchMax];
+      AffineCodeSums sums[kClipBatchMax];
       for (int k = 0; k < count; ++k) {
         const double fraction = kMaxClip * (first + k) / walk.steps;
         end[k] =
@@ -340,33 +395,32 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
         p[k] =
             side == 0 ? affine_stored_range(end[k], hi, qmax, half) : affine_stored_range(best_lo, end[k], qmax, half);
       }
-      g.sse_batch(p, count, sse);
+      g.sums_batch(p, count, sums);
       for (int k = 0; k < count && stalls < walk.patience; ++k) {
-        if (sse[k] < best_sse) {
-          best_sse = sse[k];
+        if (sums[k].sse < c.sse) {
+          c = sums[k];
           best = p[k];
           chosen = end[k];
         }
-        stalls = sse[k] < previous ? 0 : stalls + 1;
-        previous = sse[k];
+        stalls = sums[k].sse < previous ? 0 : stalls + 1;
+        previous = sums[k].sse;
       }
     }
     if (side == 0) best_lo = chosen;
   }
-  AffineCodeSums c = g.sums(best);
-  const double sx = g.total(), nn = static_cast<double>(n), to_values = 1.0 / static_cast<double>(unit);
+  // Least squares of x' on the codes q: x' ~= S q + M, then in values (exact but for the last rounding).
+  const double sx = g.moments.sx, nn = static_cast<double>(n), to_values = 1.0 / static_cast<double>(unit);
   for (int iter = 0; iter < kRefits; ++iter) {
-    // Least squares of x on the codes q: x ~= s * q + m (in units, then values: exact, a power of two).
     const double sq = c.q, sqq = c.qq, sqx = c.qx;
     const double den = fma(nn, sqq, -(sq * sq));
     if (!(den > 0.0)) break;
     const double s_units = fma(nn, sqx, -(sq * sx)) / den;
-    const double s = s_units * to_values, m = fma(-s_units, sq, sx) / nn * to_values;
+    const double s = s_units * to_values, m = fma(fma(-s_units, sq, sx) / nn, to_values, static_cast<double>(lo));
     if (!(s > 0.0) || !(fabs(m) <= static_cast<double>(FLT_MAX))) break;
     const AffineParams p = affine_stored_range(m, fma(s, static_cast<double>(qmax), m), qmax, half);
-    const AffineCodeSums next = g.sums(p);
-    if (!(next.sse < best_sse)) break;
-    best_sse = next.sse;
+    AffineCodeSums next;
+    g.sums_batch(&p, 1, &next);
+    if (!(next.sse < c.sse)) break;
     best = p;
     c = next;
   }
@@ -376,7 +430,7 @@ EDO_HD inline AffineParams affine_params_search(const Group& g, size_t n, float 
 EDO_HD inline AffineParams affine_params_search(const float* x, size_t n, float lo, float hi, uint32_t qmax,
                                                 bool half) {
   const float unit = affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
-  return affine_params_search(AffineGroup{x, n, qmax, unit}, n, lo, hi, qmax, unit, half);
+  return affine_params_search(affine_group(x, n, qmax, lo, unit), n, lo, hi, qmax, unit, half);
 }
 
 // ---- sign codes ---------------------------------------------------------------------

@@ -42,30 +42,18 @@ void parallel_memcpy(uint8_t* dst, const uint8_t* src, size_t bytes) {
 }
 
 // Lane operations a value in one measurement of the search, as the AVX2
-// evaluator runs it: an error-only candidate is sub, mul, max, min, add,
-// sub, fma, sub, mul, fma; a candidate with code sums adds add, fma, mul,
-// fma; the group's total is mul, add.
-constexpr double kErrorOps = 10, kSumsOps = 14, kTotalOps = 2;
+// evaluator counts them: a candidate is fma, max, min, add, sub (the
+// rounding), add, fma, fma; the group's moments are fma, add, fma.
+constexpr double kCandidateOps = 8, kMomentOps = 3;
 
 // math::AffineGroup, counting what the search asks it.
 struct CountingGroup {
   edo::math::AffineGroup g;
-  mutable double ops = 0;  // lane operations, all values of the group
-  float sse(edo::math::AffineParams p) const {
-    ops += kErrorOps * static_cast<double>(g.n);
-    return g.sse(p);
-  }
-  void sse_batch(const edo::math::AffineParams* p, int count, float* out) const {
-    ops += kErrorOps * count * static_cast<double>(g.n);
-    g.sse_batch(p, count, out);
-  }
-  edo::math::AffineCodeSums sums(edo::math::AffineParams p) const {
-    ops += kSumsOps * static_cast<double>(g.n);
-    return g.sums(p);
-  }
-  float total() const {
-    ops += kTotalOps * static_cast<double>(g.n);
-    return g.total();
+  edo::math::AffineMoments moments = g.moments;
+  mutable double ops = kMomentOps * static_cast<double>(g.n);  // lane operations, all values of the group
+  void sums_batch(const edo::math::AffineParams* p, int count, edo::math::AffineCodeSums* out) const {
+    ops += kCandidateOps * count * static_cast<double>(g.n);
+    g.sums_batch(p, count, out);
   }
 };
 
@@ -84,7 +72,7 @@ double search_ops_per_value(const edo::math::ScalarLayout& L, const float* x, si
         hi = std::max(hi, v[i]);
       }
       const float unit = edo::math::affine_unit(static_cast<double>(hi) - static_cast<double>(lo));
-      const CountingGroup g{edo::math::AffineGroup{v, len, qmax, unit}};
+      const CountingGroup g{edo::math::affine_group(v, len, qmax, lo, unit)};
       edo::math::affine_params_search(g, len, lo, hi, qmax, unit, L.half_params);
       ops += g.ops;
     }
@@ -92,8 +80,8 @@ double search_ops_per_value(const edo::math::ScalarLayout& L, const float* x, si
   return ops / static_cast<double>(rows * L.dim);
 }
 
-// Lane operations a second that this machine runs of one error candidate's
-// sequence (kErrorOps, as above) on eight independent AVX2 register streams
+// Lane operations a second that this machine runs of one candidate's
+// sequence (kCandidateOps, as above) on eight independent AVX2 register streams
 // a thread, on every thread: no memory, no dependency between streams. A
 // build without AVX2 has no such kernel (and no bound rows).
 std::optional<double> candidate_op_rate(int repeat) {
@@ -109,29 +97,29 @@ std::optional<double> candidate_op_rate(int repeat) {
     {
 #pragma omp single
       threads = omp_get_num_threads();
-      const __m256 o = _mm256_set1_ps(0.25f), inv = _mm256_set1_ps(7.5f), q = _mm256_set1_ps(15.0f),
-                   zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f), s = _mm256_set1_ps(0.13f),
-                   u = _mm256_set1_ps(0.5f);
-      __m256 v[kStreams], e[kStreams];
+      const __m256 bias = _mm256_set1_ps(-1.875f), inv = _mm256_set1_ps(7.5f), q = _mm256_set1_ps(15.0f),
+                   zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f);
+      __m256 v[kStreams], sq[kStreams], sqq[kStreams], sqx[kStreams];
       for (int k = 0; k < kStreams; ++k) {
         v[k] = _mm256_set1_ps(0.1f * static_cast<float>(k + 1));
-        e[k] = zero;
+        sq[k] = sqq[k] = sqx[k] = zero;
       }
       for (int64_t i = 0; i < kIters; ++i) {
         for (int k = 0; k < kStreams; ++k) {
           asm volatile("" : "+x"(v[k]));  // a new value every step, as far as the compiler knows
-          __m256 c = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_sub_ps(v[k], o), inv), zero), q);
+          __m256 c = _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v[k], inv, bias), zero), q);
           c = _mm256_sub_ps(_mm256_add_ps(c, magic), magic);
-          const __m256 d = _mm256_mul_ps(_mm256_sub_ps(v[k], _mm256_fmadd_ps(c, s, o)), u);
-          e[k] = _mm256_fmadd_ps(d, d, e[k]);
+          sq[k] = _mm256_add_ps(sq[k], c);
+          sqq[k] = _mm256_fmadd_ps(c, c, sqq[k]);
+          sqx[k] = _mm256_fmadd_ps(c, v[k], sqx[k]);
         }
       }
       __m256 sum = zero;
-      for (int k = 0; k < kStreams; ++k) sum = _mm256_add_ps(sum, e[k]);
+      for (int k = 0; k < kStreams; ++k) sum = _mm256_add_ps(sum, _mm256_add_ps(sq[k], _mm256_add_ps(sqq[k], sqx[k])));
       asm volatile("" : : "x"(sum));
     }
   });
-  return static_cast<double>(threads) * kIters * kStreams * kErrorOps * 8 / t;
+  return static_cast<double>(threads) * kIters * kStreams * kCandidateOps * 8 / t;
 #endif
 }
 
@@ -139,7 +127,7 @@ std::optional<double> candidate_op_rate(int repeat) {
 // The same on sixteen-lane AVX-512 registers, the width the integer codecs'
 // search takes where the CPU runs AVX-512F (lib/codecs/affine_search_lanes.cpp),
 // rounding as that search does (one VRNDSCALEPS for the two operations of
-// the AVX2 rounding): still counted as kErrorOps lane operations a
+// the AVX2 rounding): still counted as kCandidateOps lane operations a
 // candidate and value, so the bound compares candidates with candidates.
 #pragma GCC push_options
 #pragma GCC target("avx512f")
@@ -155,28 +143,29 @@ double candidate_op_rate_avx512(int repeat) {
     {
 #pragma omp single
       threads = omp_get_num_threads();
-      const __m512 o = _mm512_set1_ps(0.25f), inv = _mm512_set1_ps(7.5f), q = _mm512_set1_ps(15.0f),
-                   zero = _mm512_setzero_ps(), s = _mm512_set1_ps(0.13f), u = _mm512_set1_ps(0.5f);
-      __m512 v[kStreams], e[kStreams];
+      const __m512 bias = _mm512_set1_ps(-1.875f), inv = _mm512_set1_ps(7.5f), q = _mm512_set1_ps(15.0f),
+                   zero = _mm512_setzero_ps();
+      __m512 v[kStreams], sq[kStreams], sqq[kStreams], sqx[kStreams];
       for (int k = 0; k < kStreams; ++k) {
         v[k] = _mm512_set1_ps(0.1f * static_cast<float>(k + 1));
-        e[k] = zero;
+        sq[k] = sqq[k] = sqx[k] = zero;
       }
       for (int64_t i = 0; i < kIters; ++i) {
         for (int k = 0; k < kStreams; ++k) {
           asm volatile("" : "+v"(v[k]));  // a new value every step, as far as the compiler knows
-          __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_mul_ps(_mm512_sub_ps(v[k], o), inv), zero), q);
+          __m512 c = _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v[k], inv, bias), zero), q);
           c = _mm512_roundscale_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-          const __m512 d = _mm512_mul_ps(_mm512_sub_ps(v[k], _mm512_fmadd_ps(c, s, o)), u);
-          e[k] = _mm512_fmadd_ps(d, d, e[k]);
+          sq[k] = _mm512_add_ps(sq[k], c);
+          sqq[k] = _mm512_fmadd_ps(c, c, sqq[k]);
+          sqx[k] = _mm512_fmadd_ps(c, v[k], sqx[k]);
         }
       }
       __m512 sum = zero;
-      for (int k = 0; k < kStreams; ++k) sum = _mm512_add_ps(sum, e[k]);
+      for (int k = 0; k < kStreams; ++k) sum = _mm512_add_ps(sum, _mm512_add_ps(sq[k], _mm512_add_ps(sqq[k], sqx[k])));
       asm volatile("" : : "v"(sum));
     }
   });
-  return static_cast<double>(threads) * kIters * kStreams * kErrorOps * 16 / t;
+  return static_cast<double>(threads) * kIters * kStreams * kCandidateOps * 16 / t;
 }
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
