@@ -97,22 +97,38 @@ bool keeps_nonfinite(ScalarKind kind) {
 
 // ---- SIMD helpers (exact, so any evaluation order gives the same answer) ----------
 
-// out[j] = math::affine_quantize(x[j], offset, inv, qmax), 8 at a time: the
-// same IEEE operations in the same order (sub, mul, max with 0, min with
-// qmax, the round-by-magic add), so the bytes equal the reference's.
+// out[j] = math::affine_quantize(x[j], offset, inv, qmax), 32 then 8 at a
+// time, the bytes the reference's: the same sub and mul, the min with qmax,
+// then a conversion that rounds to nearest even (on [0, qmax] the
+// reference's round-by-magic add exactly) and unsigned saturating packs,
+// which turn what the reference's max with 0 would have clamped (a negative
+// product, or a NaN one, converted to INT_MIN) into 0. 32 at a time packs
+// four registers into one store: perf put a third of int8's encode on the
+// packs and stores of 8 at a time.
 void affine_quantize_row(const float* x, size_t n, float offset, math::AffineInverse inv, float qmax, uint8_t* out) {
   size_t j = 0;
 #ifdef __AVX2__
   // A lifted (subnormal-scale) group is rare: the scalar loop below serves it.
-  const __m256 vo = _mm256_set1_ps(offset), vi = _mm256_set1_ps(inv.inv), vq = _mm256_set1_ps(qmax);
-  const __m256 zero = _mm256_setzero_ps(), magic = _mm256_set1_ps(12582912.0f);
-  const __m256i magic_bits = _mm256_set1_epi32(0x4b400000);
-  for (; inv.lift == 1.0f && j + 8 <= n; j += 8) {
-    __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vo), vi);
-    t = _mm256_min_ps(_mm256_max_ps(t, zero), vq);  // max(a, b) = a > b ? a : b, as clampf
-    const __m256i q = _mm256_sub_epi32(_mm256_castps_si256(_mm256_add_ps(t, magic)), magic_bits);
-    const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), _mm_packus_epi16(words, words));
+  if (inv.lift == 1.0f) {
+    const __m256 vo = _mm256_set1_ps(offset), vi = _mm256_set1_ps(inv.inv), vq = _mm256_set1_ps(qmax);
+    // min(qmax, t) = qmax < t ? qmax : t keeps a NaN t, as clampf's max with 0 would not: it packs to 0 either way.
+    const auto codes8 = [&](const float* v) {
+      const __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(v), vo), vi);
+      return _mm256_cvtps_epi32(_mm256_min_ps(vq, t));
+    };
+    // The in-lane packs leave dword k of four registers' bytes at position order[k].
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; j + 32 <= n; j += 32) {
+      const __m256i ab = _mm256_packus_epi32(codes8(x + j), codes8(x + j + 8));
+      const __m256i cd = _mm256_packus_epi32(codes8(x + j + 16), codes8(x + j + 24));
+      const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(ab, cd), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), bytes);
+    }
+    for (; j + 8 <= n; j += 8) {
+      const __m256i q = codes8(x + j);
+      const __m128i words = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(out + j), _mm_packus_epi16(words, words));
+    }
   }
 #endif
   for (; j < n; ++j) out[j] = static_cast<uint8_t>(math::affine_quantize(x[j], offset, inv, qmax));
