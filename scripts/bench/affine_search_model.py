@@ -11,9 +11,8 @@ likewise from the best low end; then least-squares refits while they
 improve). It rounds as numpy does, not as the encoder does, so its errors
 match edo-quantize's closely, not bit for bit (GloVe and BIGANN, int4,
 int4:group=32 and int2: within 6e-5 of the MSE `edo-quantize --json`
-reports, relative); what it is for is the
-ratio of two searches on the same groups and the number of candidates each
-measures. "Candidates a value" counts every candidate a group's search
+reports, relative); what it is for is the ratio of two searches on the same
+groups and the number of candidates each measures. "Candidates a value" counts every candidate a group's search
 measures (each costs one pass over the group), averaged over values.
 
 usage: /usr/bin/python3 scripts/bench/affine_search_model.py [DATA_DIR]
@@ -89,7 +88,7 @@ def search(x, qmax, steps, patience, refit_count):
             end = lo + span * MAX_CLIP * k / steps if side == 0 else hi - span * MAX_CLIP * k / steps
             first, last = (end, hi) if side == 0 else (best_lo, end)
             before = best.err.copy()
-            err = best.offer(x, (last - first) / qmax, first.copy(), qmax, active)
+            err = best.offer(x, (last - first) / qmax, first, qmax, active)
             chosen = np.where(active & (err < before), end, chosen)
             stalls = np.where(active, np.where(err < previous, 0, stalls + 1), stalls)
             previous = np.where(active, err, previous)
