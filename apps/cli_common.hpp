@@ -8,8 +8,10 @@
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
+#include <edo/threads.hpp>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -53,8 +55,14 @@ class PathGuard {
   void check() const {
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const auto& [flag, file] = outputs_[i];
+      // Written through, it would interleave with the results printed there.
+      if (io::descriptor_alias(file) == STDOUT_FILENO)
+        EDO_USAGE_FAIL("{} {}: stdout carries the tool's own results; name a file, a FIFO or a device ({})", flag, file,
+                       "or -, where the tool takes it");
       for (const std::string& in : inputs_)
         if (io::same_file(in, file)) EDO_USAGE_FAIL("{} {}: would overwrite the input {}", flag, file, in);
+      // Two outputs may both be /dev/null (or another device): each is written through.
+      if (io::is_special_output(file) && io::descriptor_alias(file) < 0) continue;
       for (size_t j = 0; j < i; ++j)
         if (identity(outputs_[j].second) == identity(file))
           EDO_USAGE_FAIL("{} {}: the same file as {} {}", flag, file, outputs_[j].first, outputs_[j].second);
@@ -91,10 +99,21 @@ inline std::string version_text(const char* tool) {
                      EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default");
 }
 
+// Sets OpenMP's wait policy and moves an unusable OMP_NUM_THREADS aside,
+// running the tool again when libgomp has already read them
+// (apps/openmp_environment.cpp). Returns only when nothing needed changing,
+// or the tool could not be run again.
+void settle_openmp_environment(char** argv);
+// Where an OMP_NUM_THREADS that is no thread count was moved, so that libgomp
+// never read it (as long a name as OMP_NUM_THREADS: renamed in place).
+inline constexpr char kBadThreadsVariable[] = "EDO_BAD_THREADS";
+static_assert(sizeof kBadThreadsVariable == sizeof "OMP_NUM_THREADS");
+
 // Runs `body` and turns every way it can fail into one line on stderr and the
 // documented exit code: 1 runtime, 2 usage, 3 gate.
 template <class Body>
 int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body) {
+  settle_openmp_environment(argv);
   io::install_signal_cleanup();
   io::report_bus_errors_as(
       fmt::format("{}: error: a mapped input file shrank while being read (truncated by another process?)", tool));
@@ -111,6 +130,9 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body
     return static_cast<int>(ExitCode::usage);
   }
   int code = 0;
+  // A failed run takes back the outputs it had already published (a gate
+  // that failed is not a failed run: its reports are the evidence).
+  io::begin_output_transaction();
   try {
     code = body();
   } catch (const Error& e) {
@@ -124,6 +146,7 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());
     code = static_cast<int>(ExitCode::runtime);
   }
+  io::end_output_transaction(code == 0 || code == static_cast<int>(ExitCode::gate));
   return finish_stdout(tool, code);
 }
 
@@ -177,9 +200,8 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
-// More threads than this is a typing error, not a machine (docs/CLI.md).
-// A byte count as users type it: 1073741824, 1G, 512M, 64K (powers of 1024;
-// a trailing B or iB is allowed). Usage error naming `flag` otherwise.
+// A byte count as users type it: 1073741824, 1G, 1g, 512M, 64K (powers of
+// 1024, either case; a trailing B or iB is allowed). Usage error naming `flag` otherwise.
 inline uint64_t parse_byte_count(const std::string& flag, const std::string& text) {
   size_t used = 0;
   unsigned long long value = 0;
@@ -197,19 +219,19 @@ inline uint64_t parse_byte_count(const std::string& flag, const std::string& tex
   int shift = 0;
   if (unit == "K" || unit == "k")
     shift = 10;
-  else if (unit == "M")
+  else if (unit == "M" || unit == "m")
     shift = 20;
-  else if (unit == "G")
+  else if (unit == "G" || unit == "g")
     shift = 30;
-  else if (unit == "T")
+  else if (unit == "T" || unit == "t")
     shift = 40;
   else if (!unit.empty() && unit != "B")
-    EDO_USAGE_FAIL("{} {}: unknown unit '{}' (K, M, G or T)", flag, text, unit);
+    EDO_USAGE_FAIL("{} {}: unknown unit '{}' (K, M, G or T, either case)", flag, text, unit);
   if (value > (std::numeric_limits<uint64_t>::max() >> shift)) EDO_USAGE_FAIL("{} {}: too large", flag, text);
   return static_cast<uint64_t>(value) << shift;
 }
 
-inline constexpr int kMaxThreads = 1024;
+using edo::kMaxThreads;
 
 inline void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, fmt::format("Worker threads, 1 to {} (default: all cores)", kMaxThreads))
@@ -225,8 +247,32 @@ inline void add_threads_option(CLI::App& app, int& threads) {
           "INT in [1 - 1024]"));
 }
 
+namespace detail {
+inline io::Hdf5InputPolicy& hdf5_policy() {
+  static io::Hdf5InputPolicy policy;
+  return policy;
+}
+}  // namespace detail
+
+// For tools that read tables: what HDF5 inputs may do beyond holding their
+// values (formats/edo/io/table.hpp); applied by apply_threads(), which every tool calls first.
+inline void add_hdf5_policy_flags(CLI::App& app) {
+  app.add_flag("--allow-external", detail::hdf5_policy().allow_external,
+               "HDF5 inputs: accept external storage, external links and virtual datasets whose files are in\n"
+               "the input's own directory (refused by default: they read other local files)");
+  app.add_flag("--allow-fill", detail::hdf5_policy().allow_fill,
+               "HDF5 inputs: accept a dataset that declares 1 GiB or more and stores less than 1/64 of it\n"
+               "(the rest read as its fill value; refused by default)");
+}
+
+// --threads when given, else OMP_NUM_THREADS (checked by the same rule),
+// else every core; never more than the cores this process may use.
 inline void apply_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
+  // Kept from libgomp (apps/openmp_environment.cpp): refused here, as --threads would be.
+  if (const char* given = std::getenv(kBadThreadsVariable); given && threads <= 0)
+    edo::parse_thread_count("OMP_NUM_THREADS", given);
+  edo::limit_threads(threads);
+  io::set_hdf5_input_policy(detail::hdf5_policy());
 }
 
 }  // namespace edo::cli

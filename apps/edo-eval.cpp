@@ -198,6 +198,7 @@ int main(int argc, char** argv) {
                  "Row (or word, with a vocabulary) to show neighbours of; repeatable (default: rows 0-4, or\n"
                  "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
   edo::cli::add_threads_option(app, threads);
+  edo::cli::add_hdf5_policy_flags(app);
   edo::cli::add_version_flag(app, "edo-eval");
 
   return edo::cli::run_tool("edo-eval", app, argc, argv, [&] {

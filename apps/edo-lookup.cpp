@@ -34,10 +34,11 @@ int64_t storage_read_bytes() {
 // Where the rows go: a table writer (npy, HDF5; a file or npy on stdout) or text lines.
 class RowSink {
  public:
-  RowSink(const std::string& output, bool text, bool with_ids, uint64_t rows, uint64_t dim)
+  RowSink(const std::string& output, bool text, bool with_ids, uint64_t rows, uint64_t dim,
+          edo::io::OtherContents others)
       : text_(text), with_ids_(with_ids), dim_(dim) {
     if (!text) {
-      table_ = edo::io::create_table(output.empty() ? "-" : output, rows, dim);
+      table_ = edo::io::create_table(output.empty() ? "-" : output, rows, dim, edo::io::DType::f32, others);
     } else if (!output.empty() && output != "-") {
       file_ = std::make_unique<edo::io::AtomicFile>(output);
     }
@@ -168,7 +169,7 @@ int main(int argc, char** argv) {
       "  edo-lookup table.edo --ids new_ids.npy --unknown hash -o rows.npy --stats",
       "edo-lookup"};
   std::string input, ids_path, output, format = "auto", unknown = "error";
-  bool with_ids = false, stats = false, verify = false, quiet = false;
+  bool with_ids = false, stats = false, verify = false, quiet = false, force = false;
   uint64_t batch = 65536;
   int threads = 0;
   app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
@@ -198,6 +199,9 @@ int main(int argc, char** argv) {
                  "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"
                  "default, falls back to pread where the kernel refuses io_uring), or always pread or io_uring")
       ->check(CLI::IsMember({"auto", "pread", "io_uring"}));
+  app.add_flag("--force", force,
+               "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
+               "whole file (without it, that is refused: the others would be lost)");
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
   edo::cli::add_version_flag(app, "edo-lookup");
@@ -243,7 +247,8 @@ int main(int argc, char** argv) {
     if (ro.unknown_ids == edo::UnknownIdPolicy::error) check_known(list, ids_path, reader);
     const int64_t read_before = storage_read_bytes();
     const auto t0 = std::chrono::steady_clock::now();
-    RowSink sink(output, text, with_ids, list.ids.size(), reader.dim());
+    RowSink sink(output, text, with_ids, list.ids.size(), reader.dim(),
+                 force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse);
     std::vector<float> rows(std::min<uint64_t>(batch, list.ids.size()) * reader.dim());
     for (size_t begin = 0; begin < list.ids.size(); begin += batch) {
       const size_t n = std::min<size_t>(batch, list.ids.size() - begin);

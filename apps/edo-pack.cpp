@@ -69,6 +69,7 @@ int main(int argc, char** argv) {
                "bytes per residency; stored in the manifest");
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
+  edo::cli::add_hdf5_policy_flags(app);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::ShardFlags shard_flags;
   edo::cli::add_shard_flags(

@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
   app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
       ->check(CLI::IsMember({"cos", "ip", "l2"}));
   edo::cli::add_threads_option(app, threads);
+  edo::cli::add_hdf5_policy_flags(app);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::add_version_flag(app, "edo-profile");
 
@@ -248,6 +249,7 @@ int main(int argc, char** argv) {
       edo::cli::Progress plan_progress("edo-profile: plan candidates", quiet);
       auto plan_report = plan_progress.callback();
       if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };
+      plan_opt.note = edo::cli::stderr_note("edo-profile", quiet);
       result = edo::plan_tiers(*table, plan_opt);
       if (result->chosen >= 0 && !plan_config.empty()) {
         const std::string text = edo::plan_config(*result).dump(2) + "\n";
@@ -265,7 +267,9 @@ int main(int argc, char** argv) {
       std::fputs(edo::profile_report_text(p, container, chosen, plan_config).c_str(), stdout);
     }
     if (result && result->chosen < 0) {
-      std::fprintf(stderr, "edo-profile: no candidate plan met the budget\n");
+      std::fprintf(stderr, "edo-profile: %s\n",
+                   result->unmet_on_table ? "no candidate plan met the budget on the whole table (packed and measured)"
+                                          : "no candidate plan met the budget");
       return static_cast<int>(edo::ExitCode::gate);
     }
     return 0;

@@ -112,6 +112,7 @@ edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReade
         "MODEL.edo --codec {} once, then each shard with --trained MODEL.edo",
         opt.spec, opt.spec);
   const edo::RowRange range = edo::cli::take_shard("edo-quantize", choice, table.rows(), opt.shard);
+  edo::cli::sample_source(opt.shard, table);
   view = edo::row_range_view(table, range);
   opt.first_row = range.begin;
   return *view;
@@ -192,6 +193,7 @@ int main(int argc, char** argv) {
                "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
+  edo::cli::add_hdf5_policy_flags(app);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::add_version_flag(app, "edo-quantize");
 

@@ -223,6 +223,7 @@ int main(int argc, char** argv) {
   app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
   eval_flags.add_to(app, false);
   edo::cli::add_threads_option(app, threads);
+  edo::cli::add_hdf5_policy_flags(app);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::ShardFlags shard_flags;
   edo::cli::add_shard_flags(

@@ -6,6 +6,7 @@
 #include <edo/edo_file.hpp>
 #include <edo/faiss_export.hpp>
 #include <edo/io/files.hpp>
+#include <edo/io/readers.hpp>
 #include <edo/io/table.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/io/word2vec.hpp>
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
   std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2", fbgemm_type;
-  bool quiet = false, codes = false;
+  bool quiet = false, codes = false, force = false;
   uint32_t row_alignment = 16;
   int threads = 0;
   app.add_option("INPUT", input, "A .edo file, or a shard set (edo-pack --shard-set)")->required();
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", device,
                  "cpu (default), cuda (decode each block on the GPU: an error without one) or auto (the GPU when "
                  "present); the rows are the same either way");
+  app.add_flag("--force", force,
+               "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
+               "whole file (without it, that is refused: the others would be lost)");
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::add_version_flag(app, "edo-unpack");
@@ -102,7 +106,9 @@ int main(int argc, char** argv) {
     if (format.empty())
       EDO_USAGE_FAIL("-o {}: the name says no format (.npy, .h5:/dataset, .safetensors, .vec, .bin, .faiss); give --to",
                      output);
-    if ((format == "npy" || format == "hdf5") && named != format)
+    // A device or FIFO has no extension to say its format: --to npy names it.
+    const bool special_npy = format == "npy" && edo::io::is_special_output(output);
+    if ((format == "npy" || format == "hdf5") && named != format && !special_npy)
       EDO_USAGE_FAIL("--to {}: name the output x.{}", format, format == "npy" ? "npy" : "h5:/dataset");
     const bool words = format == "word2vec" || format == "word2vec-bin";
     if (format == "faiss" && (!vocab.empty() || out_type != edo::io::DType::f32))
@@ -119,6 +125,16 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("--fbgemm-type and --row-alignment are for --to fbgemm");
     if (codes && (format != "safetensors" || out_type != edo::io::DType::f32))
       EDO_USAGE_FAIL("--codes writes a safetensors file of the stored codes (x.safetensors[:name]), no --dtype");
+    const edo::io::OtherContents others = force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse;
+    if (format == "safetensors" || format == "fbgemm") {
+      const size_t colon = output.find(".safetensors:");
+      if (colon != std::string::npos)
+        edo::io::check_existing_container(output.substr(0, colon + 12), output.substr(colon + 13), others);
+      else if (output.ends_with(".safetensors"))
+        edo::io::check_existing_container(output, "embeddings", others);
+    }
+    if (format == "hdf5" && output.find(':') != std::string::npos)
+      edo::io::check_existing_container(path, output.substr(output.find(':') + 1), others);
     // Usage checked: now the file (every checksum verified first).
     const bool set = edo::is_shard_set_file(input);
     if (set && (format == "faiss" || format == "fbgemm" || codes))
@@ -164,10 +180,11 @@ int main(int argc, char** argv) {
     if (words && vocab.empty() && !stored)
       EDO_USAGE_FAIL("-o {}: a word2vec file names each row and {} stores no words: give --vocab FILE", output, input);
     std::unique_ptr<edo::io::TableWriter> writer =
-        words ? edo::io::create_word2vec(output, table->rows(), table->dim(),
+        words         ? edo::io::create_word2vec(output, table->rows(), table->dim(),
                                          vocab.empty() ? *stored : edo::io::read_vocab(vocab, table->rows()),
-                                         format == "word2vec-bin")
-              : edo::io::create_table(output, table->rows(), table->dim(), out_type);
+                                                 format == "word2vec-bin")
+        : special_npy ? edo::io::create_npy(output, table->rows(), table->dim(), out_type)
+                      : edo::io::create_table(output, table->rows(), table->dim(), out_type, others);
     edo::cli::Progress progress("edo-unpack", quiet);
     auto report = progress.callback();
     const uint64_t block = table->block_rows();

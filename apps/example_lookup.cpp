@@ -3,6 +3,8 @@
 #include <edo/reader.hpp>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,12 +13,19 @@
 int main(int argc, char** argv) {
   if (argc < 3) return std::fprintf(stderr, "usage: %s FILE.edo ID [ID ...]\n", argv[0]), 2;
   try {
+    std::vector<int64_t> ids;
+    for (int i = 2; i < argc; ++i) {
+      int64_t id = 0;
+      const char* end = argv[i] + std::strlen(argv[i]);
+      const auto r = std::from_chars(argv[i], end, id);
+      if (r.ec != std::errc{} || r.ptr != end || id < 0)
+        return std::fprintf(stderr, "error: '%s' is not a row id (a whole number from 0)\n", argv[i]), 2;
+      ids.push_back(id);
+    }
     const edo::Reader reader = edo::Reader::open(argv[1]);  // mmap; cost independent of the file size
     for (const edo::TierStats& t : reader.tiers())
       std::printf("tier %s: %llu rows, %s, %s\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
                   t.codec.c_str(), edo::residency_name(t.residency));
-    std::vector<int64_t> ids;
-    for (int i = 2; i < argc; ++i) ids.push_back(std::strtoll(argv[i], nullptr, 10));
     std::vector<float> rows(ids.size() * reader.dim());
     reader.lookup(ids.data(), ids.size(), rows.data());  // decodes only these rows, multithreaded
     for (size_t i = 0; i < ids.size(); ++i) {

@@ -55,7 +55,8 @@ inline std::optional<uint64_t> env_number(const char* name) {
   if (!v || !*v) return std::nullopt;
   uint64_t n = 0;
   const char* end = v + std::strlen(v);
-  if (std::from_chars(v, end, n).ec != std::errc{} || std::from_chars(v, end, n).ptr != end)
+  const auto r = std::from_chars(v, end, n);
+  if (r.ec != std::errc{} || r.ptr != end)
     EDO_USAGE_FAIL("{}='{}' is not a number (--shard none ignores the launcher)", name, v);
   return n;
 }
@@ -77,16 +78,25 @@ inline ShardChoice resolve_shard(const std::string& flag, uint32_t shard_count) 
     uint64_t i = 0, n = 0;
     const char* b = flag.data();
     const char* e = b + flag.size();
-    if (slash == std::string::npos || std::from_chars(b, b + slash, i).ptr != b + slash ||
-        std::from_chars(b + slash + 1, e, n).ptr != e || slash == 0 || slash + 1 == flag.size())
-      EDO_USAGE_FAIL("--shard '{}': expected I/N (I from 0 to N-1) or none", flag);
+    // A number too large for 64 bits is an error, not a 0 (from_chars leaves it unset).
+    const auto whole = [](const char* from, const char* to, uint64_t& v) {
+      const auto r = std::from_chars(from, to, v);
+      return r.ec == std::errc{} && r.ptr == to;
+    };
+    if (slash == std::string::npos || slash == 0 || slash + 1 == flag.size() || !whole(b, b + slash, i) ||
+        !whole(b + slash + 1, e, n))
+      EDO_USAGE_FAIL("--shard '{}': expected I/N (I from 0 to N-1, N at most {}) or none", flag, UINT32_MAX);
     return detail::checked_choice(i, n, "--shard");
   }
   if (const auto id = env_number("SLURM_ARRAY_TASK_ID")) {
     const uint64_t lo = env_number("SLURM_ARRAY_TASK_MIN").value_or(0);
     std::optional<uint64_t> n = env_number("SLURM_ARRAY_TASK_COUNT");
-    if (!n)
-      if (const auto hi = env_number("SLURM_ARRAY_TASK_MAX")) n = *hi - lo + 1;
+    if (!n) {
+      if (const auto hi = env_number("SLURM_ARRAY_TASK_MAX")) {
+        if (*hi < lo) EDO_USAGE_FAIL("SLURM_ARRAY_TASK_MAX {} is below SLURM_ARRAY_TASK_MIN {}", *hi, lo);
+        n = *hi - lo + 1;
+      }
+    }
     if (!n) EDO_USAGE_FAIL("SLURM_ARRAY_TASK_ID is set without SLURM_ARRAY_TASK_COUNT or _MAX: give --shard I/N");
     if (*id < lo) EDO_USAGE_FAIL("SLURM_ARRAY_TASK_ID {} is below SLURM_ARRAY_TASK_MIN {}", *id, lo);
     return detail::checked_choice(
@@ -132,6 +142,12 @@ inline RowRange take_shard(const char* tool, const ShardChoice& s, uint64_t rows
   return r;
 }
 
+// A shard file's entry names its table by a sample of its rows (merges
+// compare it; edo/shard.hpp).
+inline void sample_source(nlohmann::json& entry, io::TableReader& table) {
+  entry[kSourceSampleKey] = fmt::format("{:016x}", source_sample_digest(table));
+}
+
 // --train-only, --trained and --shard of the tools that write through
 // pack_to_edo (edo-pack, edo-sparsify, edo-hash). It holds what the options
 // then point at, so it outlives the write.
@@ -175,6 +191,7 @@ class PackShards {
     if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
     check_shardable(opt, table.dim());  // before the shard line, so a refusal is one line
     const RowRange range = take_shard(tool, choice, table.rows(), opt.shard);
+    sample_source(opt.shard, table);
     opt.first_row = range.begin;
     opt.shard_rows = range.size();
     if (opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own

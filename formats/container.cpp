@@ -493,7 +493,7 @@ void ContainerWriter::add_section(std::string_view name, const void* data, size_
   end_section();
 }
 
-void ContainerWriter::finish(nlohmann::json manifest) {
+void ContainerWriter::finish(nlohmann::json manifest, const std::function<void(const std::string&)>& check) {
   require_open("finish");
   if (in_section_) EDO_FAIL("{}: finish() while section '{}' is open", path(), sections_.back().name);
   finished_ = true;
@@ -537,6 +537,7 @@ void ContainerWriter::finish(nlohmann::json manifest) {
   uint8_t bytes[kContainerHeaderSize];
   h.encode(bytes);
   file_.pwrite(bytes, sizeof bytes, 0);
+  if (check) check(file_.temp_path());
   file_.commit();
 }
 

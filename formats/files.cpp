@@ -5,12 +5,17 @@
 #include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace edo::io {
@@ -155,10 +160,110 @@ void MappedFile::release(uint64_t offset, uint64_t length) const {
   ::madvise(const_cast<uint8_t*>(data_) + first, end - first, MADV_DONTNEED);
 }
 
-AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+namespace {
+
+struct PublishedOutput {
+  std::string path;
+  std::string backup;  // the file it replaced, kept by a hard link; empty: there was none
+  bool recorded = false;
+};
+
+std::mutex g_transaction_mutex;
+bool g_transaction_open = false;
+std::vector<PublishedOutput> g_published;
+uint64_t g_backup_serial = 0;
+
+// Before `path` is replaced inside a transaction: what the transaction must
+// remember to take the replacement back.
+PublishedOutput keep_replaced_file(const std::string& path) {
+  std::lock_guard lock(g_transaction_mutex);
+  PublishedOutput out{path, {}, false};
+  if (!g_transaction_open) return out;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    out.recorded = errno == ENOENT;  // new: removed on failure
+    return out;
+  }
+  if (!S_ISREG(st.st_mode)) return out;
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string backup = fmt::format("{}.{}.old-{}-{}", dir, name, ::getpid(), ++g_backup_serial);
+  if (::link(path.c_str(), backup.c_str()) == 0) {
+    out.backup = backup;
+    out.recorded = true;
+  }
+  return out;
+}
+
+void record_published(const PublishedOutput& p) {
+  if (!p.recorded) return;
+  std::lock_guard lock(g_transaction_mutex);
+  if (g_transaction_open) g_published.push_back(p);
+}
+
+}  // namespace
+
+void begin_output_transaction() {
+  std::lock_guard lock(g_transaction_mutex);
+  g_transaction_open = true;
+  g_published.clear();
+}
+
+void end_output_transaction(bool keep) {
+  std::lock_guard lock(g_transaction_mutex);
+  for (auto it = g_published.rbegin(); it != g_published.rend(); ++it) {
+    if (keep) {
+      if (!it->backup.empty()) ::unlink(it->backup.c_str());
+    } else if (it->backup.empty()) {
+      ::unlink(it->path.c_str());
+    } else {
+      ::rename(it->backup.c_str(), it->path.c_str());
+    }
+  }
+  g_published.clear();
+  g_transaction_open = false;
+}
+
+int descriptor_alias(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    const std::string_view p(prefix);
+    if (!path.starts_with(p) || path.size() == p.size() || path.size() > p.size() + 9) continue;
+    int fd = 0;
+    for (size_t i = p.size(); i < path.size(); ++i) {
+      if (path[i] < '0' || path[i] > '9') return -1;
+      fd = fd * 10 + (path[i] - '0');
+    }
+    return fd;
+  }
+  return -1;
+}
+
+bool is_special_output(const std::string& path) {
+  if (descriptor_alias(path) >= 0) return true;
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+AtomicFile::AtomicFile(const std::string& path) : path_(path) {
+  const auto slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (const int alias = descriptor_alias(path); alias >= 0) {
+    struct stat st {};
+    if (::fstat(alias, &st) != 0) EDO_FAIL("{}: descriptor {} is not open", path, alias);
+    through_fd_ = alias;
+  } else if (is_special_output(path)) {
+    through_path_ = path;
+  }
+  if (writes_through()) {
+    // Never a temporary inside /dev: the spool goes where temporaries belong.
+    const char* tmp = std::getenv("TMPDIR");
+    dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/";
+    name = "edo-" + name;
+  }
   std::string templ = dir + "." + name + ".tmp-XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
@@ -171,7 +276,8 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
 
 AtomicFile::~AtomicFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+  // A written-through output leaves its spool behind in no case.
+  if ((!committed_ || writes_through()) && !temp_path_.empty()) ::unlink(temp_path_.c_str());
 }
 
 void AtomicFile::write(const void* data, size_t size) {
@@ -194,18 +300,75 @@ void AtomicFile::pwrite(const void* data, size_t size, uint64_t offset) {
 }
 
 void AtomicFile::commit() {
+  if (writes_through()) {
+    copy_onto_target();
+    committed_ = true;
+    return;
+  }
   if (::fsync(fd_) != 0 && errno != EINVAL) EDO_FAIL("{}: fsync failed: {}", path_, std::strerror(errno));
   if (::close(fd_) != 0) {
     fd_ = -1;
     EDO_FAIL("{}: close failed: {}", path_, std::strerror(errno));
   }
   fd_ = -1;
+  const PublishedOutput published = keep_replaced_file(path_);
   // Disarmed first: a signal between the two leaves the temporary behind,
   // never removes the finished output.
   cleanup_.disarm();
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
-    EDO_FAIL("{}: cannot rename temporary into place: {}", path_, std::strerror(errno));
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    if (!published.backup.empty()) ::unlink(published.backup.c_str());
+    EDO_FAIL("{}: cannot rename temporary into place: {}", path_, std::strerror(err));
+  }
+  record_published(published);
   committed_ = true;
+}
+
+void AtomicFile::copy_onto_target() {
+  int target = through_fd_;
+  if (target < 0) {
+    // A FIFO blocks here until a reader opens it, as `cat > fifo` does.
+    target = ::open(through_path_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (target < 0) EDO_FAIL("{}: cannot open for writing: {}", path_, std::strerror(errno));
+  }
+  std::vector<uint8_t> chunk(size_t{1} << 20);
+  uint64_t offset = 0;
+  std::string failure;
+  while (failure.empty()) {
+    const ssize_t got = ::pread(fd_, chunk.data(), chunk.size(), static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) failure = fmt::format("cannot read the spool {}: {}", temp_path_, std::strerror(errno));
+    if (got <= 0) break;
+    offset += static_cast<uint64_t>(got);
+    for (ssize_t done = 0; done < got && failure.empty();) {
+      const ssize_t n = ::write(target, chunk.data() + done, static_cast<size_t>(got - done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) failure = fmt::format("write failed: {}", n < 0 ? std::strerror(errno) : "no progress");
+      done += std::max<ssize_t>(n, 0);
+    }
+  }
+  if (through_fd_ < 0 && ::close(target) != 0 && failure.empty())
+    failure = fmt::format("close failed: {}", std::strerror(errno));
+  ::close(fd_);
+  fd_ = -1;
+  if (!failure.empty()) EDO_FAIL("{}: {}", path_, failure);
+}
+
+void check_free_space(const std::string& path, uint64_t bytes) {
+  std::string dir;
+  if (is_special_output(path)) {
+    const char* tmp = std::getenv("TMPDIR");
+    dir = tmp && *tmp ? tmp : "/tmp";
+  } else {
+    const auto slash = path.find_last_of('/');
+    dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  }
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return;  // the write itself reports a missing directory
+  const uint64_t blocks = fs.f_bavail, block = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
+  const uint64_t free_bytes = block && blocks > UINT64_MAX / block ? UINT64_MAX : blocks * block;
+  if (bytes > free_bytes)
+    EDO_FAIL("{}: the output needs at least {} bytes and {} has {} free", path, bytes, dir, free_bytes);
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -13,7 +13,10 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -123,9 +126,53 @@ std::string describe_datasets(const std::vector<DatasetEntry>& list) {
   return s;
 }
 
+std::atomic<bool> g_allow_external{false};
+std::atomic<bool> g_allow_fill{false};
+
+// Whether `name` (as HDF5 stored it: a file name, relative to the input's
+// directory) stays in that directory: no absolute path, no "..".
+bool stays_beside(const std::string& name) {
+  if (name.empty() || name[0] == '/') return false;
+  size_t pos = 0;
+  while (pos <= name.size()) {
+    size_t slash = name.find('/', pos);
+    if (slash == std::string::npos) slash = name.size();
+    if (name.compare(pos, slash - pos, "..") == 0 && slash - pos == 2) return false;
+    pos = slash + 1;
+  }
+  return true;
+}
+
+// Refuses a link to another file (or, with --allow-external, one that leaves
+// the input's directory) before anything follows it.
+void check_link(hid_t file, const std::string& prefix, const std::string& display) {
+  H5L_info_t info{};
+  if (H5Lget_info(file, prefix.c_str(), &info, H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return;
+  }
+  if (info.type == H5L_TYPE_SOFT || info.type == H5L_TYPE_HARD) return;
+  std::string target = "?";
+  if (info.type == H5L_TYPE_EXTERNAL && info.u.val_size > 0 && info.u.val_size < (1u << 20)) {
+    std::vector<char> value(info.u.val_size);
+    const char* file_name = nullptr;
+    const char* object = nullptr;
+    if (H5Lget_val(file, prefix.c_str(), value.data(), value.size(), H5P_DEFAULT) >= 0 &&
+        H5Lunpack_elink_val(value.data(), value.size(), nullptr, &file_name, &object) >= 0 && file_name)
+      target = file_name;
+    H5Eclear2(H5E_DEFAULT);
+  }
+  if (info.type == H5L_TYPE_EXTERNAL && g_allow_external && stays_beside(target)) return;
+  EDO_FAIL("{}: '{}' is a link to another file ({}); refused: {}", display, prefix, target,
+           info.type != H5L_TYPE_EXTERNAL ? "not a link type edo follows"
+           : g_allow_external             ? "--allow-external reads only files in the input's directory"
+                                          : "pass --allow-external to read files in the input's directory");
+}
+
 // True when every link along `name` exists (H5Lexists fails on a missing
-// intermediate group instead of answering false).
-bool link_path_exists(hid_t file, const std::string& name) {
+// intermediate group instead of answering false). Links to other files are
+// checked before they are followed.
+bool link_path_exists(hid_t file, const std::string& name, const std::string& display) {
   size_t pos = name[0] == '/' ? 1 : 0;
   while (pos <= name.size()) {
     size_t slash = name.find('/', pos);
@@ -136,6 +183,7 @@ bool link_path_exists(hid_t file, const std::string& name) {
         H5Eclear2(H5E_DEFAULT);
         return false;
       }
+      check_link(file, prefix, display);
     }
     pos = slash + 1;
   }
@@ -266,15 +314,31 @@ class Hdf5Reader final : public TableReader {
     if (!file_) EDO_FAIL("{}: cannot open HDF5 file: {}", display, hdf5_error());
 
     const std::string name = dataset.empty() ? only_2d_dataset(display) : absolute(dataset);
-    if (name == "/" || !link_path_exists(file_.get(), name))
+    if (name == "/" || !link_path_exists(file_.get(), name, display))
       EDO_FAIL("{}: no dataset '{}' in the file ({})", display, name, describe_datasets(list_datasets(file_.get())));
     H5O_info_t info{};
     if (H5Oget_info_by_name2(file_.get(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
       EDO_FAIL("{}: cannot inspect '{}': {}", display, name, hdf5_error());
     if (info.type != H5O_TYPE_DATASET)
       EDO_FAIL("{}: '{}' is not a dataset ({})", display, name, describe_datasets(list_datasets(file_.get())));
-    dataset_ = Handle(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+    // External storage and virtual sources are resolved against the input's
+    // directory, never the working directory.
+    const auto slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+    H5Pset_efile_prefix(dapl.get(), dir.c_str());
+    H5Pset_virtual_prefix(dapl.get(), dir.c_str());
+    dataset_ = Handle(H5Dopen2(file_.get(), name.c_str(), dapl.get()), H5Dclose);
     if (!dataset_) EDO_FAIL("{}: cannot open dataset '{}': {}", display, name, hdf5_error());
+    check_storage(display, name);
+    // Chunks bigger than HDF5's 1 MiB chunk cache would be read (and
+    // inflated) again for every row read from them: reopened with a cache
+    // that holds two of them, up to 256 MiB.
+    if (read_chunk_shape() && chunk_bytes_ > (uint64_t{1} << 20) && chunk_bytes_ <= kMaxChunkCache / 2) {
+      H5Pset_chunk_cache(dapl.get(), H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 2 * chunk_bytes_, H5D_CHUNK_CACHE_W0_DEFAULT);
+      dataset_ = Handle(H5Dopen2(file_.get(), name.c_str(), dapl.get()), H5Dclose);
+      if (!dataset_) EDO_FAIL("{}: cannot open dataset '{}': {}", display, name, hdf5_error());
+    }
 
     Handle type(H5Dget_type(dataset_.get()), H5Tclose);
     if (!type) EDO_FAIL("{}: cannot read the element type: {}", display, hdf5_error());
@@ -293,18 +357,32 @@ class Hdf5Reader final : public TableReader {
     const auto values = checked_mul(rows_, dim_);
     if (!values || !checked_mul(*values, sizeof(double)))
       EDO_FAIL("{}: dataset of {} x {} is too large", display, rows_, dim_);
+    check_declared_size(display, *values * H5Tget_size(type.get()));
+    if (chunk_rows_ > 0) chunk_cols_ = std::min<uint64_t>(chunk_cols_, dim_);
   }
 
   const float* rows_f32(uint64_t begin, uint64_t count) override {
     check_range(begin, count);
     buffer_.resize(count * dim_);
     if (count == 0) return buffer_.data();
-    const hsize_t start[2] = {begin, 0};
-    const hsize_t extent[2] = {count, dim_};
-    Handle memory(H5Screate_simple(2, extent, nullptr), H5Sclose);
-    if (!memory || H5Sselect_hyperslab(file_space_.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr) < 0 ||
-        H5Dread(dataset_.get(), H5T_NATIVE_FLOAT, memory.get(), file_space_.get(), H5P_DEFAULT, buffer_.data()) < 0)
-      EDO_FAIL("{}: cannot read rows [{}, {}): {}", path_, begin, begin + count, hdf5_error());
+    // HDF5 keeps a few KB of bookkeeping for every chunk one read touches:
+    // with tiny chunks (1 x 1), a block of rows is read a few chunk rows at
+    // a time, so that stays bounded.
+    uint64_t step = count;
+    if (chunk_rows_ > 0) {
+      const uint64_t chunks_across = (dim_ + chunk_cols_ - 1) / chunk_cols_;
+      step = std::max<uint64_t>(1, kMaxChunksPerRead / chunks_across) * chunk_rows_;
+    }
+    for (uint64_t done = 0; done < count; done += step) {
+      const uint64_t n = std::min(step, count - done);
+      const hsize_t start[2] = {begin + done, 0};
+      const hsize_t extent[2] = {n, dim_};
+      Handle memory(H5Screate_simple(2, extent, nullptr), H5Sclose);
+      if (!memory || H5Sselect_hyperslab(file_space_.get(), H5S_SELECT_SET, start, nullptr, extent, nullptr) < 0 ||
+          H5Dread(dataset_.get(), H5T_NATIVE_FLOAT, memory.get(), file_space_.get(), H5P_DEFAULT,
+                  buffer_.data() + done * dim_) < 0)
+        EDO_FAIL("{}: cannot read rows [{}, {}): {}", path_, begin + done, begin + done + n, hdf5_error());
+    }
     return buffer_.data();
   }
 
@@ -327,10 +405,77 @@ class Hdf5Reader final : public TableReader {
 
   static std::string absolute(const std::string& name) { return name[0] == '/' ? name : "/" + name; }
 
+  static constexpr uint64_t kMaxChunkCache = uint64_t{256} << 20;
+  static constexpr uint64_t kMaxChunksPerRead = 4096;
+
+  // The chunk shape of a chunked dataset; false for contiguous storage.
+  bool read_chunk_shape() {
+    Handle dcpl(H5Dget_create_plist(dataset_.get()), H5Pclose);
+    hsize_t dims[2] = {0, 0};
+    if (!dcpl || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || H5Pget_chunk(dcpl.get(), 2, dims) != 2 || dims[0] == 0 ||
+        dims[1] == 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    chunk_rows_ = dims[0];
+    chunk_cols_ = dims[1];
+    Handle type(H5Dget_type(dataset_.get()), H5Tclose);
+    const auto bytes = checked_mul(dims[0], dims[1]);
+    chunk_bytes_ = bytes && type ? *bytes * H5Tget_size(type.get()) : 0;
+    return true;
+  }
+
+  // A dataset that stores almost nothing of what it declares is its fill
+  // value repeated: refused from 1 GiB declared, unless --allow-fill.
+  void check_declared_size(const std::string& display, uint64_t declared) {
+    if (g_allow_fill || declared < (uint64_t{1} << 30)) return;
+    const uint64_t stored = H5Dget_storage_size(dataset_.get());
+    if (stored >= declared / 64) return;
+    EDO_FAIL(
+        "{}: declares {} x {} values ({} bytes) but stores {} bytes: the rest would be its fill value; refused "
+        "(--allow-fill reads it)",
+        display, rows_, dim_, declared, stored);
+  }
+
+  // Refuses bytes kept in other files: external storage (raw bytes of any
+  // file) and virtual datasets, unless allowed and beside the input.
+  void check_storage(const std::string& display, const std::string& name) {
+    Handle dcpl(H5Dget_create_plist(dataset_.get()), H5Pclose);
+    if (!dcpl) EDO_FAIL("{}: cannot read the storage of '{}': {}", display, name, hdf5_error());
+    std::vector<std::string> files;
+    const int external = H5Pget_external_count(dcpl.get());
+    for (int i = 0; i < external; ++i) {
+      char file[4096] = {0};
+      off_t offset = 0;
+      hsize_t size = 0;
+      if (H5Pget_external(dcpl.get(), static_cast<unsigned>(i), sizeof file, file, &offset, &size) < 0)
+        EDO_FAIL("{}: cannot read the external storage of '{}': {}", display, name, hdf5_error());
+      files.emplace_back(file);
+    }
+    if (H5Pget_layout(dcpl.get()) == H5D_VIRTUAL) {
+      size_t count = 0;
+      if (H5Pget_virtual_count(dcpl.get(), &count) < 0)
+        EDO_FAIL("{}: cannot read '{}': {}", display, name, hdf5_error());
+      for (size_t i = 0; i < count; ++i) {
+        char file[4096] = {0};
+        if (H5Pget_virtual_filename(dcpl.get(), i, file, sizeof file) < 0)
+          EDO_FAIL("{}: cannot read the virtual sources of '{}': {}", display, name, hdf5_error());
+        if (std::string_view(file) != ".") files.emplace_back(file);
+      }
+    }
+    for (const std::string& f : files) {
+      if (g_allow_external && stays_beside(f)) continue;
+      EDO_FAIL("{}: '{}' keeps its values in another file ({}); refused: {}", display, name, f,
+               g_allow_external ? "--allow-external reads only files in the input's directory"
+                                : "pass --allow-external to read files in the input's directory");
+    }
+  }
+
   Handle file_;
   Handle dataset_;
   Handle file_space_;
   std::vector<float> buffer_;
+  uint64_t chunk_rows_ = 0, chunk_cols_ = 0, chunk_bytes_ = 0;  // 0: contiguous
 };
 
 // Creates the file anew at a temporary name (HDF5 opens it by name, beside the
@@ -411,6 +556,36 @@ std::unique_ptr<TableReader> open_hdf5(const std::string& path, const std::strin
 std::unique_ptr<TableWriter> create_hdf5(const std::string& path, const std::string& dataset, uint64_t rows,
                                          uint64_t dim, DType dtype) {
   return std::make_unique<Hdf5Writer>(path, dataset, rows, dim, dtype);
+}
+
+void set_hdf5_input_policy(const Hdf5InputPolicy& policy) {
+  g_allow_external = policy.allow_external;
+  g_allow_fill = policy.allow_fill;
+}
+Hdf5InputPolicy hdf5_input_policy() { return {g_allow_external, g_allow_fill}; }
+
+std::vector<std::string> hdf5_object_names(const std::string& path) {
+  silence_hdf5_errors();
+  std::vector<std::string> names;
+  if (H5Fis_hdf5(path.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return names;
+  }
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_file_locking(fapl.get(), true, true);
+  Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  if (!file) {
+    H5Eclear2(H5E_DEFAULT);
+    return names;
+  }
+  auto visit = [](hid_t, const char* name, const H5O_info_t*, void* data) -> herr_t {
+    auto* list = static_cast<std::vector<std::string>*>(data);
+    if (std::string_view(name) != ".") list->push_back(std::string("/") + name);
+    return list->size() >= kMaxListedDatasets ? 1 : 0;
+  };
+  H5Ovisit2(file.get(), H5_INDEX_NAME, H5_ITER_NATIVE, visit, &names, H5O_INFO_BASIC);
+  H5Eclear2(H5E_DEFAULT);
+  return names;
 }
 
 }  // namespace edo::io

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
 
 namespace edo::io {
 
@@ -171,8 +172,9 @@ std::vector<SafetensorsTable> list_safetensors_tables(const std::string& path) {
   std::vector<SafetensorsTable> out;
   std::vector<std::string> files;
   if (path.ends_with(".index.json")) {
+    std::unordered_set<std::string> seen;  // an index may name 100,000 tensors
     for (const auto& [name, file] : read_index(path))
-      if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
+      if (seen.insert(file).second) files.push_back(file);
   } else {
     files.push_back(path);
   }

@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace edo::io {
 
@@ -255,7 +257,51 @@ std::unique_ptr<TableReader> open_table(const std::string& spec) {
   return table;
 }
 
-std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim, DType dtype) {
+namespace {
+
+// What an existing container at `file` holds besides `member` (the groups
+// on the way to it, or the tensors "member.*" written with it); empty when
+// nothing would be lost.
+std::vector<std::string> other_contents(const std::string& file, const std::string& member, bool hdf5) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  std::vector<std::string> others;
+  if (hdf5) {
+    const std::string target = member.starts_with('/') ? member : "/" + member;
+    for (const std::string& name : hdf5_object_names(file))
+      if (name != target && !(target.starts_with(name) && target[name.size()] == '/')) others.push_back(name);
+    return others;
+  }
+  try {
+    for (const SafetensorsTensor& t : open_safetensors_file(file).header.tensors)
+      if (t.name != member && !t.name.starts_with(member + ".")) others.push_back(t.name);
+  } catch (const Error&) {
+    // Not a safetensors file: nothing of that format to keep.
+  }
+  return others;
+}
+
+}  // namespace
+
+void check_existing_container(const std::string& file, const std::string& member, OtherContents others) {
+  if (others == OtherContents::replace) return;
+  const std::string ext = lower_extension(file);
+  const bool hdf5 = ext == "h5" || ext == "hdf5" || ext == "he5";
+  if (!hdf5 && !file.ends_with(".safetensors")) return;
+  const std::vector<std::string> lost = other_contents(file, member, hdf5);
+  if (lost.empty()) return;
+  std::string shown;
+  for (size_t i = 0; i < lost.size() && i < 5; ++i) shown += (i ? ", " : "") + lost[i];
+  if (lost.size() > 5) shown += fmt::format(", and {} more", lost.size() - 5);
+  EDO_USAGE_FAIL(
+      "{}: already holds {} other {} ({}); writing '{}' would replace the whole file: write to a new file, or pass "
+      "--force to replace it",
+      file, lost.size(), hdf5 ? (lost.size() == 1 ? "object" : "objects") : (lost.size() == 1 ? "tensor" : "tensors"),
+      shown, member);
+}
+
+std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim, DType dtype,
+                                          OtherContents others) {
   if (rows == 0 || dim == 0) EDO_FAIL("{}: refusing to write an empty table ({} x {})", spec, rows, dim);
   if (!checked_mul(rows, dim) || !checked_mul(rows * dim, dtype_size(dtype)))
     EDO_FAIL("{}: table of {} x {} is too large", spec, rows, dim);
@@ -264,14 +310,21 @@ std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows
   // HDF5 extension, so directories with ':' in their names still work.
   for (size_t colon = spec.find(':'); colon != std::string::npos; colon = spec.find(':', colon + 1)) {
     const std::string ext = lower_extension(spec.substr(0, colon));
-    if (ext == "h5" || ext == "hdf5" || ext == "he5")
+    if (ext == "h5" || ext == "hdf5" || ext == "he5") {
+      check_existing_container(spec.substr(0, colon), spec.substr(colon + 1), others);
       return create_hdf5(spec.substr(0, colon), spec.substr(colon + 1), rows, dim, dtype);
+    }
   }
   // "x.safetensors:name": likewise at the first ':' after the extension.
   for (size_t colon = spec.find(':'); colon != std::string::npos; colon = spec.find(':', colon + 1))
-    if (spec.substr(0, colon).ends_with(".safetensors"))
+    if (spec.substr(0, colon).ends_with(".safetensors")) {
+      check_existing_container(spec.substr(0, colon), spec.substr(colon + 1), others);
       return create_safetensors(spec.substr(0, colon), spec.substr(colon + 1), rows, dim, dtype);
-  if (spec.ends_with(".safetensors")) return create_safetensors(spec, "embeddings", rows, dim, dtype);
+    }
+  if (spec.ends_with(".safetensors")) {
+    check_existing_container(spec, "embeddings", others);
+    return create_safetensors(spec, "embeddings", rows, dim, dtype);
+  }
   const std::string ext = lower_extension(spec);
   if (ext == "npy") return create_npy(spec, rows, dim, dtype);
   if (ext == "h5" || ext == "hdf5" || ext == "he5")

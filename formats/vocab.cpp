@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <string_view>
+#include <unordered_map>
 
 namespace edo::io {
 
@@ -17,10 +19,23 @@ std::vector<std::string> read_vocab(const std::string& path, uint64_t rows) {
     if (words.size() == rows) EDO_FAIL("{}: more than {} lines (one token a row)", path, rows);
     if (line.size() > 4096) EDO_FAIL("{}:{}: line longer than 4096 bytes", path, words.size() + 1);
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (words.empty() && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 byte order mark
     words.push_back(std::move(line));
   }
   if (words.size() != rows) EDO_FAIL("{}: {} lines for {} rows", path, words.size(), rows);
+  check_unique_words(words, path);
   return words;
+}
+
+void check_unique_words(const std::vector<std::string>& words, const std::string& display) {
+  std::unordered_map<std::string_view, uint64_t> seen;
+  seen.reserve(words.size());
+  for (uint64_t r = 0; r < words.size(); ++r) {
+    const auto [it, fresh] = seen.emplace(words[r], r);
+    if (!fresh)
+      EDO_FAIL("{}: line {} repeats '{}' of line {} (a vocabulary names each row once)", display, r + 1, words[r],
+               it->second + 1);
+  }
 }
 
 namespace {
@@ -59,6 +74,7 @@ std::optional<std::vector<std::string>> read_vocab_section(const Container& c) {
 }
 
 std::string vocab_section_bytes(const std::vector<std::string>& words) {
+  check_unique_words(words, "vocabulary");
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i].size() > kMaxWordBytes || words[i].find('\n') != std::string::npos)

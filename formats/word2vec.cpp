@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace edo::io {
@@ -41,6 +42,7 @@ class Word2VecReader final : public TableReader {
             "use the .vec file",
             display);
     }
+    if (!binary) text_ = skip_utf8_bom(text_);
     const size_t eol = text_.find('\n');
     const std::string_view first = text_.substr(0, eol == std::string_view::npos ? text_.size() : eol);
     size_t i = 0;
@@ -146,6 +148,17 @@ class Word2VecReader final : public TableReader {
       std::string_view f = next_text_field(line, i);
       if (f.size() > 1 && f.front() == '+') f.remove_prefix(1);
       const auto r = std::from_chars(f.data(), f.data() + f.size(), out[j]);
+      if (r.ec == std::errc::result_out_of_range && r.ptr == f.data() + f.size()) {
+        // A number, but not a float32 one: below its range it rounds to
+        // zero (or the nearest subnormal), as the values a file stores in
+        // float64 do; above it is refused.
+        const double wide = std::strtod(std::string(f).c_str(), nullptr);
+        if (std::isfinite(wide) && std::fabs(wide) < 1.0) {
+          out[j] = static_cast<float>(wide);
+          continue;
+        }
+        EDO_FAIL("{}: line {}: value {} {} is beyond float32's range", path_, lines_[row], j + 1, quoted(f));
+      }
       if (r.ec != std::errc() || r.ptr != f.data() + f.size())
         EDO_FAIL("{}: line {}: value {} {} is not a number", path_, lines_[row], j + 1, quoted(f));
     }

@@ -9,6 +9,7 @@
 // Errors are edo.Error (a RuntimeError) with edo's one-line message.
 #include <edo/error.hpp>
 #include <edo/reader.hpp>
+#include <edo/threads.hpp>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -53,6 +54,9 @@ const char* kind_name(edo::TierKind kind) {
 
 std::unique_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, bool verify,
                                          uint64_t max_resident) {
+  // A C path ends at the first NUL: "a.edo\0x" would open a.edo.
+  if (path.find('\0') != std::string::npos)
+    throw edo::Error("open: the path holds a NUL character", __FILE__, __LINE__, edo::ExitCode::usage);
   edo::ReaderOptions opt;
   opt.unknown_ids = policy_of(unknown);
   opt.verify = verify ? edo::io::Verify::all : edo::io::Verify::structure;
@@ -67,6 +71,12 @@ py::array_t<float> lookup(const edo::Reader& r,
   const auto n = static_cast<size_t>(ids.shape(0));
   py::array_t<float> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(r.dim())});
   const int64_t* id = ids.data();
+  // No policy serves a negative id (edo-lookup refuses them too): it is a
+  // wrapped index or a bug in the caller, not an unknown row.
+  for (size_t i = 0; i < n; ++i)
+    if (id[i] < 0)
+      throw edo::Error("lookup: id " + std::to_string(id[i]) + " at position " + std::to_string(i) + " is negative",
+                       __FILE__, __LINE__, edo::ExitCode::usage);
   float* rows = out.mutable_data();
   {
     py::gil_scoped_release free;  // lookups decode in parallel and never touch Python objects
@@ -105,6 +115,9 @@ py::list tiers(const edo::Reader& r) {
 
 PYBIND11_MODULE(edo, m) {
   m.doc() = "Read .edo files (edo's compressed embedding tables): lookups by id into numpy arrays.";
+  // OMP_NUM_THREADS is checked as the tools check it (1 to 1024, capped at
+  // the cores) before any lookup can start a team of its size.
+  edo::limit_threads(0);
   static py::exception<edo::Error> error(m, "Error", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {

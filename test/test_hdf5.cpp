@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 using namespace edo;
 using namespace edo::io;
@@ -254,12 +255,26 @@ TEST_CASE("hdf5: writer replaces the file, leaves nothing without commit, needs 
   short_w.reset();
   CHECK(dir.entries() == 0);
 
-  for (const char* name : {"/first", "/second"}) {
-    auto w = create_table(path + ":" + name, 1, 3);
+  {
+    auto w = create_table(path + ":/first", 1, 3);
     w->write_f32(row, 1);
     w->commit();
   }
-  // Created anew: only the second dataset is there.
+  // The file is created anew, so another dataset would lose /first: refused
+  // (a usage error naming it) unless replacing the whole file is asked for.
+  try {
+    create_table(path + ":/second", 1, 3);
+    FAIL("an existing file's other dataset was about to be dropped");
+  } catch (const edo::Error& e) {
+    CHECK(e.code() == edo::ExitCode::usage);
+    CHECK(std::string(e.what()).find("already holds 1 other object (/first)") != std::string::npos);
+  }
+  for (const char* name : {"/first", "/second"}) {
+    auto w = create_table(path + ":" + name, 1, 3, DType::f32, OtherContents::replace);
+    w->write_f32(row, 1);
+    w->commit();
+  }
+  // Replaced whole: only the second dataset is there.
   CHECK(open_table(path)->rows() == 1);
   CHECK(error_of([&] { open_table(path + ":/first"); }).find("no dataset") != std::string::npos);
 
@@ -289,4 +304,99 @@ TEST_CASE("table: formats are sniffed by magic when the extension is unknown") {
   CHECK(n->dtype() == DType::u8);
   test::write_bytes(dir.file("junk.dat"), "just some text");
   CHECK(error_of([&] { open_table(dir.file("junk.dat")); }).find("unknown table format") != std::string::npos);
+}
+
+namespace {
+
+// Peak resident memory of this process so far (VmHWM), in bytes.
+uint64_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string key;
+  uint64_t kb = 0;
+  while (f >> key) {
+    if (key == "VmHWM:" && f >> kb) return kb << 10;
+    f.ignore(1 << 20, '\n');
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("hdf5: 1 x 1 chunks read in bounded memory and bit-equal") {
+  TempDir dir;
+  const std::string path = dir.file("tiny_chunks.h5");
+  const uint64_t rows = 4000, dim = 50;
+  std::vector<float> values(rows * dim);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 977) * 0.25f - 3.0f;
+  {
+    RawH5 f(path);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[2] = {1, 1};
+    H5Pset_chunk(dcpl, 2, chunk);
+    f.add("/emb", H5T_IEEE_F32LE, {rows, dim}, H5T_NATIVE_FLOAT, values.data(), dcpl);
+    H5Pclose(dcpl);
+  }
+  const uint64_t before = peak_rss_bytes();
+  auto t = open_table(path + ":/emb");
+  // One block of every row: 200,000 chunks in one read took 6.4 KB each before.
+  const std::vector<float> got = read_all(*t, rows);
+  CHECK(std::memcmp(got.data(), values.data(), values.size() * sizeof(float)) == 0);
+  const uint64_t grown = peak_rss_bytes() - before;
+  CHECK_MESSAGE(grown < (uint64_t{256} << 20), "peak RSS grew by ", grown, " bytes");
+}
+
+TEST_CASE("hdf5: a dataset that stores almost nothing of what it declares is refused unless allowed") {
+  TempDir dir;
+  const std::string path = dir.file("fill.h5");
+  {
+    RawH5 f(path);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[2] = {1024, 64};
+    H5Pset_chunk(dcpl, 2, chunk);
+    f.add("/emb", H5T_IEEE_F32LE, {uint64_t{1} << 24, 64}, -1, nullptr, dcpl);  // 4 GiB declared, nothing stored
+    H5Pclose(dcpl);
+  }
+  const std::string err = error_of([&] { open_table(path + ":/emb"); });
+  CHECK(err.find("fill.h5:/emb: declares 16777216 x 64 values (4294967296 bytes) but stores 0 bytes") !=
+        std::string::npos);
+  CHECK(err.find("--allow-fill") != std::string::npos);
+  set_hdf5_input_policy({.allow_external = false, .allow_fill = true});
+  auto t = open_table(path + ":/emb");
+  CHECK(t->rows() == (uint64_t{1} << 24));
+  CHECK(t->rows_f32(12345, 1)[7] == 0.0f);
+  set_hdf5_input_policy({});
+}
+
+TEST_CASE("hdf5: values kept in other files are refused; beside the input only when allowed") {
+  TempDir dir;
+  const std::string outside = dir.file("outside.bin");
+  {
+    std::ofstream o(outside, std::ios::binary);
+    const float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    o.write(reinterpret_cast<const char*>(v), sizeof v);
+  }
+  std::filesystem::create_directory(dir.file("in"));
+  const std::string path = dir.file("in/ext.h5");
+  {
+    RawH5 f(path);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_external(dcpl, outside.c_str(), 0, 32);  // an absolute path: any local file
+    f.add("/abs", H5T_IEEE_F32LE, {4, 2}, -1, nullptr, dcpl);
+    H5Pclose(dcpl);
+    const hid_t rel = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_external(rel, "../outside.bin", 0, 32);  // leaves the input's directory
+    f.add("/up", H5T_IEEE_F32LE, {4, 2}, -1, nullptr, rel);
+    H5Pclose(rel);
+    REQUIRE(H5Lcreate_external("../elsewhere.h5", "/emb", f.id(), "/link", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  }
+  CHECK(error_of([&] { open_table(path + ":/abs"); }).find("keeps its values in another file") != std::string::npos);
+  CHECK(error_of([&] { open_table(path + ":/up"); }).find("pass --allow-external") != std::string::npos);
+  CHECK(error_of([&] { open_table(path + ":/link"); }).find("is a link to another file (../elsewhere.h5)") !=
+        std::string::npos);
+  set_hdf5_input_policy({.allow_external = true, .allow_fill = false});
+  CHECK(error_of([&] { open_table(path + ":/abs"); }).find("only files in the input's directory") != std::string::npos);
+  CHECK(error_of([&] { open_table(path + ":/up"); }).find("only files in the input's directory") != std::string::npos);
+  CHECK(error_of([&] { open_table(path + ":/link"); }).find("only files in the input's directory") !=
+        std::string::npos);
+  set_hdf5_input_policy({});
 }

@@ -24,6 +24,12 @@
 // equal keys rank the lower row id first. A NaN key ranks after everything.
 // When fewer than k rows are eligible (the table is small, or minus the
 // excluded row), the tail of a result list holds id -1 and score NaN.
+//
+// Scale: queries whose largest magnitude is below 2^-32 or from 2^32 are
+// searched (with every row) multiplied by the power of two that brings it
+// near 1, so the ranking does not move with the table's units (squares of
+// 1e19 overflow float, of 1e-22 underflow it); scores are reported back in
+// the table's units.
 #pragma once
 
 #include <edo/device.hpp>
@@ -98,6 +104,7 @@ class KnnSearch {
   struct Impl;
 
  private:
+  void add_rows(const float* rows, uint64_t count);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -143,6 +143,21 @@ struct PlanOptions {
   // Hot-order boundaries (percent of rows) tiers may start or end at.
   std::vector<double> cuts = {1, 2, 5, 10, 20, 30, 40};
   std::function<void(uint64_t, uint64_t)> progress;  // (candidates evaluated, candidates)
+  // The chosen plan is packed on the whole table and evaluated there before
+  // it is returned; when it falls short, the sample's budget is tightened by
+  // the shortfall and the search runs again, at most this many rounds in all
+  // (docs/PACK.md, "Planning"). false: the sample's word is taken (tests).
+  bool check_on_table = true;
+  uint32_t max_check_rounds = 4;
+  std::function<void(const std::string&)> note;  // one line a tightening round; may be empty
+};
+
+// A chosen plan packed and evaluated on the whole table.
+struct PlanCheck {
+  std::vector<TierSpec> tiers;
+  std::vector<std::pair<std::string, double>> planned;   // the budget's metrics on the sample
+  std::vector<std::pair<std::string, double>> measured;  // and on the whole table, packed
+  bool passed = false;
 };
 
 struct PlanCandidate {
@@ -162,8 +177,11 @@ struct PlanResult {
   uint64_t candidates = 0;           // generated
   uint64_t over_cap = 0;             // excluded by --max-bytes / --gpu-bytes
   uint64_t dominated = 0;            // skipped: no more precise than one that failed (under a cap: evaluated)
-  std::vector<PlanCandidate> tried;  // evaluated, in evaluation order
+  std::vector<PlanCandidate> tried;  // evaluated, in evaluation order (the last search's)
   int chosen = -1;                   // index into tried, -1 when none passed
+  std::vector<Gate> search_budget;   // what the last search asked of the sample
+  std::vector<PlanCheck> checks;     // each search's choice measured on the whole table
+  bool unmet_on_table = false;       // a plan passed on the sample, none on the whole table
 };
 
 PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt);

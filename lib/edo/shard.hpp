@@ -39,6 +39,15 @@ std::unique_ptr<io::TableReader> row_range_view(io::TableReader& table, RowRange
 // The manifest's "shard" entry of shard `index` of `count`.
 nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint64_t table_rows);
 
+// What says two shards were cut from the same table, whatever its file is
+// called: XXH3 of up to 64 rows spread evenly over the whole table (fp32
+// bytes; the first and the last among them) and its shape. Every shard run
+// reads the same rows, so shards of one table agree and shards of two
+// tables that share a file name do not. Stored as the shard entry's
+// "source_sample_xxh3" (docs/SCALE.md) and compared by merges.
+uint64_t source_sample_digest(io::TableReader& table);
+inline constexpr const char* kSourceSampleKey = "source_sample_xxh3";
+
 // ---- train once (edo-quantize --train-only / --trained) ------------------------------
 
 // Trains `spec` on the same seeded sample of `input` that a whole-table run

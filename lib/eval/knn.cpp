@@ -159,10 +159,27 @@ std::vector<float> query_aux(MatrixView queries, Metric metric) {
   return aux;
 }
 
+// The power of two that brings the queries' largest magnitude near 1 when
+// it lies far from it (below 2^-32 or from 2^32): squared norms and dot
+// products of rows at 1e19 overflow float and at 1e-22 underflow it, which
+// changed the ranking with the table's units. Multiplying by a power of two
+// is exact (bar subnormal results), so rankings at sane scales are untouched
+// and scores are scaled back on finish. 1 when nothing needs it.
+float knn_scale(const float* values, uint64_t n) {
+  float peak = 0.0f;
+  for (uint64_t i = 0; i < n; ++i)
+    if (std::isfinite(values[i])) peak = std::max(peak, std::fabs(values[i]));
+  constexpr float kHigh = 4294967296.0f, kLow = 1.0f / 4294967296.0f;
+  if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 1.0f;
+  return std::ldexp(1.0f, -std::ilogb(peak));
+}
+
 }  // namespace
 
 struct KnnSearch::Impl {
   KnnOptions opts;
+  float scale = 1.0f;         // knn_scale() of the queries, applied to every row
+  std::vector<float> scaled;  // a chunk of added rows times `scale`
   uint64_t nq = 0;
   uint64_t dim = 0;
   uint64_t tile_rows = kRowTile;
@@ -308,7 +325,10 @@ KnnSearch::KnnSearch(MatrixView queries, const KnnOptions& opts) : impl_(std::ma
   s.nq = queries.rows;
   s.dim = queries.dim;
   s.queries.assign(queries.data, queries.data + queries.rows * queries.dim);
-  s.q_aux = query_aux(queries, opts.metric);
+  s.scale = knn_scale(s.queries.data(), s.queries.size());
+  if (s.scale != 1.0f)
+    for (float& v : s.queries) v *= s.scale;
+  s.q_aux = query_aux(MatrixView{s.queries.data(), s.nq, s.dim}, opts.metric);
   s.heaps.resize(s.nq);
   if (opts.device == Device::cuda) {
 #if EDO_HAVE_CUDA
@@ -324,6 +344,22 @@ KnnSearch::KnnSearch(MatrixView queries, const KnnOptions& opts) : impl_(std::ma
 KnnSearch::~KnnSearch() = default;
 
 void KnnSearch::add(const float* rows, uint64_t count) {
+  Impl& s = *impl_;
+  if (s.scale != 1.0f && s.nq > 0) {
+    // Scaled as the queries were, a tile at a time (bounded memory).
+    for (uint64_t done = 0; done < count;) {
+      const uint64_t n = std::min(s.tile_rows, count - done);
+      s.scaled.assign(rows + done * s.dim, rows + (done + n) * s.dim);
+      for (float& v : s.scaled) v *= s.scale;
+      add_rows(s.scaled.data(), n);
+      done += n;
+    }
+    return;
+  }
+  add_rows(rows, count);
+}
+
+void KnnSearch::add_rows(const float* rows, uint64_t count) {
   Impl& s = *impl_;
   const auto end = checked_add(checked_add(s.next_id, s.pending_rows).value_or(UINT64_MAX), count);
   if (!end || *end > static_cast<uint64_t>(INT64_MAX)) EDO_FAIL("k-NN: more than 2^63 database rows");
@@ -362,6 +398,11 @@ KnnResult KnnSearch::finish() {
   }
   KnnResult r = make_result(s.heaps, s.q_aux, s.opts);
   s.heaps.clear();
+  if (s.scale != 1.0f && s.opts.metric != Metric::cos) {
+    // ip and squared l2 scores grew by scale^2: back in the table's units.
+    const double back = 1.0 / (static_cast<double>(s.scale) * s.scale);
+    for (float& v : r.scores) v = static_cast<float>(v * back);
+  }
   return r;
 }
 

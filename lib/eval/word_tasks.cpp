@@ -3,6 +3,7 @@
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/io/table.hpp>
+#include <edo/io/vocab.hpp>
 #include <edo/word_tasks.hpp>
 
 #include <cblas.h>
@@ -265,24 +266,13 @@ std::string task_name(const std::string& path) {
   return s.empty() ? "pairs" : s;
 }
 
-void check_vocab(const std::vector<std::string>& vocab, const std::string& vocab_path) {
-  std::unordered_map<std::string_view, uint64_t> seen;
-  seen.reserve(vocab.size());
-  for (uint64_t r = 0; r < vocab.size(); ++r) {
-    const auto [it, fresh] = seen.emplace(vocab[r], r);
-    if (!fresh)
-      EDO_FAIL("{}: line {} repeats '{}' of line {} (a vocabulary names each row once)", vocab_path, r + 1, vocab[r],
-               it->second + 1);
-  }
-}
-
 }  // namespace
 
 WordTaskReport run_word_tasks(io::TableReader& original, io::TableReader& compressed,
                               const std::vector<std::string>& vocab, const std::string& vocab_path,
                               const WordTaskFiles& files) {
   const auto t0 = std::chrono::steady_clock::now();
-  check_vocab(vocab, vocab_path);
+  io::check_unique_words(vocab, vocab_path);
   const WordIndex index(vocab);
   WordTaskReport rep;
   if (!files.analogies.empty()) {

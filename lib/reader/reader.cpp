@@ -225,8 +225,12 @@ void Reader::Impl::bound_memory() {
         "{}: a budget of {} resident bytes is too small: the host and gpu tiers and the id map take {} "
         "and the disk cache at least {}; give at least {}",
         path, options.max_resident, resident, 64 * page, need);
-  cache = std::make_unique<detail::PageCache>(path, container.file_size(), options.max_resident - resident, page,
-                                              tiers.size(), options.cache_io);
+  // A budget beyond what the file could ever fill (64G for a small file) is
+  // not a slab to allocate: the cache holds at most every page of the file.
+  const uint64_t file_pages = container.file_size() / page + 2;
+  const uint64_t capacity = std::min(options.max_resident - resident, std::max<uint64_t>(file_pages, 64) * page);
+  cache =
+      std::make_unique<detail::PageCache>(path, container.file_size(), capacity, page, tiers.size(), options.cache_io);
   cached.assign(tiers.size(), false);
   for (size_t t = 0; t < tiers.size(); ++t)
     if (tiers[t]->stats().residency == Residency::disk) cached[t] = tiers[t]->read_through(*cache, t);

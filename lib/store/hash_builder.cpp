@@ -187,6 +187,7 @@ class HashTierBuilder final : public TierBuilder {
     collect_rows(layout, self);
     params_.assign(slots_ * dim_, 0.0f);
     if (spec_.weights) weights_.assign(table_rows_ * spec_.k, 0x3c00);  // 1.0
+    if (spec_.fit != HashFit::none) scale_ = fit_scale();
     if (spec_.fit == HashFit::none)
       fit_naive();
     else if (spec_.scheme == HashScheme::qr && spec_.op == QrOp::mul)
@@ -195,6 +196,7 @@ class HashTierBuilder final : public TierBuilder {
       fit_bucket_means();
     else
       fit_linear();
+    unscale_params();
     if (spec_.fit == HashFit::none || (spec_.scheme == HashScheme::hash && spec_.k == 1 && !spec_.weights))
       measure_objective();
     // The fit is the tier's encoding: its time is reported as such (never stored: files are reproducible).
@@ -343,11 +345,43 @@ class HashTierBuilder final : public TierBuilder {
       EncodeOptions enc = enc_;
       enc.first_row = begin;
       check_finite(x, n, dim_, 0x7f800000u, codec(), enc, false);
+      if (scale_ != 1.0f) {
+        scaled_.assign(x, x + n * dim_);
+        for (float& v : scaled_) v *= scale_;
+        x = scaled_.data();
+      }
       size_t end = next;
       while (end < rows_.ids.size() && rows_.ids[end] < begin + n) ++end;
       fn(next, end, x, begin);
       next = end;
     }
+  }
+
+  // The fits square values in float: a table far from unit scale (1e-20,
+  // 1e19) underflows or overflows them and came out as rows of zeros. The
+  // fit sees the rows times the power of two that brings their largest
+  // magnitude near 1 (exact), and its tables are scaled back after; 1 at
+  // sane scales (from 2^-32 to 2^32), where nothing changes.
+  float fit_scale() {
+    float peak = 0.0f;
+    for_each_row([&](size_t a, size_t b, const float* x, uint64_t begin) {
+      for (size_t p = a; p < b; ++p) {
+        const float* row = x + (rows_.ids[p] - begin) * dim_;
+        for (uint64_t j = 0; j < dim_; ++j) peak = std::max(peak, std::fabs(row[j]));
+      }
+    });
+    constexpr float kHigh = 4294967296.0f, kLow = 1.0f / 4294967296.0f;
+    if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 1.0f;
+    return std::ldexp(1.0f, -std::ilogb(peak));
+  }
+
+  // Back to the table's units: every table of a linear fit; for a qr
+  // product, the quotient rows alone (the product carries the scale once).
+  void unscale_params() {
+    if (scale_ == 1.0f) return;
+    const size_t end = spec_.scheme == HashScheme::qr && spec_.op == QrOp::mul ? quotient_rows_ * dim_ : params_.size();
+    for (size_t i = 0; i < end; ++i) params_[i] /= scale_;
+    scale_ = 1.0f;
   }
 
   // The naive baseline (fit=none): each bucket the highest-id row hashed to it.
@@ -576,7 +610,8 @@ class HashTierBuilder final : public TierBuilder {
           for (uint64_t j = 0; j < dim_; ++j) c[k] += static_cast<double>(vec[k][j]) * row[j];
           trace += g[k * K + k];
         }
-        const double ridge = 1e-6 * trace / K + 1e-30;
+        // Relative to the Gram matrix alone: an absolute floor swamped rows of 1e-20 (their weights went to 0).
+        const double ridge = trace > 0 ? 1e-6 * trace / K : 1.0;
         for (uint32_t k = 0; k < K; ++k) g[k * K + k] += ridge;
         if (!cholesky_solve(g.data(), c.data(), K)) continue;  // keeps the weights it had
         for (uint32_t k = 0; k < K; ++k) weights_[id * K + k] = float_to_half_bits(static_cast<float>(c[k]));
@@ -705,6 +740,8 @@ class HashTierBuilder final : public TierBuilder {
   FitRows rows_;
   std::vector<float> params_;
   std::vector<uint16_t> weights_;
+  float scale_ = 1.0f;                     // fit_scale() while fitting, 1 otherwise
+  std::vector<float> scaled_;              // a block of rows times scale_
   std::unique_ptr<GpuNormalProduct> gpu_;  // the solver's products on the GPU (upload_terms)
   std::string method_;
   uint32_t iterations_ = 0;

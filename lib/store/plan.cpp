@@ -3,9 +3,11 @@
 #include "pack_impl.hpp"
 
 #include <edo/codec.hpp>
+#include <edo/edo_file.hpp>
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/hash.hpp>
+#include <edo/io/files.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/knn.hpp>
 #include <edo/pack.hpp>
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -794,8 +797,10 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
 class CandidateSearch {
  public:
   CandidateSearch(const std::vector<Candidate>& eligible, const std::vector<LadderCodec>& ladder,
-                  const PlanSample& sample, uint64_t dim, const PlanOptions& opt, PlanResult& res)
-      : eligible_(eligible),
+                  const PlanSample& sample, uint64_t dim, const PlanOptions& opt, PlanResult& res,
+                  std::vector<Gate> budget)
+      : budget_(std::move(budget)),
+        eligible_(eligible),
         sample_(sample),
         dim_(dim),
         opt_(opt),
@@ -806,7 +811,7 @@ class CandidateSearch {
         y_(sample.x.size()),
         seen_(eligible.size(), false) {
     eo_.metric = opt.metric;
-    eo_.ks = ks_of(res.budget);
+    eo_.ks = ks_of(budget_);
     eo_.queries = opt.queries;
     eo_.seed = opt.seed;
     eo_.freq = sample.freq;
@@ -871,7 +876,7 @@ class CandidateSearch {
       codecs_.decode(c.codec[t], members[t], {c.cuts[t], c.cuts[t + 1]}, y_.data());
     MatrixTable decoded("plan candidate", y_.data(), n, dim_);
     const EvalResult r = evaluate(original_, decoded, eo_);
-    const std::vector<GateOutcome> outcomes = check_gates(res_.budget, r);
+    const std::vector<GateOutcome> outcomes = check_gates(budget_, r);
     pc.evaluated = true;
     pc.passed = all_passed(outcomes);
     double margin = HUGE_VAL;
@@ -890,6 +895,7 @@ class CandidateSearch {
     }
   }
 
+  std::vector<Gate> budget_;  // the sample's budget: the user's, tightened by whole-table checks
   const std::vector<Candidate>& eligible_;
   const PlanSample& sample_;
   uint64_t dim_;
@@ -907,6 +913,85 @@ class CandidateSearch {
   uint64_t done_ = 0;
 };
 
+// The range a metric's values lie in, where it has one: recall in [0, 1],
+// cosines in [-1, 1]. A budget outside it can never be met.
+std::optional<std::pair<double, double>> metric_range(std::string_view metric) {
+  if (metric.starts_with("w.")) metric.remove_prefix(2);
+  if (metric.starts_with("recall@")) return std::pair{0.0, 1.0};
+  if (metric.starts_with("cos.")) return std::pair{-1.0, 1.0};
+  return std::nullopt;
+}
+
+// Usage error for a budget no plan can meet ('recall@10>=3'), before any
+// candidate is evaluated.
+void check_reachable(const std::vector<Gate>& budget) {
+  for (const Gate& g : budget) {
+    const auto range = metric_range(g.metric);
+    if (!range) continue;
+    const auto [lo, hi] = *range;
+    const bool never = (g.op == GateOp::ge && g.threshold > hi) || (g.op == GateOp::gt && g.threshold >= hi) ||
+                       (g.op == GateOp::le && g.threshold < lo) || (g.op == GateOp::lt && g.threshold <= lo) ||
+                       (g.op == GateOp::eq && (g.threshold < lo || g.threshold > hi));
+    if (never)
+      EDO_USAGE_FAIL("budget '{}': {} lies between {} and {}, so no plan can meet it", g.expression, g.metric, lo, hi);
+  }
+}
+
+// The chosen plan packed on the whole table (a temporary file) and evaluated
+// there as edo-pack --eval evaluates it: what the plan promises is what the
+// packed file delivers.
+PlanCheck check_on_table(io::TableReader& table, const PlanOptions& opt, const PlanResult& res,
+                         const PlanCandidate& chosen) {
+  PlanCheck check;
+  check.tiers = chosen.tiers;
+  check.planned = chosen.metrics;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path =
+      fmt::format("{}/.edo-plan-check-{}-{}.edo", tmp && *tmp ? tmp : "/tmp", ::getpid(), res.checks.size());
+  const io::CleanupOnSignal cleanup(path);
+  struct Remove {
+    const std::string& path;
+    ~Remove() { ::unlink(path.c_str()); }
+  } remove{path};
+  PackOptions po;
+  po.tool = "edo-profile --plan";
+  po.tiers = chosen.tiers;
+  po.freq = opt.freq;
+  po.seed = opt.seed;
+  po.train_rows = opt.train_rows;
+  (void)pack_to_edo(table, path, po);
+  const std::unique_ptr<io::TableReader> packed = open_any_table(path);
+  EvalOptions eo;
+  eo.metric = opt.metric;
+  eo.ks = ks_of(res.budget);
+  eo.queries = opt.queries;
+  eo.seed = opt.seed;
+  eo.freq = opt.freq;
+  const std::vector<GateOutcome> outcomes = check_gates(res.budget, evaluate(table, *packed, eo));
+  for (const GateOutcome& o : outcomes) check.measured.emplace_back(o.gate.metric, o.value);
+  check.passed = all_passed(outcomes);
+  return check;
+}
+
+// The sample's budget after a whole-table check that fell short: each gate
+// the packed file missed moves by what the sample overstated it by (and a
+// little more), so the next search asks the sample for that much more.
+std::vector<Gate> tightened(const std::vector<Gate>& search, const PlanCheck& check) {
+  std::vector<Gate> out = search;
+  for (size_t j = 0; j < out.size() && j < check.planned.size() && j < check.measured.size(); ++j) {
+    const double planned = check.planned[j].second, measured = check.measured[j].second;
+    if (!std::isfinite(planned) || !std::isfinite(measured)) continue;
+    const double gap = std::fabs(planned - measured) + 1e-4;
+    Gate& g = out[j];
+    const bool higher = g.op == GateOp::ge || g.op == GateOp::gt;
+    const bool lower = g.op == GateOp::le || g.op == GateOp::lt;
+    if (higher && planned > measured) g.threshold += gap;
+    if (lower && planned < measured) g.threshold -= gap;
+    g.expression = fmt::format("{} {} {}", g.metric, gate_op_text(g.op), g.threshold);
+  }
+  return out;
+}
+
 }  // namespace
 
 PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
@@ -921,14 +1006,41 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
   res.fp32_bytes = rows * dim * 4;
   res.order = opt.freq.empty() ? "norm" : "frequency";
   res.budget = weighted_budget(opt);
+  check_reachable(res.budget);
   const std::vector<uint64_t> order =
       hot_order(opt.freq.empty() ? detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms : opt.freq);
   const PlanSample sample = draw_sample(table, opt, order);
   res.sample_rows = sample.ids.size();
   const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path());
   const std::vector<Candidate> eligible = eligible_candidates(ladder, order, opt, res);
-  CandidateSearch(eligible, ladder, sample, dim, opt, res).run(ladder.size());
-  return res;
+  // The sample flatters: its neighbours are easier to find and trained
+  // codecs fit the rows they are scored on. So the chosen plan is packed and
+  // measured on the whole table, and while it falls short the sample's
+  // budget is tightened by the shortfall and the search runs again.
+  std::vector<Gate> search_budget = res.budget;
+  const PlanResult before_search = res;
+  for (uint32_t round = 0;; ++round) {
+    PlanResult attempt = before_search;
+    attempt.checks = res.checks;
+    attempt.search_budget = search_budget;
+    CandidateSearch(eligible, ladder, sample, dim, opt, attempt, search_budget).run(ladder.size());
+    res = std::move(attempt);
+    if (res.chosen < 0 || !opt.check_on_table) return res;
+    res.checks.push_back(check_on_table(table, opt, res, res.tried[static_cast<size_t>(res.chosen)]));
+    if (res.checks.back().passed) return res;
+    if (round + 1 >= opt.max_check_rounds || opt.max_bytes) {
+      // Under a byte cap the most accurate plan is already chosen: nothing tighter fits.
+      res.unmet_on_table = true;
+      res.chosen = -1;
+      return res;
+    }
+    search_budget = tightened(search_budget, res.checks.back());
+    if (opt.note) {
+      std::string asked;
+      for (const Gate& g : search_budget) asked += (asked.empty() ? "" : ", ") + g.expression;
+      opt.note("plan: the chosen plan missed the budget on the whole table; searching the sample again for " + asked);
+    }
+  }
 }
 
 nlohmann::json plan_config(const PlanResult& plan) {
@@ -947,8 +1059,29 @@ nlohmann::json plan_config(const PlanResult& plan) {
                    {"sample_rows", plan.sample_rows},
                    {"row_order", plan.order},
                    {"metrics", metrics}};
+  if (!plan.checks.empty() && plan.checks.back().passed) {
+    nlohmann::json measured = nlohmann::json::object();
+    for (const auto& [name, value] : plan.checks.back().measured) measured[name] = value;
+    j["estimate"]["measured_on_table"] = measured;
+  }
   return j;
 }
+
+namespace {
+
+nlohmann::json metrics_json(const std::vector<std::pair<std::string, double>>& metrics) {
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& [name, value] : metrics) m[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
+  return m;
+}
+
+std::string metrics_text(const std::vector<std::pair<std::string, double>>& metrics) {
+  std::string out;
+  for (const auto& [name, value] : metrics) out += fmt::format("{}{} {:.4f}", out.empty() ? "" : ", ", name, value);
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json to_json(const PlanResult& plan) {
   nlohmann::json tried = nlohmann::json::array();
@@ -976,6 +1109,20 @@ nlohmann::json to_json(const PlanResult& plan) {
                       {"dominated", plan.dominated},
                       {"tried", tried}};
   j["chosen"] = plan.chosen >= 0 ? nlohmann::json(plan.chosen) : nlohmann::json();
+  nlohmann::json search = nlohmann::json::array();
+  for (const Gate& g : plan.search_budget) search.push_back(g.expression);
+  j["sample_budget"] = search;
+  nlohmann::json checks = nlohmann::json::array();
+  for (const PlanCheck& c : plan.checks) {
+    nlohmann::json specs = nlohmann::json::array();
+    for (const TierSpec& t : c.tiers) specs.push_back(format_tier_spec(t));
+    checks.push_back({{"tiers", specs},
+                      {"planned", metrics_json(c.planned)},
+                      {"measured", metrics_json(c.measured)},
+                      {"passed", c.passed}});
+  }
+  j["checks_on_table"] = checks;
+  j["unmet_on_table"] = plan.unmet_on_table;
   if (plan.chosen >= 0) j["config"] = plan_config(plan);
   return j;
 }
@@ -1007,8 +1154,21 @@ std::string to_text(const PlanResult& plan) {
       "  skipped: {} no more precise than a plan ruled out (failed, or under a byte cap evaluated), {} "
       "over the byte caps\n",
       plan.dominated, plan.over_cap);
+  for (size_t i = 0; i < plan.checks.size(); ++i) {
+    const PlanCheck& c = plan.checks[i];
+    std::string tiers;
+    for (const TierSpec& t : c.tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
+    out += fmt::format("  whole-table check {}: {} -- sample {}; packed and measured {}: {}\n", i + 1, tiers,
+                       metrics_text(c.planned), metrics_text(c.measured), c.passed ? "meets the budget" : "misses it");
+  }
+  if (plan.checks.size() > 1 || plan.unmet_on_table) {
+    std::string asked;
+    for (const Gate& g : plan.search_budget) asked += (asked.empty() ? "" : ", ") + g.expression;
+    out += fmt::format("  the sample's budget was tightened to {}\n", asked);
+  }
   if (plan.chosen < 0) {
-    out += "  chosen: none met the budget\n";
+    out +=
+        plan.unmet_on_table ? "  chosen: none met the budget on the whole table\n" : "  chosen: none met the budget\n";
   } else {
     const PlanCandidate& c = plan.tried[static_cast<size_t>(plan.chosen)];
     out +=

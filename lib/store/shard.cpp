@@ -7,6 +7,7 @@
 #include <edo/io/files.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/io/vocab.hpp>
+#include <edo/reader.hpp>
 #include <edo/shard.hpp>
 #include <edo/shard_set.hpp>
 #include <edo/sparse.hpp>
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
@@ -67,6 +69,18 @@ std::unique_ptr<io::TableReader> row_range_view(io::TableReader& table, RowRange
 
 nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint64_t table_rows) {
   return {{"index", index}, {"count", count}, {"first_row", range.begin}, {"table_rows", table_rows}};
+}
+
+uint64_t source_sample_digest(io::TableReader& table) {
+  const uint64_t rows = table.rows(), dim = table.dim();
+  const uint64_t shape[2] = {rows, dim};
+  uint64_t h = XXH3_64bits(shape, sizeof shape);
+  const uint64_t n = std::min<uint64_t>(rows, 64);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t row = n == 1 ? 0 : i * (rows - 1) / (n - 1);
+    h = XXH3_64bits_withSeed(table.rows_f32(row, 1), dim * sizeof(float), h);
+  }
+  return h;
 }
 
 // ---- train once -------------------------------------------------------------------------
@@ -130,12 +144,13 @@ struct Shard {
   io::Container c;
   uint64_t index = 0, count = 0, first_row = 0, table_rows = 0;
   uint64_t digest = 0;
+  std::string source_sample;  // the shard entry's kSourceSampleKey; empty in files written before it
 };
 
 constexpr const char* kDigestKey = "source_fp32_rows_xxh3";
 
 Shard open_shard(const std::string& path, io::Verify verify) {
-  Shard s{path, io::Container::open(path, verify)};
+  Shard s{path, io::Container::open(path, verify), 0, 0, 0, 0, 0, {}};
   const nlohmann::json& m = s.c.manifest();
   const std::optional<ShardEntry> e = shard_entry_of(m, path);
   if (!e)
@@ -152,7 +167,24 @@ Shard open_shard(const std::string& path, io::Verify verify) {
   for (const io::TierInfo& t : s.c.tiers())
     if (tier_kind_of(t.codec) == TierKind::grouped)
       EDO_FAIL("{}: tier '{}' ({}) is a group tier, which does not shard (docs/SCALE.md)", path, t.name, t.codec);
+  const nlohmann::json& entry = m["shard"];
+  if (entry.contains(kSourceSampleKey)) {
+    if (!entry[kSourceSampleKey].is_string()) EDO_FAIL("{}: manifest: \"{}\" is not a string", path, kSourceSampleKey);
+    s.source_sample = entry[kSourceSampleKey].get<std::string>();
+  }
   return s;
+}
+
+// Opens a shard as a reader would (its tiers' sections against their rows
+// and code sizes), where a lone shard can be read: a resealed manifest that
+// keeps its checksums but lies about its rows fails here, naming the shard.
+void check_readable(const Shard& s) {
+  for (const io::TierInfo& t : s.c.tiers())
+    if (answers_across_shards(tier_kind_of(t.codec))) return;  // checked on the merged file
+  ReaderOptions opt;
+  opt.allow_shard = true;
+  opt.verify = io::Verify::structure;
+  (void)Reader::open(s.path, opt);
 }
 
 // Sections holding the tier's rows one after another (FORMAT.md 9.8):
@@ -179,8 +211,13 @@ constexpr const char* kSparseCounts[] = {"nnz", "offset_bytes", "density"};
 // What must agree between shards: the manifest without what differs by row range.
 nlohmann::json comparable(const io::Container& c) {
   nlohmann::json m = c.manifest();
+  // Shards sampled from their table are matched by that sample, not by the
+  // input's file name (the same table under two names merges; two tables
+  // under one name do not).
+  const bool sampled = m["shard"].is_object() && m["shard"].contains(kSourceSampleKey);
   for (const char* key : {"shard", "rows", "sections", "eval", "vocab"}) m.erase(key);
   m["provenance"].erase(kDigestKey);
+  if (sampled) m["provenance"].erase("source");
   for (auto& tier : m["tiers"]) {
     tier.erase("rows");
     for (const char* key : kSparseCounts) tier.erase(key);
@@ -251,6 +288,12 @@ void check_set(std::vector<Shard>& shards) {
       EDO_FAIL("{}: starts at row {}, where the shards before it end at row {} (overlap or gap)", s.path, s.first_row,
                next);
     next += s.c.rows();
+    if (s.source_sample != first.source_sample)
+      EDO_FAIL(
+          "{}: cut from another table than {} (their sampled rows differ{}): shards merge only with shards "
+          "of the same table",
+          s.path, first.path,
+          s.source_sample.empty() || first.source_sample.empty() ? ", or one was written by an older edo" : "");
     if (comparable(s.c) != agreed)
       EDO_FAIL(
           "{}: written with another codec, state or parameters than {}: shards must share one trained state "
@@ -279,6 +322,7 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   std::vector<Shard> shards;
   for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::all));
   check_set(shards);
+  for (const Shard& s : shards) check_readable(s);
   const Shard& first = shards.front();
   const uint64_t rows = first.table_rows;
   const size_t ntiers = first.c.tiers().size();
@@ -357,15 +401,26 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   if (manifest.contains("rowmap") && rows > UINT32_MAX) manifest["rowmap"].erase("local");
   if (manifest.contains("vocab")) manifest["vocab"]["words"] = rows;
   manifest["provenance"][kDigestKey] = fmt::format("{:016x}", digest);
-  writer.finish(manifest);
+  // The merged file is read back as a reader would before it is published.
+  writer.finish(manifest, [&](const std::string& temp) {
+    try {
+      (void)Reader::open(temp);
+    } catch (const Error& e) {
+      std::string why = e.what();
+      if (const size_t at = why.find(temp); at != std::string::npos) why.replace(at, temp.size(), out_path);
+      EDO_FAIL("{}: the shards do not merge into a readable table: {}", out_path, why);
+    }
+  });
   return rows;
 }
 
 void write_shard_set(const std::vector<std::string>& paths, const std::string& out_path) {
   if (paths.empty()) EDO_USAGE_FAIL("--shard-set: no shard files given");
   std::vector<Shard> shards;
-  for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::structure));
+  // Every section checksum, as --merge checks them: the set is read as one table later.
+  for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::all));
   check_set(shards);
+  for (const Shard& s : shards) check_readable(s);
   for (const io::TierInfo& t : shards.front().c.tiers())
     if (answers_across_shards(tier_kind_of(t.codec)))
       EDO_USAGE_FAIL(

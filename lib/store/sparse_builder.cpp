@@ -358,6 +358,7 @@ class SparseTierBuilder final : public TierBuilder {
       const size_t begin = static_cast<size_t>(c) * per;
       encode_chunk(x, begin, std::min(n, begin + per), chunks_[static_cast<size_t>(c)]);
     }
+    check_underflow(n, per, row_ids);
     for (size_t c = 0; c < chunks; ++c) write_chunk(chunks_[c]);
     for (size_t i = 0; i < n; ++i) recon_->add(errors_[i]);
     encode_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -407,6 +408,22 @@ class SparseTierBuilder final : public TierBuilder {
     // fp16 values overflow from 65520 up (they would round to Inf).
     const uint32_t limit = spec_.values == SparseValues::f16 ? kHalfOverflowBits : 0x7f800000u;
     check_finite(x, n, dim_, limit, codec(), enc, false);
+  }
+
+  // The rule every codec follows (docs/CLI.md, "Tiny and huge values"): a
+  // nonzero row whose kept values all round to zero in the value type (fp16
+  // below 6e-8, say) is refused, not stored as a row of zeros.
+  void check_underflow(size_t n, size_t per, const uint64_t* row_ids) const {
+    if (enc_.allow_underflow) return;
+    for (size_t i = 0; i < n; ++i) {
+      const RowError& e = errors_[i];
+      if (!(e.norm2 > 0) || e.decoded_norm2 != 0 || chunks_[i / per].counts[i % per] == 0) continue;
+      const uint64_t row = row_ids ? row_ids[i] : enc_.first_row + i;
+      EDO_FAIL(
+          "{}{}row {}: nonzero, but {} stores its kept values as all zeros (below the value type's smallest "
+          "step); store them as fp32 or int8, or scale the table up",
+          enc_.input, enc_.input.empty() ? "" : ": ", row, codec());
+    }
   }
 
   static uint64_t copy_spool(io::ContainerWriter& writer, const std::string& name, Spool& spool) {

@@ -534,6 +534,14 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   if (!digest && ntiers > 1) digest = detail::digest_and_norms(input, false, opt.block_bytes, opt.first_row).digest;
   uint64_t pass_digest = 0;
 
+  // A table that declares far more rows than its file stores (an HDF5 fill
+  // value) would otherwise find out when the disk is full.
+  std::vector<uint64_t> tier_rows(ntiers, layout.tier_of_row.empty() ? rows : 0);
+  for (uint8_t t : layout.tier_of_row) ++tier_rows[t];
+  uint64_t code_bytes = 0;
+  for (size_t t = 0; t < ntiers; ++t) code_bytes += tier_rows[t] * builders[t]->code_size();
+  io::check_free_space(out_path, code_bytes);
+
   io::ContainerWriter writer(out_path);
   PassState ps{
       input,

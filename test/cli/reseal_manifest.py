@@ -4,7 +4,8 @@ checksums recomputed), for tests of hostile files whose checksums hold.
 
     reseal_manifest.py SRC DST STATEMENT
 
-STATEMENT is Python run with `m` bound to the parsed manifest, e.g.
+STATEMENT is Python run with `m` bound to the parsed manifest (`data`: the
+file's bytes, `xxh64`: the checksum), e.g.
 "m['dim'] = 2000000000". The manifest must be the file's last part, as
 edo's writers place it (FORMAT.md 3).
 """
@@ -20,7 +21,7 @@ src, dst, statement = sys.argv[1:4]
 data = bytearray(open(src, "rb").read())
 moff, mlen = struct.unpack_from("<QQ", data, 24)
 m = json.loads(data[moff:moff + mlen])
-exec(statement, {"m": m})
+exec(statement, {"m": m, "data": data, "xxh64": xxh64})
 text = json.dumps(m, separators=(",", ":")).encode()
 out = data[:moff] + text
 out += b"\0" * ((-len(out)) % 64)

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -192,8 +193,10 @@ class ContainerWriter {
   void add_section(std::string_view name, const void* data, size_t size);
   // Adds "format" (when absent) and the "sections" table to `manifest`,
   // checks it with the reader's rules, writes it and the header, and renames
-  // the file into place. `manifest` must not contain "sections".
-  void finish(nlohmann::json manifest);
+  // the file into place. `manifest` must not contain "sections". `check`,
+  // when given, is called with the finished temporary's path before the
+  // rename: what it throws leaves no file behind.
+  void finish(nlohmann::json manifest, const std::function<void(const std::string&)>& check = {});
 
   const std::string& path() const { return file_.path(); }
 

@@ -78,6 +78,13 @@ void install_signal_cleanup();
 
 // Writes to "<dir>/.<name>.tmp-XXXXXX" and renames onto `path` in commit().
 // The destructor removes the temporary when commit() was not reached.
+//
+// A rename would replace what is not a regular file, so a target that is a
+// device, FIFO or socket (/dev/null, a named pipe), or a path naming an open
+// descriptor (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), is
+// written through instead: the output is spooled to "$TMPDIR/.edo-<name>.tmp-XXXXXX"
+// (headers are patched after the payload, so it cannot stream) and copied
+// onto the target in commit(). A failed run writes nothing to it.
 class AtomicFile {
  public:
   explicit AtomicFile(const std::string& path);
@@ -92,17 +99,48 @@ class AtomicFile {
   void commit();
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
+  // True when commit() copies onto a special file instead of renaming.
+  bool writes_through() const { return through_fd_ >= 0 || !through_path_.empty(); }
 
  private:
+  void copy_onto_target();
   std::string path_;
   std::string temp_path_;
+  std::string through_path_;  // a device, FIFO or socket opened at commit
+  int through_fd_ = -1;       // a descriptor named by /dev/stdout and the like
   int fd_ = -1;
   uint64_t position_ = 0;
   bool committed_ = false;
   CleanupOnSignal cleanup_;
 };
 
+// A run's outputs are kept only if the run succeeds. Between
+// begin_output_transaction() and end_output_transaction(keep), an
+// AtomicFile::commit() over an existing regular file first keeps the old
+// file under a hard link beside it (".<name>.old-<pid>-<n>"); end(false)
+// puts back what each output replaced and removes what was new, in reverse
+// order; end(true) drops the old copies. Written-through outputs (devices,
+// FIFOs, /dev/stdout) cannot be taken back; a file system without hard links
+// keeps a replaced output. The tools open one transaction around their whole
+// run (apps/cli_common.hpp).
+void begin_output_transaction();
+void end_output_transaction(bool keep);
+
+// Refuses (an error naming `path`) to start an output of at least `bytes`
+// bytes where its file system (the target's directory, or $TMPDIR for a
+// written-through output) has less free: a full disk found at the end costs
+// the whole run.
+void check_free_space(const std::string& path, uint64_t bytes);
+
 // True when the two paths name the same existing file (same device and inode).
 bool same_file(const std::string& a, const std::string& b);
+
+// The descriptor a path names without naming a file of its own: 1 for
+// /dev/stdout, 2 for /dev/stderr, N for /dev/fd/N and /proc/self/fd/N; -1 otherwise.
+int descriptor_alias(const std::string& path);
+
+// True when `path` exists and is a device, FIFO or socket (following links),
+// or names an open descriptor: what AtomicFile writes through, not renames over.
+bool is_special_output(const std::string& path);
 
 }  // namespace edo::io

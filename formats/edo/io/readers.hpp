@@ -44,6 +44,10 @@ std::unique_ptr<TableReader> open_hdf5(const std::string& path, const std::strin
 // existing file at `path` is replaced on commit(), not added to.
 std::unique_ptr<TableWriter> create_hdf5(const std::string& path, const std::string& dataset, uint64_t rows,
                                          uint64_t dim, DType dtype);
+// Every object (group, dataset, named type) of an existing HDF5 file, as
+// absolute names without "/" itself; empty when `path` is not an HDF5 file.
+// At most 10,000 names are listed.
+std::vector<std::string> hdf5_object_names(const std::string& path);
 
 // Member `member` of a NumPy .npz (with or without ".npy"; empty: the only
 // member), stored or deflated, streamed in row blocks: reading forward never

@@ -84,6 +84,23 @@ class TableReader {
   DType dtype_ = DType::f32;
 };
 
+// What HDF5 inputs may do beyond holding their values (docs/CLI.md). HDF5
+// can place a dataset's bytes in other files: external storage (raw bytes of
+// any local file), external links and virtual datasets; a table read that
+// way could copy /etc/passwd into an output, so they are refused unless
+// `allow_external` (a tool's --allow-external), and even then only files in
+// the input's own directory are read. A dataset can also declare far more
+// than it stores (a few KB declaring 10^12 rows of its fill value): one
+// that declares at least 1 GiB and stores less than 1/64 of it is refused
+// unless `allow_fill` (--allow-fill). Process-wide: set once, after parsing
+// the command line.
+struct Hdf5InputPolicy {
+  bool allow_external = false;
+  bool allow_fill = false;
+};
+void set_hdf5_input_policy(const Hdf5InputPolicy& policy);
+Hdf5InputPolicy hdf5_input_policy();
+
 // Opens a table by spec (see the top of this file). Rejects empty tables.
 std::unique_ptr<TableReader> open_table(const std::string& spec);
 
@@ -124,7 +141,18 @@ class TableWriter {
 // "embeddings" unless given; float32, float16, bfloat16, or uint8 rows
 // written by write_raw). npy and HDF5
 // take every DType but bfloat16 and the fp8 types.
+//
+// Writing x.h5:/ds or x.safetensors:name creates the whole file anew. When
+// an existing file there holds anything else (other datasets or groups,
+// other tensors), that would be lost: `others` = refuse makes it a usage
+// error naming what the file holds, before anything is written; replace
+// (a tool's --force) replaces the file whole. An existing file holding only
+// the named dataset or tensor, or that is not of that format, is replaced.
+enum class OtherContents { refuse, replace };
 std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim,
-                                          DType dtype = DType::f32);
+                                          DType dtype = DType::f32, OtherContents others = OtherContents::refuse);
+// The same check alone, for writers of several tensors (stored codes:
+// "member.codes", "member.scales", ... are not counted as others).
+void check_existing_container(const std::string& file, const std::string& member, OtherContents others);
 
 }  // namespace edo::io

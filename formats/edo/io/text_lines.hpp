@@ -39,9 +39,16 @@ inline std::string_view trim_text(std::string_view s) {
   return s;
 }
 
+// `text` without the UTF-8 byte order mark some editors put first: it is
+// not part of the first token.
+inline std::string_view skip_utf8_bom(std::string_view text) {
+  return text.starts_with("\xEF\xBB\xBF") ? text.substr(3) : text;
+}
+
 // fn(line number from 1, the line up to its first '#') for every line of `text`.
 template <class Fn>
 void for_each_text_line(std::string_view text, Fn&& fn) {
+  text = skip_utf8_bom(text);
   uint64_t line_no = 0;
   for (size_t pos = 0; pos < text.size();) {
     size_t end = text.find('\n', pos);

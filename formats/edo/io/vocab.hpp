@@ -8,9 +8,14 @@
 
 namespace edo::io {
 
-// Reads exactly `rows` lines (a trailing newline is optional); error naming the
-// file when the count differs or a line is longer than 4096 bytes.
+// Reads exactly `rows` lines (a trailing newline is optional; a UTF-8 byte
+// order mark before the first word is dropped); error naming the file when
+// the count differs, a line is longer than 4096 bytes or a word repeats.
 std::vector<std::string> read_vocab(const std::string& path, uint64_t rows);
+
+// A vocabulary names each row once (words are how rows are found): an error
+// naming `display`, the line that repeats a word and the line it repeats.
+void check_unique_words(const std::vector<std::string>& words, const std::string& display);
 
 class Container;
 // The words a .edo stores (docs/FORMAT.md 9.7): manifest "vocab" names a
@@ -19,8 +24,8 @@ class Container;
 // word count other than the table's rows, a missing final newline, a word of
 // more than 4096 bytes).
 std::optional<std::vector<std::string>> read_vocab_section(const Container& c);
-// The section's bytes for `words`; an error when a word holds '\n' or is
-// longer than 4096 bytes.
+// The section's bytes for `words`; an error when a word holds '\n', is
+// longer than 4096 bytes or repeats another.
 std::string vocab_section_bytes(const std::vector<std::string>& words);
 inline constexpr const char* kVocabSection = "vocab";
 
