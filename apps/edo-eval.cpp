@@ -39,7 +39,7 @@ void show_neighbours(const edo::ProbeNeighbours& nb, uint64_t n, const std::vect
 // A compressed table of the original's shape.
 std::unique_ptr<edo::io::TableReader> open_matching(edo::io::TableReader& original, const std::string& original_path,
                                                     const std::string& path) {
-  auto t = edo::open_any_table(path);
+  auto t = edo::open_any_table(path, edo::io::Verify::all);
   if (original.rows() != t->rows() || original.dim() != t->dim())
     EDO_FAIL("{}: shape {} x {} does not match {} ({} x {})", path, t->rows(), t->dim(), original_path, original.rows(),
              original.dim());
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
     paths.check();
     const auto gates = flags.parsed_gates();
     const edo::Device dev = edo::select_device(device);
-    auto original = edo::open_any_table(original_path);
+    auto original = edo::open_any_table(original_path, edo::io::Verify::all);
     // The words: --vocab, else those the original table carries (word2vec, fastText).
     std::vector<std::string> words_of_rows;
     std::string vocab_name = vocab;

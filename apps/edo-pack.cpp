@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     for (const auto& t : tier_texts) tiers.push_back(edo::parse_tier_spec(t));
     if (!config.empty()) tiers = edo::read_plan_file(config);
     edo::cli::apply_threads(threads);
-    auto table = edo::open_any_table(input);
+    auto table = edo::open_any_table(input, edo::io::Verify::all);
     edo::check_tier_specs(tiers, table->rows(), table->dim());
 
     edo::PackOptions opt;

@@ -220,7 +220,7 @@ int main(int argc, char** argv) {
     opt.device = edo::select_device(device);
     if (edo::io::is_safetensors_path(input) && edo::io::split_table_spec(input).member.empty())
       return list_tensors(input, json);
-    auto table = edo::open_any_table(input);
+    auto table = edo::open_any_table(input, edo::io::Verify::all);
     nlohmann::json container;
     if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))
       container = edo::container_summary(edo_table->container());

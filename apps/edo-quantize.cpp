@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
       eval_flags.add_paths(paths);
       paths.check();
       edo::cli::apply_threads(threads);
-      auto table = edo::open_any_table(input);
+      auto table = edo::open_any_table(input, edo::io::Verify::all);
       edo::PackOptions opt;
       opt.tool = "edo-quantize";
       opt.seed = seed;
@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();  // usage errors before any work
     edo::cli::apply_threads(threads);
-    auto table = edo::open_any_table(input);
+    auto table = edo::open_any_table(input, edo::io::Verify::all);
     if (!spec.empty()) edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
 
     edo::QuantizeOptions opt;

@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();
     edo::cli::apply_threads(threads);
-    auto table = edo::open_any_table(input);
+    auto table = edo::open_any_table(input, edo::io::Verify::all);
 
     edo::PackOptions opt;
     opt.tool = "edo-sparsify";

@@ -321,21 +321,29 @@ class Hdf5Reader final : public TableReader {
       EDO_FAIL("{}: cannot inspect '{}': {}", display, name, hdf5_error());
     if (info.type != H5O_TYPE_DATASET)
       EDO_FAIL("{}: '{}' is not a dataset ({})", display, name, describe_datasets(list_datasets(file_.get())));
-    // External storage and virtual sources are resolved against the input's
-    // directory, never the working directory.
-    const auto slash = path.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
-    Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
-    H5Pset_efile_prefix(dapl.get(), dir.c_str());
-    H5Pset_virtual_prefix(dapl.get(), dir.c_str());
-    dataset_ = Handle(H5Dopen2(file_.get(), name.c_str(), dapl.get()), H5Dclose);
+    dataset_ = Handle(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
     if (!dataset_) EDO_FAIL("{}: cannot open dataset '{}': {}", display, name, hdf5_error());
-    check_storage(display, name);
-    // Chunks bigger than HDF5's 1 MiB chunk cache would be read (and
-    // inflated) again for every row read from them: reopened with a cache
-    // that holds two of them, up to 256 MiB.
+    // Reopened, when it must be, with what this open needs: external and
+    // virtual files resolved against the input's directory (never the
+    // working directory), and chunks bigger than HDF5's 1 MiB chunk cache
+    // (read and inflated again for every row read from them otherwise) in
+    // a cache that holds two of them, up to 256 MiB. Only then: HDF5 will
+    // not open one dataset twice with two file prefixes.
+    Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+    bool reopen = false;
+    if (check_storage(display, name)) {
+      const auto slash = path.find_last_of('/');
+      const std::string dir = slash == std::string::npos ? "./" : path.substr(0, slash + 1);
+      H5Pset_efile_prefix(dapl.get(), dir.c_str());
+      H5Pset_virtual_prefix(dapl.get(), dir.c_str());
+      reopen = true;
+    }
     if (read_chunk_shape() && chunk_bytes_ > (uint64_t{1} << 20) && chunk_bytes_ <= kMaxChunkCache / 2) {
       H5Pset_chunk_cache(dapl.get(), H5D_CHUNK_CACHE_NSLOTS_DEFAULT, 2 * chunk_bytes_, H5D_CHUNK_CACHE_W0_DEFAULT);
+      reopen = true;
+    }
+    if (reopen) {
+      dataset_.close();
       dataset_ = Handle(H5Dopen2(file_.get(), name.c_str(), dapl.get()), H5Dclose);
       if (!dataset_) EDO_FAIL("{}: cannot open dataset '{}': {}", display, name, hdf5_error());
     }
@@ -357,7 +365,8 @@ class Hdf5Reader final : public TableReader {
     const auto values = checked_mul(rows_, dim_);
     if (!values || !checked_mul(*values, sizeof(double)))
       EDO_FAIL("{}: dataset of {} x {} is too large", display, rows_, dim_);
-    check_declared_size(display, *values * H5Tget_size(type.get()));
+    // (Too many columns is open_table()'s error to give, the more precise one.)
+    if (dim_ <= kMaxDim) check_declared_size(display, *values * H5Tget_size(type.get()));
     if (chunk_rows_ > 0) chunk_cols_ = std::min<uint64_t>(chunk_cols_, dim_);
   }
 
@@ -438,8 +447,9 @@ class Hdf5Reader final : public TableReader {
   }
 
   // Refuses bytes kept in other files: external storage (raw bytes of any
-  // file) and virtual datasets, unless allowed and beside the input.
-  void check_storage(const std::string& display, const std::string& name) {
+  // file) and virtual datasets, unless allowed and beside the input. True
+  // when the dataset (allowed) keeps values in such files.
+  bool check_storage(const std::string& display, const std::string& name) {
     Handle dcpl(H5Dget_create_plist(dataset_.get()), H5Pclose);
     if (!dcpl) EDO_FAIL("{}: cannot read the storage of '{}': {}", display, name, hdf5_error());
     std::vector<std::string> files;
@@ -469,6 +479,7 @@ class Hdf5Reader final : public TableReader {
                g_allow_external ? "--allow-external reads only files in the input's directory"
                                 : "pass --allow-external to read files in the input's directory");
     }
+    return !files.empty();
   }
 
   Handle file_;

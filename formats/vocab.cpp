@@ -74,7 +74,6 @@ std::optional<std::vector<std::string>> read_vocab_section(const Container& c) {
 }
 
 std::string vocab_section_bytes(const std::vector<std::string>& words) {
-  check_unique_words(words, "vocabulary");
   std::string out;
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i].size() > kMaxWordBytes || words[i].find('\n') != std::string::npos)

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace edo;
 
@@ -335,4 +336,41 @@ TEST_CASE("knn cuda: cuBLAS path matches the CPU") {
     // Integer data: exact on both sides, so identical lists, ties included.
     check_identical(knn(qi, di, g), knn(qi, di, o));
   });
+}
+
+TEST_CASE("knn: the ranking does not move with the table's units, and scores come back in them") {
+  const uint64_t nq = 40, n = 3000, dim = 24;
+  const std::vector<float> q = gaussian(nq * dim, 11), x = gaussian(n * dim, 12);
+  for (const Metric metric : {Metric::l2, Metric::ip, Metric::cos}) {
+    KnnOptions opt;
+    opt.metric = metric;
+    opt.k = 10;
+    const KnnResult base = knn(MatrixView{q.data(), nq, dim}, MatrixView{x.data(), n, dim}, opt);
+    // Powers of two: the scaled tables hold exactly the same numbers, so the
+    // neighbours must be the same ones. At 2^70 squares overflow float, at
+    // 2^-80 they underflow it.
+    for (const int e : {70, -80, 20}) {
+      std::vector<float> qs(q), xs(x);
+      for (float& v : qs) v = std::ldexp(v, e);
+      for (float& v : xs) v = std::ldexp(v, e);
+      const KnnResult r = knn(MatrixView{qs.data(), nq, dim}, MatrixView{xs.data(), n, dim}, opt);
+      CAPTURE(metric_name(metric));
+      CAPTURE(e);
+      CHECK(r.ids == base.ids);
+      for (size_t i = 0; i < r.scores.size(); ++i) {
+        const double want = metric == Metric::cos ? base.scores[i] : std::ldexp(double{base.scores[i]}, 2 * e);
+        if (std::fabs(want) > std::numeric_limits<float>::max())
+          REQUIRE(std::isinf(r.scores[i]));  // in the table's units the score is beyond float
+        else
+          REQUIRE(std::fabs(r.scores[i] - want) <= 1e-5 * std::max(1.0, std::fabs(want)));
+      }
+    }
+    // Subnormal rows (small integers times 2^-140 are exact there): the same neighbours too.
+    const std::vector<float> qi = small_integers(nq * dim, 21), xi = small_integers(n * dim, 22);
+    const KnnResult exact = knn(MatrixView{qi.data(), nq, dim}, MatrixView{xi.data(), n, dim}, opt);
+    std::vector<float> qt(qi), xt(xi);
+    for (float& v : qt) v = std::ldexp(v, -140);
+    for (float& v : xt) v = std::ldexp(v, -140);
+    CHECK(knn(MatrixView{qt.data(), nq, dim}, MatrixView{xt.data(), n, dim}, opt).ids == exact.ids);
+  }
 }

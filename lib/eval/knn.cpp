@@ -165,21 +165,23 @@ std::vector<float> query_aux(MatrixView queries, Metric metric) {
 // changed the ranking with the table's units. Multiplying by a power of two
 // is exact (bar subnormal results), so rankings at sane scales are untouched
 // and scores are scaled back on finish. 1 when nothing needs it.
-float knn_scale(const float* values, uint64_t n) {
+// Returned as the exponent: 2^-ilogb of a subnormal peak (up to 2^149) is
+// no float itself.
+int knn_scale_shift(const float* values, uint64_t n) {
   float peak = 0.0f;
   for (uint64_t i = 0; i < n; ++i)
     if (std::isfinite(values[i])) peak = std::max(peak, std::fabs(values[i]));
   constexpr float kHigh = 4294967296.0f, kLow = 1.0f / 4294967296.0f;
-  if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 1.0f;
-  return std::ldexp(1.0f, -std::ilogb(peak));
+  if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 0;
+  return -std::ilogb(peak);
 }
 
 }  // namespace
 
 struct KnnSearch::Impl {
   KnnOptions opts;
-  float scale = 1.0f;         // knn_scale() of the queries, applied to every row
-  std::vector<float> scaled;  // a chunk of added rows times `scale`
+  int shift = 0;              // knn_scale_shift() of the queries: every row is times 2^shift
+  std::vector<float> scaled;  // a chunk of added rows, shifted
   uint64_t nq = 0;
   uint64_t dim = 0;
   uint64_t tile_rows = kRowTile;
@@ -325,9 +327,9 @@ KnnSearch::KnnSearch(MatrixView queries, const KnnOptions& opts) : impl_(std::ma
   s.nq = queries.rows;
   s.dim = queries.dim;
   s.queries.assign(queries.data, queries.data + queries.rows * queries.dim);
-  s.scale = knn_scale(s.queries.data(), s.queries.size());
-  if (s.scale != 1.0f)
-    for (float& v : s.queries) v *= s.scale;
+  s.shift = knn_scale_shift(s.queries.data(), s.queries.size());
+  if (s.shift != 0)
+    for (float& v : s.queries) v = std::ldexp(v, s.shift);
   s.q_aux = query_aux(MatrixView{s.queries.data(), s.nq, s.dim}, opts.metric);
   s.heaps.resize(s.nq);
   if (opts.device == Device::cuda) {
@@ -345,12 +347,12 @@ KnnSearch::~KnnSearch() = default;
 
 void KnnSearch::add(const float* rows, uint64_t count) {
   Impl& s = *impl_;
-  if (s.scale != 1.0f && s.nq > 0) {
+  if (s.shift != 0 && s.nq > 0) {
     // Scaled as the queries were, a tile at a time (bounded memory).
     for (uint64_t done = 0; done < count;) {
       const uint64_t n = std::min(s.tile_rows, count - done);
       s.scaled.assign(rows + done * s.dim, rows + (done + n) * s.dim);
-      for (float& v : s.scaled) v *= s.scale;
+      for (float& v : s.scaled) v = std::ldexp(v, s.shift);
       add_rows(s.scaled.data(), n);
       done += n;
     }
@@ -398,10 +400,9 @@ KnnResult KnnSearch::finish() {
   }
   KnnResult r = make_result(s.heaps, s.q_aux, s.opts);
   s.heaps.clear();
-  if (s.scale != 1.0f && s.opts.metric != Metric::cos) {
-    // ip and squared l2 scores grew by scale^2: back in the table's units.
-    const double back = 1.0 / (static_cast<double>(s.scale) * s.scale);
-    for (float& v : r.scores) v = static_cast<float>(v * back);
+  if (s.shift != 0 && s.opts.metric != Metric::cos) {
+    // ip and squared l2 scores grew by 2^(2 shift): back in the table's units.
+    for (float& v : r.scores) v = static_cast<float>(std::ldexp(static_cast<double>(v), -2 * s.shift));
   }
   return r;
 }

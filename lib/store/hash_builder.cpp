@@ -187,7 +187,7 @@ class HashTierBuilder final : public TierBuilder {
     collect_rows(layout, self);
     params_.assign(slots_ * dim_, 0.0f);
     if (spec_.weights) weights_.assign(table_rows_ * spec_.k, 0x3c00);  // 1.0
-    if (spec_.fit != HashFit::none) scale_ = fit_scale();
+    if (spec_.fit != HashFit::none) shift_ = fit_shift();
     if (spec_.fit == HashFit::none)
       fit_naive();
     else if (spec_.scheme == HashScheme::qr && spec_.op == QrOp::mul)
@@ -345,9 +345,9 @@ class HashTierBuilder final : public TierBuilder {
       EncodeOptions enc = enc_;
       enc.first_row = begin;
       check_finite(x, n, dim_, 0x7f800000u, codec(), enc, false);
-      if (scale_ != 1.0f) {
+      if (shift_ != 0) {
         scaled_.assign(x, x + n * dim_);
-        for (float& v : scaled_) v *= scale_;
+        for (float& v : scaled_) v = std::ldexp(v, shift_);
         x = scaled_.data();
       }
       size_t end = next;
@@ -360,9 +360,9 @@ class HashTierBuilder final : public TierBuilder {
   // The fits square values in float: a table far from unit scale (1e-20,
   // 1e19) underflows or overflows them and came out as rows of zeros. The
   // fit sees the rows times the power of two that brings their largest
-  // magnitude near 1 (exact), and its tables are scaled back after; 1 at
-  // sane scales (from 2^-32 to 2^32), where nothing changes.
-  float fit_scale() {
+  // magnitude near 1 (exact), and its tables are scaled back after; 0 (no
+  // shift) at sane scales (from 2^-32 to 2^32), where nothing changes.
+  int fit_shift() {
     float peak = 0.0f;
     for_each_row([&](size_t a, size_t b, const float* x, uint64_t begin) {
       for (size_t p = a; p < b; ++p) {
@@ -371,17 +371,17 @@ class HashTierBuilder final : public TierBuilder {
       }
     });
     constexpr float kHigh = 4294967296.0f, kLow = 1.0f / 4294967296.0f;
-    if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 1.0f;
-    return std::ldexp(1.0f, -std::ilogb(peak));
+    if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 0;
+    return -std::ilogb(peak);  // an exponent: 2^149, for a subnormal peak, is no float
   }
 
   // Back to the table's units: every table of a linear fit; for a qr
   // product, the quotient rows alone (the product carries the scale once).
   void unscale_params() {
-    if (scale_ == 1.0f) return;
+    if (shift_ == 0) return;
     const size_t end = spec_.scheme == HashScheme::qr && spec_.op == QrOp::mul ? quotient_rows_ * dim_ : params_.size();
-    for (size_t i = 0; i < end; ++i) params_[i] /= scale_;
-    scale_ = 1.0f;
+    for (size_t i = 0; i < end; ++i) params_[i] = std::ldexp(params_[i], -shift_);
+    shift_ = 0;
   }
 
   // The naive baseline (fit=none): each bucket the highest-id row hashed to it.
@@ -740,8 +740,8 @@ class HashTierBuilder final : public TierBuilder {
   FitRows rows_;
   std::vector<float> params_;
   std::vector<uint16_t> weights_;
-  float scale_ = 1.0f;                     // fit_scale() while fitting, 1 otherwise
-  std::vector<float> scaled_;              // a block of rows times scale_
+  int shift_ = 0;                          // fit_shift() while fitting (rows times 2^shift_), else 0
+  std::vector<float> scaled_;              // a block of rows, shifted
   std::unique_ptr<GpuNormalProduct> gpu_;  // the solver's products on the GPU (upload_terms)
   std::string method_;
   uint32_t iterations_ = 0;

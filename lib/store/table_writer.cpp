@@ -521,6 +521,10 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   if (layout.tier_of_row.empty() ? ntiers != 1 : layout.tier_of_row.size() != rows)
     EDO_FAIL("{}: the layout assigns {} rows to {} tiers, the table has {}", out_path, layout.tier_of_row.size(),
              ntiers, rows);
+  // Words name rows: a repeated one would be stored and then refused by
+  // every reader that looks words up, so it is refused before any work
+  // (a --vocab file was checked when it was read).
+  if (!opt.vocabulary && input.vocabulary()) io::check_unique_words(*input.vocabulary(), input.path() + " (its words)");
   const EncodeOptions enc = encode_options(input, opt);
   std::vector<std::unique_ptr<TierBuilder>> builders;
   for (const TierPlan& plan : layout.tiers)

@@ -127,6 +127,70 @@ assert (n.load('x.npy') == want).all()" || fail "external storage beside the inp
 [ -e x.edo ] && rm x.edo
 no_leftovers .
 
+# --- 5. scale: the same table in other units gives the same neighbours, fits and refusals
+$py - <<'PY'
+import numpy as n
+g = n.load("g.npy").astype(n.float64)
+for name, s in (("s1", 1.0), ("s19", 2.0 ** 63), ("s40", 2.0 ** -133), ("s22", 2.0 ** -73), ("s10", 2.0 ** -33)):
+    n.save(name + ".npy", (g * s).astype(n.float32))
+PY
+# edo-eval's recall is the table's, whatever its units (the scales are powers of two, so every codec's
+# relative error is the same and so must recall be).
+for s in s1 s19 s22; do
+  expect 0 "$Q" "$s.npy" -o "$s.edo" --codec int8 -q
+  expect 0 "$E" "$s.npy" "$s.edo" --json --k 10
+  $py -c "import json; print(json.load(open('$work/out'))['recall@10'])" >"$s.recall"
+done
+[ "$(cat s1.recall)" = "$(cat s19.recall)" ] && [ "$(cat s1.recall)" = "$(cat s22.recall)" ] ||
+  fail "recall@10 moves with the table's scale: $(cat s1.recall) at 1, $(cat s19.recall) at 2^63, $(cat s22.recall) at 2^-73"
+# --fallback nearest points at the same rows at every scale.
+for s in s1 s19 s40; do
+  expect 0 "$K" "$s.npy" -o "$s.near.edo" --tier hot:rows=50%:int8 --tier cold:rest:nearest -q
+  expect 0 "$U" "$s.near.edo" -o "$s.near.npy" -q
+done
+$py - <<'PY' || fail "nearest fallback picks other rows at extreme scales"
+import numpy as n
+g = n.load("g.npy").astype(n.float64)
+a = n.load("s1.near.npy").astype(n.float64)
+base = n.linalg.norm(a - g) / n.linalg.norm(g)
+# 2^63: the same numbers, so the same rows. 2^-133: subnormal, a few values rounded, so a few near-ties go the
+# other way; its error against the table must stay the table's (it was 0.59 against 0.33).
+b = n.load("s19.near.npy").astype(n.float64) / 2.0 ** 63
+assert (a == b).all(), "2^63"
+c = n.load("s40.near.npy").astype(n.float64) / 2.0 ** -133
+rel = n.linalg.norm(c - g) / n.linalg.norm(g)
+assert abs(rel - base) < 0.01, (rel, base)
+PY
+# fp16 sparse values that would all round to zero are refused, as edo-quantize refuses them.
+expect 1 "$build/edo-sparsify" s10.npy -o sp.edo --density 0.5 --values fp16 -q
+err_has "s10.npy: row 0: nonzero, but"
+[ -e sp.edo ] && fail "a sparse table of zeros was written"
+expect 0 "$build/edo-sparsify" s10.npy -o sp.edo --density 0.5 --values int8 -q
+# A weighted hash fit of a table at 1e-22 keeps its rows (it came out all zeros).
+expect 0 "$build/edo-hash" s22.npy -o s22.hash.edo --scheme hash:buckets=500,k=2,weights=1 -q
+expect 0 "$U" s22.hash.edo -o s22.hash.npy -q
+$py -c "
+import numpy as n
+x = n.load('s22.npy').astype(n.float64); y = n.load('s22.hash.npy').astype(n.float64)
+rel = n.linalg.norm(x - y) / n.linalg.norm(x)
+assert n.abs(y).max() > 0 and rel < 0.99, rel" || fail "the weighted hash fit at 2^-73 decodes to zeros"
+no_leftovers .
+
+# --- 7. inputs that would run or grow without bound
+# A safetensors index naming 100,000 shard files is refused quickly (the listing was quadratic).
+$py - <<'PY'
+import json
+json.dump({"weight_map": {f"t{i}": f"part-{i}.safetensors" for i in range(100000)}}, open("huge.safetensors.index.json", "w"))
+PY
+expect 1 timeout 60 "$P" huge.safetensors.index.json; err_has "part-0.safetensors: cannot open"
+# An output that cannot fit on its file system is refused before the work (root: a small tmpfs).
+mkdir small
+if mount -t tmpfs -o size=700k tmpfs small 2>/dev/null; then
+  expect 1 "$Q" g.npy -o small/x.edo --codec fp16 -q; err_has "needs at least 1000000 bytes"
+  [ -z "$(ls -A small)" ] || fail "a refused output left $(ls -A small)"
+  umount small
+fi
+
 # --- 6. merges refuse shards of another table, shards a reader would refuse, and --shard-set checks checksums
 mkdir -p a b c
 cp g.npy a/t.npy; cp g.npy c/u.npy
@@ -163,6 +227,26 @@ expect 1 "$K" --merge a0.edo flipped.edo -o f.edo -q; err_has "flipped.edo"
 [ -e f.edoset ] || [ -e f.edo ] && fail "a shard with a flipped byte was accepted"
 no_leftovers .
 
+# --- 10. a plan meets its budget on the whole table, not just on its sample
+$py -c "
+import numpy as n
+r = n.random.default_rng(3)
+c = r.zipf(1.1, 10000).astype(n.float64); c[c > 1e6] = 1e6
+n.save('zipf.npy', c)"
+expect 0 "$P" g.npy --freq zipf.npy --plan --budget 'w.recall@10>=0.9' --plan-sample-rows 2500 \
+  --plan-codecs fp16 --plan-codecs int8 --plan-codecs int4 --plan-codecs int2 --plan-codecs pq:m=10 \
+  --plan-config plan.json --json -q
+$py - "$work/out" <<'PY' || fail "the plan was not checked on the whole table"
+import json, sys
+j = json.load(open(sys.argv[1]))["plan"]
+checks = j["checks_on_table"]
+assert checks and checks[-1]["passed"], checks
+assert json.load(open("plan.json"))["estimate"]["measured_on_table"]["w.recall@10"] >= 0.9
+PY
+expect 0 "$K" g.npy -o planned.edo --config plan.json --freq zipf.npy --eval --gate 'w.recall@10>=0.9' -q
+# A budget no metric can reach is refused at once.
+expect 2 "$P" g.npy --plan --budget 'recall@10>=3'; err_has "no plan can meet it"
+
 # --- 9. quieter defects
 # A failed run takes back what it had published: the old output is back, nothing new is left.
 cp g8.edo keep.edo; keep_sum="$(cksum <keep.edo)"
@@ -175,6 +259,16 @@ compgen -G '.*.old-*' >/dev/null && fail "a failed run left a kept copy: $(ls -A
 expect 0 "$Q" g.npy -o keep.edo --codec int4 --eval --report-json r.json -q
 [ -e r.json ] && [ "$(cksum <keep.edo)" != "$keep_sum" ] || fail "a successful run did not publish"
 compgen -G '.*.old-*' >/dev/null && fail "a successful run left a kept copy"
+# A .edo whose payload was altered is not read as a table: not re-encoded, evaluated or profiled.
+cp g8.edo bad.edo
+printf '\x7f' | dd of=bad.edo bs=1 seek=5000 conv=notrunc status=none
+for cmd in "$Q bad.edo -o re.edo --codec int4" "$K bad.edo -o re.edo --tier a:rest:int4" \
+           "$build/edo-sparsify bad.edo -o re.edo --density 0.5" "$build/edo-hash bad.edo -o re.edo --scheme hash:buckets=100" \
+           "$E g.npy bad.edo" "$E bad.edo g8.edo" "$P bad.edo"; do
+  expect 1 $cmd; err_has "bad.edo"
+  grep -q "checksum" "$work/err" || fail "$cmd: $(cat "$work/err")"
+done
+[ -e re.edo ] && fail "a corrupt .edo was re-encoded into a valid one"
 # --max-resident beyond what the file needs is clamped, not allocated; units in either case.
 printf '0\n5\n9999\n' >ids.txt
 for budget in 64G 1g 64t; do

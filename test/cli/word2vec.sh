@@ -67,9 +67,11 @@ expect 1 "$Q" "$work/narrow.vec" -o "$work/x.edo" --codec fp32
 err_has "narrow.vec: line 3: 1 values after the word, where the header has 2"
 expect 1 "$Q" "$work/nan_text.vec" -o "$work/x.edo" --codec fp32
 err_has "nan_text.vec: line 3: value 2 'x4' is not a number"
-# A repeated word does not stop a table from being compressed; the word tasks refuse it.
-expect 0 "$Q" "$work/dup.vec" -o "$work/dup.edo" --codec fp32 -q
+# Words name rows: a repeated one is refused where the file would store it (edo-eval's word tasks refuse it too).
+expect 1 "$Q" "$work/dup.vec" -o "$work/dup.edo" --codec fp32 -q
+err_has "dup.vec (its words): line 2 repeats 'a' of line 1"
 printf 'a\tb\t1\na\ta\t2\n' >"$work/pairs.txt"
+expect 0 "$Q" "$work/dup.vec" -o "$work/dup.edo" --codec fp32 --vocab <(printf 'a\nb\n') -q
 expect 1 "$build/edo-eval" "$work/dup.vec" "$work/dup.edo" --similarity "$work/pairs.txt" --queries 2 --k 1
 err_has "repeats 'a' of line 1"
 expect 1 "$Q" "$work/cut.bin" -o "$work/x.edo" --codec fp32

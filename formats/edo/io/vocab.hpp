@@ -24,8 +24,8 @@ class Container;
 // word count other than the table's rows, a missing final newline, a word of
 // more than 4096 bytes).
 std::optional<std::vector<std::string>> read_vocab_section(const Container& c);
-// The section's bytes for `words`; an error when a word holds '\n', is
-// longer than 4096 bytes or repeats another.
+// The section's bytes for `words`; an error when a word holds '\n' or is
+// longer than 4096 bytes (writers check repeats first: check_unique_words).
 std::string vocab_section_bytes(const std::vector<std::string>& words);
 inline constexpr const char* kVocabSection = "vocab";
 
