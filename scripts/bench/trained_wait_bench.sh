@@ -16,15 +16,8 @@ trap cleanup EXIT
 data=data-samples/glove.6B.50d.10k.npy
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT OMP_NUM_THREADS
 
-best() {
-  local b="" t
-  for _ in $(seq "$runs"); do
-    /usr/bin/time -f %e -o "$work/t" "$@" >/dev/null 2>&1
-    t=$(tail -1 "$work/t")
-    if [ -z "$b" ] || awk "BEGIN{exit !($t < $b)}"; then b=$t; fi
-  done
-  echo "$b"
-}
+source "$(dirname "$0")/best_time.bash"
+best() { best_of "$runs" "$work" "$@"; }
 
 jobs=("pq:m=10|$build/edo-quantize $data -o $work/o.edo --codec pq:m=10 -q"
       "opq:m=10|$build/edo-quantize $data -o $work/o.edo --codec opq:m=10 -q"
