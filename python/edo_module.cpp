@@ -64,8 +64,18 @@ std::unique_ptr<edo::Reader> open_reader(const std::string& path, const std::str
   return std::make_unique<edo::Reader>(edo::Reader::open(path, opt));
 }
 
-py::array_t<float> lookup(const edo::Reader& r,
-                          const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& ids) {
+// Ids as numpy holds them: integers only. Floats were truncated ([1.5, 2.9]
+// gave rows 1 and 2) and bools taken as 0 and 1: both are a caller's bug.
+py::array_t<int64_t, py::array::c_style | py::array::forcecast> integer_ids(const py::object& given) {
+  const py::array any = py::module_::import("numpy").attr("asarray")(given);
+  const char kind = any.dtype().kind();
+  if (kind != 'i' && kind != 'u')
+    throw py::type_error("lookup: ids must be integers, not " + py::str(any.dtype()).cast<std::string>());
+  return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(any);
+}
+
+py::array_t<float> lookup(const edo::Reader& r, const py::object& given) {
+  const auto ids = integer_ids(given);
   if (ids.ndim() != 1)
     throw edo::Error("lookup: ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
   const auto n = static_cast<size_t>(ids.shape(0));

@@ -183,6 +183,12 @@ import json
 json.dump({"weight_map": {f"t{i}": f"part-{i}.safetensors" for i in range(100000)}}, open("huge.safetensors.index.json", "w"))
 PY
 expect 1 timeout 60 "$P" huge.safetensors.index.json; err_has "part-0.safetensors: cannot open"
+# A few KB of HDF5 declaring 10^12 rows of fill value: refused; accepted with --allow-fill, the output
+# that would not fit on the disk is refused before anything is written.
+expect 1 "$Q" "$hostile/sparse_1e12_rows.h5:/emb" -o fill.edo --codec int8 -q; err_has "would be its fill value"
+expect 1 timeout 60 "$Q" "$hostile/sparse_1e12_rows.h5:/emb" -o fill.edo --codec int8 --allow-fill -q
+err_has "the output needs at least"
+[ -e fill.edo ] && fail "a fill-value table was written"
 # An output that cannot fit on its file system is refused before the work (root: a small tmpfs).
 mkdir small
 if mount -t tmpfs -o size=700k tmpfs small 2>/dev/null; then
@@ -285,6 +291,14 @@ for bad in (n.array([0, -1]), n.array([-5])):
         assert "negative" in str(e), e
     else:
         raise SystemExit("negative id accepted")
+for bad in ([1.5, 2.9], n.array([True, False]), n.array([0.0])):
+    try:
+        r.lookup(bad)
+    except TypeError as e:
+        assert "integers" in str(e), e
+    else:
+        raise SystemExit("non-integer ids accepted: %r" % (bad,))
+assert r.lookup([0, 3]).shape == (2, 50) and r.lookup(n.array([1], n.uint32)).shape == (1, 50)
 try:
     edo.open("g8.edo\0junk")
 except edo.Error as e:
