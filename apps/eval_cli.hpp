@@ -208,10 +208,17 @@ inline void print_metrics(const EvalResult& r) { std::fputs(metrics_text(r).c_st
 inline void print_write_summary(bool json, nlohmann::json report, const std::string& text, const std::string& input,
                                 const std::string& output, int code, bool evaluated, const EvalResult& result,
                                 const std::vector<GateOutcome>& outcomes) {
+  // The size on disk: the file's figures leave out the --eval record that
+  // the manifest gains once the gates pass (written_file_bytes()), so that
+  // the ratio a file records is the one edo-eval measures on it later.
+  struct stat st {};
+  const bool published = code == 0 && !io::is_special_output(output) && ::stat(output.c_str(), &st) == 0;
+  const uint64_t on_disk = published ? static_cast<uint64_t>(st.st_size) : 0;
   if (json) {
     report["input"] = input;
     report["output"] = output;
     report["written"] = code == 0;
+    if (published) report["file_bytes_on_disk"] = on_disk;
     if (evaluated) report["eval"] = to_json(result, outcomes);
     std::puts(report.dump(2).c_str());
     return;
@@ -219,6 +226,9 @@ inline void print_write_summary(bool json, nlohmann::json report, const std::str
   std::printf("%s -> %s%s\n", input.c_str(), output.c_str(), code == 0 ? "" : " (not written: a gate failed)");
   std::fputs(text.c_str(), stdout);
   if (!evaluated) return;
+  if (published)
+    std::printf("  on disk    %llu bytes: the sizes above leave out the evaluation record in its manifest\n",
+                static_cast<unsigned long long>(on_disk));
   std::printf("  evaluation (%s)\n", metric_name(result.metric));
   print_metrics(result);
   for (const auto& o : outcomes) std::printf("  gate %s\n", o.message.c_str());

@@ -1,12 +1,17 @@
 // The `edo` Python module: the reader library (edo::reader) for Python.
 //
 //   import edo
-//   r = edo.open("table.edo")
-//   rows = r.lookup(ids)        # numpy float32 (len(ids), r.dim); the GIL is released meanwhile
-//   table = r.decode_all()      # numpy float32 (r.rows, r.dim)
-//   r.manifest, r.tiers         # the manifest as a dict; per tier: name, kind, codec, residency, rows, bytes
+//   with edo.open("table.edo") as f:   # or f = edo.open(...); ...; f.close()
+//       rows = f.lookup(ids)           # numpy float32 (len(ids), f.dim); the GIL is released meanwhile
+//       rows = f[ids]; rows = f[10:20] # the same by indexing: integer arrays, lists, ints, slices
+//       table = f.decode_all()         # numpy float32 (f.rows, f.dim)
+//       f.shape, f.dtype, len(f)       # (rows, dim), float32 (what rows decode to), rows
+//       f.manifest, f.tiers            # the manifest as a dict; per tier: name, kind, codec, residency, rows, bytes
 //
-// Errors are edo.Error (a RuntimeError) with edo's one-line message.
+// Ids must be integers (a float or bool array is a TypeError). Errors are
+// edo.Error (a RuntimeError) with edo's one-line message; a closed file
+// raises ValueError, as Python's own files do. Stubs: python/edo.pyi.
+#include <edo/build_info.hpp>
 #include <edo/error.hpp>
 #include <edo/reader.hpp>
 #include <edo/threads.hpp>
@@ -17,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -121,14 +127,60 @@ py::list tiers(const edo::Reader& r) {
   return out;
 }
 
+// An open file as Python holds it: closed by close() or a `with` block's
+// end, after which every use is a ValueError (the mapping is gone).
+class File {
+ public:
+  explicit File(std::unique_ptr<edo::Reader> reader) : reader_(std::move(reader)) {}
+  const edo::Reader& reader() const {
+    if (!reader_) throw py::value_error("I/O operation on a closed edo file");
+    return *reader_;
+  }
+  void close() { reader_.reset(); }
+  bool closed() const { return !reader_; }
+
+ private:
+  std::unique_ptr<edo::Reader> reader_;
+};
+
+File open_file(const std::string& path, const std::string& unknown, bool verify, uint64_t max_resident) {
+  return File(open_reader(path, unknown, verify, max_resident));
+}
+
+// f[i], f[ids], f[a:b:c]: an int gives one row (dim,), anything else rows (n, dim).
+py::array_t<float> get_item(const File& f, const py::object& key) {
+  const edo::Reader& r = f.reader();
+  if (py::isinstance<py::slice>(key)) {
+    py::ssize_t start = 0, stop = 0, step = 0, length = 0;
+    if (!key.cast<py::slice>().compute(static_cast<py::ssize_t>(r.rows()), &start, &stop, &step, &length))
+      throw py::error_already_set();
+    std::vector<int64_t> ids(static_cast<size_t>(length));
+    for (py::ssize_t i = 0; i < length; ++i) ids[static_cast<size_t>(i)] = start + i * step;
+    return lookup(r, py::cast(ids));
+  }
+  if (py::isinstance<py::bool_>(key)) throw py::type_error("edo file indices must be integers, not bool");
+  if (py::isinstance<py::int_>(key)) {
+    int64_t id = key.cast<int64_t>();
+    if (id < 0) id += static_cast<int64_t>(r.rows());  // as a sequence: -1 is the last row
+    if (id < 0 || static_cast<uint64_t>(id) >= r.rows()) throw py::index_error("edo file index out of range");
+    py::array_t<float> rows = lookup(r, py::cast(std::vector<int64_t>{id}));
+    return rows.reshape({static_cast<py::ssize_t>(r.dim())});
+  }
+  return lookup(r, key);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(edo, m) {
-  m.doc() = "Read .edo files (edo's compressed embedding tables): lookups by id into numpy arrays.";
+  m.doc() =
+      "Read .edo files (edo's compressed embedding tables): lookups by id into numpy arrays.\n\n"
+      "edo.open(path) gives a File; see help(edo.File). The module was built for " EDO_PYTHON_EXECUTABLE ".";
+  m.attr("__version__") = EDO_VERSION_STRING;
   // OMP_NUM_THREADS is checked as the tools check it (1 to 1024, capped at
   // the cores) before any lookup can start a team of its size.
   edo::limit_threads(0);
   static py::exception<edo::Error> error(m, "Error", PyExc_RuntimeError);
+  error.doc() = "edo's error: one line naming the file and the problem.";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -136,27 +188,54 @@ PYBIND11_MODULE(edo, m) {
       error(e.what());
     }
   });
-  py::class_<edo::Reader, std::unique_ptr<edo::Reader>>(m, "Reader")
-      .def_property_readonly("path", &edo::Reader::path)
-      .def_property_readonly("rows", &edo::Reader::rows)
-      .def_property_readonly("dim", &edo::Reader::dim)
-      .def_property_readonly("file_bytes", &edo::Reader::file_bytes)
-      .def_property_readonly("tiers", &tiers, "Per tier: name, kind, codec, residency, rows, code_size, bytes")
+  py::class_<File>(m, "File",
+                   "An open .edo file (memory-mapped): rows by id decode only those rows. Use as a context\n"
+                   "manager or call close(); a closed file raises ValueError.")
+      .def_property_readonly(
+          "path", [](const File& f) { return f.reader().path(); }, "The file's path")
+      .def_property_readonly(
+          "rows", [](const File& f) { return f.reader().rows(); }, "Rows of the table")
+      .def_property_readonly(
+          "dim", [](const File& f) { return f.reader().dim(); }, "Values a row")
+      .def_property_readonly(
+          "shape", [](const File& f) { return py::make_tuple(f.reader().rows(), f.reader().dim()); }, "(rows, dim)")
+      .def_property_readonly(
+          "dtype", [](const File&) { return py::dtype::of<float>(); }, "numpy.float32: what rows decode to")
+      .def_property_readonly(
+          "file_bytes", [](const File& f) { return f.reader().file_bytes(); }, "The file's size in bytes")
+      .def_property_readonly(
+          "tiers", [](const File& f) { return tiers(f.reader()); },
+          "Per tier, a dict: name, kind, codec, residency, rows, code_size, bytes")
       .def_property_readonly(
           "manifest",
-          [](const edo::Reader& r) {
-            return py::module_::import("json").attr("loads")(r.container().manifest().dump());
+          [](const File& f) {
+            return py::module_::import("json").attr("loads")(f.reader().container().manifest().dump());
           },
           "The file's manifest (docs/FORMAT.md) as a dict")
-      .def("lookup", &lookup, py::arg("ids"),
-           "Rows of `ids` (integers, any shape (n,)) as a float32 array (n, dim), in the ids' order")
-      .def("decode_all", &decode_all, "Every row as a float32 array (rows, dim)")
-      .def("__len__", &edo::Reader::rows)
-      .def("__repr__", [](const edo::Reader& r) {
-        return "<edo.Reader " + r.path() + ": " + std::to_string(r.rows()) + " x " + std::to_string(r.dim()) + ">";
+      .def_property_readonly("closed", &File::closed, "True after close()")
+      .def(
+          "lookup", [](const File& f, const py::object& ids) { return lookup(f.reader(), ids); }, py::arg("ids"),
+          "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
+          "(len(ids), dim), in the ids' order. Ids beyond the table follow the file's `unknown` policy;\n"
+          "negative ids are an edo.Error. The GIL is released while rows decode.")
+      .def(
+          "decode_all", [](const File& f) { return decode_all(f.reader()); },
+          "Every row as a float32 array (rows, dim)")
+      .def("close", &File::close, "Unmap the file; later uses raise ValueError. Closing twice is allowed.")
+      .def("__getitem__", &get_item, py::arg("key"),
+           "f[i] (one row, (dim,); negative from the end), f[ids] (rows, as lookup()), f[a:b:c] (rows of the slice)")
+      .def("__len__", [](const File& f) { return f.reader().rows(); })
+      .def("__enter__", [](File& f) -> File& { return f; })
+      .def("__exit__", [](File& f, const py::object&, const py::object&, const py::object&) { f.close(); })
+      .def("__repr__", [](const File& f) {
+        if (f.closed()) return std::string("<edo.File (closed)>");
+        const edo::Reader& r = f.reader();
+        return "<edo.File " + r.path() + ": " + std::to_string(r.rows()) + " x " + std::to_string(r.dim()) + ">";
       });
-  m.def("open", &open_reader, py::arg("path"), py::arg("unknown") = "error", py::arg("verify") = false,
+  m.attr("Reader") = m.attr("File");  // the name of 0.1
+  m.def("open", &open_file, py::arg("path"), py::arg("unknown") = "error", py::arg("verify") = false,
         py::arg("max_resident") = 0,
-        "Open a .edo file (mapped; header and manifest read). unknown: what ids beyond the table get ('error',\n"
-        "'default', 'hash'); verify: check every section checksum; max_resident: bound resident bytes (bytes).");
+        "Open a .edo file (mapped; header and manifest read) as an edo.File. unknown: what ids beyond the\n"
+        "table get ('error', 'default', 'hash'); verify: check every section checksum; max_resident: bound\n"
+        "the resident bytes (bytes; 0: no bound).");
 }

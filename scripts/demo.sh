@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
-scripts/build.sh >/dev/null
+scripts/build.sh
 build="${EDO_BUILD_DIR:-build}"
 table=data-samples/glove.6B.50d.10k.npy
 vocab=data-samples/glove.6B.50d.10k.vocab.txt

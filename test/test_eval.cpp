@@ -61,7 +61,8 @@ TEST_CASE("eval: an identical table has recall 1 and zero error") {
     CHECK(r.at("queries") == 200);
     for (const char* k : {"1", "10", "100"}) {
       CHECK(r.at(std::string("recall@") + k) == 1.0);
-      CHECK(r.at(std::string("1-recall@") + k) == 1.0);
+      CHECK(r.at(std::string("r1@") + k) == 1.0);
+      CHECK(r.at(std::string("1-recall@") + k) == 1.0);  // the 0.1 name still answers
       CHECK(r.at(std::string("recall_drop@") + k) == 0.0);
     }
     CHECK(r.at("rel_fro") == 0.0);
@@ -139,7 +140,7 @@ TEST_CASE("eval: recalls match a hand computation from knn()") {
     }
     CAPTURE(k);
     CHECK(r.at("recall@" + std::to_string(k)) == Approx(recall / 7.0).epsilon(1e-12));
-    CHECK(r.at("1-recall@" + std::to_string(k)) == Approx(one / 7.0).epsilon(1e-12));
+    CHECK(r.at("r1@" + std::to_string(k)) == Approx(one / 7.0).epsilon(1e-12));
     CHECK(r.at("recall_drop@" + std::to_string(k)) == Approx(1.0 - recall / 7.0).epsilon(1e-12));
   }
   // The grid is coarse enough to lose neighbours, not so coarse as to lose all.
@@ -235,6 +236,7 @@ TEST_CASE("eval: access-weighted metrics follow the frequencies") {
   CHECK(r.at("rel_fro") > 0.5);
   // Weighted queries are kept rows, but their neighbours include lost rows.
   CHECK(r.at("w.recall@10") < 1.0);
+  CHECK(r.has("w.r1@10"));
   CHECK(r.has("w.1-recall@10"));
   CHECK(r.has("w.recall_drop@10"));
 

@@ -154,6 +154,11 @@ struct CosHistogram {
   void add(double cos);
 };
 
+// edo 0.1 called r1@k "1-recall@k" (FAISS's R@k, read as one minus
+// recall@k): get() and gates still take that name, and JSON reports carry
+// both keys, until the next release.
+inline constexpr std::string_view kOldR1Name = "1-recall@";
+
 // Named metrics in insertion order. Names are stable: gates and reports
 // refer to them (recall@10, cos.min, w.mse, ...).
 class EvalResult {
@@ -187,7 +192,7 @@ class EvalResult {
 // both. Same inputs and options give identical numbers whatever the thread
 // count. `original` and `compressed` may be the same reader. A compressed
 // table that is also CodedRows with an ADC codec adds adc.recall@k,
-// adc.1-recall@k and adc.recall_drop@k (uniform queries).
+// adc.r1@k and adc.recall_drop@k (uniform queries).
 // `truth`, when given, carries the original's k-NN (the ground truth) from
 // one call to the next with the same original and options: an empty one is
 // filled, a filled one is used as it is (edo-eval comparing several files

@@ -30,6 +30,12 @@ void EvalResult::set(const std::string& name, double value) {
 std::optional<double> EvalResult::get(std::string_view name) const {
   for (const auto& [n, v] : metrics_)
     if (n == name) return v;
+  // "1-recall@k", the name of edo 0.1 (read as one minus recall@k), is r1@k.
+  if (const size_t at = name.find(kOldR1Name); at != std::string_view::npos) {
+    std::string renamed(name);
+    renamed.replace(at, kOldR1Name.size(), "r1@");
+    return get(renamed);
+  }
   return std::nullopt;
 }
 
@@ -238,7 +244,7 @@ void report_queries(EvalResult& r, const std::string& prefix, const std::vector<
     }
     recall /= total;
     r.set(fmt::format("{}recall@{}", prefix, k), recall);
-    r.set(fmt::format("{}1-recall@{}", prefix, k), one_recall / total);
+    r.set(fmt::format("{}r1@{}", prefix, k), one_recall / total);
     r.set(fmt::format("{}recall_drop@{}", prefix, k), 1.0 - recall);
   }
   if (!opts.labels.empty()) {

@@ -25,7 +25,11 @@ std::string format_margin(double m) { return std::isfinite(m) ? fmt::format("{:+
 
 nlohmann::json to_json(const EvalResult& result, const std::vector<GateOutcome>& gates) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : result.metrics()) j[name] = number(value);
+  for (const auto& [name, value] : result.metrics()) {
+    j[name] = number(value);
+    if (const size_t at = name.find("r1@"); at != std::string::npos && (at == 0 || name[at - 1] == '.'))
+      j[std::string(name).replace(at, 3, kOldR1Name)] = number(value);  // the 0.1 name, for one release
+  }
   j["metric"] = metric_name(result.metric);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& o : gates) {

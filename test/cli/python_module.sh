@@ -38,6 +38,25 @@ for name in ('tiers', 'sparse', 'hash'):
     assert sum(t['rows'] for t in r.tiers) == 10000
     bounded = edo.open(f'{w}/{name}.edo', max_resident=1 << 20)
     assert bounded.lookup(ids).tobytes() == got.tobytes(), name
+# numpy users' reach: a context manager, close(), indexing, shape, dtype, __version__.
+with edo.open(f'{w}/tiers.edo') as f:
+    whole = f.decode_all()
+    assert f.shape == (10000, 50) and f.dtype == np.float32 and len(f) == 10000 and edo.__version__
+    assert f[7].tobytes() == whole[7].tobytes() and f[-1].tobytes() == whole[-1].tobytes()
+    assert f[10:20].tobytes() == whole[10:20].tobytes() and f[::-997].tobytes() == whole[::-997].tobytes()
+    assert f[[3, 1]].tobytes() == whole[[3, 1]].tobytes()
+    for bad, kind in ((lambda: f[10000], IndexError), (lambda: f[1.0], TypeError), (lambda: f[[0.5]], TypeError)):
+        try:
+            bad()
+            raise SystemExit(f'no {kind.__name__}')
+        except kind:
+            pass
+assert f.closed and 'closed' in repr(f)
+try:
+    f.lookup([0])
+    raise SystemExit('a closed file answered')
+except ValueError:
+    pass
 tiers = edo.open(f'{w}/tiers.edo').tiers
 assert [t['name'] for t in tiers] == ['hot', 'warm', 'cold', 'rare'], tiers
 assert tiers[3]['kind'] == 'default' and tiers[2]['codec'].startswith('pq'), tiers
@@ -53,5 +72,9 @@ for call, text in ((lambda: edo.open(f'{w}/tiers.edo').lookup(np.array([10000]))
     except edo.Error as e:
         assert text in str(e), (text, str(e))
 PY
+# Another interpreter that cannot load the module is told which one to use.
+"$py" "$build/python/edo.py" 2>"$work/err" && fail "edo.py did not refuse"
+grep -q "ImportError: edo: the module in this folder was built for /usr/bin/python3" "$work/err" ||
+  fail "edo.py: $(tail -1 "$work/err")"
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "python module: ok"
