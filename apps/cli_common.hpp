@@ -166,9 +166,10 @@ inline void add_version_flag(CLI::App& app, const char* tool) {
 namespace edo::cli {
 
 // Progress lines of long steps (training passes, fit iterations) on stderr
-// as "TOOL: line", unless --quiet.
+// as "TOOL: line", when stderr is a terminal and not --quiet: a log file
+// gets the results, not a hundred progress lines.
 inline std::function<void(const std::string&)> stderr_note(const char* tool, bool quiet) {
-  if (quiet) return {};
+  if (quiet || !::isatty(STDERR_FILENO)) return {};
   return [tool](const std::string& line) { std::fprintf(stderr, "%s: %s\n", tool, line.c_str()); };
 }
 

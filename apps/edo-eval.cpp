@@ -199,6 +199,9 @@ int main(int argc, char** argv) {
                  "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
   edo::cli::add_threads_option(app, threads);
   edo::cli::add_hdf5_policy_flags(app);
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet,
+               "Taken as every tool takes it; edo-eval prints no progress (a failed gate always prints its line)");
   edo::cli::add_version_flag(app, "edo-eval");
 
   return edo::cli::run_tool("edo-eval", app, argc, argv, [&] {

@@ -108,10 +108,10 @@ void check_known(const edo::io::IdList& list, const std::string& ids_path, const
                ids_path == "-" ? "<stdin>" : ids_path, list.where(i), list.ids[i], reader.path(), reader.rows());
 }
 
-void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, double seconds, int64_t read_bytes) {
-  const edo::Reader& reader = table.first();  // tiers and cache (a shard set has no --max-resident)
-  std::vector<uint64_t> per_tier(reader.tiers().size(), 0);
-  uint64_t unknown = 0;
+// Lookups by tier of the file (shards fold into the first's tiers); ids beyond the table in `unknown`.
+std::vector<uint64_t> lookups_by_tier(const LookupTable& table, const std::vector<int64_t>& ids, uint64_t& unknown) {
+  std::vector<uint64_t> per_tier(table.first().tiers().size(), 0);
+  unknown = 0;
   for (int64_t id : ids) {
     if (static_cast<uint64_t>(id) >= table.rows()) {
       ++unknown;
@@ -120,6 +120,45 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
     const auto [serving, row] = table.reader_of(static_cast<uint64_t>(id));
     ++per_tier[serving->tier_of(row)];
   }
+  return per_tier;
+}
+
+// --json: what print_stats() says, on stdout.
+nlohmann::json stats_json(const LookupTable& table, const std::vector<int64_t>& ids, double seconds,
+                          int64_t read_bytes) {
+  const edo::Reader& reader = table.first();
+  uint64_t unknown = 0;
+  const std::vector<uint64_t> per_tier = lookups_by_tier(table, ids, unknown);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  nlohmann::json tiers = nlohmann::json::array();
+  for (size_t t = 0; t < per_tier.size(); ++t) {
+    const edo::TierStats& s = reader.tiers()[t];
+    nlohmann::json entry = {{"name", s.name},
+                            {"codec", s.codec},
+                            {"residency", edo::residency_name(s.residency)},
+                            {"lookups", per_tier[t]}};
+    if (const edo::CacheCounts c = reader.cache_counts(t); c.cached)
+      entry["cache"] = {{"hits", c.hits}, {"misses", c.misses}, {"bytes_read", c.bytes_read}};
+    tiers.push_back(entry);
+  }
+  const double n = static_cast<double>(ids.size());
+  nlohmann::json j = {{"lookups", ids.size()},
+                      {"dim", reader.dim()},
+                      {"seconds", seconds},
+                      {"rows_per_second", seconds > 0 ? n / seconds : 0.0},
+                      {"beyond_the_table", unknown},
+                      {"tiers", tiers},
+                      {"cache_capacity_bytes", reader.cache_capacity()},
+                      {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}};
+  if (read_bytes >= 0) j["storage_read_bytes"] = read_bytes;
+  return j;
+}
+
+void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, double seconds, int64_t read_bytes) {
+  const edo::Reader& reader = table.first();  // tiers and cache (a shard set has no --max-resident)
+  uint64_t unknown = 0;
+  const std::vector<uint64_t> per_tier = lookups_by_tier(table, ids, unknown);
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   const double n = static_cast<double>(ids.size());
@@ -169,7 +208,7 @@ int main(int argc, char** argv) {
       "  edo-lookup table.edo --ids new_ids.npy --unknown hash -o rows.npy --stats",
       "edo-lookup"};
   std::string input, ids_path, output, format = "auto", unknown = "error";
-  bool with_ids = false, stats = false, verify = false, quiet = false, force = false;
+  bool with_ids = false, stats = false, verify = false, quiet = false, force = false, json = false;
   uint64_t batch = 65536;
   int threads = 0;
   app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
@@ -199,6 +238,9 @@ int main(int argc, char** argv) {
                  "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"
                  "default, falls back to pread where the kernel refuses io_uring), or always pread or io_uring")
       ->check(CLI::IsMember({"auto", "pread", "io_uring"}));
+  app.add_flag("--json", json,
+               "Print the run's figures as JSON on stdout (lookups, rows/s, lookups a tier, cache reads, bytes\n"
+               "read from storage, peak memory): needs -o (stdout would carry the rows)");
   app.add_flag("--force", force,
                "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
                "whole file (without it, that is refused: the others would be lost)");
@@ -217,6 +259,7 @@ int main(int argc, char** argv) {
     if (text && !to_stdout && output.find(':') != std::string::npos && !output.ends_with(".txt"))
       EDO_USAGE_FAIL("-o {}: text rows go to a plain file, not a dataset", output);
     if (with_ids && !text) EDO_USAGE_FAIL("--with-ids is for text rows (--format text)");
+    if (json && to_stdout) EDO_USAGE_FAIL("--json needs -o FILE: stdout carries the rows");
     edo::cli::PathGuard()
         .input(input)
         .input(ids_path)
@@ -257,8 +300,15 @@ int main(int argc, char** argv) {
     }
     sink.commit();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (stats) print_stats(reader, list.ids, seconds, read_before >= 0 ? storage_read_bytes() - read_before : -1);
-    if (!quiet && !stats && !to_stdout)
+    const int64_t read_bytes = read_before >= 0 ? storage_read_bytes() - read_before : -1;
+    if (stats) print_stats(reader, list.ids, seconds, read_bytes);
+    if (json) {
+      nlohmann::json j = stats_json(reader, list.ids, seconds, read_bytes);
+      j["input"] = input;
+      j["output"] = output;
+      std::puts(j.dump(2).c_str());
+    }
+    if (!quiet && !stats && !to_stdout && !json)
       std::fprintf(stderr, "edo-lookup: %zu rows of %llu values -> %s\n", list.ids.size(),
                    static_cast<unsigned long long>(reader.dim()), output.c_str());
     return 0;

@@ -5,6 +5,8 @@
 #include "eval_cli.hpp"
 #include "shard_cli.hpp"
 
+#include <edo/device.hpp>
+
 #include <edo/edo_file.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/pack.hpp>
@@ -135,9 +137,9 @@ std::vector<edo::SweepItem> sweep_items(const std::string& text, edo::io::TableR
 }
 
 int run_sweep(const std::vector<edo::SweepItem>& items, edo::io::TableReader& table, const edo::PackOptions& opt,
-              const edo::cli::EvalFlags& flags, bool json) {
+              const edo::cli::EvalFlags& flags, bool json, edo::Device eval_device) {
   const char* tmp = std::getenv("TMPDIR");
-  edo::EvalOptions eval = flags.options(table.rows(), opt.seed, edo::Device::cpu);
+  edo::EvalOptions eval = flags.options(table.rows(), opt.seed, eval_device);
   if (eval.freq.empty()) eval.freq = opt.freq;
   const std::vector<edo::SweepPoint> points = edo::run_sweep(table, items, opt, eval, tmp && *tmp ? tmp : "/tmp");
   std::vector<std::string> metrics;
@@ -175,7 +177,7 @@ int main(int argc, char** argv) {
       "  edo-sparsify emb.npy --freq counts.npy --sweep 'rows=30%;rows=50%;rows=70%' --fallback zero --codec int8\n"
       "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop mass=1% --threshold 0.05 --gate 'w.recall@10>=0.95'",
       "edo-sparsify"};
-  std::string input, output, freq_path, codec, drop, fallback = "mean", sweep;
+  std::string input, output, freq_path, codec, drop, fallback = "mean", sweep, device = "auto";
   ValueRule v;
   bool json = false, quiet = false, force = false, run_eval = false;
   int threads = 0;
@@ -222,6 +224,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "Print the summary as JSON on stdout");
   app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
   eval_flags.add_to(app, false);
+  app.add_option("--device", device,
+                 "auto (GPU when present), cpu or cuda (an error without a GPU): where --eval's and --sweep's\n"
+                 "k-NN scores run (pruning and fallbacks run on the CPU: the file is the same either way)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   edo::cli::add_threads_option(app, threads);
   edo::cli::add_hdf5_policy_flags(app);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
@@ -259,6 +265,7 @@ int main(int argc, char** argv) {
     edo::PackOptions opt;
     opt.tool = "edo-sparsify";
     opt.seed = seed;
+    const edo::Device eval_device = edo::select_device(device);
     opt.train_rows = train_rows;
     opt.allow_larger_sparse = force || sweeping;  // a sweep shows the sizes, larger or not
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
@@ -271,7 +278,7 @@ int main(int argc, char** argv) {
         EDO_USAGE_FAIL("--sweep: the kept rows' codec ({}) is for drop-share items, and the sweep has none", kept);
       if (!shares && app.count("--fallback"))
         EDO_USAGE_FAIL("--fallback is for drop-share items, and the sweep has none");
-      return run_sweep(items, *table, opt, eval_flags, json);
+      return run_sweep(items, *table, opt, eval_flags, json, eval_device);
     }
     if (drop.empty() && app.count("--fallback")) EDO_USAGE_FAIL("--fallback is for rows dropped with --drop");
     opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
@@ -297,7 +304,7 @@ int main(int argc, char** argv) {
     int code = 0;
     if (eval_wanted)
       code = edo::cli::evaluate_packed("edo-sparsify", eval_flags, gates, *table, eval_target.path(), output, opt.freq,
-                                       seed, edo::Device::cpu, nullptr, result, outcomes);
+                                       seed, eval_device, nullptr, result, outcomes);
     const std::string form =
         chose_form ? fmt::format("  form       {} (--form auto: the smaller at the expected density)\n", kept) : "";
     edo::cli::print_write_summary(json, edo::pack_report_json(rep), form + edo::pack_report_text(rep), input, output,

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
   std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2", fbgemm_type;
-  bool quiet = false, codes = false, force = false;
+  bool quiet = false, codes = false, force = false, json = false;
   uint32_t row_alignment = 16;
   int threads = 0;
   app.add_option("INPUT", input, "A .edo file, or a shard set (edo-pack --shard-set)")->required();
@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   app.add_flag("--force", force,
                "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
                "whole file (without it, that is refused: the others would be lost)");
+  app.add_flag("--json", json,
+               "Print what was written as JSON on stdout (input, output, format, rows, dim, dtype, bytes; the\n"
+               "FAISS index kind or FBGEMM rows' figures); not with -o - (stdout carries the rows)");
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::add_version_flag(app, "edo-unpack");
@@ -78,12 +81,11 @@ int main(int argc, char** argv) {
   return edo::cli::run_tool("edo-unpack", app, argc, argv, [&] {
     edo::cli::apply_threads(threads);
     if (output == "-" && ::isatty(STDOUT_FILENO)) EDO_USAGE_FAIL("refusing to write binary .npy to a terminal");
+    if (output == "-" && json) EDO_USAGE_FAIL("--json: with -o -, stdout carries the rows");
     const size_t st = output.find(".safetensors:");
-    edo::cli::PathGuard()
-        .input(input)
-        .input(vocab)
-        .output("-o", st != std::string::npos ? output.substr(0, st + 12) : output.substr(0, output.find(':')))
-        .check();
+    const std::string out_file =
+        st != std::string::npos ? output.substr(0, st + 12) : output.substr(0, output.find(':'));
+    edo::cli::PathGuard().input(input).input(vocab).output("-o", out_file).check();
     const edo::io::DType out_type = dtype == "float16"    ? edo::io::DType::f16
                                     : dtype == "bfloat16" ? edo::io::DType::bf16
                                                           : edo::io::DType::f32;
@@ -146,12 +148,23 @@ int main(int argc, char** argv) {
                                                       : std::unique_ptr<edo::io::TableReader>(edo::EdoTable::open(
                                                             input, edo::io::Verify::all, edo::select_device(device)));
     edo::EdoTable* one_file = dynamic_cast<edo::EdoTable*>(table.get());
+    nlohmann::json summary = {
+        {"input", input}, {"output", output}, {"format", format}, {"rows", table->rows()}, {"dim", table->dim()}};
+    // The summary goes to stdout once the output is in place.
+    const auto written = [&] {
+      struct stat info {};
+      if (!edo::io::is_special_output(out_file) && ::stat(out_file.c_str(), &info) == 0)
+        summary["bytes"] = static_cast<uint64_t>(info.st_size);
+      if (json) std::puts(summary.dump(2).c_str());
+      return 0;
+    };
     if (format == "faiss") {
       const edo::FaissIndexKind kind = edo::export_faiss_index(*one_file, output, edo::parse_metric(metric));
-      if (!quiet)
+      if (!quiet && !json)
         std::fprintf(stderr, "edo-unpack: %s -> %s: %s\n", input.c_str(), output.c_str(),
                      edo::faiss_index_kind_name(kind));
-      return 0;
+      summary["faiss_index"] = edo::faiss_index_kind_name(kind);
+      return written();
     }
     if (format == "fbgemm") {
       const std::optional<edo::FbgemmType> own = edo::fbgemm_type_of(*one_file);
@@ -167,14 +180,19 @@ int main(int argc, char** argv) {
                    input.c_str(), output.c_str(), edo::fbgemm_type_name(type),
                    static_cast<unsigned long long>(r.row_bytes), static_cast<unsigned long long>(r.rows_codes_kept),
                    static_cast<unsigned long long>(r.rows_requantized), r.added_rel_error, r.added_row_rel_error_max);
-      return 0;
+      summary["fbgemm"] = {
+          {"type", edo::fbgemm_type_name(type)},  {"row_bytes", r.row_bytes},
+          {"rows_codes_kept", r.rows_codes_kept}, {"rows_requantized", r.rows_requantized},
+          {"added_rel_error", r.added_rel_error}, {"added_row_rel_error_max", r.added_row_rel_error_max}};
+      return written();
     }
     if (codes) {
       const size_t colon = output.find(".safetensors:");
       const std::string file = colon == std::string::npos ? output : output.substr(0, colon + 12);
       edo::export_safetensors_codes(*one_file, file,
                                     colon == std::string::npos ? "embeddings" : output.substr(colon + 13));
-      return 0;
+      summary["codes"] = true;
+      return written();
     }
     const std::vector<std::string>* stored = table->vocabulary();
     if (words && vocab.empty() && !stored)
@@ -194,6 +212,7 @@ int main(int argc, char** argv) {
       if (report) report(begin + n, table->rows());
     }
     writer->commit();
-    return 0;
+    summary["dtype"] = words ? "float32" : edo::io::dtype_name(out_type);
+    return written();
   });
 }
