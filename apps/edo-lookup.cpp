@@ -108,6 +108,12 @@ void check_known(const edo::io::IdList& list, const std::string& ids_path, const
                ids_path == "-" ? "<stdin>" : ids_path, list.where(i), list.ids[i], reader.path(), reader.rows());
 }
 
+// Where edo-lookup serves a tier from: it looks up on the CPU, so a tier the
+// file marks gpu is read from host memory here.
+const char* served_from(edo::Residency r) {
+  return r == edo::Residency::gpu ? "gpu (served from host)" : edo::residency_name(r);
+}
+
 // Lookups by tier of the file (shards fold into the first's tiers); ids beyond the table in `unknown`.
 std::vector<uint64_t> lookups_by_tier(const LookupTable& table, const std::vector<int64_t>& ids, uint64_t& unknown) {
   std::vector<uint64_t> per_tier(table.first().tiers().size(), 0);
@@ -134,10 +140,12 @@ nlohmann::json stats_json(const LookupTable& table, const std::vector<int64_t>& 
   nlohmann::json tiers = nlohmann::json::array();
   for (size_t t = 0; t < per_tier.size(); ++t) {
     const edo::TierStats& s = reader.tiers()[t];
-    nlohmann::json entry = {{"name", s.name},
-                            {"codec", s.codec},
-                            {"residency", edo::residency_name(s.residency)},
-                            {"lookups", per_tier[t]}};
+    nlohmann::json entry = {
+        {"name", s.name},
+        {"codec", s.codec},
+        {"residency", edo::residency_name(s.residency)},
+        {"served_from", s.residency == edo::Residency::gpu ? "host" : edo::residency_name(s.residency)},
+        {"lookups", per_tier[t]}};
     if (const edo::CacheCounts c = reader.cache_counts(t); c.cached)
       entry["cache"] = {{"hits", c.hits}, {"misses", c.misses}, {"bytes_read", c.bytes_read}};
     tiers.push_back(entry);
@@ -168,7 +176,7 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
   for (size_t t = 0; t < per_tier.size(); ++t) {
     const edo::TierStats& s = reader.tiers()[t];
     std::fprintf(stderr, "  tier %-10s %-28s %-5s %10llu lookups (%5.1f%%)\n", s.name.c_str(), s.codec.c_str(),
-                 edo::residency_name(s.residency), static_cast<unsigned long long>(per_tier[t]),
+                 served_from(s.residency), static_cast<unsigned long long>(per_tier[t]),
                  n > 0 ? 100.0 * static_cast<double>(per_tier[t]) / n : 0.0);
   }
   if (unknown > 0)

@@ -50,11 +50,12 @@ constexpr const char* kOrange = "#d9822b";
 constexpr const char* kGrey = "#9aa5b1";
 constexpr const char* kGreen = "#2e8b57";
 
-// A chart's frame: plot area [left, left+width] x [top, top+height].
+// A chart's frame: plot area [left, left+width] x [top, top+height], with
+// `right` and `bottom` margins (a second axis, a legend below).
 struct Frame {
-  double left = 70, top = 20, width = 620, height = 280;
-  double total_width() const { return left + width + 30; }
-  double total_height() const { return top + height + 60; }
+  double left = 70, top = 20, width = 620, height = 280, right = 30, bottom = 60;
+  double total_width() const { return left + width + right; }
+  double total_height() const { return top + height + bottom; }
 };
 
 std::string svg_open(const std::string& id, const Frame& f, const std::string& caption) {
@@ -72,19 +73,30 @@ std::string text_at(double x, double y, const std::string& s, const char* anchor
                      anchor, extra, esc(s));
 }
 
-// A y axis from lo to hi with a grid line and label every `step`.
-std::string y_axis(const Frame& f, double lo, double hi, double step, const std::string& title, bool percent = false) {
+// A y axis from lo to hi with a grid line and label every `step`; on the
+// right edge (a second scale: labels only, in `colour`) when `right`.
+std::string y_axis(const Frame& f, double lo, double hi, double step, const std::string& title, bool percent = false,
+                   bool right = false, const char* colour = "#333") {
   std::string s;
   for (double v = lo; v <= hi + step * 1e-6; v += step) {
     const double y = f.top + f.height * (1 - (v - lo) / (hi - lo));
+    const std::string label = percent ? fmt::format("{:.0f}%", v * 100) : fmt::format("{:.3g}", v);
+    if (right) {
+      s += text_at(f.left + f.width + 6, y + 4, label, "start", 11, fmt::format(" fill=\"{}\"", colour));
+      continue;
+    }
     s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#e3e8ee\"/>\n", f.left,
                      f.left + f.width, y, y);
-    s += text_at(f.left - 6, y + 4, percent ? fmt::format("{:.0f}%", v * 100) : fmt::format("{:.3g}", v), "end");
+    s += text_at(f.left - 6, y + 4, label, "end");
   }
-  s += text_at(16, f.top + f.height / 2, title, "middle", 12,
-               fmt::format(" transform=\"rotate(-90 16 {:.1f})\"", f.top + f.height / 2));
+  const double x = right ? f.total_width() - 14 : 16;
+  s += text_at(x, f.top + f.height / 2, title, "middle", 12,
+               fmt::format(" transform=\"rotate(-90 {:.1f} {:.1f})\" fill=\"{}\"", x, f.top + f.height / 2, colour));
   return s;
 }
+
+// The lower end of a 0..1 axis that shows `lowest` with a margin.
+double axis_floor(double lowest) { return std::max(0.0, std::floor((lowest - 0.02) * 10) / 10); }
 
 // A step of 1, 2 or 5 times a power of ten giving about `ticks` intervals over `range`.
 double nice_step(double range, int ticks) {
@@ -97,23 +109,29 @@ double nice_step(double range, int ticks) {
 std::string recall_chart(const HtmlReport& rep) {
   std::vector<ReportPoint> points = rep.points;
   std::sort(points.begin(), points.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
-  double bmin = rep.fp32_bytes > 0 ? rep.fp32_bytes : HUGE_VAL, bmax = rep.fp32_bytes, ymin = 1;
+  double bmin = rep.fp32_bytes > 0 ? rep.fp32_bytes : HUGE_VAL, bmax = rep.fp32_bytes, ymin = 1, amin = 1;
   bool analogy = std::isfinite(rep.fp32_analogy);
+  if (analogy) amin = rep.fp32_analogy;
   for (const auto& p : points) {
     if (p.bytes > 0) bmin = std::min(bmin, p.bytes), bmax = std::max(bmax, p.bytes);
     if (std::isfinite(p.recall)) ymin = std::min(ymin, p.recall);
-    if (std::isfinite(p.analogy)) ymin = std::min(ymin, p.analogy), analogy = true;
+    if (std::isfinite(p.analogy)) amin = std::min(amin, p.analogy), analogy = true;
   }
-  if (analogy && std::isfinite(rep.fp32_analogy)) ymin = std::min(ymin, rep.fp32_analogy);
   if (!(bmin < HUGE_VAL)) return "";
   const double lx0 = std::floor(std::log10(bmin) * 4 - 1) / 4,
                lx1 = std::ceil(std::log10(std::max(bmax, bmin)) * 4 + 1) / 4;
-  const double y0 = std::max(0.0, std::floor((ymin - 0.02) * 10) / 10), y1 = 1.0;
+  // Recall on the left axis; analogy accuracy, another quantity on its own
+  // range, on the right one.
+  const double y0 = axis_floor(ymin), y1 = 1.0, a0 = axis_floor(amin), a1 = 1.0;
   Frame f;
+  f.right = analogy ? 70 : 30;
+  f.bottom = 84;  // the legend, below the axis title
   const auto X = [&](double b) { return f.left + f.width * (std::log10(b) - lx0) / (lx1 - lx0); };
   const auto Y = [&](double v) { return f.top + f.height * (1 - (v - y0) / (y1 - y0)); };
+  const auto A = [&](double v) { return f.top + f.height * (1 - (v - a0) / (a1 - a0)); };
   std::string s = svg_open("recall-bytes", f, rep.recall_name + " against file bytes");
-  s += y_axis(f, y0, y1, nice_step(y1 - y0, 5), analogy ? rep.recall_name + " / analogy accuracy" : rep.recall_name);
+  s += y_axis(f, y0, y1, nice_step(y1 - y0, 5), rep.recall_name);
+  if (analogy) s += y_axis(f, a0, a1, nice_step(a1 - a0, 5), "analogy accuracy (3CosAdd)", false, true, kOrange);
   for (int e = static_cast<int>(std::floor(lx0)); e <= static_cast<int>(std::ceil(lx1)); ++e)
     for (double m : {1.0, 2.0, 5.0}) {
       const double b = m * std::pow(10.0, e), lb = std::log10(b);
@@ -142,7 +160,7 @@ std::string recall_chart(const HtmlReport& rep) {
       s += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"9\" height=\"9\" fill=\"none\" stroke=\"{}\" "
           "transform=\"rotate(45 {:.1f} {:.1f})\"/>\n",
-          X(rep.fp32_bytes) - 4.5, Y(rep.fp32_analogy) - 4.5, kOrange, X(rep.fp32_bytes), Y(rep.fp32_analogy));
+          X(rep.fp32_bytes) - 4.5, A(rep.fp32_analogy) - 4.5, kOrange, X(rep.fp32_bytes), A(rep.fp32_analogy));
   }
   for (const auto& p : points) {
     const double x = X(p.bytes);
@@ -150,7 +168,7 @@ std::string recall_chart(const HtmlReport& rep) {
       s += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"8\" height=\"8\" fill=\"{}\" transform=\"rotate(45 {:.1f} "
           "{:.1f})\"><title>{}: analogy {:.4f}</title></rect>\n",
-          x - 4, Y(p.analogy) - 4, kOrange, x, Y(p.analogy), esc(p.label), p.analogy);
+          x - 4, A(p.analogy) - 4, kOrange, x, A(p.analogy), esc(p.label), p.analogy);
     if (!std::isfinite(p.recall)) continue;
     const double y = Y(p.recall);
     s += fmt::format(
@@ -158,19 +176,29 @@ std::string recall_chart(const HtmlReport& rep) {
         "{:.4f}, {}</title></circle>\n",
         x, y, p.chosen ? 7 : 5, p.front ? kBlue : kGrey, p.chosen ? "#111" : "none", p.chosen ? 2 : 0, esc(p.label),
         esc(rep.recall_name), p.recall, esc(human_bytes(p.bytes)));
-    s += text_at(x + 8, y - 8, short_label(p.label) + (p.chosen ? " (chosen)" : ""), "start", 10);
+    // A label that would run past the plot's right edge goes on the point's left.
+    const std::string label = short_label(p.label) + (p.chosen ? " (chosen)" : "");
+    const bool fits = x + 8 + 6.0 * static_cast<double>(label.size()) <= f.left + f.width;
+    s += text_at(fits ? x + 8 : x - 8, y - 8, label, fits ? "start" : "end", 10);
   }
-  // Legend.
-  const double lx = f.left + 12, ly = f.top + f.height - (analogy ? 52 : 36);
-  s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/>\n", lx, ly, kBlue);
-  s += text_at(lx + 10, ly + 4, rep.recall_name + " on the front (dashed)", "start", 10);
-  s += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/>\n", lx, ly + 16, kGrey);
-  s += text_at(lx + 10, ly + 20, "behind the front", "start", 10);
-  if (analogy) {
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"8\" height=\"8\" fill=\"{}\" transform=\"rotate(45 {} {})\"/>\n",
-                     lx - 4, ly + 28, kOrange, lx, ly + 32);
-    s += text_at(lx + 10, ly + 36, "analogy accuracy (3CosAdd)", "start", 10);
-  }
+  // Legend: one row under the axis title, outside the plot, so it covers no point.
+  double lx = f.left + 6;
+  const double ly = f.top + f.height + 62;
+  const size_t on_front = static_cast<size_t>(
+      std::count_if(points.begin(), points.end(), [](const auto& p) { return p.front && std::isfinite(p.recall); }));
+  const auto legend = [&](const std::string& mark, const std::string& what) {
+    s += mark + text_at(lx + 10, ly + 4, what, "start", 10);
+    lx += 22 + 6.0 * static_cast<double>(what.size());
+  };
+  legend(fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/>\n", lx, ly, kBlue),
+         rep.recall_name + (on_front > 1 ? " on the front (dashed)" : " on the front"));
+  if (on_front < points.size())
+    legend(fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"{}\"/>\n", lx, ly, kGrey), "behind the front");
+  if (analogy)
+    legend(
+        fmt::format("<rect x=\"{}\" y=\"{}\" width=\"8\" height=\"8\" fill=\"{}\" transform=\"rotate(45 {} {})\"/>\n",
+                    lx - 4, ly - 4, kOrange, lx, ly),
+        "analogy accuracy (right axis)");
   return s + "</svg>\n";
 }
 
@@ -342,10 +370,18 @@ std::string to_html(const HtmlReport& rep) {
     s += "<h2>Gates</h2>\n" + html_table({"gate", "value", "result", "margin"}, rows);
   }
   if (!rep.points.empty()) {
-    s += "<h2>" + esc(rep.recall_name) +
-         " against bytes</h2>\n<p>Each point a compressed form; the dashed line joins "
-         "the Pareto front (no smaller form does better); the square is the fp32 table.</p>\n" +
-         recall_chart(rep);
+    // The caption names the dashed line only when there is one to draw.
+    const size_t on_front = static_cast<size_t>(std::count_if(
+        rep.points.begin(), rep.points.end(), [](const auto& p) { return p.front && std::isfinite(p.recall); }));
+    s += "<h2>" + esc(rep.recall_name) + " against bytes</h2>\n<p>" +
+         (rep.points.size() == 1 ? std::string("The compressed file")
+                                 : std::string("Each point a compressed form") +
+                                       (on_front > 1 ? "; the dashed line joins the Pareto front (no smaller form "
+                                                       "does better)"
+                                                     : "")) +
+         "; the square is the fp32 table" +
+         (std::isfinite(rep.fp32_analogy) ? "; orange diamonds are analogy accuracy, on the right axis" : "") +
+         ".</p>\n" + recall_chart(rep);
   }
   if (!rep.tiers.empty()) s += "<h2>Bytes by tier and residency</h2>\n" + tier_chart(rep.tiers);
   if (rep.result && !rep.result->cos_histogram.counts.empty())

@@ -60,8 +60,10 @@ std::string pack_report_text(const PackReport& rep) {
                    "where", "bytes");
   for (size_t i = 0; i < rep.tiers.size(); ++i) {
     const TierWriteReport& t = rep.tiers[i];
-    s += fmt::format("  {:<10} {:<10} {:>10} {:>7.2f}%  {:<18} {:<5} {:>12}\n", t.name, share_text(rep.specs[i]),
-                     t.rows, 100.0 * t.mass, t.codec, residency_name(t.residency), t.bytes);
+    // Without --freq there are no lookups to share out: no mass, rather than "0.00%".
+    const std::string mass = rep.order == "norm" ? "-" : fmt::format("{:.2f}%", 100.0 * t.mass);
+    s += fmt::format("  {:<10} {:<10} {:>10} {:>8}  {:<18} {:<5} {:>12}\n", t.name, share_text(rep.specs[i]), t.rows,
+                     mass, t.codec, residency_name(t.residency), t.bytes);
     for (const auto& [role, bytes] : t.sections) s += fmt::format("  {:<10} {:<35} {:>12}\n", "", role, bytes);
   }
   s += fmt::format("  row map    {} bytes\n", rep.map_bytes);

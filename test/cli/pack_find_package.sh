@@ -41,4 +41,22 @@ test "$(grep -c '^[0-9]*:' "$tmp/installed.txt")" -eq 3
 # An id outside the table is a one-line error, exit 1.
 if "$tmp/consumer/example_lookup" "$tmp/g.edo" 10000 2>"$tmp/err.txt"; then echo "id 10000 accepted"; exit 1; fi
 grep -q 'id 10000' "$tmp/err.txt"
+# A reader-only consumer that links edo::edo is told which component to ask
+# for, not that hdf5::hdf5 is missing.
+mkdir -p "$tmp/wrong"
+cat >"$tmp/wrong/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.24)
+project(edo_wrong_component LANGUAGES CXX)
+find_package(edo REQUIRED COMPONENTS reader)
+add_executable(x x.cpp)
+target_link_libraries(x PRIVATE edo::edo)
+CMAKE
+echo 'int main() { return 0; }' >"$tmp/wrong/x.cpp"
+if cmake -S "$tmp/wrong" -B "$tmp/wrong/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/wrong.log" 2>&1; then
+  echo "a reader-only consumer linking edo::edo configured"; exit 1
+fi
+grep -q "edo_needs_find_package_edo_COMPONENTS_edo_not_only_reader" "$tmp/wrong.log" ||
+  { echo "no hint to ask for COMPONENTS edo:"; cat "$tmp/wrong.log"; exit 1; }
+if grep -q "hdf5" "$tmp/wrong.log"; then echo "the error still talks of hdf5:"; cat "$tmp/wrong.log"; exit 1; fi
+
 echo "find_package(edo): ok"
