@@ -161,7 +161,11 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", output, "Output .edo file");
   app.add_option("--codec", spec,
                  "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
-                 "rot,int4:scale=fp16, tc:bits=5.5, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list)");
+                 "rot,int4:scale=fp16, tc:bits=5.5, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list).\n"
+                 "The scalar codecs need no training (GloVe 10k x 50 in int8: under a second); pq, opq and rq\n"
+                 "train k-means on up to --train-rows rows first, m x 2^nbits centroids: seconds at m = dim/8,\n"
+                 "minutes at m = dim (pq:m=50 on 10,000 x 50: about 5 minutes on two busy cores, for 3.6x\n"
+                 "where int8 gives 3.4x); start with --sweep on a sample to see what pays");
   app.add_flag("--list", list, "List every codec with its bits per value, then exit");
   app.add_option("--sweep", sweep,
                  "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"
