@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -166,6 +167,9 @@ struct PublishedOutput {
   std::string path;
   std::string backup;  // the file it replaced, kept by a hard link; empty: there was none
   bool recorded = false;
+  // A signal that ends the run removes the kept link, as it removes the
+  // temporaries: the new output stays, nothing else is left behind.
+  std::shared_ptr<CleanupOnSignal> backup_cleanup;
 };
 
 std::mutex g_transaction_mutex;
@@ -177,7 +181,7 @@ uint64_t g_backup_serial = 0;
 // remember to take the replacement back.
 PublishedOutput keep_replaced_file(const std::string& path) {
   std::lock_guard lock(g_transaction_mutex);
-  PublishedOutput out{path, {}, false};
+  PublishedOutput out{path, {}, false, nullptr};
   if (!g_transaction_open) return out;
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
@@ -192,6 +196,7 @@ PublishedOutput keep_replaced_file(const std::string& path) {
   if (::link(path.c_str(), backup.c_str()) == 0) {
     out.backup = backup;
     out.recorded = true;
+    out.backup_cleanup = std::make_shared<CleanupOnSignal>(backup);
   }
   return out;
 }
@@ -213,6 +218,7 @@ void begin_output_transaction() {
 void end_output_transaction(bool keep) {
   std::lock_guard lock(g_transaction_mutex);
   for (auto it = g_published.rbegin(); it != g_published.rend(); ++it) {
+    if (it->backup_cleanup) it->backup_cleanup->disarm();
     if (keep) {
       if (!it->backup.empty()) ::unlink(it->backup.c_str());
     } else if (it->backup.empty()) {

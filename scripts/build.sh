@@ -2,8 +2,8 @@
 # Configures and builds edo (Release) into build/ (or $EDO_BUILD_DIR).
 # The compiler's full output goes to BUILD_DIR/build.log; stderr gets one line
 # saying what is built and where the log is, the progress every 10%, and on
-# failure the log's last lines. A first build takes about 20 minutes on two
-# free cores (CUDA kernels included), longer on a busy machine.
+# failure the log's last lines. A first build took 10 minutes on two cores
+# with one of them busy (CUDA kernels included; README.md has the figures).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${EDO_BUILD_DIR:-build}"
@@ -11,7 +11,7 @@ jobs="${EDO_JOBS:-$(nproc)}"
 mkdir -p "$build_dir"
 log="$build_dir/build.log"
 start=$(date +%s)
-echo "build: edo (Release) in $build_dir with $jobs jobs; a first build takes about 20 minutes on 2 cores;" \
+echo "build: edo (Release) in $build_dir with $jobs jobs; a first build takes about 10 minutes on 2 cores;" \
   "the full output is in $log" >&2
 if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" && cmake --build "$build_dir" -j "$jobs"; } \
   > >(tee "$log" | awk '

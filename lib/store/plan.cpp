@@ -1025,6 +1025,8 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
     attempt.search_budget = search_budget;
     CandidateSearch(eligible, ladder, sample, dim, opt, attempt, search_budget).run(ladder.size());
     res = std::move(attempt);
+    // After a check fell short, a search that finds nothing is the whole table's verdict.
+    if (res.chosen < 0) res.unmet_on_table = round > 0;
     if (res.chosen < 0 || !opt.check_on_table) return res;
     res.checks.push_back(check_on_table(table, opt, res, res.tried[static_cast<size_t>(res.chosen)]));
     if (res.checks.back().passed) return res;
