@@ -43,6 +43,16 @@ expect 0 "$build/edo-quantize" g.npy -o pq.edo --codec pq:m=10
 [ -s "$work/err" ] && fail "training progress went to a log: $(head -3 "$work/err")"
 expect 0 "$build/edo-hash" g.npy -o hk.edo --scheme hash:buckets=500,k=2
 [ -s "$work/err" ] && fail "fit progress went to a log: $(head -3 "$work/err")"
+# The size a tool prints is the file's: with --eval the file gains its evaluation record, and the
+# summary says how big the file on disk is.
+expect 0 "$build/edo-pack" g.npy -o ev.edo --tier hot:rows=10%:fp16 --tier cold:rest:int4 --eval --queries 200 --json -q
+$py -c "
+import json, os, sys
+j = json.load(open(sys.argv[1]))
+assert j['file_bytes_on_disk'] == os.path.getsize('ev.edo'), (j['file_bytes_on_disk'], os.path.getsize('ev.edo'))" \
+  "$work/out" || fail "the size printed with --eval is not the file's"
+expect 0 "$build/edo-quantize" g.npy -o ev.edo --codec int4 --eval --queries 200 -q
+grep -q "on disk    $(stat -c %s ev.edo) bytes" "$work/out" || fail "edo-quantize --eval: $(grep 'on disk' "$work/out")"
 # --json where stdout carries the rows is a usage error.
 expect 2 "$build/edo-unpack" g8.edo -o - --json; err_has "stdout carries the rows"
 expect 2 "$build/edo-lookup" g8.edo --ids ids.txt --json; err_has "stdout carries the rows"
