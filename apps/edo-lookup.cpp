@@ -222,6 +222,14 @@ int main(int argc, char** argv) {
   app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
       ->required();
   app.add_option("--ids", ids_path, "Ids to look up: a text file, an integer .npy, or - for stdin")->required();
+  std::string offsets_path, mode = "sum";
+  app.add_option("--offsets", offsets_path,
+                 "Pool bags of ids instead of returning rows: the B bag starts into --ids (a text file or an\n"
+                 "integer .npy; the first 0, never decreasing, the last bag to the end of the ids), as\n"
+                 "torch.nn.EmbeddingBag takes them; one pooled row a bag (an empty bag: zeros). One .edo\n"
+                 "file, not a shard set; per-id weights are the reader library's and the Python module's");
+  app.add_option("--mode", mode, "With --offsets: sum (default), mean or max of each bag's rows")
+      ->check(CLI::IsMember({"sum", "mean", "max"}));
   app.add_option("-o,--output", output,
                  "rows.npy, rows.h5:/dataset, rows.txt (with --format text) or - (stdout, "
                  "the default)");
@@ -271,6 +279,7 @@ int main(int argc, char** argv) {
     edo::cli::PathGuard()
         .input(input)
         .input(ids_path)
+        .input(offsets_path)
         .output("-o", to_stdout ? "" : (text ? output : output.substr(0, output.find(':'))))
         .check();
     edo::ReaderOptions ro;
@@ -298,15 +307,28 @@ int main(int argc, char** argv) {
     if (ro.unknown_ids == edo::UnknownIdPolicy::error) check_known(list, ids_path, reader);
     const int64_t read_before = storage_read_bytes();
     const auto t0 = std::chrono::steady_clock::now();
-    RowSink sink(output, text, with_ids, list.ids.size(), reader.dim(),
-                 force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse);
-    std::vector<float> rows(std::min<uint64_t>(batch, list.ids.size()) * reader.dim());
-    for (size_t begin = 0; begin < list.ids.size(); begin += batch) {
-      const size_t n = std::min<size_t>(batch, list.ids.size() - begin);
-      reader.lookup(list.ids.data() + begin, n, rows.data());
-      sink.write(list.ids.data() + begin, rows.data(), n);
+    const edo::io::OtherContents others = force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse;
+    if (!offsets_path.empty()) {
+      if (!reader.file) EDO_USAGE_FAIL("{}: --offsets pools rows of one .edo file; merge the shards first", input);
+      const edo::io::IdList offsets = edo::io::read_ids(offsets_path);
+      const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(), nullptr};
+      std::vector<float> pooled(bags.count * reader.dim());
+      reader.file->lookup_bags(bags, edo::parse_pool_mode(mode), pooled.data());
+      std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number
+      for (size_t b = 0; b < bags.count; ++b) bag_ids[b] = static_cast<int64_t>(b);
+      RowSink sink(output, text, with_ids, bags.count, reader.dim(), others);
+      sink.write(bag_ids.data(), pooled.data(), bags.count);
+      sink.commit();
+    } else {
+      RowSink sink(output, text, with_ids, list.ids.size(), reader.dim(), others);
+      std::vector<float> rows(std::min<uint64_t>(batch, list.ids.size()) * reader.dim());
+      for (size_t begin = 0; begin < list.ids.size(); begin += batch) {
+        const size_t n = std::min<size_t>(batch, list.ids.size() - begin);
+        reader.lookup(list.ids.data() + begin, n, rows.data());
+        sink.write(list.ids.data() + begin, rows.data(), n);
+      }
+      sink.commit();
     }
-    sink.commit();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int64_t read_bytes = read_before >= 0 ? storage_read_bytes() - read_before : -1;
     if (stats) print_stats(reader, list.ids, seconds, read_bytes);
@@ -317,7 +339,8 @@ int main(int argc, char** argv) {
       std::puts(j.dump(2).c_str());
     }
     if (!quiet && !stats && !to_stdout && !json)
-      std::fprintf(stderr, "edo-lookup: %zu rows of %llu values -> %s\n", list.ids.size(),
+      std::fprintf(stderr, "edo-lookup: %zu %s of %llu values -> %s\n", list.ids.size(),
+                   offsets_path.empty() ? "rows" : "ids pooled into rows",
                    static_cast<unsigned long long>(reader.dim()), output.c_str());
     return 0;
   });

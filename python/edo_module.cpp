@@ -101,6 +101,37 @@ py::array_t<float> lookup(const edo::Reader& r, const py::object& given) {
   return out;
 }
 
+// f.lookup_bags(offsets, ids, mode, weights): EmbeddingBag's pooling.
+py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_given, const py::object& ids_given,
+                               const std::string& mode_name, const py::object& weights_given) {
+  const auto offsets = integer_ids(offsets_given);
+  const auto ids = integer_ids(ids_given);
+  if (offsets.ndim() != 1 || ids.ndim() != 1)
+    throw edo::Error("lookup_bags: offsets and ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
+  const edo::PoolMode mode = edo::parse_pool_mode(mode_name);
+  py::array_t<float, py::array::c_style | py::array::forcecast> weights;
+  if (!weights_given.is_none()) {
+    weights = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
+        py::module_::import("numpy").attr("asarray")(weights_given));
+    if (!weights || weights.ndim() != 1 || weights.shape(0) != ids.shape(0))
+      throw edo::Error("lookup_bags: weights must be one number per id", __FILE__, __LINE__, edo::ExitCode::usage);
+  }
+  for (py::ssize_t i = 0; i < ids.shape(0); ++i)
+    if (ids.data()[i] < 0)
+      throw edo::Error(
+          "lookup_bags: id " + std::to_string(ids.data()[i]) + " at position " + std::to_string(i) + " is negative",
+          __FILE__, __LINE__, edo::ExitCode::usage);
+  const edo::Bags bags{offsets.data(), static_cast<size_t>(offsets.shape(0)), ids.data(),
+                       static_cast<size_t>(ids.shape(0)), weights_given.is_none() ? nullptr : weights.data()};
+  py::array_t<float> out({static_cast<py::ssize_t>(bags.count), static_cast<py::ssize_t>(r.dim())});
+  float* rows = out.mutable_data();
+  {
+    py::gil_scoped_release free;  // pools on the reader's threads, never touching Python objects
+    r.lookup_bags(bags, mode, rows);
+  }
+  return out;
+}
+
 py::array_t<float> decode_all(const edo::Reader& r) {
   py::array_t<float> out({static_cast<py::ssize_t>(r.rows()), static_cast<py::ssize_t>(r.dim())});
   float* rows = out.mutable_data();
@@ -218,6 +249,15 @@ PYBIND11_MODULE(edo, m) {
           "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
           "(len(ids), dim), in the ids' order. Ids beyond the table follow the file's `unknown` policy;\n"
           "negative ids are an edo.Error. The GIL is released while rows decode.")
+      .def(
+          "lookup_bags",
+          [](const File& f, const py::object& offsets, const py::object& ids, const std::string& mode,
+             const py::object& weights) { return lookup_bags(f.reader(), offsets, ids, mode, weights); },
+          py::arg("offsets"), py::arg("ids"), py::arg("mode") = "sum", py::arg("weights") = py::none(),
+          "Bags of ids pooled, as torch.nn.EmbeddingBag(mode=...) with include_last_offset=False: bag b holds\n"
+          "ids[offsets[b]:offsets[b+1]] (the last to the end; offsets[0] is 0). mode: 'sum', 'mean' or 'max';\n"
+          "weights (one per id, with 'sum' only) scale each row. Returns float32 (len(offsets), dim); an\n"
+          "empty bag gives zeros. The GIL is released while it runs.")
       .def(
           "decode_all", [](const File& f) { return decode_all(f.reader()); },
           "Every row as a float32 array (rows, dim)")

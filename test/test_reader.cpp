@@ -14,6 +14,10 @@
 #include <edo/random.hpp>
 #include <edo/reader.hpp>
 
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 using edo::test::error_of;
@@ -330,5 +334,102 @@ TEST_CASE(
     r.lookup_device(ids.data(), ids.size(), out.as<float>());
     out.download(gpu.data(), out.bytes());
     CHECK(cpu == gpu);
+  }
+}
+
+namespace {
+
+// Bags of a seeded size (empty ones included) over ids drawn from [0, rows).
+struct RandomBags {
+  std::vector<int64_t> offsets, ids;
+  std::vector<float> weights;
+  RandomBags(size_t count, uint64_t rows, uint64_t seed) {
+    edo::Rng rng(seed);
+    for (size_t b = 0; b < count; ++b) {
+      offsets.push_back(static_cast<int64_t>(ids.size()));
+      const uint64_t n = b % 7 == 3 ? 0 : rng.below(150);  // some bags longer than a decode batch
+      for (uint64_t k = 0; k < n; ++k) {
+        ids.push_back(static_cast<int64_t>(rng.below(rows)));
+        weights.push_back(static_cast<float>(rng.uniform() * 2 - 0.5));
+      }
+    }
+  }
+  edo::Bags bags(bool weighted) const {
+    return {offsets.data(), offsets.size(), ids.data(), ids.size(), weighted ? weights.data() : nullptr};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("reader: pooled bags equal the reference bit for bit, every mode and tier kind, any thread count") {
+  for (const auto& tiers : std::vector<std::vector<std::string>>{
+           {"all:rest:int8"},
+           {"hot:rows=10%:fp16", "warm:rows=40%:int4", "cold:rest:default"},
+           {"hot:rows=20%:int8", "csr:rows=40%:csr:density=0.5,values=fp16", "rare:rest:nearest"}}) {
+    CAPTURE(tiers.front());
+    const Packed p(tiers);
+    const edo::Reader r = edo::Reader::open(p.path);
+    const RandomBags rb(300, p.rows, 5);
+    for (const edo::PoolMode mode : {edo::PoolMode::sum, edo::PoolMode::mean, edo::PoolMode::max}) {
+      for (const bool weighted : {false, true}) {
+        if (weighted && mode != edo::PoolMode::sum) continue;
+        CAPTURE(edo::pool_mode_name(mode));
+        CAPTURE(weighted);
+        std::vector<float> want(rb.offsets.size() * p.dim), got(want.size(), -1.0f);
+        r.lookup_bags_reference(rb.bags(weighted), mode, want.data());
+        for (const int threads : {1, 2, 3}) {
+          omp_set_num_threads(threads);
+          r.lookup_bags(rb.bags(weighted), mode, got.data());
+          CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+        }
+        omp_set_num_threads(omp_get_num_procs());
+        // The reference is what its words say: rows summed (weighted), averaged or max-pooled.
+        std::vector<float> row(p.dim);
+        for (size_t b = 0; b < rb.offsets.size(); ++b) {
+          const size_t begin = static_cast<size_t>(rb.offsets[b]);
+          const size_t end = b + 1 < rb.offsets.size() ? static_cast<size_t>(rb.offsets[b + 1]) : rb.ids.size();
+          for (uint64_t j = 0; j < p.dim; ++j) {
+            double acc = mode == edo::PoolMode::max && end > begin ? -HUGE_VAL : 0.0;
+            for (size_t k = begin; k < end; ++k) {
+              r.lookup(&rb.ids[k], 1, row.data());
+              if (mode == edo::PoolMode::max)
+                acc = std::max(acc, static_cast<double>(row[j]));
+              else
+                acc += (weighted ? rb.weights[k] : 1.0) * row[j];
+            }
+            if (mode == edo::PoolMode::mean && end > begin) acc /= static_cast<double>(end - begin);
+            REQUIRE(want[b * p.dim + j] == doctest::Approx(acc).epsilon(1e-5).scale(1.0));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("reader: malformed bags are usage errors, unknown ids follow the policy") {
+  const Packed p({"all:rest:int8"});
+  const edo::Reader r = edo::Reader::open(p.path);
+  const int64_t ids[] = {1, 2, 3};
+  const float w[] = {1, 1, 1};
+  std::vector<float> out(3 * p.dim);
+  const auto err = [&](std::vector<int64_t> offsets, const float* weights, edo::PoolMode mode) {
+    return error_of([&] { r.lookup_bags({offsets.data(), offsets.size(), ids, 3, weights}, mode, out.data()); });
+  };
+  CHECK(err({1, 2}, nullptr, edo::PoolMode::sum).find("start at 1, not 0") != std::string::npos);
+  CHECK(err({0, 2, 1}, nullptr, edo::PoolMode::sum).find("below the one before it") != std::string::npos);
+  CHECK(err({0, 4}, nullptr, edo::PoolMode::sum).find("beyond the 3 ids") != std::string::npos);
+  CHECK(err({0}, w, edo::PoolMode::mean).find("mode sum only") != std::string::npos);
+  CHECK(error_of([] { edo::parse_pool_mode("avg"); }).find("sum, mean or max") != std::string::npos);
+  const int64_t outside[] = {0, static_cast<int64_t>(p.rows)};
+  const int64_t one[] = {0};
+  CHECK(error_of([&] {
+          r.lookup_bags({one, 1, outside, 2, nullptr}, edo::PoolMode::sum, out.data());
+        }).find("outside the table") != std::string::npos);
+  // Every bag empty: zeros, in every mode.
+  const int64_t none[] = {0, 0};
+  for (const edo::PoolMode mode : {edo::PoolMode::sum, edo::PoolMode::mean, edo::PoolMode::max}) {
+    std::vector<float> zeros(2 * p.dim, 7.0f);
+    r.lookup_bags({none, 2, ids, 0, nullptr}, mode, zeros.data());
+    for (float v : zeros) CHECK(v == 0.0f);
   }
 }

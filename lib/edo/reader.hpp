@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edo {
@@ -51,6 +52,25 @@ enum class HostTierAccess : uint8_t {
 // default), or always pread (one page a call), or always io_uring (an error
 // where it is not available).
 enum class CacheIo : uint8_t { automatic, pread, io_uring };
+
+// How a bag of rows pools, as PyTorch's EmbeddingBag modes.
+enum class PoolMode : uint8_t { sum, mean, max };
+const char* pool_mode_name(PoolMode mode);
+// "sum", "mean" or "max"; anything else is a usage error.
+PoolMode parse_pool_mode(std::string_view name);
+
+// A set of bags of ids, as torch.nn.EmbeddingBag takes them with
+// include_last_offset=False: bag b holds ids[offsets[b], offsets[b + 1]),
+// the last one to the end of `ids`; offsets[0] is 0 and offsets never
+// decrease. `weights`, one per id (sum only, as there), scale each row;
+// null for none.
+struct Bags {
+  const int64_t* offsets = nullptr;
+  size_t count = 0;
+  const int64_t* ids = nullptr;
+  size_t ids_count = 0;
+  const float* weights = nullptr;
+};
 
 struct ReaderOptions {
   io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)
@@ -115,6 +135,19 @@ class Reader {
   // Rows `ids[0..n)` as fp32 into `out` (n * dim floats, row i at out + i*dim).
   // Multithreaded (OpenMP) for large batches; decodes only those rows.
   void lookup(const int64_t* ids, size_t n, float* out) const;
+  // Each bag's rows pooled into `out` (bags.count * dim floats): summed
+  // (times their weights), averaged, or their element-wise max; an empty
+  // bag pools to zeros in every mode. Ids follow lookup()'s rules (the
+  // unknown-id policy, every tier kind). Rows are decoded a few at a time
+  // into a small buffer and folded into the bag's output at once, never a
+  // buffer of every id's row; each bag is folded by one thread in its ids'
+  // order, in float, so the result does not depend on the thread count.
+  // Usage error on malformed offsets or weights with another mode.
+  void lookup_bags(const Bags& bags, PoolMode mode, float* out) const;
+  // The same, one row at a time on the calling thread: the reference the
+  // tests hold lookup_bags() to (bit for bit: the same rows, summed in the
+  // same order).
+  void lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const;
   // Rows [begin, begin + count) into `out`: each tier decodes its slice of
   // the range in one batch (on ReaderOptions::decode_device).
   void decode_rows(uint64_t begin, uint64_t count, float* out) const;

@@ -1,0 +1,137 @@
+// Pooled lookups (Reader::lookup_bags): bags of ids summed, averaged or
+// max-pooled per bag, as torch.nn.EmbeddingBag and FBGEMM's table-batched
+// embeddings pool them.
+#include <edo/error.hpp>
+#include <edo/parallel.hpp>
+#include <edo/reader.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <vector>
+
+namespace edo {
+
+const char* pool_mode_name(PoolMode mode) {
+  switch (mode) {
+    case PoolMode::sum:
+      return "sum";
+    case PoolMode::mean:
+      return "mean";
+    case PoolMode::max:
+      return "max";
+  }
+  return "sum";
+}
+
+PoolMode parse_pool_mode(std::string_view name) {
+  if (name == "sum") return PoolMode::sum;
+  if (name == "mean") return PoolMode::mean;
+  if (name == "max") return PoolMode::max;
+  EDO_USAGE_FAIL("pooling mode '{}': expected sum, mean or max", name);
+}
+
+namespace {
+
+// Where bag b's ids begin and end, after check_bags().
+size_t bag_begin(const Bags& b, size_t bag) { return static_cast<size_t>(b.offsets[bag]); }
+size_t bag_end(const Bags& b, size_t bag) {
+  return bag + 1 < b.count ? static_cast<size_t>(b.offsets[bag + 1]) : b.ids_count;
+}
+
+void check_bags(const Bags& b, PoolMode mode, const std::string& path) {
+  if (b.weights && mode != PoolMode::sum)
+    EDO_USAGE_FAIL("{}: per-id weights pool with mode sum only (as EmbeddingBag's), not {}", path,
+                   pool_mode_name(mode));
+  if (b.count == 0) return;
+  if (b.offsets[0] != 0) EDO_USAGE_FAIL("{}: bag offsets start at {}, not 0", path, b.offsets[0]);
+  for (size_t i = 1; i < b.count; ++i)
+    if (b.offsets[i] < b.offsets[i - 1])
+      EDO_USAGE_FAIL("{}: bag offset {} ({}) is below the one before it ({})", path, i, b.offsets[i], b.offsets[i - 1]);
+  if (static_cast<uint64_t>(b.offsets[b.count - 1]) > b.ids_count)
+    EDO_USAGE_FAIL("{}: the last bag starts at {}, beyond the {} ids", path, b.offsets[b.count - 1], b.ids_count);
+}
+
+// Folds `n` decoded rows (ids [first, first + n) of the bag) into `out`.
+void fold(PoolMode mode, const float* rows, size_t n, const float* weights, uint64_t dim, bool first_rows, float* out) {
+  for (size_t k = 0; k < n; ++k) {
+    const float* row = rows + k * dim;
+    if (mode == PoolMode::max) {
+      if (first_rows && k == 0) {
+        std::memcpy(out, row, dim * sizeof(float));
+        continue;
+      }
+      for (uint64_t j = 0; j < dim; ++j) out[j] = std::max(out[j], row[j]);
+      continue;
+    }
+    const float w = weights ? weights[k] : 1.0f;
+    if (weights)
+      for (uint64_t j = 0; j < dim; ++j) out[j] += w * row[j];
+    else
+      for (uint64_t j = 0; j < dim; ++j) out[j] += row[j];
+  }
+}
+
+void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
+  if (mode != PoolMode::mean || n == 0) return;
+  const float inv = 1.0f / static_cast<float>(n);
+  for (uint64_t j = 0; j < dim; ++j) out[j] *= inv;
+}
+
+// Rows decoded at once for a bag: a small buffer, whatever the bag's size.
+constexpr size_t kRowsAtOnce = 64;
+
+}  // namespace
+
+void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
+  check_bags(bags, mode, path());
+  const uint64_t d = dim();
+  std::fill(out, out + bags.count * d, 0.0f);
+  // One bag a thread at a time; a batch too small to share stays here.
+  const bool parallel = parallel_worth(static_cast<uint64_t>(bags.ids_count) * d) && bags.count > 1;
+  std::exception_ptr failure;
+  int64_t failed_bag = std::numeric_limits<int64_t>::max();
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> rows(kRowsAtOnce * d);
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t b = 0; b < static_cast<int64_t>(bags.count); ++b) {
+      try {
+        const size_t begin = bag_begin(bags, static_cast<size_t>(b)), end = bag_end(bags, static_cast<size_t>(b));
+        float* o = out + static_cast<uint64_t>(b) * d;
+        for (size_t at = begin; at < end; at += kRowsAtOnce) {
+          const size_t n = std::min(kRowsAtOnce, end - at);
+          lookup(bags.ids + at, n, rows.data());
+          fold(mode, rows.data(), n, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
+        }
+        finish_bag(mode, end - begin, d, o);
+      } catch (...) {
+        // The first failing bag's error, whatever the thread that met it.
+#pragma omp critical(edo_bags_failure)
+        if (b < failed_bag) failed_bag = b, failure = std::current_exception();
+      }
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+void Reader::lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const {
+  check_bags(bags, mode, path());
+  const uint64_t d = dim();
+  std::fill(out, out + bags.count * d, 0.0f);
+  std::vector<float> row(d);
+  for (size_t b = 0; b < bags.count; ++b) {
+    const size_t begin = bag_begin(bags, b), end = bag_end(bags, b);
+    float* o = out + b * d;
+    for (size_t at = begin; at < end; ++at) {
+      lookup(bags.ids + at, 1, row.data());
+      fold(mode, row.data(), 1, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
+    }
+    finish_bag(mode, end - begin, d, o);
+  }
+}
+
+}  // namespace edo

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Pooled lookups (Reader::lookup_bags): edo-lookup --offsets and the Python
+# module's lookup_bags pool the rows edo-unpack decodes, as
+# torch.nn.EmbeddingBag does (sum, mean, max; per-id weights with sum; an
+# empty bag is zeros), over a tiered file; malformed bags are usage errors.
+#   bags.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
+py=/usr/bin/python3
+cd "$work" || exit 1
+glove="$src/data-samples/glove.6B.50d.10k.npy"
+expect 0 "$build/edo-pack" "$glove" -o t.edo --tier hot:rows=10%:fp16 --tier warm:rows=40%:int8 \
+  --tier 'cold:rows=40%:csr:density=0.25,values=int8' --tier rare:rest:default -q
+expect 0 "$build/edo-unpack" t.edo -o t.npy -q
+$py - <<'PY'
+import numpy as n
+r = n.random.default_rng(7)
+sizes = r.integers(0, 40, 500); sizes[::9] = 0
+n.save("offsets.npy", n.concatenate([[0], n.cumsum(sizes)[:-1]]).astype(n.int64))
+n.save("ids.npy", r.integers(0, 10000, int(sizes.sum())).astype(n.int64))
+PY
+for mode in sum mean max; do
+  expect 0 "$build/edo-lookup" t.edo --ids ids.npy --offsets offsets.npy --mode "$mode" -o "$mode.npy" -q
+done
+$py - <<'PY' || fail "edo-lookup --offsets does not pool as EmbeddingBag does"
+import numpy as n
+rows, ids, off = n.load("t.npy"), n.load("ids.npy"), n.load("offsets.npy")
+ends = list(off[1:]) + [len(ids)]
+for mode in ("sum", "mean", "max"):
+    got = n.load(mode + ".npy")
+    assert got.shape == (len(off), rows.shape[1]), got.shape
+    for b, (s, e) in enumerate(zip(off, ends)):
+        bag = rows[ids[s:e]].astype(n.float64)
+        want = n.zeros(rows.shape[1]) if e == s else {"sum": bag.sum(0), "mean": bag.mean(0), "max": bag.max(0)}[mode]
+        assert n.allclose(got[b], want, rtol=1e-5, atol=1e-5), (mode, b)
+PY
+PYTHONPATH="$build/python" $py - <<'PY' || fail "the Python module's lookup_bags is wrong"
+import numpy as n
+import edo
+rows, ids, off = n.load("t.npy"), n.load("ids.npy"), n.load("offsets.npy")
+w = n.random.default_rng(1).standard_normal(len(ids)).astype(n.float32)
+with edo.open("t.edo") as f:
+    for mode in ("sum", "mean", "max"):
+        assert f.lookup_bags(off, ids, mode=mode).tobytes() == n.load(mode + ".npy").tobytes(), mode
+    got = f.lookup_bags(off, ids, weights=w)
+    ends = list(off[1:]) + [len(ids)]
+    for b, (s, e) in enumerate(zip(off, ends)):
+        want = (rows[ids[s:e]].astype(n.float64) * w[s:e, None]).sum(0)
+        assert n.allclose(got[b], want, rtol=1e-4, atol=1e-4), b
+    for call, kind in ((lambda: f.lookup_bags([1], [0]), edo.Error), (lambda: f.lookup_bags([0], [0], mode="avg"), edo.Error),
+                       (lambda: f.lookup_bags([0], [0], mode="max", weights=[1.0]), edo.Error),
+                       (lambda: f.lookup_bags([0], [0.5]), TypeError), (lambda: f.lookup_bags([0], [-1]), edo.Error)):
+        try:
+            call()
+            raise SystemExit("accepted a bad bag")
+        except kind:
+            pass
+PY
+printf '0\n2\n1\n' >bad_offsets.txt
+expect 2 "$build/edo-lookup" t.edo --ids ids.npy --offsets bad_offsets.txt -o bad.npy
+err_has "below the one before it"
+[ -e bad.npy ] && fail "malformed bags left an output"
+echo "bags: $failures failure(s)"
+[ "$failures" -eq 0 ]
