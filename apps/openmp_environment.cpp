@@ -15,14 +15,18 @@
 // array, which runs before any library's constructor, and apply_threads()
 // refuses it in one line; and a tool whose environment does not say how to
 // wait runs itself again, once, with OMP_WAIT_POLICY=PASSIVE (about 15 ms).
-// A wait policy or spin count the user set is kept. Where the program cannot
-// be run again (no /proc), it goes on as it is.
+// A wait policy or spin count the user set is kept. Under valgrind or a
+// debugger (a tracer attached) the tool is not run again, so that the process
+// they watch is the one doing the work (set OMP_WAIT_POLICY to choose there);
+// nor where it cannot be (no /proc): it goes on as it is.
 #include "cli_common.hpp"
 
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 namespace edo::cli {
 
@@ -52,6 +56,20 @@ void hide_bad_thread_count(int, char**, char** envp) {
 
 [[gnu::used, gnu::section(".preinit_array")]] void (*kHideBadThreadCount)(int, char**, char**) = hide_bad_thread_count;
 
+// valgrind preloads its own libraries; a debugger or strace is the tracer.
+bool watched() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload && std::strstr(preload, "vgpreload")) return true;
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long tracer = 0;
+  while (status >> key) {
+    if (key == "TracerPid:") return (status >> tracer) && tracer != 0;
+    status.ignore(1 << 16, '\n');
+  }
+  return false;
+}
+
 }  // namespace
 
 void settle_openmp_environment(char** argv) {
@@ -59,7 +77,7 @@ void settle_openmp_environment(char** argv) {
     ::unsetenv(kSettled);  // not passed on to what the tool may run
     return;
   }
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT") || watched()) return;
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   ::setenv(kSettled, "1", 1);
   ::execv("/proc/self/exe", argv);

@@ -346,6 +346,11 @@ OMP_DISPLAY_ENV=verbose OMP_WAIT_POLICY=active "$Q" --version >/dev/null 2>"$wor
 grep -q "OMP_WAIT_POLICY = 'ACTIVE'" "$work/err" || fail "a user's OMP_WAIT_POLICY was overridden"
 OMP_DISPLAY_ENV=verbose GOMP_SPINCOUNT=1000 "$Q" --version >/dev/null 2>"$work/err"
 grep -q "GOMP_SPINCOUNT = '1000'" "$work/err" || fail "a user's GOMP_SPINCOUNT was overridden"
+# Under a tracer (strace, a debugger) the tool is not run again: the traced process does the work.
+if command -v strace >/dev/null; then
+  strace -f -e trace=execve -o "$work/trace" "$Q" --version >/dev/null 2>&1
+  [ "$(grep -c execve "$work/trace")" = 1 ] || fail "a traced tool ran itself again: $(grep execve "$work/trace")"
+fi
 
 echo "reliability: $failures failure(s)"
 [ "$failures" -eq 0 ]
