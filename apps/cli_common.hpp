@@ -99,10 +99,11 @@ inline std::string version_text(const char* tool) {
                      EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default");
 }
 
-// Sets OpenMP's wait policy and moves an unusable OMP_NUM_THREADS aside,
-// running the tool again when libgomp has already read them
-// (apps/openmp_environment.cpp). Returns only when nothing needed changing,
-// or the tool could not be run again.
+// Sets OpenMP's wait policy by running the tool again when the environment
+// names none (libgomp has already read it); apps/openmp_environment.cpp,
+// which also keeps a bad OMP_NUM_THREADS from libgomp. Returns when nothing
+// needed changing, when watched (valgrind, a tracer), or when the tool could
+// not be run again.
 void settle_openmp_environment(char** argv);
 // Where an OMP_NUM_THREADS that is no thread count was moved, so that libgomp
 // never read it (as long a name as OMP_NUM_THREADS: renamed in place).
@@ -235,7 +236,10 @@ inline uint64_t parse_byte_count(const std::string& flag, const std::string& tex
 using edo::kMaxThreads;
 
 inline void add_threads_option(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, fmt::format("Worker threads, 1 to {} (default: all cores)", kMaxThreads))
+  app.add_option("--threads", threads,
+                 fmt::format("Worker threads, 1 to {} (default: OMP_NUM_THREADS, else all cores; never more than the\n"
+                             "cores this process may use)",
+                             kMaxThreads))
       ->check(CLI::Validator(
           [](const std::string& text) {
             int v = 0;
