@@ -40,13 +40,13 @@ expect 0 env TMPDIR="$work/spool" "$E" g.npy g8.edo --report-html /dev/null
 no_leftovers spool
 # A FIFO gets the whole file, and stays a FIFO.
 mkfifo pipe
-cat pipe >from_pipe.html &
+timeout 120 cat pipe >from_pipe.html &
 reader=$!
 expect 0 env TMPDIR="$work/spool" "$E" g.npy g8.edo --report-html pipe
 wait "$reader"
 [ -p pipe ] || fail "the FIFO was replaced"
 grep -q "</html>" from_pipe.html || fail "the FIFO did not carry the whole report"
-cat pipe >from_pipe.edo &
+timeout 120 cat pipe >from_pipe.edo &
 reader=$!
 expect 0 env TMPDIR="$work/spool" "$Q" g.npy -o pipe --codec int8 -q
 wait "$reader"
