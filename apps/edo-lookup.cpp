@@ -4,6 +4,7 @@
 #include "cli_common.hpp"
 
 #include <edo/io/files.hpp>
+#include <edo/io/freq.hpp>
 #include <edo/io/ids.hpp>
 #include <edo/io/table.hpp>
 #include <edo/reader.hpp>
@@ -227,7 +228,10 @@ int main(int argc, char** argv) {
                  "Pool bags of ids instead of returning rows: the B bag starts into --ids (a text file or an\n"
                  "integer .npy; the first 0, never decreasing, the last bag to the end of the ids), as\n"
                  "torch.nn.EmbeddingBag takes them; one pooled row a bag (an empty bag: zeros). One .edo\n"
-                 "file, not a shard set; per-id weights are the reader library's and the Python module's");
+                 "file, not a shard set");
+  std::string weights_path;
+  app.add_option("--weights", weights_path,
+                 "With --offsets and --mode sum: a .npy of one weight a id (EmbeddingBag's per_sample_weights)");
   app.add_option("--mode", mode, "With --offsets: sum (default), mean or max of each bag's rows")
       ->check(CLI::IsMember({"sum", "mean", "max"}));
   app.add_option("-o,--output", output,
@@ -276,10 +280,13 @@ int main(int argc, char** argv) {
       EDO_USAGE_FAIL("-o {}: text rows go to a plain file, not a dataset", output);
     if (with_ids && !text) EDO_USAGE_FAIL("--with-ids is for text rows (--format text)");
     if (json && to_stdout) EDO_USAGE_FAIL("--json needs -o FILE: stdout carries the rows");
+    if ((!weights_path.empty() || app.count("--mode") > 0) && offsets_path.empty())
+      EDO_USAGE_FAIL("--mode and --weights pool bags: give --offsets");
     edo::cli::PathGuard()
         .input(input)
         .input(ids_path)
         .input(offsets_path)
+        .input(weights_path)
         .output("-o", to_stdout ? "" : (text ? output : output.substr(0, output.find(':'))))
         .check();
     edo::ReaderOptions ro;
@@ -311,7 +318,10 @@ int main(int argc, char** argv) {
     if (!offsets_path.empty()) {
       if (!reader.file) EDO_USAGE_FAIL("{}: --offsets pools rows of one .edo file; merge the shards first", input);
       const edo::io::IdList offsets = edo::io::read_ids(offsets_path);
-      const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(), nullptr};
+      const std::vector<float> weights =
+          weights_path.empty() ? std::vector<float>{} : edo::io::read_weights(weights_path, list.ids.size());
+      const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(),
+                           weights_path.empty() ? nullptr : weights.data()};
       std::vector<float> pooled(bags.count * reader.dim());
       reader.file->lookup_bags(bags, edo::parse_pool_mode(mode), pooled.data());
       std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number

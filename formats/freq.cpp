@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace edo::io {
 namespace {
@@ -139,6 +140,23 @@ std::vector<double> read_frequencies(const std::string& path, uint64_t rows) {
   if (npy_magic || ends_with_npy(path)) return read_npy_counts(file, rows, path);
   const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
   return parse_frequency_text(text, rows, path);
+}
+
+std::vector<float> read_weights(const std::string& path, uint64_t count) {
+  const MappedFile file(path);
+  const NpyHeader h = parse_npy_header(file.data(), file.size(), file.size(), path);
+  const bool column = h.shape.size() == 1 || (h.shape.size() == 2 && h.shape[1] == 1);
+  if (!column) EDO_FAIL("{}: weights .npy must have shape (N,) or (N, 1), got {} dimensions", path, h.shape.size());
+  if (h.shape[0] != count) EDO_FAIL("{}: {} weights for {} ids", path, h.shape[0], count);
+  std::vector<float> weights(count);
+  const size_t width = dtype_size(h.dtype);
+  for (uint64_t i = 0; i < count; ++i) {
+    const double w = load_as_double(h.dtype, file.data() + h.data_offset + i * width);
+    if (!std::isfinite(w) || std::fabs(w) > std::numeric_limits<float>::max())
+      EDO_FAIL("{}: entry {}: weight {} is not a finite float32", path, i, w);
+    weights[i] = static_cast<float>(w);
+  }
+  return weights;
 }
 
 }  // namespace edo::io

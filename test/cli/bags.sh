@@ -56,6 +56,16 @@ with edo.open("t.edo") as f:
         except kind:
             pass
 PY
+$py -c "import numpy as n; n.save('w.npy', n.random.default_rng(1).standard_normal(len(n.load('ids.npy'))).astype(n.float32))"
+expect 0 "$build/edo-lookup" t.edo --ids ids.npy --offsets offsets.npy --weights w.npy -o wsum.npy -q
+PYTHONPATH="$build/python" $py -c "
+import numpy as n, edo
+f = edo.open('t.edo')
+want = f.lookup_bags(n.load('offsets.npy'), n.load('ids.npy'), weights=n.load('w.npy'))
+assert n.load('wsum.npy').tobytes() == want.tobytes()" || fail "edo-lookup --weights differs from lookup_bags"
+expect 2 "$build/edo-lookup" t.edo --ids ids.npy --offsets offsets.npy --weights w.npy --mode max -o x.npy
+err_has "mode sum only"
+expect 2 "$build/edo-lookup" t.edo --ids ids.npy --mode mean -o x.npy; err_has "give --offsets"
 printf '0\n2\n1\n' >bad_offsets.txt
 expect 2 "$build/edo-lookup" t.edo --ids ids.npy --offsets bad_offsets.txt -o bad.npy
 err_has "below the one before it"

@@ -23,4 +23,9 @@ std::vector<double> read_frequencies(const std::string& path, uint64_t rows);
 // The text form, from memory; `display` names the input in errors.
 std::vector<double> parse_frequency_text(std::string_view text, uint64_t rows, const std::string& display);
 
+// Per-id weights of pooled lookups (edo-lookup --weights): a .npy of `count`
+// numbers (any numeric dtype, shape (N,) or (N, 1)), each finite, of either
+// sign; an error naming the file and the entry otherwise.
+std::vector<float> read_weights(const std::string& path, uint64_t count);
+
 }  // namespace edo::io
