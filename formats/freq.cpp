@@ -74,17 +74,32 @@ double load_as_double(DType t, const uint8_t* p) {
   return 0;
 }
 
-std::vector<double> read_npy_counts(const MappedFile& file, uint64_t rows, const std::string& path) {
+// What a one-column .npy holds and how its errors word it.
+struct ColumnNames {
+  const char* kind;    // "frequency": "frequency .npy must have shape ..."
+  const char* letter;  // "R": "(R,) or (R, 1)"
+  const char* per;     // "counts for a table of": "5 counts for a table of 6 rows"
+  const char* whole;   // "rows"
+};
+
+// The `count` values of a .npy of shape (N,) or (N, 1), any numeric dtype, as doubles.
+std::vector<double> npy_column(const MappedFile& file, uint64_t count, const std::string& path, const ColumnNames& n) {
   const NpyHeader h = parse_npy_header(file.data(), file.size(), file.size(), path);
   const bool column = h.shape.size() == 1 || (h.shape.size() == 2 && h.shape[1] == 1);
-  if (!column) EDO_FAIL("{}: frequency .npy must have shape (R,) or (R, 1), got {} dimensions", path, h.shape.size());
-  if (h.shape[0] != rows) EDO_FAIL("{}: {} counts for a table of {} rows", path, h.shape[0], rows);
-  std::vector<double> counts(rows);
+  if (!column)
+    EDO_FAIL("{}: {} .npy must have shape ({},) or ({}, 1), got {} dimensions", path, n.kind, n.letter, n.letter,
+             h.shape.size());
+  if (h.shape[0] != count) EDO_FAIL("{}: {} {} {} {}", path, h.shape[0], n.per, count, n.whole);
+  std::vector<double> values(count);
   const size_t width = dtype_size(h.dtype);
-  for (uint64_t i = 0; i < rows; ++i) {
-    counts[i] = load_as_double(h.dtype, file.data() + h.data_offset + i * width);
+  for (uint64_t i = 0; i < count; ++i) values[i] = load_as_double(h.dtype, file.data() + h.data_offset + i * width);
+  return values;
+}
+
+std::vector<double> read_npy_counts(const MappedFile& file, uint64_t rows, const std::string& path) {
+  std::vector<double> counts = npy_column(file, rows, path, {"frequency", "R", "counts for a table of", "rows"});
+  for (uint64_t i = 0; i < rows; ++i)
     if (const char* why = count_problem(counts[i])) EDO_FAIL("{}: entry {}: count {}", path, i, why);
-  }
   return counts;
 }
 
@@ -144,17 +159,12 @@ std::vector<double> read_frequencies(const std::string& path, uint64_t rows) {
 
 std::vector<float> read_weights(const std::string& path, uint64_t count) {
   const MappedFile file(path);
-  const NpyHeader h = parse_npy_header(file.data(), file.size(), file.size(), path);
-  const bool column = h.shape.size() == 1 || (h.shape.size() == 2 && h.shape[1] == 1);
-  if (!column) EDO_FAIL("{}: weights .npy must have shape (N,) or (N, 1), got {} dimensions", path, h.shape.size());
-  if (h.shape[0] != count) EDO_FAIL("{}: {} weights for {} ids", path, h.shape[0], count);
+  const std::vector<double> values = npy_column(file, count, path, {"weights", "N", "weights for", "ids"});
   std::vector<float> weights(count);
-  const size_t width = dtype_size(h.dtype);
   for (uint64_t i = 0; i < count; ++i) {
-    const double w = load_as_double(h.dtype, file.data() + h.data_offset + i * width);
-    if (!std::isfinite(w) || std::fabs(w) > std::numeric_limits<float>::max())
-      EDO_FAIL("{}: entry {}: weight {} is not a finite float32", path, i, w);
-    weights[i] = static_cast<float>(w);
+    if (!std::isfinite(values[i]) || std::fabs(values[i]) > std::numeric_limits<float>::max())
+      EDO_FAIL("{}: entry {}: weight {} is not a finite float32", path, i, values[i]);
+    weights[i] = static_cast<float>(values[i]);
   }
   return weights;
 }
