@@ -270,6 +270,14 @@ inline void add_hdf5_policy_flags(CLI::App& app) {
                "(the rest read as its fill value; refused by default)");
 }
 
+// --force of the tools that write x.h5:/ds or x.safetensors:name
+// (io::OtherContents, formats/edo/io/table.hpp).
+inline void add_force_container_flag(CLI::App& app, bool& force) {
+  app.add_flag("--force", force,
+               "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
+               "whole file (without it, that is refused: the others would be lost)");
+}
+
 // --threads when given, else OMP_NUM_THREADS (checked by the same rule),
 // else every core; never more than the cores this process may use.
 inline void apply_threads(int threads) {

@@ -261,9 +261,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json,
                "Print the run's figures as JSON on stdout (lookups, rows/s, lookups a tier, cache reads, bytes\n"
                "read from storage, peak memory): needs -o (stdout would carry the rows)");
-  app.add_flag("--force", force,
-               "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
-               "whole file (without it, that is refused: the others would be lost)");
+  edo::cli::add_force_container_flag(app, force);
   edo::cli::add_threads_option(app, threads);
   app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
   edo::cli::add_version_flag(app, "edo-lookup");

@@ -68,9 +68,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", device,
                  "cpu (default), cuda (decode each block on the GPU: an error without one) or auto (the GPU when "
                  "present); the rows are the same either way");
-  app.add_flag("--force", force,
-               "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"
-               "whole file (without it, that is refused: the others would be lost)");
+  edo::cli::add_force_container_flag(app, force);
   app.add_flag("--json", json,
                "Print what was written as JSON on stdout (input, output, format, rows, dim, dtype, bytes; the\n"
                "FAISS index kind or FBGEMM rows' figures); not with -o - (stdout carries the rows)");
@@ -128,15 +126,15 @@ int main(int argc, char** argv) {
     if (codes && (format != "safetensors" || out_type != edo::io::DType::f32))
       EDO_USAGE_FAIL("--codes writes a safetensors file of the stored codes (x.safetensors[:name]), no --dtype");
     const edo::io::OtherContents others = force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse;
-    if (format == "safetensors" || format == "fbgemm") {
+    // create_table() checks a decoded table's container itself; the writers
+    // of stored codes and FBGEMM rows are checked here.
+    if (codes || format == "fbgemm") {
       const size_t colon = output.find(".safetensors:");
       if (colon != std::string::npos)
         edo::io::check_existing_container(output.substr(0, colon + 12), output.substr(colon + 13), others);
       else if (output.ends_with(".safetensors"))
         edo::io::check_existing_container(output, "embeddings", others);
     }
-    if (format == "hdf5" && output.find(':') != std::string::npos)
-      edo::io::check_existing_container(path, output.substr(output.find(':') + 1), others);
     // Usage checked: now the file (every checksum verified first).
     const bool set = edo::is_shard_set_file(input);
     if (set && (format == "faiss" || format == "fbgemm" || codes))

@@ -2,6 +2,7 @@
 #include <edo/error.hpp>
 #include <edo/io/table.hpp>
 #include <edo/knn.hpp>
+#include <edo/unit_scale.hpp>
 
 #include <core/single_threaded_blas.hpp>
 
@@ -159,28 +160,19 @@ std::vector<float> query_aux(MatrixView queries, Metric metric) {
   return aux;
 }
 
-// The power of two that brings the queries' largest magnitude near 1 when
-// it lies far from it (below 2^-32 or from 2^32): squared norms and dot
-// products of rows at 1e19 overflow float and at 1e-22 underflow it, which
-// changed the ranking with the table's units. Multiplying by a power of two
-// is exact (bar subnormal results), so rankings at sane scales are untouched
-// and scores are scaled back on finish. 1 when nothing needs it.
-// Returned as the exponent: 2^-ilogb of a subnormal peak (up to 2^149) is
-// no float itself.
-int knn_scale_shift(const float* values, uint64_t n) {
+// The largest finite magnitude of `values` (unit_scale_shift's peak).
+float peak_magnitude(const float* values, uint64_t n) {
   float peak = 0.0f;
   for (uint64_t i = 0; i < n; ++i)
     if (std::isfinite(values[i])) peak = std::max(peak, std::fabs(values[i]));
-  constexpr float kHigh = 4294967296.0f, kLow = 1.0f / 4294967296.0f;
-  if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 0;
-  return -std::ilogb(peak);
+  return peak;
 }
 
 }  // namespace
 
 struct KnnSearch::Impl {
   KnnOptions opts;
-  int shift = 0;              // knn_scale_shift() of the queries: every row is times 2^shift
+  int shift = 0;              // unit_scale_shift() of the queries: every row is times 2^shift
   std::vector<float> scaled;  // a chunk of added rows, shifted
   uint64_t nq = 0;
   uint64_t dim = 0;
@@ -327,7 +319,7 @@ KnnSearch::KnnSearch(MatrixView queries, const KnnOptions& opts) : impl_(std::ma
   s.nq = queries.rows;
   s.dim = queries.dim;
   s.queries.assign(queries.data, queries.data + queries.rows * queries.dim);
-  s.shift = knn_scale_shift(s.queries.data(), s.queries.size());
+  s.shift = unit_scale_shift(peak_magnitude(s.queries.data(), s.queries.size()));
   if (s.shift != 0)
     for (float& v : s.queries) v = std::ldexp(v, s.shift);
   s.q_aux = query_aux(MatrixView{s.queries.data(), s.nq, s.dim}, opts.metric);

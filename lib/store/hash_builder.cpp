@@ -18,6 +18,7 @@
 #include <edo/io/table.hpp>
 #include <edo/parallel.hpp>
 #include <edo/table_writer.hpp>
+#include <edo/unit_scale.hpp>
 
 #ifdef EDO_HAVE_CUDA
 #include <edo/cuda/hash_fit.cuh>
@@ -359,9 +360,8 @@ class HashTierBuilder final : public TierBuilder {
 
   // The fits square values in float: a table far from unit scale (1e-20,
   // 1e19) underflows or overflows them and came out as rows of zeros. The
-  // fit sees the rows times the power of two that brings their largest
-  // magnitude near 1 (exact), and its tables are scaled back after; 0 (no
-  // shift) at sane scales (from 2^-32 to 2^32), where nothing changes.
+  // fit sees the rows shifted by edo/unit_scale.hpp's rule, and its tables
+  // are scaled back after.
   int fit_shift() {
     float peak = 0.0f;
     for_each_row([&](size_t a, size_t b, const float* x, uint64_t begin) {
@@ -370,9 +370,7 @@ class HashTierBuilder final : public TierBuilder {
         for (uint64_t j = 0; j < dim_; ++j) peak = std::max(peak, std::fabs(row[j]));
       }
     });
-    constexpr float kHigh = 4294967296.0f, kLow = 1.0f / 4294967296.0f;
-    if (peak == 0.0f || (peak >= kLow && peak < kHigh)) return 0;
-    return -std::ilogb(peak);  // an exponent: 2^149, for a subnormal peak, is no float
+    return unit_scale_shift(peak);
   }
 
   // Back to the table's units: every table of a linear fit; for a qr
