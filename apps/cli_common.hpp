@@ -252,6 +252,12 @@ inline void add_threads_option(CLI::App& app, int& threads) {
           "INT in [1 - 1024]"));
 }
 
+// --device of the tools that compute: auto, cpu or cuda (edo::select_device
+// resolves it; cuda without a GPU is an error, exit 1). `help` says what it moves.
+inline void add_device_option(CLI::App& app, std::string& device, const std::string& help) {
+  app.add_option("--device", device, help)->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+}
+
 namespace detail {
 inline io::Hdf5InputPolicy& hdf5_policy() {
   static io::Hdf5InputPolicy policy;
@@ -260,7 +266,7 @@ inline io::Hdf5InputPolicy& hdf5_policy() {
 }  // namespace detail
 
 // For tools that read tables: what HDF5 inputs may do beyond holding their
-// values (formats/edo/io/table.hpp); applied by apply_threads(), which every tool calls first.
+// values (formats/io/include/edo/io/table.hpp); applied by apply_threads(), which every tool calls first.
 inline void add_hdf5_policy_flags(CLI::App& app) {
   app.add_flag("--allow-external", detail::hdf5_policy().allow_external,
                "HDF5 inputs: accept external storage, external links and virtual datasets whose files are in\n"
@@ -270,8 +276,17 @@ inline void add_hdf5_policy_flags(CLI::App& app) {
                "(the rest read as its fill value; refused by default)");
 }
 
+// The block every tool that reads tables ends its options with: --threads,
+// the HDF5 input policy, -q.
+inline void add_run_options(CLI::App& app, int& threads, bool& quiet,
+                            const char* quiet_help = "No progress on stderr") {
+  add_threads_option(app, threads);
+  add_hdf5_policy_flags(app);
+  app.add_flag("-q,--quiet", quiet, quiet_help);
+}
+
 // --force of the tools that write x.h5:/ds or x.safetensors:name
-// (io::OtherContents, formats/edo/io/table.hpp).
+// (io::OtherContents, formats/io/include/edo/io/table.hpp).
 inline void add_force_container_flag(CLI::App& app, bool& force) {
   app.add_flag("--force", force,
                "-o x.h5:/ds or x.safetensors:name over a file holding other datasets or tensors: replace the\n"

@@ -6,6 +6,7 @@
 #include <edo/edo_file.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/knn.hpp>
+#include <edo/reports.hpp>
 #include <edo/word_tasks.hpp>
 
 #include <algorithm>
@@ -61,150 +62,77 @@ int compare_files(edo::io::TableReader& original, const std::string& original_pa
                   const std::vector<edo::Gate>& gates, edo::Device dev, const WordTasks& wt, bool json) {
   const edo::EvalOptions eo = flags.options(original.rows(), flags.seed, dev);
   edo::KnnResult truth;
-  struct Entry {
-    std::string path;
-    edo::EvalResult result;
-    std::vector<edo::GateOutcome> outcomes;
-  };
-  std::vector<Entry> entries;
+  std::vector<edo::ComparedFile> files;
   for (const std::string& path : paths) {
     auto compressed = open_matching(original, original_path, path);
-    Entry e{path, edo::evaluate(original, *compressed, eo, &truth), {}};
-    edo::add_memory_metrics(e.result, original, *compressed);
+    edo::ComparedFile f{path, edo::evaluate(original, *compressed, eo, &truth), {}};
+    edo::add_memory_metrics(f.result, original, *compressed);
     if (wt.wanted)
       edo::add_word_task_metrics(edo::run_word_tasks(original, *compressed, wt.words, wt.vocab_name, wt.files),
-                                 e.result);
-    e.outcomes = edo::check_gates(gates, e.result);
-    entries.push_back(std::move(e));
+                                 f.result);
+    f.outcomes = edo::check_gates(gates, f.result);
+    files.push_back(std::move(f));
   }
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.result.get("bytes_after").value_or(0) < b.result.get("bytes_after").value_or(0);
-  });
-  std::vector<std::string> columns = {"bytes_after", "ratio"};
-  for (uint64_t k : eo.ks) columns.push_back(fmt::format("recall@{}", k));
-  if (!eo.freq.empty())
-    for (uint64_t k : eo.ks) columns.push_back(fmt::format("w.recall@{}", k));
-  columns.insert(columns.end(), {"cos.mean", "rel_fro"});
-  for (const auto& [name, value] : entries.front().result.metrics())
-    if (name.ends_with(".drop") && (name.starts_with("analogy.") || name.starts_with("sim."))) columns.push_back(name);
-  const std::string front_metric = edo::cli::front_recall(eo.ks);
-  std::vector<const edo::EvalResult*> results;
-  for (const Entry& e : entries) results.push_back(&e.result);
-  const std::vector<bool> on_front = edo::cli::pareto_front(results, front_metric);
-  nlohmann::json files = nlohmann::json::array();
-  bool passed = true;
-  std::string text =
-      fmt::format("{} ({} x {}, {}): {} files, smallest first (* on the front of bytes against {})\n", original_path,
-                  original.rows(), original.dim(), edo::metric_name(eo.metric), entries.size(), front_metric);
-  size_t path_width = 4;
-  for (const Entry& e : entries) path_width = std::max(path_width, e.path.size() + 2);
-  text += fmt::format("  {:<{}}", "file", path_width);
-  for (const std::string& c : columns) text += fmt::format(" {:>{}}", c, std::max<size_t>(10, c.size()));
-  text += "\n";
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry& e = entries[i];
-    const bool front = on_front[i];
-    text += fmt::format("  {:<{}}", e.path + (front ? " *" : ""), path_width);
-    for (const std::string& c : columns) {
-      const auto v = e.result.get(c);
-      text += fmt::format(" {:>{}}", v ? fmt::format("{:.6g}", *v) : std::string("-"), std::max<size_t>(10, c.size()));
-    }
-    text += "\n";
-    for (const auto& o : e.outcomes) {
-      if (o.pass) continue;
-      passed = false;
-      std::fprintf(stderr, "edo-eval: gate failed: %s: %s\n", e.path.c_str(), o.message.c_str());
-    }
-    nlohmann::json j = edo::to_json(e.result, e.outcomes);
-    j["file"] = e.path;
-    j["pareto_front"] = front;
-    files.push_back(std::move(j));
-  }
-  const nlohmann::json all{{"original", original_path}, {"files", files}, {"gates_passed", passed}};
-  if (!flags.report_json.empty()) edo::cli::write_text_file(flags.report_json, all.dump(2) + "\n");
+  const edo::Comparison c =
+      edo::compare_files_report(std::move(files), original_path, original.rows(), original.dim(), eo);
+  for (const edo::ComparedFile& f : c.files)
+    for (const auto& o : f.outcomes)
+      if (!o.pass) std::fprintf(stderr, "edo-eval: gate failed: %s: %s\n", f.path.c_str(), o.message.c_str());
+  if (!flags.report_json.empty()) edo::cli::write_text_file(flags.report_json, c.json.dump(2) + "\n");
   if (!flags.report_md.empty())
-    edo::cli::write_text_file(flags.report_md, "```\n" + text + "```\n" + edo::cli::markdown_chart_link(flags));
-  if (!flags.report_html.empty()) {
-    edo::HtmlReport page;
-    page.title = fmt::format("edo-eval {}: {} files compared", original_path, entries.size());
-    page.recall_name = front_metric;
-    page.fp32_bytes = entries.front().result.get("bytes_before").value_or(0);
-    page.fp32_analogy = entries.front().result.get("analogy.3cosadd.original").value_or(NAN);
-    edo::HtmlReport::Table table{"Files, smallest first (* on the front)", {"file"}, {}};
-    table.header.insert(table.header.end(), columns.begin(), columns.end());
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const edo::EvalResult& r = entries[i].result;
-      page.points.push_back({entries[i].path, r.get("bytes_after").value_or(0), r.get(front_metric).value_or(NAN),
-                             r.get("analogy.3cosadd").value_or(NAN), on_front[i], false});
-      table.rows.push_back({entries[i].path + (on_front[i] ? " *" : "")});
-      for (const std::string& c : columns) {
-        const auto v = r.get(c);
-        table.rows.back().push_back(v ? fmt::format("{:.6g}", *v) : std::string("-"));
-      }
-    }
-    page.tables.push_back(std::move(table));
-    edo::cli::write_text_file(flags.report_html, edo::to_html(page));
-  }
-  std::fputs(json ? (all.dump(2) + "\n").c_str() : text.c_str(), stdout);
-  return passed ? 0 : static_cast<int>(edo::ExitCode::gate);
+    edo::cli::write_text_file(flags.report_md, "```\n" + c.text + "```\n" + edo::cli::markdown_chart_link(flags));
+  if (!flags.report_html.empty()) edo::cli::write_text_file(flags.report_html, edo::comparison_html(c, original_path));
+  std::fputs(json ? (c.json.dump(2) + "\n").c_str() : c.text.c_str(), stdout);
+  return c.passed ? 0 : static_cast<int>(edo::ExitCode::gate);
 }
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Compare an original table with a compressed one (.edo, or a decoded npy/HDF5 table).\n"
-      "Metrics and the JSON report schema: docs/EVAL.md. A failed --gate exits 3.\n\n"
-      "Examples:\n"
-      "  edo-eval glove.npy glove.int8.edo\n"
-      "  edo-eval glove.npy glove.int4.edo --gate 'recall@10>=0.9' --gate 'cos.min>=0.95' --report-md summary.md\n"
-      "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json\n"
-      "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris\n"
-      "  edo-eval glove.npy int8.edo int4.edo pq.edo --gate 'recall@10>=0.9'    (one table; every file gated)\n"
-      "  edo-eval glove.npy glove.int4.edo --vocab glove.vocab.txt --analogies questions-words.txt \\\n"
-      "      --similarity wordsim353.tsv --similarity simlex999.txt --gate 'analogy.3cosadd.drop<=0.01'",
-      "edo-eval"};
+namespace {
+
+// edo-eval's flags and its run.
+struct Eval {
   std::string original_path, device = "auto";
   std::vector<std::string> compressed_paths;
   bool json = false;
   int threads = 0;
   edo::cli::EvalFlags flags;
-  app.add_option("ORIGINAL", original_path, "The uncompressed table")->required();
-  app.add_option("COMPRESSED", compressed_paths,
-                 "The compressed table (.edo) or its decoded copy; several: one table comparing them (the\n"
-                 "original searched once), smallest first, gates applied to every file")
-      ->required();
-  flags.add_to(app, true);
-  app.add_flag("--json", json, "Print the report as JSON on stdout");
-  app.add_option("--device", device,
-                 "auto (GPU when present), cpu or cuda (an error without a GPU), for the k-NN scores")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   uint64_t show = 0;
   std::string vocab;
   std::vector<std::string> probes;
-  app.add_option("--show-neighbours", show, "Also print the N nearest neighbours of each probe, before and after")
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--vocab", vocab,
-                 "Token of each row, one a line (names neighbours; lets probes be words; the word tasks' words);\n"
-                 "word2vec and fastText originals carry their own, and so does a .edo that stores its words");
   edo::WordTaskFiles word_tasks;
-  app.add_option("--analogies", word_tasks.analogies,
-                 "Analogy questions (word2vec's questions-words.txt layout): accuracy by 3CosAdd and 3CosMul over\n"
-                 "the whole vocabulary, original and compressed (needs a vocabulary; docs/EVAL.md)");
-  app.add_option("--similarity", word_tasks.similarity,
-                 "Word pairs with human scores (WordSim-353, SimLex-999 layouts): Spearman rho of cosine,\n"
-                 "original and compressed, named by the file's stem; repeatable (needs a vocabulary)");
-  app.add_flag("--skip-bad-lines", word_tasks.skip_bad_lines,
-               "Count and leave out malformed lines of the word-task files instead of failing");
-  app.add_option("--probe", probes,
-                 "Row (or word, with a vocabulary) to show neighbours of; repeatable (default: rows 0-4, or\n"
-                 "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
-  edo::cli::add_threads_option(app, threads);
-  edo::cli::add_hdf5_policy_flags(app);
   bool quiet = false;
-  app.add_flag("-q,--quiet", quiet,
-               "Taken as every tool takes it; edo-eval prints no progress (a failed gate always prints its line)");
-  edo::cli::add_version_flag(app, "edo-eval");
 
-  return edo::cli::run_tool("edo-eval", app, argc, argv, [&] {
+  void add_to(CLI::App& app) {
+    app.add_option("ORIGINAL", original_path, "The uncompressed table")->required();
+    app.add_option("COMPRESSED", compressed_paths,
+                   "The compressed table (.edo) or its decoded copy; several: one table comparing them (the\n"
+                   "original searched once), smallest first, gates applied to every file")
+        ->required();
+    flags.add_to(app, true);
+    app.add_flag("--json", json, "Print the report as JSON on stdout");
+    edo::cli::add_device_option(app, device,
+                                "auto (GPU when present), cpu or cuda (an error without a GPU), for the k-NN scores");
+    app.add_option("--show-neighbours", show, "Also print the N nearest neighbours of each probe, before and after")
+        ->check(CLI::Range(1, 1000));
+    app.add_option("--vocab", vocab,
+                   "Token of each row, one a line (names neighbours; lets probes be words; the word tasks' words);\n"
+                   "word2vec and fastText originals carry their own, and so does a .edo that stores its words");
+    app.add_option("--analogies", word_tasks.analogies,
+                   "Analogy questions (word2vec's questions-words.txt layout): accuracy by 3CosAdd and 3CosMul over\n"
+                   "the whole vocabulary, original and compressed (needs a vocabulary; docs/EVAL.md)");
+    app.add_option("--similarity", word_tasks.similarity,
+                   "Word pairs with human scores (WordSim-353, SimLex-999 layouts): Spearman rho of cosine,\n"
+                   "original and compressed, named by the file's stem; repeatable (needs a vocabulary)");
+    app.add_flag("--skip-bad-lines", word_tasks.skip_bad_lines,
+                 "Count and leave out malformed lines of the word-task files instead of failing");
+    app.add_option("--probe", probes,
+                   "Row (or word, with a vocabulary) to show neighbours of; repeatable (default: rows 0-4, or\n"
+                   "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
+    edo::cli::add_run_options(
+        app, threads, quiet,
+        "Taken as every tool takes it; edo-eval prints no progress (a failed gate always prints its line)");
+  }
+
+  int run() {
     edo::cli::apply_threads(threads);
     if (show > 0 && json) EDO_USAGE_FAIL("--show-neighbours prints a table; use it without --json");
     const bool words = !word_tasks.analogies.empty() || !word_tasks.similarity.empty();
@@ -277,5 +205,27 @@ int main(int argc, char** argv) {
       if (html_words) page.neighbours = edo::cli::report_neighbours(*nb, words_of_rows);
     }
     return edo::cli::finish_gates("edo-eval", flags, result, outcomes, page);
-  });
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Compare an original table with a compressed one (.edo, or a decoded npy/HDF5 table).\n"
+      "Metrics and the JSON report schema: docs/EVAL.md. A failed --gate exits 3.\n\n"
+      "Examples:\n"
+      "  edo-eval glove.npy glove.int8.edo\n"
+      "  edo-eval glove.npy glove.int4.edo --gate 'recall@10>=0.9' --gate 'cos.min>=0.95' --report-md summary.md\n"
+      "  edo-eval sift.npy sift.edo --metric l2 --k 1,10 --queries 500 --json\n"
+      "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris\n"
+      "  edo-eval glove.npy int8.edo int4.edo pq.edo --gate 'recall@10>=0.9'    (one table; every file gated)\n"
+      "  edo-eval glove.npy glove.int4.edo --vocab glove.vocab.txt --analogies questions-words.txt \\\n"
+      "      --similarity wordsim353.tsv --similarity simlex999.txt --gate 'analogy.3cosadd.drop<=0.01'",
+      "edo-eval"};
+  Eval tool;
+  tool.add_to(app);
+  edo::cli::add_version_flag(app, "edo-eval");
+
+  return edo::cli::run_tool("edo-eval", app, argc, argv, [&] { return tool.run(); });
 }

@@ -3,6 +3,7 @@
 // keeping the most frequent rows whole, written as a .edo every reader serves.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "model_cli.hpp"
 #include "shard_cli.hpp"
 
 #include <edo/device.hpp>
@@ -103,81 +104,119 @@ int run_hash_sweep(const std::string& text, const std::string& keep_top, const s
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Fit shared tables to a trained embedding table: each row becomes the sum of K of B hashed bucket vectors\n"
-      "(optionally with K per-row weights), or a quotient-remainder pair, fitted by least squares (weighted by\n"
-      "--freq), or its group's shared vector plus a small residual. The most frequent rows may keep their own\n"
-      "vectors (--keep-top). With hashing every id, even one beyond the table, has its buckets: readers can\n"
-      "serve new ids by the hash. Layout and the hash: docs/FORMAT.md 9.5-9.6; guide: docs/PACK.md.\n\n"
-      "Examples:\n"
-      "  edo-hash emb.npy -o emb.edo --scheme hash:buckets=1000 --eval\n"
-      "  edo-hash emb.npy -o emb.edo --freq counts.npy --scheme hash:buckets=1000,k=2,weights=1 --keep-top rows=1%\n"
-      "  edo-hash emb.npy -o emb.edo --scheme qr:buckets=100,op=mul --export fitted/\n"
-      "  edo-hash emb.npy -o emb.edo --scheme group:clusters=256,residual=int4 --eval\n"
-      "  edo-hash emb.npy -o emb.edo --scheme group:labels,residual=int2 --group-labels category.txt\n"
-      "  edo-hash emb.npy --freq counts.npy --sweep "
-      "'hash:buckets=1000,fit=none;hash:buckets=1000;hash:buckets=500,k=2'",
-      "edo-hash"};
-  std::string input, output, freq_path, scheme, keep_top, keep_codec = "fp16", sweep, export_dir, labels_path,
-                                                          device = "auto";
+namespace {
+
+// edo-hash's flags and its run.
+struct Hash {
+  std::string input, output, freq_path, freq_dir, scheme, keep_top, keep_codec = "fp16", sweep, export_dir, labels_path;
+  std::vector<std::string> freq_args;
+  edo::cli::ModelFlags model_flags;
+  std::string device = "auto";
   bool json = false, quiet = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0;
   edo::HashFitOptions fit;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input,
-                 "Table to fit (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
-                 "codes edo-unpack --codes wrote, or - for npy on stdin)")
-      ->required();
-  app.add_option("-o,--output", output, "Output .edo file");
-  app.add_option(
-      "--scheme", scheme,
-      "hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S]: each row the sum of K (1-8, default 1)\n"
-      "of B buckets, with K fp16 weights a row when weights=1; fit=none is the naive baseline (each bucket\n"
-      "the highest-id row hashed to it; K=1). qr:buckets=B[,op=sum|mul]: row i = Q[i / B] + (or *) R[i % B].\n"
-      "group:clusters=C|labels[,residual=CODEC|none]: rows of a group (C k-means clusters, or the labels of\n"
-      "--group-labels) share their weighted mean, each keeping its residual in CODEC (none by default;\n"
-      "e.g. residual=int4, residual=[pq:m=8])");
-  app.add_option("--group-labels", labels_path, "group:labels' groups: one integer >= 0 a line, one line a row");
-  app.add_option("--freq", freq_path,
-                 "Per-row access counts (npy or 'id count' text): the fit's weights, and which\n"
-                 "rows --keep-top keeps");
-  app.add_option("--keep-top", keep_top, "The most frequent rows keep their own vectors: rows=P%, rows=N or mass=P%");
-  app.add_option("--keep-codec", keep_codec, "Codec of the rows --keep-top keeps (default fp16)");
-  app.add_option("--tolerance", fit.tolerance,
-                 "Stop the fit at this relative residual (qr op=mul: relative improvement a round; default 1e-4)")
-      ->check(CLI::Range(1e-12, 1.0));
-  app.add_option("--max-iterations", fit.max_iterations, "Iterations (rounds) the fit may take (default 200)")
-      ->check(CLI::Range(1, 100000));
-  app.add_flag("--allow-partial", fit.allow_partial,
-               "Write the best fit reached when the tolerance is not (recorded in the manifest); else exit 1");
-  app.add_option("--export", export_dir,
-                 "Also write the fitted tables as npy files and hash.json (scheme, B, K, seed, the hash) into DIR");
-  app.add_option("--sweep", sweep,
-                 "Fit several schemes in one run, nothing written: 'SCHEME;SCHEME;...' (with --keep-top, each so);\n"
-                 "prints bytes, ratio, recall, cosine and error of each next to dense int8, int4 and int4:group=32");
-  app.add_option("--device", device,
-                 "auto (GPU when present), cpu or cuda: where the least-squares solver's products and\n"
-                 "group:clusters' k-means run (the same bits either way; the evaluation's k-NN too)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--seed", seed, "Seed for evaluation queries (the hash's seed is the scheme's seed=)");
-  app.add_flag("--json", json, "Print the summary as JSON on stdout");
-  app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
-  eval_flags.add_to(app, false);
-  edo::cli::add_threads_option(app, threads);
-  edo::cli::add_hdf5_policy_flags(app);
-  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::ShardFlags shard_flags;
-  edo::cli::add_shard_flags(
-      app, shard_flags,
-      "Fit once, for --trained in each shard's run: the hashed tier's tables (the least-squares fit\n"
-      "reads every row of the tier) and --keep-top's trained codec, written as a .edo with no rows",
-      "A --train-only file of the same options: each shard stores its tables, fitting nothing");
-  edo::cli::add_version_flag(app, "edo-hash");
 
-  return edo::cli::run_tool("edo-hash", app, argc, argv, [&] {
+  void add_to(CLI::App& app) {
+    app.add_option("INPUT", input,
+                   "Table to fit (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
+                   "codes edo-unpack --codes wrote, or - for npy on stdin), or a model: each table chosen by --tables\n"
+                   "fitted with the same scheme, into one model file")
+        ->required();
+    app.add_option("-o,--output", output, "Output .edo file");
+    app.add_option(
+        "--scheme", scheme,
+        "hash:buckets=B[,k=K][,weights=1][,fit=ls|none][,seed=S]: each row the sum of K (1-8, default 1)\n"
+        "of B buckets, with K fp16 weights a row when weights=1; fit=none is the naive baseline (each bucket\n"
+        "the highest-id row hashed to it; K=1). qr:buckets=B[,op=sum|mul]: row i = Q[i / B] + (or *) R[i % B].\n"
+        "group:clusters=C|labels[,residual=CODEC|none]: rows of a group (C k-means clusters, or the labels of\n"
+        "--group-labels) share their weighted mean, each keeping its residual in CODEC (none by default;\n"
+        "e.g. residual=int4, residual=[pq:m=8])");
+    app.add_option("--group-labels", labels_path, "group:labels' groups: one integer >= 0 a line, one line a row");
+    app.add_option("--freq", freq_args,
+                   "Per-row access counts (npy or 'id count' text): the fit's weights, and which\n"
+                   "rows --keep-top keeps. A model's tables: --freq NAME=counts.npy, repeated")
+        ->allow_extra_args(false);
+    app.add_option("--freq-dir", freq_dir,
+                   "A model's counts: DIR/NAME.npy for table NAME ('/' in a name written '__')");
+    model_flags.add_to(app);
+    app.add_option("--keep-top", keep_top, "The most frequent rows keep their own vectors: rows=P%, rows=N or mass=P%");
+    app.add_option("--keep-codec", keep_codec, "Codec of the rows --keep-top keeps (default fp16)");
+    app.add_option("--tolerance", fit.tolerance,
+                   "Stop the fit at this relative residual (qr op=mul: relative improvement a round; default 1e-4)")
+        ->check(CLI::Range(1e-12, 1.0));
+    app.add_option("--max-iterations", fit.max_iterations, "Iterations (rounds) the fit may take (default 200)")
+        ->check(CLI::Range(1, 100000));
+    app.add_flag("--allow-partial", fit.allow_partial,
+                 "Write the best fit reached when the tolerance is not (recorded in the manifest); else exit 1");
+    app.add_option("--export", export_dir,
+                   "Also write the fitted tables as npy files and hash.json (scheme, B, K, seed, the hash) into DIR");
+    app.add_option("--sweep", sweep,
+                   "Fit several schemes in one run, nothing written: 'SCHEME;SCHEME;...' (with --keep-top, each so);\n"
+                   "prints bytes, ratio, recall, cosine and error of each next to dense int8, int4 and int4:group=32");
+    edo::cli::add_device_option(app, device,
+                                "auto (GPU when present), cpu or cuda: where the least-squares solver's products and\n"
+                                "group:clusters' k-means run (the same bits either way; the evaluation's k-NN too)");
+    app.add_option("--seed", seed, "Seed for evaluation queries (the hash's seed is the scheme's seed=)");
+    app.add_flag("--json", json, "Print the summary as JSON on stdout");
+    app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
+    eval_flags.add_to(app, false);
+    edo::cli::add_run_options(app, threads, quiet);
+    edo::cli::add_shard_flags(
+        app, shard_flags,
+        "Fit once, for --trained in each shard's run: the hashed tier's tables (the least-squares fit\n"
+        "reads every row of the tier) and --keep-top's trained codec, written as a .edo with no rows",
+        "A --train-only file of the same options: each shard stores its tables, fitting nothing");
+  }
+
+  // Every table of the model fitted with the same scheme, each by its own counts.
+  int run_model(const edo::io::ModelSelection& model) {
+    if (run_eval || !eval_flags.gates.empty() || !labels_path.empty() || !export_dir.empty())
+      EDO_USAGE_FAIL(
+          "a model input: --eval and --gate (use edo-eval MODEL model.edo), --group-labels and --export "
+          "take one table (FILE:tensor)");
+    const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
+    edo::cli::apply_threads(threads);
+    edo::PackOptions base;
+    base.tool = "edo-hash";
+    base.seed = seed;
+    base.device = edo::select_device(device);
+    base.hash_fit = fit;
+    base.note = edo::cli::stderr_note("edo-hash", quiet);
+    base.tiers = hash_tiers(scheme, keep_top, keep_codec);
+    base.parameters = parameters(base);
+    for (const edo::io::ModelTable& t : model.tables) edo::check_tier_specs(base.tiers, t.rows, t.dim);
+    const edo::cli::ModelShards shards(shard_flags, model, output);
+    const edo::ModelReport rep = edo::write_model_tables(
+        model, output,
+        [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
+          edo::PackOptions opt = base;
+          opt.freq = edo::cli::model_table_freq(freq_files, t);
+          return edo::cli::pack_model_table("edo-hash", shards.for_table(t.name), table, out, opt, quiet);
+        },
+        edo::model_provenance(base), edo::cli::stderr_note("edo-hash", quiet));
+    edo::cli::print_model_summary(json, rep, input, output);
+    return 0;
+  }
+
+  nlohmann::json parameters(const edo::PackOptions& opt) const {
+    return {{"scheme", opt.tiers.back().codec},
+            {"keep_top", keep_top},
+            {"keep_codec", keep_codec},
+            {"tolerance", fit.tolerance},
+            {"max_iterations", fit.max_iterations},
+            {"allow_partial", fit.allow_partial}};
+  }
+
+  int run() {
     const bool sweeping = !sweep.empty();
+    if (!sweeping && !output.empty() && output != "-" && !scheme.empty())
+      if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-hash")) return run_model(*model);
+    if (freq_args.size() > 1) EDO_USAGE_FAIL("--freq: one count file for one table ({} given)", freq_args.size());
+    if (!freq_dir.empty()) EDO_USAGE_FAIL("--freq-dir: counts per table of a model; {} is one table", input);
+    if (!freq_args.empty()) freq_path = freq_args.front();
     if (sweeping && (!output.empty() || !scheme.empty() || !export_dir.empty()))
       EDO_USAGE_FAIL("--sweep writes nothing and takes its schemes from its items: drop -o, --scheme and --export");
     if (!sweeping && (output.empty() || scheme.empty()))
@@ -208,12 +247,7 @@ int main(int argc, char** argv) {
     if (sweeping) return run_hash_sweep(sweep, keep_top, keep_codec, *table, opt, eval_flags, json);
     opt.tiers = hash_tiers(scheme, keep_top, keep_codec);
     edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
-    opt.parameters = {{"scheme", opt.tiers.back().codec},
-                      {"keep_top", keep_top},
-                      {"keep_codec", keep_codec},
-                      {"tolerance", fit.tolerance},
-                      {"max_iterations", fit.max_iterations},
-                      {"allow_partial", fit.allow_partial}};
+    opt.parameters = parameters(opt);
     if (!export_dir.empty() && shard_flags.train_only)
       EDO_USAGE_FAIL("--export writes the fitted tables of a file: export from the run that writes the table");
     edo::cli::PackShards shards;
@@ -238,5 +272,30 @@ int main(int argc, char** argv) {
     edo::cli::print_write_summary(json, report, fit_lines + edo::pack_report_text(rep), input, output, code,
                                   eval_wanted, result, outcomes);
     return code;
-  });
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Fit shared tables to a trained embedding table: each row becomes the sum of K of B hashed bucket vectors\n"
+      "(optionally with K per-row weights), or a quotient-remainder pair, fitted by least squares (weighted by\n"
+      "--freq), or its group's shared vector plus a small residual. The most frequent rows may keep their own\n"
+      "vectors (--keep-top). With hashing every id, even one beyond the table, has its buckets: readers can\n"
+      "serve new ids by the hash. Layout and the hash: docs/FORMAT.md 9.5-9.6; guide: docs/PACK.md.\n\n"
+      "Examples:\n"
+      "  edo-hash emb.npy -o emb.edo --scheme hash:buckets=1000 --eval\n"
+      "  edo-hash emb.npy -o emb.edo --freq counts.npy --scheme hash:buckets=1000,k=2,weights=1 --keep-top rows=1%\n"
+      "  edo-hash emb.npy -o emb.edo --scheme qr:buckets=100,op=mul --export fitted/\n"
+      "  edo-hash emb.npy -o emb.edo --scheme group:clusters=256,residual=int4 --eval\n"
+      "  edo-hash emb.npy -o emb.edo --scheme group:labels,residual=int2 --group-labels category.txt\n"
+      "  edo-hash emb.npy --freq counts.npy --sweep "
+      "'hash:buckets=1000,fit=none;hash:buckets=1000;hash:buckets=500,k=2'",
+      "edo-hash"};
+  Hash tool;
+  tool.add_to(app);
+  edo::cli::add_version_flag(app, "edo-hash");
+
+  return edo::cli::run_tool("edo-hash", app, argc, argv, [&] { return tool.run(); });
 }

@@ -3,6 +3,7 @@
 // by the same Reader::lookup a server links.
 #include "cli_common.hpp"
 
+#include <edo/device.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/ids.hpp>
@@ -73,12 +74,6 @@ class RowSink {
   std::unique_ptr<edo::io::AtomicFile> file_;
 };
 
-edo::UnknownIdPolicy unknown_policy(const std::string& s) {
-  if (s == "error") return edo::UnknownIdPolicy::error;
-  if (s == "default") return edo::UnknownIdPolicy::default_vector;
-  return edo::UnknownIdPolicy::hash;
-}
-
 // What the ids are looked up in: one file's Reader, or a shard set's
 // (edo-pack --shard-set), whose shards share one layout of tiers.
 struct LookupTable {
@@ -88,7 +83,17 @@ struct LookupTable {
   uint64_t rows() const { return file ? file->rows() : set->rows(); }
   uint64_t dim() const { return file ? file->dim() : set->dim(); }
   const std::string& path() const { return file ? file->path() : set->path(); }
+  edo::Device device = edo::Device::cpu;  // cuda: one file opened with ReaderOptions::device = cuda
+
+  // Under --device cuda, Reader::lookup_device: tiers resident on the GPU
+  // gathered and decoded there, the others decoded on the host; the rows
+  // come back to host memory for the output.
   void lookup(const int64_t* ids, size_t n, float* out) const {
+    if (file && device == edo::Device::cuda) {
+      edo::DeviceBuffer rows(n * dim() * sizeof(float));
+      file->lookup_device(ids, n, rows.as<float>());
+      return rows.download(out, rows.bytes());
+    }
     return file ? file->lookup(ids, n, out) : set->lookup(ids, n, out);
   }
   // The reader that serves table row `row` (< rows()), and the row there.
@@ -109,10 +114,11 @@ void check_known(const edo::io::IdList& list, const std::string& ids_path, const
                ids_path == "-" ? "<stdin>" : ids_path, list.where(i), list.ids[i], reader.path(), reader.rows());
 }
 
-// Where edo-lookup serves a tier from: it looks up on the CPU, so a tier the
-// file marks gpu is read from host memory here.
-const char* served_from(edo::Residency r) {
-  return r == edo::Residency::gpu ? "gpu (served from host)" : edo::residency_name(r);
+// Where edo-lookup serves a tier from: a tier the file marks gpu is in GPU
+// memory only under --device cuda (on_device); otherwise it is read from host memory.
+const char* served_from(const edo::TierStats& s) {
+  if (s.on_device) return "gpu";
+  return s.residency == edo::Residency::gpu ? "gpu (served from host)" : edo::residency_name(s.residency);
 }
 
 // Lookups by tier of the file (shards fold into the first's tiers); ids beyond the table in `unknown`.
@@ -141,12 +147,13 @@ nlohmann::json stats_json(const LookupTable& table, const std::vector<int64_t>& 
   nlohmann::json tiers = nlohmann::json::array();
   for (size_t t = 0; t < per_tier.size(); ++t) {
     const edo::TierStats& s = reader.tiers()[t];
-    nlohmann::json entry = {
-        {"name", s.name},
-        {"codec", s.codec},
-        {"residency", edo::residency_name(s.residency)},
-        {"served_from", s.residency == edo::Residency::gpu ? "host" : edo::residency_name(s.residency)},
-        {"lookups", per_tier[t]}};
+    nlohmann::json entry = {{"name", s.name},
+                            {"codec", s.codec},
+                            {"residency", edo::residency_name(s.residency)},
+                            {"served_from", s.on_device                          ? "gpu"
+                                            : s.residency == edo::Residency::gpu ? "host"
+                                                                                 : edo::residency_name(s.residency)},
+                            {"lookups", per_tier[t]}};
     if (const edo::CacheCounts c = reader.cache_counts(t); c.cached)
       entry["cache"] = {{"hits", c.hits}, {"misses", c.misses}, {"bytes_read", c.bytes_read}};
     tiers.push_back(entry);
@@ -177,7 +184,7 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
   for (size_t t = 0; t < per_tier.size(); ++t) {
     const edo::TierStats& s = reader.tiers()[t];
     std::fprintf(stderr, "  tier %-10s %-28s %-5s %10llu lookups (%5.1f%%)\n", s.name.c_str(), s.codec.c_str(),
-                 served_from(s.residency), static_cast<unsigned long long>(per_tier[t]),
+                 served_from(s), static_cast<unsigned long long>(per_tier[t]),
                  n > 0 ? 100.0 * static_cast<double>(per_tier[t]) / n : 0.0);
   }
   if (unknown > 0)
@@ -203,6 +210,180 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
   std::fprintf(stderr, "  peak resident memory: %.1f MB\n", static_cast<double>(ru.ru_maxrss) / 1024.0);
 }
 
+// edo-lookup's flags.
+struct LookupFlags {
+  std::string input, ids_path, output, format = "auto", unknown = "error";
+  std::string offsets_path, mode = "sum", weights_path, max_resident, cache_io = "auto", device = "cpu";
+  bool with_ids = false, stats = false, verify = false, quiet = false, force = false, json = false;
+  bool mode_given = false;
+  uint64_t batch = 65536;
+  int threads = 0;
+
+  void add_to(CLI::App& app) {
+    app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
+        ->required();
+    app.add_option("--ids", ids_path, "Ids to look up: a text file, an integer .npy, or - for stdin")->required();
+    app.add_option("--offsets", offsets_path,
+                   "Pool bags of ids instead of returning rows: the B bag starts into --ids (a text file or an\n"
+                   "integer .npy; the first 0, never decreasing, the last bag to the end of the ids), as\n"
+                   "torch.nn.EmbeddingBag takes them; one pooled row a bag (an empty bag: zeros). One .edo\n"
+                   "file, not a shard set");
+    app.add_option("--weights", weights_path,
+                   "With --offsets and --mode sum: a .npy of one weight a id (EmbeddingBag's per_sample_weights)");
+    app.add_option("--mode", mode, "With --offsets: sum (default), mean or max of each bag's rows")
+        ->check(CLI::IsMember({"sum", "mean", "max"}));
+    app.add_option("-o,--output", output,
+                   "rows.npy, rows.h5:/dataset, rows.txt (with --format text) or - (stdout, "
+                   "the default)");
+    app.add_option("--format", format,
+                   "auto (default: text when stdout is a terminal, else npy), npy or text; a -o name ending in\n"
+                   ".txt means text")
+        ->check(CLI::IsMember({"auto", "npy", "text"}));
+    app.add_flag("--with-ids", with_ids, "Text rows start with their id and a tab");
+    app.add_option("--unknown", unknown,
+                   "Ids at or beyond the table: error (default; the line is named), default (the file's default\n"
+                   "vector: its default tier's, else zeros) or hash (from the file's hashed tier)")
+        ->check(CLI::IsMember({"error", "default", "hash"}));
+    app.add_option("--batch", batch, "Ids looked up a call (default 65536)")->check(CLI::Range(1, 1 << 24));
+    app.add_flag("--stats", stats,
+                 "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
+    app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
+    app.add_option("--max-resident", max_resident,
+                   "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read by io_uring or pread\n"
+                   "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
+    app.add_option("--cache-io", cache_io,
+                   "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"
+                   "default, falls back to pread where the kernel refuses io_uring), or always pread or io_uring")
+        ->check(CLI::IsMember({"auto", "pread", "io_uring"}));
+    edo::cli::add_device_option(
+        app, device,
+        "cpu (default), cuda (an error without a GPU) or auto (the GPU when present): with cuda, the\n"
+        "tiers a file marks gpu are copied to GPU memory at open and gathered and decoded there\n"
+        "(Reader::lookup_device), the others decoded on the host; the rows come back for the output.\n"
+        "One .edo file, without --offsets (auto serves those on the CPU)");
+    app.add_flag("--json", json,
+                 "Print the run's figures as JSON on stdout (lookups, rows/s, lookups a tier, cache reads, bytes\n"
+                 "read from storage, peak memory): needs -o (stdout would carry the rows)");
+    edo::cli::add_force_container_flag(app, force);
+    edo::cli::add_threads_option(app, threads);
+    app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
+  }
+};
+
+// Whether the rows go out as text (else npy or HDF5); usage errors for flags that do not fit.
+bool rows_as_text(const LookupFlags& f) {
+  const bool to_stdout = f.output.empty() || f.output == "-";
+  const bool text =
+      f.format == "text" ||
+      (f.format == "auto" && ((to_stdout && ::isatty(STDOUT_FILENO)) || (!to_stdout && f.output.ends_with(".txt"))));
+  if (!text && to_stdout && ::isatty(STDOUT_FILENO))
+    EDO_USAGE_FAIL("refusing to write binary .npy to a terminal (--format text prints rows)");
+  if (text && !to_stdout && f.output.find(':') != std::string::npos && !f.output.ends_with(".txt"))
+    EDO_USAGE_FAIL("-o {}: text rows go to a plain file, not a dataset", f.output);
+  if (f.with_ids && !text) EDO_USAGE_FAIL("--with-ids is for text rows (--format text)");
+  if (f.json && to_stdout) EDO_USAGE_FAIL("--json needs -o FILE: stdout carries the rows");
+  if ((!f.weights_path.empty() || f.mode_given) && f.offsets_path.empty())
+    EDO_USAGE_FAIL("--mode and --weights pool bags: give --offsets");
+  edo::cli::PathGuard()
+      .input(f.input)
+      .input(f.ids_path)
+      .input(f.offsets_path)
+      .input(f.weights_path)
+      .output("-o", to_stdout ? "" : (text ? f.output : f.output.substr(0, f.output.find(':'))))
+      .check();
+  return text;
+}
+
+// The file or shard set, opened as the flags say.
+LookupTable open_table(const LookupFlags& f, edo::ReaderOptions& ro) {
+  ro.verify = f.verify ? edo::io::Verify::all : edo::io::Verify::structure;
+  ro.unknown_ids = edo::parse_unknown_id_policy(f.unknown);
+  if (!f.max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", f.max_resident);
+  if (!f.max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
+  ro.cache_io = edo::parse_cache_io(f.cache_io);
+  if (f.verify && ro.max_resident > 0)
+    EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
+  const bool shard_set = edo::is_shard_set_file(f.input);
+  // cuda is refused (exit 1) without a GPU before anything else is said about it.
+  edo::Device device = edo::select_device(f.device);
+  if (device == edo::Device::cuda && (shard_set || !f.offsets_path.empty())) {
+    if (f.device == "cuda")
+      EDO_USAGE_FAIL("--device cuda serves plain lookups of one .edo file; {}",
+                     shard_set ? f.input + " is a shard set" : std::string("--offsets pools on the CPU"));
+    device = edo::Device::cpu;
+  }
+  ro.device = device;
+  LookupTable reader;
+  reader.device = device;
+  if (shard_set) {
+    if (ro.max_resident > 0)
+      EDO_USAGE_FAIL("--max-resident bounds one file; {} is a shard set (give it a shard, or merge)", f.input);
+    reader.set.emplace(edo::ShardSet::open(f.input, ro));
+  } else {
+    reader.file.emplace(edo::Reader::open(f.input, ro));
+  }
+  return reader;
+}
+
+// The looked-up (or, with --offsets, pooled) rows, written where the flags say.
+void write_rows(const LookupFlags& f, const LookupTable& reader, const edo::io::IdList& list, bool text) {
+  const edo::io::OtherContents others = f.force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse;
+  if (!f.offsets_path.empty()) {
+    if (!reader.file) EDO_USAGE_FAIL("{}: --offsets pools rows of one .edo file; merge the shards first", f.input);
+    const edo::io::IdList offsets = edo::io::read_ids(f.offsets_path);
+    const std::vector<float> weights =
+        f.weights_path.empty() ? std::vector<float>{} : edo::io::read_weights(f.weights_path, list.ids.size());
+    const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(),
+                         f.weights_path.empty() ? nullptr : weights.data()};
+    std::vector<float> pooled(bags.count * reader.dim());
+    reader.file->lookup_bags(bags, edo::parse_pool_mode(f.mode), pooled.data());
+    std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number
+    for (size_t b = 0; b < bags.count; ++b) bag_ids[b] = static_cast<int64_t>(b);
+    RowSink sink(f.output, text, f.with_ids, bags.count, reader.dim(), others);
+    sink.write(bag_ids.data(), pooled.data(), bags.count);
+    sink.commit();
+    return;
+  }
+  RowSink sink(f.output, text, f.with_ids, list.ids.size(), reader.dim(), others);
+  std::vector<float> rows(std::min<uint64_t>(f.batch, list.ids.size()) * reader.dim());
+  for (size_t begin = 0; begin < list.ids.size(); begin += f.batch) {
+    const size_t n = std::min<size_t>(f.batch, list.ids.size() - begin);
+    reader.lookup(list.ids.data() + begin, n, rows.data());
+    sink.write(list.ids.data() + begin, rows.data(), n);
+  }
+  sink.commit();
+}
+
+int run(const LookupFlags& f) {
+  edo::cli::apply_threads(f.threads);
+  const bool text = rows_as_text(f);
+  edo::ReaderOptions ro;
+  const LookupTable reader = open_table(f, ro);
+  edo::io::report_bus_errors_as(fmt::format(
+      "edo-lookup: error: {}: the file shrank while being served (truncated by another process?)", f.input));
+  const edo::io::IdList list = edo::io::read_ids(f.ids_path);
+  if (list.ids.empty()) EDO_FAIL("{}: no ids", f.ids_path == "-" ? "<stdin>" : f.ids_path);
+  if (ro.unknown_ids == edo::UnknownIdPolicy::error) check_known(list, f.ids_path, reader);
+  const int64_t read_before = storage_read_bytes();
+  const auto t0 = std::chrono::steady_clock::now();
+  write_rows(f, reader, list, text);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t read_bytes = read_before >= 0 ? storage_read_bytes() - read_before : -1;
+  if (f.stats) print_stats(reader, list.ids, seconds, read_bytes);
+  if (f.json) {
+    nlohmann::json j = stats_json(reader, list.ids, seconds, read_bytes);
+    j["input"] = f.input;
+    j["output"] = f.output;
+    std::puts(j.dump(2).c_str());
+  }
+  const bool to_stdout = f.output.empty() || f.output == "-";
+  if (!f.quiet && !f.stats && !to_stdout && !f.json)
+    std::fprintf(stderr, "edo-lookup: %zu %s of %llu values -> %s\n", list.ids.size(),
+                 f.offsets_path.empty() ? "rows" : "ids pooled into rows",
+                 static_cast<unsigned long long>(reader.dim()), f.output.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,140 +397,11 @@ int main(int argc, char** argv) {
       "  seq 0 9 | edo-lookup table.edo --ids - --format text --with-ids\n"
       "  edo-lookup table.edo --ids new_ids.npy --unknown hash -o rows.npy --stats",
       "edo-lookup"};
-  std::string input, ids_path, output, format = "auto", unknown = "error";
-  bool with_ids = false, stats = false, verify = false, quiet = false, force = false, json = false;
-  uint64_t batch = 65536;
-  int threads = 0;
-  app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
-      ->required();
-  app.add_option("--ids", ids_path, "Ids to look up: a text file, an integer .npy, or - for stdin")->required();
-  std::string offsets_path, mode = "sum";
-  app.add_option("--offsets", offsets_path,
-                 "Pool bags of ids instead of returning rows: the B bag starts into --ids (a text file or an\n"
-                 "integer .npy; the first 0, never decreasing, the last bag to the end of the ids), as\n"
-                 "torch.nn.EmbeddingBag takes them; one pooled row a bag (an empty bag: zeros). One .edo\n"
-                 "file, not a shard set");
-  std::string weights_path;
-  app.add_option("--weights", weights_path,
-                 "With --offsets and --mode sum: a .npy of one weight a id (EmbeddingBag's per_sample_weights)");
-  app.add_option("--mode", mode, "With --offsets: sum (default), mean or max of each bag's rows")
-      ->check(CLI::IsMember({"sum", "mean", "max"}));
-  app.add_option("-o,--output", output,
-                 "rows.npy, rows.h5:/dataset, rows.txt (with --format text) or - (stdout, "
-                 "the default)");
-  app.add_option("--format", format,
-                 "auto (default: text when stdout is a terminal, else npy), npy or text; a -o name ending in\n"
-                 ".txt means text")
-      ->check(CLI::IsMember({"auto", "npy", "text"}));
-  app.add_flag("--with-ids", with_ids, "Text rows start with their id and a tab");
-  app.add_option("--unknown", unknown,
-                 "Ids at or beyond the table: error (default; the line is named), default (the file's default\n"
-                 "vector: its default tier's, else zeros) or hash (from the file's hashed tier)")
-      ->check(CLI::IsMember({"error", "default", "hash"}));
-  app.add_option("--batch", batch, "Ids looked up a call (default 65536)")->check(CLI::Range(1, 1 << 24));
-  app.add_flag("--stats", stats,
-               "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
-  app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
-  std::string max_resident, cache_io = "auto";
-  app.add_option("--max-resident", max_resident,
-                 "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read by io_uring or pread\n"
-                 "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
-  app.add_option("--cache-io", cache_io,
-                 "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"
-                 "default, falls back to pread where the kernel refuses io_uring), or always pread or io_uring")
-      ->check(CLI::IsMember({"auto", "pread", "io_uring"}));
-  app.add_flag("--json", json,
-               "Print the run's figures as JSON on stdout (lookups, rows/s, lookups a tier, cache reads, bytes\n"
-               "read from storage, peak memory): needs -o (stdout would carry the rows)");
-  edo::cli::add_force_container_flag(app, force);
-  edo::cli::add_threads_option(app, threads);
-  app.add_flag("-q,--quiet", quiet, "No notes on stderr (errors and --stats still print)");
+  LookupFlags flags;
+  flags.add_to(app);
   edo::cli::add_version_flag(app, "edo-lookup");
-
   return edo::cli::run_tool("edo-lookup", app, argc, argv, [&] {
-    edo::cli::apply_threads(threads);
-    const bool to_stdout = output.empty() || output == "-";
-    const bool text =
-        format == "text" ||
-        (format == "auto" && ((to_stdout && ::isatty(STDOUT_FILENO)) || (!to_stdout && output.ends_with(".txt"))));
-    if (!text && to_stdout && ::isatty(STDOUT_FILENO))
-      EDO_USAGE_FAIL("refusing to write binary .npy to a terminal (--format text prints rows)");
-    if (text && !to_stdout && output.find(':') != std::string::npos && !output.ends_with(".txt"))
-      EDO_USAGE_FAIL("-o {}: text rows go to a plain file, not a dataset", output);
-    if (with_ids && !text) EDO_USAGE_FAIL("--with-ids is for text rows (--format text)");
-    if (json && to_stdout) EDO_USAGE_FAIL("--json needs -o FILE: stdout carries the rows");
-    if ((!weights_path.empty() || app.count("--mode") > 0) && offsets_path.empty())
-      EDO_USAGE_FAIL("--mode and --weights pool bags: give --offsets");
-    edo::cli::PathGuard()
-        .input(input)
-        .input(ids_path)
-        .input(offsets_path)
-        .input(weights_path)
-        .output("-o", to_stdout ? "" : (text ? output : output.substr(0, output.find(':'))))
-        .check();
-    edo::ReaderOptions ro;
-    ro.verify = verify ? edo::io::Verify::all : edo::io::Verify::structure;
-    ro.unknown_ids = unknown_policy(unknown);
-    if (!max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", max_resident);
-    if (!max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
-    ro.cache_io = cache_io == "io_uring" ? edo::CacheIo::io_uring
-                  : cache_io == "pread"  ? edo::CacheIo::pread
-                                         : edo::CacheIo::automatic;
-    if (verify && ro.max_resident > 0)
-      EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
-    LookupTable reader;
-    if (edo::is_shard_set_file(input)) {
-      if (ro.max_resident > 0)
-        EDO_USAGE_FAIL("--max-resident bounds one file; {} is a shard set (give it a shard, or merge)", input);
-      reader.set.emplace(edo::ShardSet::open(input, ro));
-    } else {
-      reader.file.emplace(edo::Reader::open(input, ro));
-    }
-    edo::io::report_bus_errors_as(fmt::format(
-        "edo-lookup: error: {}: the file shrank while being served (truncated by another process?)", input));
-    const edo::io::IdList list = edo::io::read_ids(ids_path);
-    if (list.ids.empty()) EDO_FAIL("{}: no ids", ids_path == "-" ? "<stdin>" : ids_path);
-    if (ro.unknown_ids == edo::UnknownIdPolicy::error) check_known(list, ids_path, reader);
-    const int64_t read_before = storage_read_bytes();
-    const auto t0 = std::chrono::steady_clock::now();
-    const edo::io::OtherContents others = force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse;
-    if (!offsets_path.empty()) {
-      if (!reader.file) EDO_USAGE_FAIL("{}: --offsets pools rows of one .edo file; merge the shards first", input);
-      const edo::io::IdList offsets = edo::io::read_ids(offsets_path);
-      const std::vector<float> weights =
-          weights_path.empty() ? std::vector<float>{} : edo::io::read_weights(weights_path, list.ids.size());
-      const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(),
-                           weights_path.empty() ? nullptr : weights.data()};
-      std::vector<float> pooled(bags.count * reader.dim());
-      reader.file->lookup_bags(bags, edo::parse_pool_mode(mode), pooled.data());
-      std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number
-      for (size_t b = 0; b < bags.count; ++b) bag_ids[b] = static_cast<int64_t>(b);
-      RowSink sink(output, text, with_ids, bags.count, reader.dim(), others);
-      sink.write(bag_ids.data(), pooled.data(), bags.count);
-      sink.commit();
-    } else {
-      RowSink sink(output, text, with_ids, list.ids.size(), reader.dim(), others);
-      std::vector<float> rows(std::min<uint64_t>(batch, list.ids.size()) * reader.dim());
-      for (size_t begin = 0; begin < list.ids.size(); begin += batch) {
-        const size_t n = std::min<size_t>(batch, list.ids.size() - begin);
-        reader.lookup(list.ids.data() + begin, n, rows.data());
-        sink.write(list.ids.data() + begin, rows.data(), n);
-      }
-      sink.commit();
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const int64_t read_bytes = read_before >= 0 ? storage_read_bytes() - read_before : -1;
-    if (stats) print_stats(reader, list.ids, seconds, read_bytes);
-    if (json) {
-      nlohmann::json j = stats_json(reader, list.ids, seconds, read_bytes);
-      j["input"] = input;
-      j["output"] = output;
-      std::puts(j.dump(2).c_str());
-    }
-    if (!quiet && !stats && !to_stdout && !json)
-      std::fprintf(stderr, "edo-lookup: %zu %s of %llu values -> %s\n", list.ids.size(),
-                   offsets_path.empty() ? "rows" : "ids pooled into rows",
-                   static_cast<unsigned long long>(reader.dim()), output.c_str());
-    return 0;
+    flags.mode_given = app.count("--mode") > 0;
+    return run(flags);
   });
 }

@@ -2,6 +2,7 @@
 // own codec and residency, with a row-to-tier map for O(1) lookups.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "model_cli.hpp"
 #include "shard_cli.hpp"
 
 #include <edo/device.hpp>
@@ -15,86 +16,128 @@
 
 #include <unistd.h>
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Pack an embedding table into a tiered .edo file: rows ordered hottest first (by --freq counts, else by\n"
-      "row L2 norm), each tier a slice of that order with its own codec and a residency hint. Guide: docs/PACK.md.\n\n"
-      "Tier spec: NAME:SHARE:CODEC[:gpu|host|disk], SHARE = rows=P% | rows=N | mass=P% | rest,\n"
-      "CODEC = any codec spec (edo-quantize --list); 'default' (one shared vector: the frequency-weighted mean),\n"
-      "'zero' (rows read as zeros), 'centroids:C' (C k-means centroids, each row mapped to its nearest) or\n"
-      "'nearest[:cos|l2]' (each row answered by its nearest row of the codec tiers), the fallbacks for dropped\n"
-      "rows; or a sparse form csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|\n"
-      "int8|int4] (edo-sparsify --help).\n\n"
-      "Examples:\n"
-      "  edo-pack emb.npy -o emb.edo --freq counts.npy \\\n"
-      "      --tier hot:rows=5%:fp16:gpu --tier warm:rows=25%:int8:host --tier cold:rest:int4:disk\n"
-      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier hot:mass=80%:fp16:gpu --tier "
-      "cold:rest:pq:m=16,nbits=8:disk\n"
-      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
-      "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
-      "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
-      "  edo-pack --merge part-*.edo -o emb.edo    (shards of any tool's --shard; docs/SCALE.md)\n"
-      "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
-      "edo-pack"};
-  std::string input, output, freq_path, config, device = "auto";
+namespace {
+
+// edo-pack's flags and its run.
+struct Pack {
+  std::string input, output, freq_path, freq_dir, config, device = "auto";
+  std::vector<std::string> freq_args;
+  edo::cli::ModelFlags model_flags;
   std::vector<std::string> tier_texts;
   bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false, force = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input,
-                 "Table to pack (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
-                 "codes edo-unpack --codes wrote, or - for npy on stdin)");
-  app.add_option("-o,--output", output, "Output .edo file");
-  app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
-  app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
-  app.add_option("--freq", freq_path, "Per-row access counts (npy or 'id count' text): the hot order and mass shares");
-  app.add_option("--device", device, "auto (GPU when present), cpu or cuda, for encoding")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
-  app.add_option("--train-rows", train_rows, "Rows of a tier sampled to train its codec (default 65536)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--allow-nonfinite", allow_nonfinite, "Pass NaN/Inf through where the codec can store them");
-  app.add_flag("--force", force,
-               "Write csr/bitmap tiers even when larger than their rows stored dense at the same precision");
-  app.add_flag("--allow-underflow", allow_underflow,
-               "Store rows whose values are too small for their tier's codec instead of refusing (docs/CLI.md)");
   std::string vocab_path;
-  app.add_option("--vocab", vocab_path,
-                 "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
-                 "(word2vec and fastText inputs store their own words)");
-  app.add_flag("--json", json, "Print the summary as JSON on stdout");
-  app.add_flag("--eval", run_eval,
-               "Evaluate the file: metrics overall, per tier (<tier>.*) and access-weighted (w.*, from --freq),\n"
-               "bytes per residency; stored in the manifest");
-  eval_flags.add_to(app, false);
-  edo::cli::add_threads_option(app, threads);
-  edo::cli::add_hdf5_policy_flags(app);
-  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::ShardFlags shard_flags;
-  edo::cli::add_shard_flags(
-      app, shard_flags,
-      "Write only what the whole table decides, for --trained in each shard's run (a .edo with no rows):\n"
-      "trained codecs, centroids and density= thresholds from the sample a whole-table run draws, default\n"
-      "tiers' means and hashed tiers' fits from their rows (docs/SCALE.md, global phases)",
-      "A --train-only file of the same tiers: encode with its states, training nothing (its seed and\n"
-      "training parameters are the run's)");
   std::vector<std::string> merge;
-  app.add_option("--merge", merge,
-                 "Shard files (of edo-quantize, edo-pack, edo-sparsify or edo-hash --shard, in any order):\n"
-                 "concatenated without decoding into -o, the file one process writes from the same command and\n"
-                 "seed, byte for byte; every shard once")
-      ->expected(1, -1);
   std::vector<std::string> shard_set;
-  app.add_option("--shard-set", shard_set,
-                 "Shard files (as --merge takes them): checked as --merge checks them, then a small shard-set\n"
-                 "file -o names them with their rows, sizes and manifest checksums; edo-unpack, edo-eval, the tools'\n"
-                 "INPUT and the reader library's ShardSet read it as the whole table, without copying (shards\n"
-                 "with hashed or nearest tiers, which answer ids across shards, are refused: merge them)")
-      ->expected(1, -1);
-  edo::cli::add_version_flag(app, "edo-pack");
 
-  return edo::cli::run_tool("edo-pack", app, argc, argv, [&] {
+  void add_to(CLI::App& app) {
+    app.add_option("INPUT", input,
+                   "Table to pack (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
+                   "codes edo-unpack --codes wrote, or - for npy on stdin), or a model: each table chosen by\n"
+                   "--tables packed with the same tiers, into one model file");
+    app.add_option("-o,--output", output, "Output .edo file");
+    app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
+    app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
+    app.add_option("--freq", freq_args,
+                   "Per-row access counts (npy or 'id count' text): the hot order and mass shares. A model's tables:\n"
+                   "--freq NAME=counts.npy, repeated (NAME= is read as a table name only when it names a chosen table)")
+        ->allow_extra_args(false);
+    app.add_option("--freq-dir", freq_dir,
+                   "A model's counts: DIR/NAME.npy for table NAME ('/' in a name written '__'); tables without a\n"
+                   "file are ordered by row norm");
+    model_flags.add_to(app);
+    edo::cli::add_device_option(app, device, "auto (GPU when present), cpu or cuda, for encoding");
+    app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
+    app.add_option("--train-rows", train_rows, "Rows of a tier sampled to train its codec (default 65536)")
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--allow-nonfinite", allow_nonfinite, "Pass NaN/Inf through where the codec can store them");
+    app.add_flag("--force", force,
+                 "Write csr/bitmap tiers even when larger than their rows stored dense at the same precision");
+    app.add_flag("--allow-underflow", allow_underflow,
+                 "Store rows whose values are too small for their tier's codec instead of refusing (docs/CLI.md)");
+    app.add_option("--vocab", vocab_path,
+                   "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
+                   "(word2vec and fastText inputs store their own words)");
+    app.add_flag("--json", json, "Print the summary as JSON on stdout");
+    app.add_flag("--eval", run_eval,
+                 "Evaluate the file: metrics overall, per tier (<tier>.*) and access-weighted (w.*, from --freq),\n"
+                 "bytes per residency; stored in the manifest");
+    eval_flags.add_to(app, false);
+    edo::cli::add_run_options(app, threads, quiet);
+    edo::cli::add_shard_flags(
+        app, shard_flags,
+        "Write only what the whole table decides, for --trained in each shard's run (a .edo with no rows):\n"
+        "trained codecs, centroids and density= thresholds from the sample a whole-table run draws, default\n"
+        "tiers' means and hashed tiers' fits from their rows (docs/SCALE.md, global phases)",
+        "A --train-only file of the same tiers: encode with its states, training nothing (its seed and\n"
+        "training parameters are the run's)");
+    app.add_option("--merge", merge,
+                   "Shard files (of edo-quantize, edo-pack, edo-sparsify or edo-hash --shard, in any order):\n"
+                   "concatenated without decoding into -o, the file one process writes from the same command and\n"
+                   "seed, byte for byte; every shard once")
+        ->expected(1, -1);
+    app.add_option(
+           "--shard-set", shard_set,
+           "Shard files (as --merge takes them): checked as --merge checks them, then a small shard-set\n"
+           "file -o names them with their rows, sizes and manifest checksums; edo-unpack, edo-eval, the tools'\n"
+           "INPUT and the reader library's ShardSet read it as the whole table, without copying (shards\n"
+           "with hashed or nearest tiers, which answer ids across shards, are refused: merge them)")
+        ->expected(1, -1);
+  }
+
+  edo::PackOptions options(const std::vector<edo::TierSpec>& tiers) const {
+    edo::PackOptions opt;
+    opt.tiers = tiers;
+    opt.seed = seed;
+    opt.train_rows = train_rows;
+    opt.device = edo::select_device(device);
+    opt.allow_nonfinite = allow_nonfinite;
+    opt.allow_underflow = allow_underflow;
+    opt.note = edo::cli::stderr_note("edo-pack", quiet);  // training and fit progress
+    opt.allow_larger_sparse = force;
+    return opt;
+  }
+
+  std::vector<edo::TierSpec> tier_specs() const {
+    std::vector<edo::TierSpec> tiers;
+    for (const auto& t : tier_texts) tiers.push_back(edo::parse_tier_spec(t));
+    if (!config.empty()) tiers = edo::read_plan_file(config);
+    return tiers;
+  }
+
+  // Every table of the model with the same tiers, each by its own counts.
+  int run_model(const edo::io::ModelSelection& model) {
+    if (run_eval || !eval_flags.gates.empty() || !vocab_path.empty())
+      EDO_USAGE_FAIL(
+          "a model input: --eval and --gate (use edo-eval MODEL model.edo) and --vocab take one table "
+          "(FILE:tensor)");
+    edo::cli::PathGuard().input(config).check();
+    const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
+    const std::vector<edo::TierSpec> tiers = tier_specs();
+    edo::cli::apply_threads(threads);
+    for (const edo::io::ModelTable& t : model.tables) edo::check_tier_specs(tiers, t.rows, t.dim);
+    edo::PackOptions base = options(tiers);
+    base.parameters = {{"freq_tables", freq_files.size()}};
+    const edo::cli::ModelShards shards(shard_flags, model, output);
+    const edo::ModelReport rep = edo::write_model_tables(
+        model, output,
+        [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
+          edo::PackOptions opt = base;
+          opt.freq = edo::cli::model_table_freq(freq_files, t);
+          const auto file = freq_files.find(t.name);
+          opt.parameters = {
+              {"freq", file == freq_files.end() ? "" : file->second.substr(file->second.find_last_of('/') + 1)}};
+          return edo::cli::pack_model_table("edo-pack", shards.for_table(t.name), table, out, opt, quiet);
+        },
+        edo::model_provenance(base), edo::cli::stderr_note("edo-pack", quiet));
+    edo::cli::print_model_summary(json, rep, input, output);
+    return 0;
+  }
+
+  int run() {
     if (!merge.empty() || !shard_set.empty()) {
       if (!input.empty() || !tier_texts.empty() || !config.empty() || run_eval || output.empty() ||
           (!merge.empty() && !shard_set.empty()))
@@ -118,29 +161,23 @@ int main(int argc, char** argv) {
     if (tier_texts.empty() == config.empty())
       EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
+    if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-pack")) return run_model(*model);
+    if (freq_args.size() > 1) EDO_USAGE_FAIL("--freq: one count file for one table ({} given)", freq_args.size());
+    if (!freq_dir.empty()) EDO_USAGE_FAIL("--freq-dir: counts per table of a model; {} is one table", input);
+    if (!freq_args.empty()) freq_path = freq_args.front();
     edo::cli::PathGuard paths;
     paths.input(input).input(freq_path).input(config).input(vocab_path).input(shard_flags.trained).output("-o", output);
     eval_flags.add_paths(paths);
     paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();
-    std::vector<edo::TierSpec> tiers;
-    for (const auto& t : tier_texts) tiers.push_back(edo::parse_tier_spec(t));
-    if (!config.empty()) tiers = edo::read_plan_file(config);
+    const std::vector<edo::TierSpec> tiers = tier_specs();
     edo::cli::apply_threads(threads);
     auto table = edo::open_any_table(input, edo::io::Verify::all);
     edo::check_tier_specs(tiers, table->rows(), table->dim());
 
-    edo::PackOptions opt;
-    opt.tiers = tiers;
+    edo::PackOptions opt = options(tiers);
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
-    opt.seed = seed;
-    opt.train_rows = train_rows;
-    opt.device = edo::select_device(device);
-    opt.allow_nonfinite = allow_nonfinite;
-    opt.allow_underflow = allow_underflow;
-    opt.note = edo::cli::stderr_note("edo-pack", quiet);  // training and fit progress
-    opt.allow_larger_sparse = force;
     std::vector<std::string> given_words;
     if (!vocab_path.empty()) {
       given_words = edo::io::read_vocab(vocab_path, table->rows());
@@ -169,5 +206,35 @@ int main(int argc, char** argv) {
     edo::cli::print_write_summary(json, edo::pack_report_json(rep), edo::pack_report_text(rep), input, output, code,
                                   eval_wanted, result, outcomes);
     return code;
-  });
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Pack an embedding table into a tiered .edo file: rows ordered hottest first (by --freq counts, else by\n"
+      "row L2 norm), each tier a slice of that order with its own codec and a residency hint. Guide: docs/PACK.md.\n\n"
+      "Tier spec: NAME:SHARE:CODEC[:gpu|host|disk], SHARE = rows=P% | rows=N | mass=P% | rest,\n"
+      "CODEC = any codec spec (edo-quantize --list); 'default' (one shared vector: the frequency-weighted mean),\n"
+      "'zero' (rows read as zeros), 'centroids:C' (C k-means centroids, each row mapped to its nearest) or\n"
+      "'nearest[:cos|l2]' (each row answered by its nearest row of the codec tiers), the fallbacks for dropped\n"
+      "rows; or a sparse form csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|\n"
+      "int8|int4] (edo-sparsify --help).\n\n"
+      "Examples:\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy \\\n"
+      "      --tier hot:rows=5%:fp16:gpu --tier warm:rows=25%:int8:host --tier cold:rest:int4:disk\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier hot:mass=80%:fp16:gpu --tier "
+      "cold:rest:pq:m=16,nbits=8:disk\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
+      "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
+      "  edo-pack --merge part-*.edo -o emb.edo    (shards of any tool's --shard; docs/SCALE.md)\n"
+      "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
+      "edo-pack"};
+  Pack tool;
+  tool.add_to(app);
+  edo::cli::add_version_flag(app, "edo-pack");
+
+  return edo::cli::run_tool("edo-pack", app, argc, argv, [&] { return tool.run(); });
 }

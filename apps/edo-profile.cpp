@@ -11,6 +11,7 @@
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
 #include <edo/report_html.hpp>
+#include <edo/reports.hpp>
 #include <edo/shard.hpp>
 
 #include <cmath>
@@ -76,130 +77,73 @@ int merge_parts(const std::vector<std::string>& files, const std::string& freq, 
 
 }  // namespace
 
-// --report-html of --plan: every evaluated candidate on the chart of its
-// first budget metric against bytes (estimated data bytes), and as a table.
-std::string plan_html(const edo::PlanResult& plan, const std::string& title) {
-  edo::HtmlReport page;
-  page.title = title;
-  page.fp32_bytes = static_cast<double>(plan.fp32_bytes);
-  const edo::Gate* first = plan.budget.empty() ? nullptr : &plan.budget.front();
-  page.recall_name = first ? first->metric : "recall@10";
-  const bool higher_better = !first || first->op == edo::GateOp::ge || first->op == edo::GateOp::gt;
-  edo::HtmlReport::Table table{"Candidates, in evaluation order", {"tiers", "bytes", "ratio"}, {}};
-  for (const auto& g : plan.budget) table.header.push_back(g.metric);
-  table.header.push_back("budget");
-  std::vector<size_t> by_bytes;
-  for (size_t i = 0; i < plan.tried.size(); ++i) {
-    const edo::PlanCandidate& c = plan.tried[i];
-    std::string tiers;
-    for (const auto& t : c.tiers)
-      tiers += (tiers.empty() ? "" : " ") + t.name + ":" + edo::share_text(t) + ":" + t.codec;
-    double value = NAN;
-    for (const auto& [name, v] : c.metrics)
-      if (name == page.recall_name) value = v;
-    page.points.push_back({tiers, static_cast<double>(c.bytes), value, NAN, false, static_cast<int>(i) == plan.chosen});
-    table.rows.push_back({tiers, std::to_string(c.bytes),
-                          fmt::format("{:.3g}", static_cast<double>(plan.fp32_bytes) / static_cast<double>(c.bytes))});
-    for (const auto& g : plan.budget) {
-      std::string cell = "-";
-      for (const auto& [name, v] : c.metrics)
-        if (name == g.metric) cell = fmt::format("{:.4g}", v);
-      table.rows.back().push_back(cell);
-    }
-    table.rows.back().push_back(!c.error.empty() ? c.error : c.passed ? "met" : "missed");
-    if (c.evaluated && c.error.empty()) by_bytes.push_back(i);
-  }
-  std::stable_sort(by_bytes.begin(), by_bytes.end(),
-                   [&](size_t a, size_t b) { return plan.tried[a].bytes < plan.tried[b].bytes; });
-  std::vector<double> values;
-  for (size_t i : by_bytes) values.push_back(page.points[i].recall);
-  const std::vector<bool> front = edo::cli::pareto_front(values, higher_better);
-  for (size_t j = 0; j < by_bytes.size(); ++j) page.points[by_bytes[j]].front = front[j];
-  page.tables.push_back(std::move(table));
-  return edo::to_html(page);
-}
+namespace {
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Profile an embedding table: shape, dtype, non-finite values, zeros, value and row-norm statistics,\n"
-      "duplicate rows, PCA spectrum, the footprint under every codec, and (with --freq) the access skew.\n\n"
-      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (or a sharded model's\n"
-      "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
-      "x.fvecs|.bvecs|.ivecs, - (npy on stdin), or a .edo file: its tiers, sections and provenance, then\n"
-      "the statistics of its decoded rows. A safetensors file without a tensor named lists its 2-D tensors,\n"
-      "largest first, and the groups of codes edo-unpack --codes wrote (x.safetensors:NAME decodes them).\n\n"
-      "Examples:\n"
-      "  edo-profile glove.npy\n"
-      "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
-      "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.95' --gpu-bytes 100000000\n"
-      "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
-      "  edo-profile emb.npy --shard 3/8 --json > part-3.json; edo-profile --merge part-*.json  (docs/SCALE.md)\n"
-      "  edo-profile model.safetensors\n"
-      "  edo-profile model.safetensors:embeddings.word_embeddings.weight\n"
-      "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
-      "edo-profile"};
+// edo-profile's flags and its run.
+struct Profile {
   std::string input, freq, device = "auto";
   bool json = false, quiet = false;
   int threads = 0;
   edo::ProfileOptions opt;
-  app.add_option("INPUT", input, "Table to profile");
   std::string shard;
   uint32_t shard_count = 0;
-  edo::cli::add_shard_options(app, shard, shard_count, "into a part (with --json) for edo-profile --merge");
   std::vector<std::string> merge;
-  app.add_option("--merge", merge,
-                 "Parts written by --shard I/N --json (any order): the report one process gives for the whole\n"
-                 "table, exactly (--freq adds the access skew)")
-      ->expected(1, -1);
-  app.add_option("--freq", freq, "Per-row lookup counts: a 1-D .npy (one count per row) or text lines 'id count'");
-  app.add_flag("--json", json, "Print the profile as JSON on stdout");
-  app.add_option("--seed", opt.seed, "Seed of the row sample (default 0)");
-  app.add_option("--sample-rows", opt.sample_rows, "Rows sampled for percentiles and PCA (default 10000)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--near-zero", opt.near_zero, "Absolute near-zero threshold (default: 1% of the sample's RMS value)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--device", device,
-                 "auto (GPU when present), cpu or cuda (an error without a GPU), for the PCA covariance")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   bool plan = false;
   std::vector<std::string> budget;
   std::string plan_config, plan_metric = "cos", report_html;
   edo::PlanOptions plan_opt;
-  app.add_flag("--plan", plan,
-               "Choose tiers for edo-pack under --budget: candidate plans are evaluated on a seeded sample, cheapest\n"
-               "first, and the smallest that meets the budget wins (the most accurate under --max-bytes). With\n"
-               "--freq the budget's metrics are the access-weighted ones (recall@10 means w.recall@10)");
-  app.add_option("--budget", budget, "Accuracy the plan must keep, a gate such as 'recall@10>=0.98'; repeatable");
-  app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
-  app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
-  app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
-  app.add_option("--report-html", report_html,
-                 "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
-  app.add_option("--plan-codecs", plan_opt.codecs,
-                 "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2, int8/int6/int5/int4 with\n"
-                 "scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4, d/8 and rq:m=d/4, d/8 in its\n"
-                 "fast setting (beam=4,train_beam=1,refine=1; only where m x d x training rows <= 6e7, about 10 s of\n"
-                 "training), both with codebooks=int8, tc:bits=10, 7 and 4.75 (only where training rows x d^2 <=\n"
-                 "1e9; each trained on its tier's own rows, as edo-pack trains it), csr:density=0.3,values=int8 and\n"
-                 "hash:buckets=rows/4,k=2). Codecs rank by their error on the sample: a plan no more precise than one\n"
-                 "that failed is skipped. Tiers start and end at 1, 2, 5, 10, 20, 30 or 40% of the hot order.\n"
-                 "Also other sparse tiers (bitmap:k=8, ...: bytes estimated from the sample's density), hashed and\n"
-                 "group tiers (hash:buckets=B,k=K, qr:buckets=B, group:clusters=C,residual=R: fitted to the sample,\n"
-                 "a hash's buckets scaled to it) and, as the coldest of two or three tiers only, the dropped rows'\n"
-                 "fallbacks default, zero, centroids:C and nearest[:cos|l2] (never by default: they drop rows), e.g.\n"
-                 "--plan-codecs int8 --plan-codecs centroids:64");
-  app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
-      ->check(CLI::IsMember({"cos", "ip", "l2"}));
-  edo::cli::add_threads_option(app, threads);
-  edo::cli::add_hdf5_policy_flags(app);
-  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
-  edo::cli::add_version_flag(app, "edo-profile");
 
-  return edo::cli::run_tool("edo-profile", app, argc, argv, [&] {
+  void add_to(CLI::App& app) {
+    app.add_option("INPUT", input, "Table to profile");
+    edo::cli::add_shard_options(app, shard, shard_count, "into a part (with --json) for edo-profile --merge");
+    app.add_option("--merge", merge,
+                   "Parts written by --shard I/N --json (any order): the report one process gives for the whole\n"
+                   "table, exactly (--freq adds the access skew)")
+        ->expected(1, -1);
+    app.add_option("--freq", freq, "Per-row lookup counts: a 1-D .npy (one count per row) or text lines 'id count'");
+    app.add_flag("--json", json, "Print the profile as JSON on stdout");
+    app.add_option("--seed", opt.seed, "Seed of the row sample (default 0)");
+    app.add_option("--sample-rows", opt.sample_rows, "Rows sampled for percentiles and PCA (default 10000)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--near-zero", opt.near_zero, "Absolute near-zero threshold (default: 1% of the sample's RMS value)")
+        ->check(CLI::PositiveNumber);
+    edo::cli::add_device_option(
+        app, device, "auto (GPU when present), cpu or cuda (an error without a GPU), for the PCA covariance");
+    app.add_flag(
+        "--plan", plan,
+        "Choose tiers for edo-pack under --budget: candidate plans are evaluated on a seeded sample, cheapest\n"
+        "first, and the smallest that meets the budget wins (the most accurate under --max-bytes). With\n"
+        "--freq the budget's metrics are the access-weighted ones (recall@10 means w.recall@10)");
+    app.add_option("--budget", budget, "Accuracy the plan must keep, a gate such as 'recall@10>=0.98'; repeatable");
+    app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
+    app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
+    app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
+    app.add_option("--report-html", report_html,
+                   "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
+    app.add_option(
+        "--plan-codecs", plan_opt.codecs,
+        "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2, int8/int6/int5/int4 with\n"
+        "scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4, d/8 and rq:m=d/4, d/8 in its\n"
+        "fast setting (beam=4,train_beam=1,refine=1; only where m x d x training rows <= 6e7, about 10 s of\n"
+        "training), both with codebooks=int8, tc:bits=10, 7 and 4.75 (only where training rows x d^2 <=\n"
+        "1e9; each trained on its tier's own rows, as edo-pack trains it), csr:density=0.3,values=int8 and\n"
+        "hash:buckets=rows/4,k=2). Codecs rank by their error on the sample: a plan no more precise than one\n"
+        "that failed is skipped. Tiers start and end at 1, 2, 5, 10, 20, 30 or 40% of the hot order.\n"
+        "Also other sparse tiers (bitmap:k=8, ...: bytes estimated from the sample's density), hashed and\n"
+        "group tiers (hash:buckets=B,k=K, qr:buckets=B, group:clusters=C,residual=R: fitted to the sample,\n"
+        "a hash's buckets scaled to it) and, as the coldest of two or three tiers only, the dropped rows'\n"
+        "fallbacks default, zero, centroids:C and nearest[:cos|l2] (never by default: they drop rows), e.g.\n"
+        "--plan-codecs int8 --plan-codecs centroids:64");
+    app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
+        ->check(CLI::IsMember({"cos", "ip", "l2"}));
+    edo::cli::add_run_options(app, threads, quiet);
+  }
+
+  int run() {
     edo::cli::apply_threads(threads);
     if (!merge.empty() || input.empty()) {
       if (merge.empty() || !input.empty() || plan || !shard.empty())
@@ -258,7 +202,7 @@ int main(int argc, char** argv) {
         f.commit();
       }
       if (!report_html.empty())
-        edo::cli::write_text_file(report_html, plan_html(*result, fmt::format("edo-profile {} --plan", input)));
+        edo::cli::write_text_file(report_html, edo::plan_html(*result, fmt::format("edo-profile {} --plan", input)));
     }
     const edo::PlanResult* chosen = result ? &*result : nullptr;
     if (json) {
@@ -273,5 +217,33 @@ int main(int argc, char** argv) {
       return static_cast<int>(edo::ExitCode::gate);
     }
     return 0;
-  });
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Profile an embedding table: shape, dtype, non-finite values, zeros, value and row-norm statistics,\n"
+      "duplicate rows, PCA spectrum, the footprint under every codec, and (with --freq) the access skew.\n\n"
+      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (or a sharded model's\n"
+      "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
+      "x.fvecs|.bvecs|.ivecs, - (npy on stdin), or a .edo file: its tiers, sections and provenance, then\n"
+      "the statistics of its decoded rows. A safetensors file without a tensor named lists its 2-D tensors,\n"
+      "largest first, and the groups of codes edo-unpack --codes wrote (x.safetensors:NAME decodes them).\n\n"
+      "Examples:\n"
+      "  edo-profile glove.npy\n"
+      "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
+      "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.95' --gpu-bytes 100000000\n"
+      "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
+      "  edo-profile emb.npy --shard 3/8 --json > part-3.json; edo-profile --merge part-*.json  (docs/SCALE.md)\n"
+      "  edo-profile model.safetensors\n"
+      "  edo-profile model.safetensors:embeddings.word_embeddings.weight\n"
+      "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
+      "edo-profile"};
+  Profile tool;
+  tool.add_to(app);
+  edo::cli::add_version_flag(app, "edo-profile");
+
+  return edo::cli::run_tool("edo-profile", app, argc, argv, [&] { return tool.run(); });
 }

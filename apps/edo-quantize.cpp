@@ -1,6 +1,7 @@
 // edo-quantize: scalar and vector quantization of a table into a .edo file.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "model_cli.hpp"
 #include "shard_cli.hpp"
 
 #include <edo/codec.hpp>
@@ -8,6 +9,7 @@
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/vocab.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pack.hpp>
 #include <edo/shard.hpp>
 #include <edo/sweep.hpp>
@@ -120,88 +122,102 @@ edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReade
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
-      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (a sharded model:\n"
-      "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
-      "x.fvecs|.bvecs|.ivecs, a .edo (its decoded rows) or the codes edo-unpack --codes wrote to\n"
-      "x.safetensors:NAME (decoded), or - (npy on stdin).\n\n"
-      "Trained codecs (pq, opq, rq, pca, tc) also store a state whose size does not depend on the rows\n"
-      "(rq: levels x 2^nbits x dim floats): the summary's 'state' line gives its bytes and says when it\n"
-      "outweighs the codes for the table at hand, where a scalar codec may make a smaller file;\n"
-      "codebooks=fp16 (pq, opq, rq) stores the codebooks in half the bytes at about the same recall, and\n"
-      "codebooks=int8 in a byte a value and one a codeword (rq on GloVe: 1.5x smaller files, the same recall).\n"
-      "Training prints its progress on stderr (k-means pass, error, time left; rq: its level too, then its refit "
-      "rounds) unless -q.\n\n"
-      "Integer codecs int8, int6, int5, int4, int3 and int2 keep an fp32 scale and offset a row or a group;\n"
-      "scale=fp16 stores them in half the bytes (int4:group=32,scale=fp16 is 5 bits a value, as llama.cpp's\n"
-      "Q4_1) and refuses values from 65520 on.\n\n"
-      "tc:bits=B (transform coding) stores a row's length (fp16) and its direction in the sample's principal\n"
-      "basis, round(B x d) bits a row shared out by variance, no per-row scales: on GloVe tc:bits=4 (27 bytes\n"
-      "a row) errs 24% less than int4:scale=fp16 (29). Its d x d basis (fp16) costs 2 d^2 bytes of state and\n"
-      "d^2 flops a row each way, so it suits tables of at most a few hundred dimensions (d <= 2048).\n\n"
-      "Examples:\n"
-      "  edo-quantize --list\n"
-      "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
-      "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
-      "  edo-quantize glove.npy -o glove.i5.edo --codec int5:scale=fp16 --eval\n"
-      "  edo-quantize glove.npy -o glove.r4.edo --codec rot,int4:scale=fp16 --eval\n"
-      "  edo-quantize glove.npy -o glove.tc.edo --codec tc:bits=5.5 --eval\n"
-      "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json\n"
-      "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval\n"
-      "  edo-quantize glove.npy --sweep 'int8;int4:group=32;pq:m=16;rq:m=8'",
-      "edo-quantize"};
+namespace {
+
+// edo-quantize's flags and its run.
+struct Quantize {
   std::string input, output, spec, device = "auto", sweep;
   bool list = false, json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input, "Table to quantize");
-  app.add_option("-o,--output", output, "Output .edo file");
-  app.add_option("--codec", spec,
-                 "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
-                 "rot,int4:scale=fp16, tc:bits=5.5, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list).\n"
-                 "The scalar codecs need no training (GloVe 10k x 50 in int8: under a second); pq, opq and rq\n"
-                 "train k-means on up to --train-rows rows first, m x 2^nbits centroids: seconds at m = dim/8,\n"
-                 "minutes at m = dim (pq:m=50 on 10,000 x 50: about 5 minutes on two busy cores, for 3.6x\n"
-                 "where int8 gives 3.4x); start with --sweep on a sample to see what pays");
-  app.add_flag("--list", list, "List every codec with its bits per value, then exit");
-  app.add_option("--sweep", sweep,
-                 "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"
-                 "recall, cosine and error (the evaluation flags apply), smallest first, '*' marking the files no\n"
-                 "other beats on both bytes and the first recall");
-  app.add_option("--device", device, "auto (GPU when present), cpu or cuda (an error without a GPU)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
-  app.add_option("--train-rows", train_rows, "Rows sampled to train trainable codecs (default 65536)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--allow-nonfinite", allow_nonfinite,
-               "Pass NaN/Inf through where the codec can store them (fp32, fp16, bf16) instead of refusing");
-  app.add_flag("--allow-underflow", allow_underflow,
-               "Store rows whose values are too small for the codec (decoded to zeros or beyond its error bound,\n"
-               "docs/CLI.md) instead of refusing");
   std::string vocab_path;
-  app.add_option("--vocab", vocab_path,
-                 "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
-                 "(word2vec and fastText inputs store their own words)");
   ShardFlags shard_flags;
-  edo::cli::add_shard_flags(
-      app, shard_flags,
-      "Write only the trained codec state (a .edo with no rows), trained on the sample a whole-table\n"
-      "run draws (--seed, --train-rows): for --trained in each shard's run",
-      "A --train-only file: encode with its state, training nothing (implies --codec, --seed and the\n"
-      "training parameters)");
-  app.add_flag("--json", json, "Print the summary as JSON on stdout");
-  app.add_flag("--eval", run_eval,
-               "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
-  eval_flags.add_to(app, false);
-  edo::cli::add_threads_option(app, threads);
-  edo::cli::add_hdf5_policy_flags(app);
-  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
-  edo::cli::add_version_flag(app, "edo-quantize");
+  edo::cli::ModelFlags model_flags;
 
-  return edo::cli::run_tool("edo-quantize", app, argc, argv, [&] {
+  void add_to(CLI::App& app) {
+    app.add_option("INPUT", input,
+                   "Table to quantize, or a model: every table chosen by --tables, into one model file");
+    app.add_option("-o,--output", output, "Output .edo file");
+    app.add_option("--codec", spec,
+                   "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
+                   "rot,int4:scale=fp16, tc:bits=5.5, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list).\n"
+                   "The scalar codecs need no training (GloVe 10k x 50 in int8: under a second); pq, opq and rq\n"
+                   "train k-means on up to --train-rows rows first, m x 2^nbits centroids: seconds at m = dim/8,\n"
+                   "minutes at m = dim (pq:m=50 on 10,000 x 50: about 5 minutes on two busy cores, for 3.6x\n"
+                   "where int8 gives 3.4x); start with --sweep on a sample to see what pays");
+    app.add_flag("--list", list, "List every codec with its bits per value, then exit");
+    app.add_option("--sweep", sweep,
+                   "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"
+                   "recall, cosine and error (the evaluation flags apply), smallest first, '*' marking the files no\n"
+                   "other beats on both bytes and the first recall");
+    model_flags.add_to(app);
+    edo::cli::add_device_option(app, device, "auto (GPU when present), cpu or cuda (an error without a GPU)");
+    app.add_option("--seed", seed, "Seed for training samples and evaluation queries (default 0)");
+    app.add_option("--train-rows", train_rows, "Rows sampled to train trainable codecs (default 65536)")
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--allow-nonfinite", allow_nonfinite,
+                 "Pass NaN/Inf through where the codec can store them (fp32, fp16, bf16) instead of refusing");
+    app.add_flag("--allow-underflow", allow_underflow,
+                 "Store rows whose values are too small for the codec (decoded to zeros or beyond its error bound,\n"
+                 "docs/CLI.md) instead of refusing");
+    app.add_option("--vocab", vocab_path,
+                   "The word of each row, one a line: stored in the file, so edo-eval and word2vec exports have it\n"
+                   "(word2vec and fastText inputs store their own words)");
+    edo::cli::add_shard_flags(
+        app, shard_flags,
+        "Write only the trained codec state (a .edo with no rows), trained on the sample a whole-table\n"
+        "run draws (--seed, --train-rows): for --trained in each shard's run",
+        "A --train-only file: encode with its state, training nothing (implies --codec, --seed and the\n"
+        "training parameters)");
+    app.add_flag("--json", json, "Print the summary as JSON on stdout");
+    app.add_flag("--eval", run_eval,
+                 "Evaluate the result (edo-eval's engine), print and store the metrics in the manifest");
+    eval_flags.add_to(app, false);
+    edo::cli::add_run_options(app, threads, quiet);
+  }
+
+  edo::QuantizeOptions options() const {
+    edo::QuantizeOptions opt;
+    opt.spec = spec;
+    opt.seed = seed;
+    opt.train_rows = train_rows;
+    opt.device = edo::select_device(device);
+    opt.allow_nonfinite = allow_nonfinite;
+    opt.allow_underflow = allow_underflow;
+    opt.note = edo::cli::stderr_note("edo-quantize", quiet);  // training progress
+    opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
+    if (allow_underflow) opt.parameters["allow_underflow"] = true;
+    return opt;
+  }
+
+  // Every table of the model with the one codec, into one model file.
+  int run_model(const edo::io::ModelSelection& model) {
+    if (shard_flags.train_only && (!shard_flags.trained.empty() || !shard_flags.shard.empty()))
+      EDO_USAGE_FAIL("--train-only trains on the whole table's sample: no --trained or --shard");
+    if (!spec.empty())
+      for (const edo::io::ModelTable& t : model.tables) edo::make_codec(spec, t.dim);  // usage errors first
+    const edo::QuantizeOptions opt = options();
+    const edo::cli::ModelShards shards(shard_flags, model, output);
+    const edo::ModelReport rep = edo::write_model_tables(
+        model, output,
+        [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
+          edo::QuantizeOptions o = opt;
+          if (shard_flags.train_only) {
+            edo::write_trained_state(table, out, spec, o);
+            return nlohmann::json{{"trained_state", spec}};
+          }
+          std::optional<edo::TrainedState> trained;
+          std::unique_ptr<edo::io::TableReader> view;
+          edo::io::TableReader& source = apply_shard_flags(shards.for_table(t.name), table, o, trained, view, false);
+          return edo::quantize_report_json(edo::quantize_to_edo(source, out, o));
+        },
+        edo::model_provenance(opt), edo::cli::stderr_note("edo-quantize", quiet));
+    edo::cli::print_model_summary(json, rep, input, output);
+    return 0;
+  }
+
+  int run(const CLI::App& app) {
     if (list) {
       print_codec_list();
       return 0;
@@ -215,6 +231,8 @@ int main(int argc, char** argv) {
       eval_flags.add_paths(paths);
       paths.check();
       edo::cli::apply_threads(threads);
+      if (edo::cli::model_input(input, model_flags, quiet, "edo-quantize"))
+        EDO_USAGE_FAIL("--sweep takes one table: name one with --tables or as FILE:tensor");
       auto table = edo::open_any_table(input, edo::io::Verify::all);
       edo::PackOptions opt;
       opt.tool = "edo-quantize";
@@ -237,19 +255,17 @@ int main(int argc, char** argv) {
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();  // usage errors before any work
     edo::cli::apply_threads(threads);
+    if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-quantize")) {
+      if (eval_wanted || !vocab_path.empty())
+        EDO_USAGE_FAIL(
+            "a model input: --eval and --gate (use edo-eval MODEL model.edo) and --vocab take one table "
+            "(FILE:tensor)");
+      return run_model(*model);
+    }
     auto table = edo::open_any_table(input, edo::io::Verify::all);
     if (!spec.empty()) edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
 
-    edo::QuantizeOptions opt;
-    opt.spec = spec;
-    opt.seed = seed;
-    opt.train_rows = train_rows;
-    opt.device = edo::select_device(device);
-    opt.allow_nonfinite = allow_nonfinite;
-    opt.allow_underflow = allow_underflow;
-    opt.note = edo::cli::stderr_note("edo-quantize", quiet);  // training progress
-    opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
-    if (allow_underflow) opt.parameters["allow_underflow"] = true;
+    edo::QuantizeOptions opt = options();
     std::vector<std::string> given_words;
     if (!vocab_path.empty()) {
       given_words = edo::io::read_vocab(vocab_path, table->rows());
@@ -300,5 +316,46 @@ int main(int argc, char** argv) {
     edo::cli::print_write_summary(json, edo::quantize_report_json(rep), edo::quantize_report_text(rep), input, output,
                                   code, eval_wanted, result, outcomes);
     return code;
-  });
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Quantize an embedding table into a one-tier .edo file, streaming it in row blocks.\n\n"
+      "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (a sharded model:\n"
+      "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
+      "x.fvecs|.bvecs|.ivecs, a .edo (its decoded rows) or the codes edo-unpack --codes wrote to\n"
+      "x.safetensors:NAME (decoded), or - (npy on stdin).\n\n"
+      "Trained codecs (pq, opq, rq, pca, tc) also store a state whose size does not depend on the rows\n"
+      "(rq: levels x 2^nbits x dim floats): the summary's 'state' line gives its bytes and says when it\n"
+      "outweighs the codes for the table at hand, where a scalar codec may make a smaller file;\n"
+      "codebooks=fp16 (pq, opq, rq) stores the codebooks in half the bytes at about the same recall, and\n"
+      "codebooks=int8 in a byte a value and one a codeword (rq on GloVe: 1.5x smaller files, the same recall).\n"
+      "Training prints its progress on stderr (k-means pass, error, time left; rq: its level too, then its refit "
+      "rounds) unless -q.\n\n"
+      "Integer codecs int8, int6, int5, int4, int3 and int2 keep an fp32 scale and offset a row or a group;\n"
+      "scale=fp16 stores them in half the bytes (int4:group=32,scale=fp16 is 5 bits a value, as llama.cpp's\n"
+      "Q4_1) and refuses values from 65520 on.\n\n"
+      "tc:bits=B (transform coding) stores a row's length (fp16) and its direction in the sample's principal\n"
+      "basis, round(B x d) bits a row shared out by variance, no per-row scales: on GloVe tc:bits=4 (27 bytes\n"
+      "a row) errs 24% less than int4:scale=fp16 (29). Its d x d basis (fp16) costs 2 d^2 bytes of state and\n"
+      "d^2 flops a row each way, so it suits tables of at most a few hundred dimensions (d <= 2048).\n\n"
+      "Examples:\n"
+      "  edo-quantize --list\n"
+      "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
+      "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
+      "  edo-quantize glove.npy -o glove.i5.edo --codec int5:scale=fp16 --eval\n"
+      "  edo-quantize glove.npy -o glove.r4.edo --codec rot,int4:scale=fp16 --eval\n"
+      "  edo-quantize glove.npy -o glove.tc.edo --codec tc:bits=5.5 --eval\n"
+      "  edo-quantize emb.h5:/weight -o emb.edo --codec pca:128,fp16 --seed 7 --json\n"
+      "  edo-quantize glove.npy -o glove.pq.edo --codec pq:m=16 --train-rows 10000 --eval\n"
+      "  edo-quantize glove.npy --sweep 'int8;int4:group=32;pq:m=16;rq:m=8'",
+      "edo-quantize"};
+  Quantize tool;
+  tool.add_to(app);
+  edo::cli::add_version_flag(app, "edo-quantize");
+
+  return edo::cli::run_tool("edo-quantize", app, argc, argv, [&] { return tool.run(app); });
 }

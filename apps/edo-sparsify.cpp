@@ -3,6 +3,7 @@
 // tier), written as a .edo file every reader serves.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "model_cli.hpp"
 #include "shard_cli.hpp"
 
 #include <edo/device.hpp>
@@ -10,8 +11,9 @@
 #include <edo/edo_file.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/pack.hpp>
-#include <edo/sparse.hpp>
+#include <edo/sparse_writer.hpp>
 #include <edo/sweep.hpp>
+#include <edo/tier.hpp>
 
 #include <algorithm>
 #include <charconv>
@@ -94,10 +96,10 @@ std::optional<edo::TierSpec> dropped_tier(std::string drop, const std::string& f
                                           uint64_t rows) {
   if (drop.starts_with("count<")) drop = rows_below_count(drop, opt.freq);
   if (drop.empty()) return std::nullopt;
-  if (fallback != "mean" && fallback != "zero" && !fallback.starts_with("centroids") &&
-      !fallback.starts_with("nearest"))
+  // "mean" is the shared-vector tier's word for users; the others are tier kinds' own.
+  const std::string kind = fallback == "mean" ? edo::tier_kind_word(edo::TierKind::shared_vector) : fallback;
+  if (fallback == edo::tier_kind_word(edo::TierKind::shared_vector) || !edo::is_fallback(edo::tier_kind_of(kind)))
     EDO_USAGE_FAIL("--fallback {}: mean, zero, centroids:C or nearest[:cos|l2]", fallback);
-  const std::string kind = fallback == "mean" ? "default" : fallback;
   edo::TierSpec dropped = edo::parse_tier_spec("dropped:" + drop + ":" + kind);
   if (dropped.share == edo::ShareKind::rest)
     EDO_USAGE_FAIL("--drop {}: give rows=P%, rows=N, mass=P% or count<N", drop);
@@ -161,88 +163,145 @@ int run_sweep(const std::vector<edo::SweepItem>& items, edo::io::TableReader& ta
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  CLI::App app{
-      "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap), whole\n"
-      "dimensions (those of least variance, answered by their mean), and/or the rarest rows (answered by a\n"
-      "fallback: the access-weighted mean of the rows dropped, zeros, the nearest of C centroids, or the\n"
-      "nearest kept row). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide: docs/PACK.md.\n\n"
-      "Examples:\n"
-      "  edo-sparsify glove.npy -o glove.sp.edo --density 0.25 --values int8 --eval\n"
-      "  edo-sparsify emb.npy -o emb.edo --per-row-k 16 --form bitmap --values fp16\n"
-      "  edo-sparsify emb.npy -o emb.edo --drop-dims 10 --codec int8\n"
-      "  edo-sparsify glove.npy --sweep 'auto:density=0.1,values=int8;auto:density=0.3,values=int8;csr:k=8'\n"
-      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=30% --codec int8\n"
-      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=50% --fallback centroids:256 --eval\n"
-      "  edo-sparsify emb.npy --freq counts.npy --sweep 'rows=30%;rows=50%;rows=70%' --fallback zero --codec int8\n"
-      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop mass=1% --threshold 0.05 --gate 'w.recall@10>=0.95'",
-      "edo-sparsify"};
-  std::string input, output, freq_path, codec, drop, fallback = "mean", sweep, device = "auto";
-  ValueRule v;
+namespace {
+
+// edo-sparsify's flags and its run.
+struct Sparsify {
+  std::string input, output, freq_path, freq_dir, codec, drop, fallback = "mean", sweep, device = "auto";
+  std::vector<std::string> freq_args;
+  edo::cli::ModelFlags model_flags;
   bool json = false, quiet = false, force = false, run_eval = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
   edo::cli::EvalFlags eval_flags;
-  app.add_option("INPUT", input,
-                 "Table to prune (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
-                 "codes edo-unpack --codes wrote, or - for npy on stdin)");
-  app.add_option("-o,--output", output, "Output .edo file");
-  app.add_option("--density", v.density, "Keep this share of the values, the largest in magnitude (0 < D <= 1)")
-      ->check(CLI::Range(0.0, 1.0));
-  app.add_option("--per-row-k", v.per_row_k, "Keep each row's K largest values")->check(CLI::PositiveNumber);
-  app.add_option("--threshold", v.threshold, "Keep values whose magnitude is at least T (T > 0)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--drop-dims", v.drop_dims,
-                 "Structured pruning: drop the N dimensions of least variance (on the training sample), stored\n"
-                 "once as their mean; the rest kept by --codec (codec dims:K,CODEC, K = dim - N)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--values", v.values, "Precision of the kept values: fp32 (default), fp16, bf16, int8, int4")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int8", "int4"}));
-  app.add_option("--form", v.form, "auto (the smaller for the expected density, default), csr or bitmap")
-      ->check(CLI::IsMember({"auto", "csr", "bitmap"}));
-  app.add_option("--freq", freq_path, "Per-row access counts (npy or 'id count' text): which rows are rarest");
-  app.add_option("--drop", drop,
-                 "Rows to drop, rarest first: rows=P%, rows=N, mass=P% or count<N (looked up fewer than N times);\n"
-                 "needs --freq");
-  app.add_option("--fallback", fallback,
-                 "What dropped ids answer: mean (default: one vector, the access-weighted mean of the dropped rows),\n"
-                 "zero, centroids:C (C k-means centroids of the dropped rows, each mapped to its nearest), or\n"
-                 "nearest[:cos|l2] (each dropped id answered by its nearest kept row; cos by default)");
-  app.add_option("--codec", codec, "Codec of the kept rows when values are not pruned (default fp32)");
-  app.add_option("--sweep", sweep,
-                 "Try several prunings in one run, nothing written: 'ITEM;ITEM;...', each a sparse spec\n"
-                 "csr|bitmap|auto:density=D|k=K|threshold=T[,values=V], a codec (e.g. dims:40,int8), or a drop\n"
-                 "share rows=P%|rows=N|mass=P%|count<N (needs --freq; kept rows as --codec, --drop-dims or the\n"
-                 "value rule say, dropped ones answered by --fallback). Prints density, bytes, ratio, the share of\n"
-                 "lookups a fallback answers, recall and cosine of each next to dense int8, int4 and int4:group=32\n"
-                 "(--json: the same as JSON)");
-  app.add_flag("--force", force, "Write a sparse tier even when it is larger than the dense codec at its precision");
-  app.add_option("--seed", seed, "Seed for the density fit's sample and evaluation queries (default 0)");
-  app.add_option("--train-rows", train_rows,
-                 "Rows sampled to fit --density's threshold, --drop-dims' variances and trained codecs (default 65536)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--json", json, "Print the summary as JSON on stdout");
-  app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
-  eval_flags.add_to(app, false);
-  app.add_option("--device", device,
-                 "auto (GPU when present), cpu or cuda (an error without a GPU): where --eval's and --sweep's\n"
-                 "k-NN scores run (pruning and fallbacks run on the CPU: the file is the same either way)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  edo::cli::add_threads_option(app, threads);
-  edo::cli::add_hdf5_policy_flags(app);
-  app.add_flag("-q,--quiet", quiet, "No progress on stderr");
   edo::cli::ShardFlags shard_flags;
-  edo::cli::add_shard_flags(
-      app, shard_flags,
-      "Write only what the whole table decides, for --trained in each shard's run (a .edo with no\n"
-      "rows): --density's threshold, trained codecs' states and --fallback centroids from the sample a\n"
-      "whole-table run draws, and --fallback mean's vector from one pass over the dropped rows",
-      "A --train-only file of the same options: prune with its threshold and states, fitting nothing\n"
-      "(its seed and training parameters are the run's)");
-  edo::cli::add_version_flag(app, "edo-sparsify");
 
-  return edo::cli::run_tool("edo-sparsify", app, argc, argv, [&] {
+  ValueRule v;
+
+  void add_to(CLI::App& app) {
+    app.add_option("INPUT", input,
+                   "Table to prune (npy, npz, HDF5, model.safetensors:tensor, word vectors, vecs, a .edo (decoded),\n"
+                   "codes edo-unpack --codes wrote, or - for npy on stdin)");
+    app.add_option("-o,--output", output, "Output .edo file");
+    app.add_option("--density", v.density, "Keep this share of the values, the largest in magnitude (0 < D <= 1)")
+        ->check(CLI::Range(0.0, 1.0));
+    app.add_option("--per-row-k", v.per_row_k, "Keep each row's K largest values")->check(CLI::PositiveNumber);
+    app.add_option("--threshold", v.threshold, "Keep values whose magnitude is at least T (T > 0)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--drop-dims", v.drop_dims,
+                   "Structured pruning: drop the N dimensions of least variance (on the training sample), stored\n"
+                   "once as their mean; the rest kept by --codec (codec dims:K,CODEC, K = dim - N)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--values", v.values, "Precision of the kept values: fp32 (default), fp16, bf16, int8, int4")
+        ->check(CLI::IsMember({"fp32", "fp16", "bf16", "int8", "int4"}));
+    app.add_option("--form", v.form, "auto (the smaller for the expected density, default), csr or bitmap")
+        ->check(CLI::IsMember({"auto", "csr", "bitmap"}));
+    app.add_option("--freq", freq_args,
+                   "Per-row access counts (npy or 'id count' text): which rows are rarest. A model's tables:\n"
+                   "--freq NAME=counts.npy, repeated")
+        ->allow_extra_args(false);
+    app.add_option("--freq-dir", freq_dir,
+                   "A model's counts: DIR/NAME.npy for table NAME ('/' in a name written '__')");
+    model_flags.add_to(app);
+    app.add_option("--drop", drop,
+                   "Rows to drop, rarest first: rows=P%, rows=N, mass=P% or count<N (looked up fewer than N times);\n"
+                   "needs --freq");
+    app.add_option(
+        "--fallback", fallback,
+        "What dropped ids answer: mean (default: one vector, the access-weighted mean of the dropped rows),\n"
+        "zero, centroids:C (C k-means centroids of the dropped rows, each mapped to its nearest), or\n"
+        "nearest[:cos|l2] (each dropped id answered by its nearest kept row; cos by default)");
+    app.add_option("--codec", codec, "Codec of the kept rows when values are not pruned (default fp32)");
+    app.add_option("--sweep", sweep,
+                   "Try several prunings in one run, nothing written: 'ITEM;ITEM;...', each a sparse spec\n"
+                   "csr|bitmap|auto:density=D|k=K|threshold=T[,values=V], a codec (e.g. dims:40,int8), or a drop\n"
+                   "share rows=P%|rows=N|mass=P%|count<N (needs --freq; kept rows as --codec, --drop-dims or the\n"
+                   "value rule say, dropped ones answered by --fallback). Prints density, bytes, ratio, the share of\n"
+                   "lookups a fallback answers, recall and cosine of each next to dense int8, int4 and int4:group=32\n"
+                   "(--json: the same as JSON)");
+    app.add_flag("--force", force, "Write a sparse tier even when it is larger than the dense codec at its precision");
+    app.add_option("--seed", seed, "Seed for the density fit's sample and evaluation queries (default 0)");
+    app.add_option(
+           "--train-rows", train_rows,
+           "Rows sampled to fit --density's threshold, --drop-dims' variances and trained codecs (default 65536)")
+        ->check(CLI::PositiveNumber);
+    app.add_flag("--json", json, "Print the summary as JSON on stdout");
+    app.add_flag("--eval", run_eval, "Evaluate the result (edo-eval's engine), print and store the metrics");
+    eval_flags.add_to(app, false);
+    edo::cli::add_device_option(
+        app, device,
+        "auto (GPU when present), cpu or cuda (an error without a GPU): where --eval's and --sweep's\n"
+        "k-NN scores run (pruning and fallbacks run on the CPU: the file is the same either way)");
+    edo::cli::add_run_options(app, threads, quiet);
+    edo::cli::add_shard_flags(
+        app, shard_flags,
+        "Write only what the whole table decides, for --trained in each shard's run (a .edo with no\n"
+        "rows): --density's threshold, trained codecs' states and --fallback centroids from the sample a\n"
+        "whole-table run draws, and --fallback mean's vector from one pass over the dropped rows",
+        "A --train-only file of the same options: prune with its threshold and states, fitting nothing\n"
+        "(its seed and training parameters are the run's)");
+  }
+
+  // The tiers of one table (its kept rows' codec, and the dropped rows' tier
+  // from its counts), with `drop_said` the --drop as the report gives it.
+  void plan_table(edo::io::TableReader& table, edo::PackOptions& opt, const CLI::App& app, std::string& kept,
+                  bool& chose_form, std::string& drop_said) const {
+    kept = kept_codec(v, codec, table, chose_form);
+    drop_said = drop;
+    if (drop.empty() && app.count("--fallback")) EDO_USAGE_FAIL("--fallback is for rows dropped with --drop");
+    opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
+    if (!drop.empty())
+      if (const std::optional<edo::TierSpec> dropped = dropped_tier(drop, fallback, opt, table.rows())) {
+        opt.tiers.push_back(*dropped);
+        drop_said = dropped->share == edo::ShareKind::rows_count && drop.starts_with("count<")
+                        ? fmt::format("{} (rows={})", drop, dropped->value)
+                        : drop;
+      }
+    edo::check_tier_specs(opt.tiers, table.rows(), table.dim());
+    opt.parameters = {{"kept", kept}, {"drop", drop_said}, {"fallback", fallback}, {"force", force}};
+  }
+
+  // Every table of the model pruned with the same options, each by its own counts.
+  int run_model(const edo::io::ModelSelection& model, const CLI::App& app) {
+    if (!sweep.empty() || run_eval || !eval_flags.gates.empty())
+      EDO_USAGE_FAIL(
+          "a model input: --sweep, --eval and --gate (use edo-eval MODEL model.edo) take one table "
+          "(FILE:tensor)");
+    const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
+    if (!drop.empty())
+      for (const edo::io::ModelTable& t : model.tables)
+        if (!freq_files.count(t.name))
+          EDO_USAGE_FAIL("--drop needs counts for every table: table '{}' has none", t.name);
+    edo::cli::apply_threads(threads);
+    edo::PackOptions base;
+    base.tool = "edo-sparsify";
+    base.seed = seed;
+    base.train_rows = train_rows;
+    base.allow_larger_sparse = force;
+    const edo::cli::ModelShards shards(shard_flags, model, output);
+    const edo::ModelReport rep = edo::write_model_tables(
+        model, output,
+        [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
+          edo::PackOptions opt = base;
+          opt.freq = edo::cli::model_table_freq(freq_files, t);
+          std::string kept, drop_said;
+          bool chose_form = false;
+          plan_table(table, opt, app, kept, chose_form, drop_said);
+          return edo::cli::pack_model_table("edo-sparsify", shards.for_table(t.name), table, out, opt, quiet);
+        },
+        edo::model_provenance(base), edo::cli::stderr_note("edo-sparsify", quiet));
+    edo::cli::print_model_summary(json, rep, input, output);
+    return 0;
+  }
+
+  int run(const CLI::App& app) {
     const bool sweeping = !sweep.empty();
+    if (!input.empty() && (sweeping || !output.empty()) && output != "-")
+      if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-sparsify"))
+        return run_model(*model, app);
+    if (freq_args.size() > 1) EDO_USAGE_FAIL("--freq: one count file for one table ({} given)", freq_args.size());
+    if (!freq_dir.empty()) EDO_USAGE_FAIL("--freq-dir: counts per table of a model; {} is one table", input);
+    if (!freq_args.empty()) freq_path = freq_args.front();
     if (sweeping && (!output.empty() || !drop.empty()))
       EDO_USAGE_FAIL("--sweep writes nothing and takes its drop shares from its items: drop -o and --drop");
     if (sweeping && (shard_flags.train_only || !shard_flags.trained.empty() || !shard_flags.shard.empty()))
@@ -270,8 +329,8 @@ int main(int argc, char** argv) {
     opt.allow_larger_sparse = force || sweeping;  // a sweep shows the sizes, larger or not
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
     bool chose_form = false;
-    const std::string kept = kept_codec(v, codec, *table, chose_form);
     if (sweeping) {
+      const std::string kept = kept_codec(v, codec, *table, chose_form);
       const std::vector<edo::SweepItem> items = sweep_items(sweep, *table, opt, kept, fallback);
       const bool shares = std::any_of(items.begin(), items.end(), [](const auto& i) { return i.tiers.size() > 1; });
       if (!shares && kept != "fp32")
@@ -280,17 +339,8 @@ int main(int argc, char** argv) {
         EDO_USAGE_FAIL("--fallback is for drop-share items, and the sweep has none");
       return run_sweep(items, *table, opt, eval_flags, json, eval_device);
     }
-    if (drop.empty() && app.count("--fallback")) EDO_USAGE_FAIL("--fallback is for rows dropped with --drop");
-    opt.tiers = {edo::parse_tier_spec("kept:rest:" + kept)};
-    if (!drop.empty())
-      if (const std::optional<edo::TierSpec> dropped = dropped_tier(drop, fallback, opt, table->rows())) {
-        opt.tiers.push_back(*dropped);
-        drop = dropped->share == edo::ShareKind::rows_count && drop.starts_with("count<")
-                   ? fmt::format("{} (rows={})", drop, dropped->value)
-                   : drop;
-      }
-    edo::check_tier_specs(opt.tiers, table->rows(), table->dim());
-    opt.parameters = {{"kept", kept}, {"drop", drop}, {"fallback", fallback}, {"force", force}};
+    std::string kept, drop_said;
+    plan_table(*table, opt, app, kept, chose_form, drop_said);
     edo::cli::PackShards shards;
     if (shards.train_only("edo-sparsify", shard_flags, *table, output, opt, eval_wanted, quiet)) return 0;
     shards.apply("edo-sparsify", shard_flags, *table, opt, eval_wanted);
@@ -310,5 +360,30 @@ int main(int argc, char** argv) {
     edo::cli::print_write_summary(json, edo::pack_report_json(rep), form + edo::pack_report_text(rep), input, output,
                                   code, eval_wanted, result, outcomes);
     return code;
-  });
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Prune an embedding table: small values inside rows (kept as a sparse tier, csr or bitmap), whole\n"
+      "dimensions (those of least variance, answered by their mean), and/or the rarest rows (answered by a\n"
+      "fallback: the access-weighted mean of the rows dropped, zeros, the nearest of C centroids, or the\n"
+      "nearest kept row). Layout and which form is smaller: docs/FORMAT.md 9.3-9.4; guide: docs/PACK.md.\n\n"
+      "Examples:\n"
+      "  edo-sparsify glove.npy -o glove.sp.edo --density 0.25 --values int8 --eval\n"
+      "  edo-sparsify emb.npy -o emb.edo --per-row-k 16 --form bitmap --values fp16\n"
+      "  edo-sparsify emb.npy -o emb.edo --drop-dims 10 --codec int8\n"
+      "  edo-sparsify glove.npy --sweep 'auto:density=0.1,values=int8;auto:density=0.3,values=int8;csr:k=8'\n"
+      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=30% --codec int8\n"
+      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop rows=50% --fallback centroids:256 --eval\n"
+      "  edo-sparsify emb.npy --freq counts.npy --sweep 'rows=30%;rows=50%;rows=70%' --fallback zero --codec int8\n"
+      "  edo-sparsify emb.npy -o emb.edo --freq counts.npy --drop mass=1% --threshold 0.05 --gate 'w.recall@10>=0.95'",
+      "edo-sparsify"};
+  Sparsify tool;
+  tool.add_to(app);
+  edo::cli::add_version_flag(app, "edo-sparsify");
+
+  return edo::cli::run_tool("edo-sparsify", app, argc, argv, [&] { return tool.run(app); });
 }

@@ -11,6 +11,7 @@
 #include <edo/io/table.hpp>
 #include <edo/pack.hpp>
 #include <edo/report_html.hpp>
+#include <edo/reports.hpp>
 #include <edo/sweep.hpp>
 
 #include <unistd.h>
@@ -173,31 +174,9 @@ inline void write_text_file(const std::string& path, const std::string& text) {
   f.commit();
 }
 
-// The recall comparisons rank files by: recall@10 when asked, else the first k.
-inline std::string front_recall(const std::vector<uint64_t>& ks) {
-  const bool has10 = std::find(ks.begin(), ks.end(), uint64_t{10}) != ks.end();
-  return fmt::format("recall@{}", has10 ? uint64_t{10} : ks.front());
-}
-
-// For values in ascending bytes: whether each beats every smaller one (the
-// Pareto front of bytes against the value); NaN is never on it.
-inline std::vector<bool> pareto_front(const std::vector<double>& by_bytes, bool higher_is_better = true) {
-  std::vector<bool> front;
-  double best = higher_is_better ? -HUGE_VAL : HUGE_VAL;
-  for (const double v : by_bytes) {
-    const bool better = higher_is_better ? v > best : v < best;  // false for NaN
-    front.push_back(better);
-    if (better) best = v;
-  }
-  return front;
-}
-
-// The same for results in ascending bytes on `metric` (higher is better; absent is never on the front).
-inline std::vector<bool> pareto_front(const std::vector<const EvalResult*>& by_bytes, const std::string& metric) {
-  std::vector<double> values;
-  for (const EvalResult* r : by_bytes) values.push_back(r->get(metric).value_or(NAN));
-  return pareto_front(values);
-}
+// The front of bytes against recall (edo/reports.hpp), as the tools name it.
+using edo::front_recall;
+using edo::pareto_front;
 
 // Prints the metrics table (metrics_text) to stdout.
 inline void print_metrics(const EvalResult& r) { std::fputs(metrics_text(r).c_str(), stdout); }
@@ -262,8 +241,7 @@ inline std::vector<ReportNeighbours> report_neighbours(io::TableReader& original
 // The tiers of an open .edo file, for the HTML report's bytes chart.
 inline std::vector<ReportTier> report_tiers(const Reader& reader) {
   std::vector<ReportTier> out;
-  for (const TierStats& t : reader.tiers())
-    out.push_back({t.name, t.codec, residency_name(t.residency), t.rows, t.bytes});
+  for (const TierStats& t : reader.tiers()) out.push_back({t.name, t.codec, t.residency, t.rows, t.bytes});
   return out;
 }
 
@@ -298,31 +276,10 @@ inline std::string markdown_chart_link(const EvalFlags& flags) {
 inline void write_sweep_html(const EvalFlags& flags, const std::vector<SweepPoint>& points,
                              const std::vector<std::string>& metrics, io::TableReader& table) {
   if (flags.report_html.empty()) return;
-  HtmlReport page;
-  page.title = fmt::format("sweep of {} ({} x {}), {} items", table.path(), table.rows(), table.dim(), points.size());
-  page.recall_name = front_recall(flags.ks);
-  page.fp32_bytes = static_cast<double>(table.rows() * table.dim() * sizeof(float));
-  std::vector<size_t> order(points.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return points[a].file_bytes < points[b].file_bytes; });
-  std::vector<const EvalResult*> results;
-  for (size_t i : order) results.push_back(&points[i].eval);
-  const std::vector<bool> front = pareto_front(results, page.recall_name);
-  HtmlReport::Table t{"Items, smallest first", {"item", "file bytes", "ratio"}, {}};
-  t.header.insert(t.header.end(), metrics.begin(), metrics.end());
-  for (size_t j = 0; j < order.size(); ++j) {
-    const SweepPoint& p = points[order[j]];
-    page.points.push_back({p.spec, static_cast<double>(p.file_bytes), p.eval.get(page.recall_name).value_or(NAN),
-                           p.eval.get("analogy.3cosadd").value_or(NAN), front[j], false});
-    t.rows.push_back({p.spec + (front[j] ? " *" : ""), std::to_string(p.file_bytes), fmt::format("{:.3g}", p.ratio)});
-    for (const std::string& m : metrics) {
-      const auto v = p.eval.get(m);
-      t.rows.back().push_back(v ? fmt::format("{:.6g}", *v) : std::string("-"));
-    }
-  }
-  page.tables.push_back(std::move(t));
-  write_text_file(flags.report_html, to_html(page));
+  const std::string title =
+      fmt::format("sweep of {} ({} x {}), {} items", table.path(), table.rows(), table.dim(), points.size());
+  write_text_file(flags.report_html, sweep_html(points, metrics, title, front_recall(flags.ks),
+                                                static_cast<double>(table.rows() * table.dim() * sizeof(float))));
 }
 
 // Writes the requested reports, prints failed gates on stderr, returns the

@@ -1,5 +1,5 @@
 // libFuzzer target for tiered .edo files: the container, then the row-to-tier
-// map (formats/rowmap.cpp: the packed map or its runs) and the lookup
+// map (formats/container/rowmap.cpp: the packed map or its runs) and the lookup
 // addressing the reader does with it:
 // every row located, its code row bounds-checked against the tier's codes
 // section and read, then the whole-map validation.

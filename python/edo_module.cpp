@@ -29,33 +29,12 @@ namespace py = pybind11;
 namespace {
 
 edo::UnknownIdPolicy policy_of(const std::string& unknown) {
-  if (unknown == "error") return edo::UnknownIdPolicy::error;
-  if (unknown == "default") return edo::UnknownIdPolicy::default_vector;
-  if (unknown == "hash") return edo::UnknownIdPolicy::hash;
-  throw edo::Error("unknown='" + unknown + "': expected 'error', 'default' or 'hash'", __FILE__, __LINE__,
-                   edo::ExitCode::usage);
-}
-
-const char* kind_name(edo::TierKind kind) {
-  switch (kind) {
-    case edo::TierKind::codec:
-      return "codec";
-    case edo::TierKind::shared_vector:
-      return "default";
-    case edo::TierKind::sparse:
-      return "sparse";
-    case edo::TierKind::zero:
-      return "zero";
-    case edo::TierKind::centroids:
-      return "centroids";
-    case edo::TierKind::nearest:
-      return "nearest";
-    case edo::TierKind::hashed:
-      return "hashed";
-    case edo::TierKind::grouped:
-      return "grouped";
+  try {
+    return edo::parse_unknown_id_policy(unknown);
+  } catch (const edo::Error&) {
+    throw edo::Error("unknown='" + unknown + "': expected 'error', 'default' or 'hash'", __FILE__, __LINE__,
+                     edo::ExitCode::usage);
   }
-  return "codec";
 }
 
 std::unique_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, bool verify,
@@ -147,7 +126,7 @@ py::list tiers(const edo::Reader& r) {
   for (const edo::TierStats& t : r.tiers()) {
     py::dict d;
     d["name"] = t.name;
-    d["kind"] = kind_name(t.kind);
+    d["kind"] = edo::tier_kind_traits(t.kind).name;
     d["codec"] = t.codec;
     d["residency"] = edo::residency_name(t.residency);
     d["rows"] = t.rows;

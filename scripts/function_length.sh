@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Lists the functions of the library (lib/, formats/) longer than a limit,
-# in lines from the line that names the function to its closing brace, as
-# Universal Ctags reports them (--fields=+ne: start and end lines); exits 1
+# Lists the functions of the library (lib/, formats/) and of the tools
+# (apps/) longer than a limit, in lines from the line that names the
+# function to its closing brace, as Universal Ctags reports them (--fields=+ne: start and end lines); exits 1
 # when there is one. ctest runs it as cli.function_length.
 # usage: scripts/function_length.sh [LIMIT]   (default 120)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 limit="${1:-120}"
-mapfile -t files < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'formats/*.cpp' 'formats/*.hpp')
+mapfile -t files < <(git ls-files 'lib/*.cpp' 'lib/*.hpp' 'formats/*.cpp' 'formats/*.hpp' 'apps/*.cpp' 'apps/*.hpp')
 ctags --sort=no --languages=C++ --kinds-C++=f --fields=+ne --output-format=json -f - "${files[@]}" |
   /usr/bin/python3 -c "$(cat <<'PY'
 import json, sys

@@ -6,6 +6,6 @@ scripts/bootstrap.sh
 scripts/build.sh
 cd "${EDO_BUILD_DIR:-build}"
 # ctest runs two tests at a time and each uses every core through OpenMP and
-# OpenBLAS. Small work stays on one thread (lib/edo/parallel.hpp), so nothing
+# OpenBLAS. Small work stays on one thread (lib/core/include/edo/parallel.hpp), so nothing
 # like OMP_WAIT_POLICY is exported here: CI runs what users run.
 ctest --output-on-failure -j "${EDO_JOBS:-$(nproc)}" --timeout 900

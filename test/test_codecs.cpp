@@ -2,6 +2,7 @@
 
 #include <edo/codec_math.hpp>
 #include <edo/float16.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pca.hpp>
 #include <edo/random.hpp>
 
@@ -238,6 +239,46 @@ TEST_CASE("codecs: traits table lists every codec and sizes need no training") {
   CHECK(canonical_spec("int4:group=25", 50) == "int4:group=25");
   CHECK_FALSE(make_codec("int8", 50)->needs_training());
   CHECK(make_codec("pca:8,int8", 50)->needs_training());
+}
+
+TEST_CASE("codecs: every affine integer width of the scalar-kind table is a codec that keeps its bound") {
+  // Iterates math::scalar_kind_traits, so a new width is tested without a new test.
+  Rng rng(7);
+  const size_t dim = 50, rows = 64;
+  std::vector<float> x(rows * dim), y(rows * dim);
+  for (float& v : x) v = static_cast<float>(rng.uniform() * 2 - 1);
+  size_t widths = 0;
+  for (uint32_t k = 0; k < math::kScalarKindCount; ++k) {
+    const auto kind = static_cast<math::ScalarKind>(k);
+    const math::ScalarKindTraits t = math::scalar_kind_traits(kind);
+    CAPTURE(t.codec);
+    CHECK(find_codec(t.codec) != nullptr);
+    if (t.family != math::ScalarFamily::affine) continue;
+    ++widths;
+    CHECK(t.bits >= 2);
+    CHECK(t.bits <= 8);
+    for (const std::string suffix : {"", ":group=10", ":group=25,scale=fp16"}) {
+      const std::string spec = t.codec + suffix;
+      CAPTURE(spec);
+      const auto codec = make_codec(spec, dim);
+      const size_t group = suffix.empty() ? dim : suffix.find("10") != std::string::npos ? 10 : 25;
+      const size_t header = (dim + group - 1) / group * (suffix.find("fp16") != std::string::npos ? 4 : 8);
+      CHECK(codec->code_size() == header + (dim * t.bits + 7) / 8);
+      std::vector<uint8_t> codes(rows * codec->code_size());
+      codec->encode(x.data(), rows, codes.data());
+      codec->decode(codes.data(), rows, y.data());
+      for (size_t r = 0; r < rows; ++r) {
+        double err = 0, norm = 0;
+        for (size_t j = 0; j < dim; ++j) {
+          const double d = static_cast<double>(x[r * dim + j]) - y[r * dim + j];
+          err += d * d;
+          norm += static_cast<double>(x[r * dim + j]) * x[r * dim + j];
+        }
+        REQUIRE(std::sqrt(err / norm) <= codec->row_error_bound());
+      }
+    }
+  }
+  CHECK(widths == 6);  // int8, int6, int5, int4, int3, int2 today
 }
 
 // ---- per-element math ----------------------------------------------------------------

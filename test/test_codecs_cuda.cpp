@@ -1,5 +1,6 @@
 // GPU results must equal the CPU reference bit for bit. Skips (passes with a
 // message) when no GPU is present.
+#include <edo/make_codec.hpp>
 #include "test_codecs_util.hpp"
 
 using namespace edo;

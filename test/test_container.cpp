@@ -149,7 +149,7 @@ TEST_CASE("container: round trip of empty, small and large sections streamed in 
   CHECK(tier.name == "all");
   CHECK(tier.codec == "fp32");
   CHECK(tier.rows == 1000);
-  CHECK(tier.residency == "gpu");
+  CHECK(tier.residency == edo::Residency::gpu);
   CHECK(tier.sections == std::map<std::string, std::string>{{"codes", "codes"}, {"ids", "ids"}});
 }
 

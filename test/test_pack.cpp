@@ -3,6 +3,7 @@
 
 #include <edo/codec.hpp>
 #include <edo/io/table.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pack.hpp>
 #include <edo/random.hpp>
 #include <edo/reader.hpp>

@@ -1,4 +1,4 @@
-// Small work runs on the calling thread (lib/edo/parallel.hpp): it opens no
+// Small work runs on the calling thread (lib/core/include/edo/parallel.hpp): it opens no
 // parallel region, so libgomp, which creates its worker threads at the first
 // region of more than one thread, never creates them. ctest runs every test
 // case in a process of its own, where the thread count before and after says
@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <edo/codec.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/parallel.hpp>
 #include <edo/reader.hpp>
 

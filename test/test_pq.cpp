@@ -6,6 +6,7 @@
 #include <edo/edo_file.hpp>
 #include <edo/eval.hpp>
 #include <edo/float16.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
 #include <edo/reader.hpp>

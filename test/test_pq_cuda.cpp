@@ -2,6 +2,7 @@
 // (passes with a message) when no GPU is present.
 #include "test_codecs_util.hpp"
 
+#include <edo/make_codec.hpp>
 #include <edo/pq.hpp>
 
 using namespace edo;

@@ -9,16 +9,20 @@
 #include <edo/io/container.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/io/table.hpp>
-#include <edo/lookup_group.hpp>
 #include <edo/pack.hpp>
 #include <edo/random.hpp>
 #include <edo/reader.hpp>
+#include <edo/tier.hpp>
+
+#include "../lib/reader/lookup_group.hpp"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <set>
 
 using edo::test::error_of;
 
@@ -360,6 +364,37 @@ struct RandomBags {
 };
 
 }  // namespace
+
+TEST_CASE("reader: every tier kind of the traits table packs, opens, answers its rows and pools its bags") {
+  // Iterates edo::tier_kinds(), so a new kind is covered without a new test.
+  std::set<std::string> names, stages;
+  for (const edo::TierKindTraits& t : edo::tier_kinds()) {
+    CAPTURE(t.name);
+    CHECK(&edo::tier_kind_traits(t.kind) == &t);
+    CHECK(names.insert(t.name).second);
+    for (const char* stage : t.stages)
+      if (stage) CHECK(stages.insert(stage).second);  // no two kinds claim one stage name
+    CHECK(edo::tier_kind_of(t.example) == t.kind);
+    CHECK((edo::tier_kind_word(t.kind) != nullptr) == t.fallback);
+    const Packed p({"hot:rows=30%:fp16", std::string("cold:rest:") + t.example});
+    const edo::Reader r = edo::Reader::open(p.path);
+    REQUIRE(r.tiers().size() == 2);
+    CHECK(r.tiers()[1].kind == t.kind);
+    std::vector<int64_t> ids(p.rows);
+    std::iota(ids.begin(), ids.end(), 0);
+    std::vector<float> rows(p.rows * p.dim);
+    r.lookup(ids.data(), ids.size(), rows.data());
+    for (float v : rows) REQUIRE(std::isfinite(v));
+    const RandomBags rb(50, p.rows, 4);
+    std::vector<float> want(rb.offsets.size() * p.dim), got(want.size());
+    r.lookup_bags_reference(rb.bags(false), edo::PoolMode::sum, want.data());
+    r.lookup_bags(rb.bags(false), edo::PoolMode::sum, got.data());
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+  }
+  CHECK(names.size() == edo::kTierKindCount);
+  CHECK(edo::tier_kind_of("int4:group=32") == edo::TierKind::codec);
+  CHECK(edo::tier_kind_of("zero:1") == edo::TierKind::codec);  // "zero" is a bare word
+}
 
 TEST_CASE("reader: pooled bags equal the reference bit for bit, every mode and tier kind, any thread count") {
   for (const auto& tiers : std::vector<std::vector<std::string>>{

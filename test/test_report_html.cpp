@@ -51,7 +51,7 @@ TEST_CASE("report html: every chart with data is one svg, text escaped, nothing 
   page.result = &r;
   page.fp32_bytes = 20000;
   page.points = {{"int8 <x>", 5000, 0.93, 0.7, true, true}, {"int4", 2500, 0.8, NAN, true, false}};
-  page.tiers = {{"hot", "fp16", "gpu", 10, 2000}, {"cold", "int4", "disk", 90, 3000}};
+  page.tiers = {{"hot", "fp16", edo::Residency::gpu, 10, 2000}, {"cold", "int4", edo::Residency::disk, 90, 3000}};
   page.neighbours = {{"king", {"queen", "<script>"}, {"queen", "prince"}}};
   const std::string html = to_html(page);
   check_offline(html);

@@ -6,7 +6,7 @@
 
 #include <edo/float16.hpp>
 #include <edo/random.hpp>
-#include <edo/sparse.hpp>
+#include <edo/sparse_writer.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -3,6 +3,7 @@
 #include "codec_impl.hpp"
 
 #include <edo/error.hpp>
+#include <edo/make_codec.hpp>
 
 #include <string_view>
 

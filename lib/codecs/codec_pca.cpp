@@ -2,6 +2,8 @@
 // fit_rotation) and encoding.
 #include "pca_codec.hpp"
 
+#include <edo/pca.hpp>
+
 namespace edo::detail {
 namespace {
 

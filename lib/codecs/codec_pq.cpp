@@ -40,8 +40,8 @@ constexpr int kOpqNiterPq0 = 40, kOpqNiterPq = 4;
 // Rows the rotation is fitted on (FAISS's default is 65,536). Each outer
 // iteration encodes them and multiplies them by the rotation twice, so this
 // sets the training time: 16,384 rows train opq:m=96 on a 384-wide table in
-// 38 s instead of 89, for a somewhat higher error there (docs/BENCHMARKS.md,
-// "Training time"). Samples this small or smaller are used whole, as before;
+// well under half the time of 65,536, for a somewhat higher error there
+// (docs/BENCHMARKS.md, "Training time", has today's figure). Samples this small or smaller are used whole, as before;
 // the codebooks still train on the whole sample.
 constexpr size_t kOpqTrainRows = 16384;
 

@@ -12,7 +12,7 @@
 
 #include <cblas.h>
 #include <omp.h>
-#include <core/single_threaded_blas.hpp>
+#include <edo/single_threaded_blas.hpp>
 
 #ifdef __AVX2__
 #include <immintrin.h>

@@ -14,7 +14,7 @@
 #include <edo/parallel.hpp>
 #include <edo/pq.hpp>
 
-#include <core/single_threaded_blas.hpp>
+#include <edo/single_threaded_blas.hpp>
 
 #include <faiss/utils/Heap.h>
 #include <faiss/utils/distances.h>

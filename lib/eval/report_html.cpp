@@ -213,21 +213,22 @@ std::string tier_chart(const std::vector<ReportTier>& tiers) {
   for (size_t i = 0; i < tiers.size(); ++i) {
     const ReportTier& t = tiers[i];
     const double y = f.top + 8 + 28.0 * static_cast<double>(i), w = 0.7 * f.width * static_cast<double>(t.bytes) / most;
-    const char* colour = t.residency == "gpu" ? kGreen : t.residency == "disk" ? kGrey : kBlue;
+    const char* colour = t.residency == Residency::gpu ? kGreen : t.residency == Residency::disk ? kGrey : kBlue;
     s += text_at(f.left - 8, y + 14, t.name, "end", 12);
     s +=
         fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"18\" fill=\"{}\"><title>{}</title></rect>\n",
                     f.left, y, std::max(w, 1.0), colour, esc(t.name + ": " + t.codec));
     s += text_at(f.left + std::max(w, 1.0) + 6, y + 13,
-                 fmt::format("{} \xc2\xb7 {} \xc2\xb7 {} rows \xc2\xb7 {}", t.codec, t.residency, t.rows,
-                             human_bytes(static_cast<double>(t.bytes))),
+                 fmt::format("{} \xc2\xb7 {} \xc2\xb7 {} rows \xc2\xb7 {}", t.codec, residency_name(t.residency),
+                             t.rows, human_bytes(static_cast<double>(t.bytes))),
                  "start", 10);
   }
   const double ly = f.top + f.height + 22;
   double lx = f.left;
-  for (const auto& [name, colour] : {std::pair{"gpu", kGreen}, std::pair{"host", kBlue}, std::pair{"disk", kGrey}}) {
+  for (const auto& [where, colour] :
+       {std::pair{Residency::gpu, kGreen}, std::pair{Residency::host, kBlue}, std::pair{Residency::disk, kGrey}}) {
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", lx, ly - 10, colour);
-    s += text_at(lx + 16, ly, name, "start", 11);
+    s += text_at(lx + 16, ly, residency_name(where), "start", 11);
     lx += 70;
   }
   return s + "</svg>\n";

@@ -1,4 +1,4 @@
-#include <core/single_threaded_blas.hpp>
+#include <edo/single_threaded_blas.hpp>
 
 #include <edo/error.hpp>
 #include <edo/eval.hpp>

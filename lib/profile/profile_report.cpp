@@ -148,7 +148,7 @@ nlohmann::json container_summary(const io::Container& c) {
     tiers.push_back({{"name", tier.name},
                      {"codec", tier.codec},
                      {"rows", tier.rows},
-                     {"residency", tier.residency.empty() ? json(nullptr) : json(tier.residency)},
+                     {"residency", tier.residency ? json(residency_name(*tier.residency)) : json(nullptr)},
                      {"bytes", bytes},
                      {"section_bytes", roles}});
   }

@@ -87,6 +87,7 @@ constexpr size_t kRowsAtOnce = 64;
 }  // namespace
 
 void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
+  require_table("lookup_bags");
   check_bags(bags, mode, path());
   const uint64_t d = dim();
   std::fill(out, out + bags.count * d, 0.0f);
@@ -119,6 +120,7 @@ void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
 }
 
 void Reader::lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const {
+  require_table("lookup_bags");
   check_bags(bags, mode, path());
   const uint64_t d = dim();
   std::fill(out, out + bags.count * d, 0.0f);

@@ -6,7 +6,7 @@
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
-#include <edo/knn.hpp>
+#include <edo/matrix.hpp>
 
 #include <algorithm>
 #include <charconv>

@@ -35,10 +35,7 @@ uint64_t parse_unsigned(std::string_view spec, const SpecParam& p) {
 
 }  // namespace
 
-bool is_hash_spec(std::string_view spec) {
-  const std::string_view name = spec.substr(0, spec.find_first_of(":,"));
-  return name == "hash" || name == "qr";
-}
+bool is_hash_spec(std::string_view spec) { return tier_kind_of(spec) == TierKind::hashed; }
 
 HashSpec parse_hash_spec(std::string_view spec) {
   const std::vector<SpecStage> stages = parse_spec(spec);
@@ -86,7 +83,7 @@ std::string format_hash_spec(const HashSpec& s) {
                      s.fit == HashFit::least_squares ? "ls" : "none", s.seed);
 }
 
-bool is_group_spec(std::string_view spec) { return spec.substr(0, spec.find_first_of(":,")) == "group"; }
+bool is_group_spec(std::string_view spec) { return tier_kind_of(spec) == TierKind::grouped; }
 
 GroupSpec parse_group_spec(std::string_view spec, uint64_t dim) {
   constexpr const char* grammar = "group:clusters=C|labels|groups=C[,residual=CODEC|none]";

@@ -7,11 +7,13 @@
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/io/rowmap.hpp>
-#include <edo/lookup_group.hpp>
 #include <edo/parallel.hpp>
 #include <edo/reader.hpp>
 #include <edo/shard_set.hpp>
 #include <edo/tier.hpp>
+#include "lookup_group.hpp"
+
+#include <fmt/ranges.h>
 
 #ifdef EDO_HAVE_CUDA
 #include <edo/codec_math.hpp>
@@ -27,9 +29,46 @@
 
 namespace edo {
 
+UnknownIdPolicy parse_unknown_id_policy(std::string_view name) {
+  for (const UnknownIdPolicy p : {UnknownIdPolicy::error, UnknownIdPolicy::default_vector, UnknownIdPolicy::hash})
+    if (name == unknown_id_policy_name(p)) return p;
+  EDO_USAGE_FAIL("unknown-id policy '{}': expected error, default or hash", name);
+}
+
+CacheIo parse_cache_io(std::string_view name) {
+  for (const CacheIo io : {CacheIo::automatic, CacheIo::pread, CacheIo::io_uring})
+    if (name == cache_io_name(io)) return io;
+  EDO_USAGE_FAIL("cache reads '{}': expected auto, pread or io_uring", name);
+}
+
+const char* cache_io_name(CacheIo io) {
+  switch (io) {
+    case CacheIo::automatic:
+      return "auto";
+    case CacheIo::pread:
+      return "pread";
+    case CacheIo::io_uring:
+      return "io_uring";
+  }
+  return "auto";
+}
+
+const char* unknown_id_policy_name(UnknownIdPolicy policy) {
+  switch (policy) {
+    case UnknownIdPolicy::error:
+      return "error";
+    case UnknownIdPolicy::default_vector:
+      return "default";
+    case UnknownIdPolicy::hash:
+      return "hash";
+  }
+  return "error";
+}
+
 struct Reader::Impl {
   io::Container container;
   ReaderOptions options;
+  std::vector<Reader> model_tables;  // a model file's, in directory order
   std::vector<std::unique_ptr<TierView>> tiers;
   std::vector<TierStats> stats;
   std::unique_ptr<IdMap> map;
@@ -229,8 +268,9 @@ void Reader::Impl::bound_memory() {
   // not a slab to allocate: the cache holds at most every page of the file.
   const uint64_t file_pages = container.file_size() / page + 2;
   const uint64_t capacity = std::min(options.max_resident - resident, std::max<uint64_t>(file_pages, 64) * page);
-  cache =
-      std::make_unique<detail::PageCache>(path, container.file_size(), capacity, page, tiers.size(), options.cache_io);
+  // A model file's table reads its bytes where they lie in the model file.
+  cache = std::make_unique<detail::PageCache>(container.backing_path(), container.backing_size(), capacity, page,
+                                              tiers.size(), options.cache_io);
   cached.assign(tiers.size(), false);
   for (size_t t = 0; t < tiers.size(); ++t)
     if (tiers[t]->stats().residency == Residency::disk) cached[t] = tiers[t]->read_through(*cache, t);
@@ -323,8 +363,45 @@ Reader Reader::open(const std::string& path, const ReaderOptions& options) {
 
 Reader Reader::from_container(io::Container container, const ReaderOptions& options) {
   auto impl = std::make_unique<Impl>(std::move(container), options);
+  if (impl->container.is_model()) {
+    // The model file's checksums cover its tables' bytes already.
+    ReaderOptions table_options = options;
+    table_options.verify = io::Verify::structure;
+    for (size_t i = 0; i < impl->container.model_tables().size(); ++i)
+      impl->model_tables.push_back(from_container(impl->container.model_table(i, table_options.verify), table_options));
+    return Reader(std::move(impl));
+  }
   impl->load();
   return Reader(std::move(impl));
+}
+
+bool Reader::is_model() const { return impl_->container.is_model(); }
+
+std::vector<std::string> Reader::tables() const {
+  std::vector<std::string> names;
+  if (!is_model()) return {impl_->container.manifest().value(kTableNameKey, std::string(kUnnamedTable))};
+  for (const io::ModelTableInfo& t : impl_->container.model_tables()) names.push_back(t.name);
+  return names;
+}
+
+const Reader& Reader::table(std::string_view name) const {
+  if (!is_model()) {
+    if (name == tables().front()) return *this;
+  } else {
+    const auto& infos = impl_->container.model_tables();
+    for (size_t i = 0; i < infos.size(); ++i)
+      if (infos[i].name == name) return impl_->model_tables[i];
+  }
+  const std::vector<std::string> names = tables();
+  EDO_USAGE_FAIL("{}: no table '{}' (it holds {}: {})", path(), name, names.size(),
+                 fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 20), ", "));
+}
+
+void Reader::require_table(const char* what) const {
+  if (!is_model()) return;
+  const std::vector<std::string> names = tables();
+  EDO_USAGE_FAIL("{}: {} needs one table, and this model file holds {} ({}): name one", path(), what, names.size(),
+                 fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 20), ", "));
 }
 
 const std::string& Reader::path() const { return impl_->container.path(); }
@@ -336,6 +413,7 @@ const std::vector<float>& Reader::default_vector() const { return impl_->default
 const io::Container& Reader::container() const { return impl_->container; }
 
 ResidencyBytes Reader::residency_bytes() const {
+  require_table("residency_bytes");
   ResidencyBytes b;
   b.host = impl_->map->bytes();
   for (const TierStats& t : impl_->stats)
@@ -343,7 +421,10 @@ ResidencyBytes Reader::residency_bytes() const {
   return b;
 }
 
-IdMapKind Reader::id_map_kind() const { return impl_->map->kind(); }
+IdMapKind Reader::id_map_kind() const {
+  require_table("id_map_kind");
+  return impl_->map->kind();
+}
 
 CacheCounts Reader::cache_counts(size_t t) const {
   if (!impl_->cache || t >= impl_->cached.size() || !impl_->cached[t]) return {};
@@ -354,16 +435,22 @@ CacheCounts Reader::cache_counts(size_t t) const {
 uint64_t Reader::cache_capacity() const { return impl_->cache ? impl_->cache->capacity() : 0; }
 
 const Codec* Reader::single_tier_codec() const {
+  require_table("single_tier_codec");
   return impl_->map->kind() == IdMapKind::identity ? impl_->tiers[0]->codec() : nullptr;
 }
 
 const uint8_t* Reader::single_tier_codes() const {
+  require_table("single_tier_codes");
   return impl_->map->kind() == IdMapKind::identity ? impl_->tiers[0]->codes() : nullptr;
 }
 
-void Reader::lookup(const int64_t* ids, size_t n, float* out) const { impl_->lookup(ids, n, out); }
+void Reader::lookup(const int64_t* ids, size_t n, float* out) const {
+  require_table("lookup");
+  impl_->lookup(ids, n, out);
+}
 
 void Reader::decode_rows(uint64_t begin, uint64_t count, float* out) const {
+  require_table("decode_rows");
   const auto end = checked_add(begin, count);
   if (!end || *end > impl_->rows)
     EDO_FAIL("{}: rows [{}, {}+{}) are outside the table ({} rows)", path(), begin, begin, count, impl_->rows);
@@ -406,9 +493,13 @@ void Reader::decode_all(float* out) const {
     decode_rows(begin, std::min(kBlock, impl_->rows - begin), out + begin * impl_->dim);
 }
 
-void Reader::validate_row_map() const { impl_->map->validate(); }
+void Reader::validate_row_map() const {
+  require_table("validate_row_map");
+  impl_->map->validate();
+}
 
 uint32_t Reader::tier_of(uint64_t row) const {
+  require_table("tier_of");
   if (row >= impl_->rows) EDO_FAIL("{}: row {} is outside the table ({} rows)", path(), row, impl_->rows);
   const int64_t id = static_cast<int64_t>(row);
   uint32_t t = 0;
@@ -418,6 +509,7 @@ uint32_t Reader::tier_of(uint64_t row) const {
 }
 
 void Reader::lookup_device(const int64_t* ids, size_t n, float* out_device) const {
+  require_table("lookup_device");
 #ifdef EDO_HAVE_CUDA
   if (impl_->options.device != Device::cuda)
     EDO_USAGE_FAIL("{}: lookup_device needs a reader opened with device = cuda", path());

@@ -35,8 +35,6 @@ namespace {
 
 constexpr const char* kSparseGrammar = "csr|bitmap:density=D|k=K|threshold=T[,values=fp32|fp16|bf16|int8|int4]";
 
-std::string_view stage_name(std::string_view spec) { return spec.substr(0, spec.find_first_of(":,")); }
-
 template <class T>
 T parse_number(std::string_view spec, const std::string& key, const std::string& text) {
   T v{};
@@ -48,10 +46,7 @@ T parse_number(std::string_view spec, const std::string& key, const std::string&
 
 }  // namespace
 
-bool is_sparse_spec(std::string_view spec) {
-  const std::string_view name = stage_name(spec);
-  return name == "csr" || name == "bitmap";
-}
+bool is_sparse_spec(std::string_view spec) { return tier_kind_of(spec) == TierKind::sparse; }
 
 const char* sparse_values_name(SparseValues v) {
   switch (v) {

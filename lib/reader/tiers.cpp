@@ -16,53 +16,110 @@
 
 namespace edo {
 
-std::optional<Residency> parse_residency(std::string_view text) {
-  if (text == "host") return Residency::host;
-  if (text == "gpu") return Residency::gpu;
-  if (text == "disk") return Residency::disk;
-  return std::nullopt;
-}
+namespace {
 
-const char* residency_name(Residency r) {
-  switch (r) {
-    case Residency::gpu:
-      return "gpu";
-    case Residency::disk:
-      return "disk";
-    case Residency::host:
-      break;
-  }
-  return "host";
+constexpr TierKindTraits kTierKinds[] = {
+    {.kind = TierKind::codec,
+     .name = "codec",
+     .stages = {},
+     .bare_word = false,
+     .fallback = false,
+     .answers_across_shards = false,
+     .row_sections = {"codes"},
+     .example = "int8"},
+    {.kind = TierKind::shared_vector,
+     .name = "default",
+     .stages = {"default"},
+     .bare_word = true,
+     .fallback = true,
+     .answers_across_shards = false,
+     .row_sections = {},
+     .example = "default"},
+    {.kind = TierKind::sparse,
+     .name = "sparse",
+     .stages = {"csr", "bitmap"},
+     .bare_word = false,
+     .fallback = false,
+     .answers_across_shards = false,
+     .row_sections = {"values", "offsets", "indices", "masks", "params"},
+     .example = "csr:density=0.5,values=fp16"},
+    {.kind = TierKind::zero,
+     .name = "zero",
+     .stages = {"zero"},
+     .bare_word = true,
+     .fallback = true,
+     .answers_across_shards = false,
+     .row_sections = {},
+     .example = "zero"},
+    {.kind = TierKind::centroids,
+     .name = "centroids",
+     .stages = {"centroids"},
+     .bare_word = false,
+     .fallback = true,
+     .answers_across_shards = false,
+     .row_sections = {"assign"},
+     .example = "centroids:4"},
+    {.kind = TierKind::nearest,
+     .name = "nearest",
+     .stages = {"nearest"},
+     .bare_word = false,
+     .fallback = true,
+     .answers_across_shards = true,
+     .row_sections = {"target"},
+     .example = "nearest"},
+    {.kind = TierKind::hashed,
+     .name = "hashed",
+     .stages = {"hash", "qr"},
+     .bare_word = false,
+     .fallback = false,
+     .answers_across_shards = true,
+     .row_sections = {},
+     .example = "hash:buckets=64"},
+    {.kind = TierKind::grouped,
+     .name = "grouped",
+     .stages = {"group"},
+     .bare_word = false,
+     .fallback = false,
+     .answers_across_shards = false,
+     .row_sections = {},
+     .example = "group:clusters=4"},
+};
+static_assert(std::size(kTierKinds) == kTierKindCount);
+
+constexpr bool rows_in_enum_order() {
+  for (size_t i = 0; i < std::size(kTierKinds); ++i)
+    if (static_cast<size_t>(kTierKinds[i].kind) != i) return false;
+  return true;
+}
+static_assert(rows_in_enum_order(), "kTierKinds rows must follow TierKind's order");
+
+}  // namespace
+
+std::span<const TierKindTraits> tier_kinds() { return kTierKinds; }
+
+const TierKindTraits& tier_kind_traits(TierKind kind) {
+  const auto i = static_cast<size_t>(kind);
+  if (i >= std::size(kTierKinds)) EDO_FAIL("tier kind {} is not in the traits table", i);
+  return kTierKinds[i];
 }
 
 TierKind tier_kind_of(std::string_view codec_field) {
-  if (codec_field == tier_kind_word(TierKind::shared_vector)) return TierKind::shared_vector;
-  if (codec_field == tier_kind_word(TierKind::zero)) return TierKind::zero;
-  const std::string_view name = codec_field.substr(0, codec_field.find_first_of(":,"));
-  if (name == tier_kind_word(TierKind::centroids)) return TierKind::centroids;
-  if (name == tier_kind_word(TierKind::nearest)) return TierKind::nearest;
-  if (is_hash_spec(codec_field)) return TierKind::hashed;
-  if (is_group_spec(codec_field)) return TierKind::grouped;
-  return is_sparse_spec(codec_field) ? TierKind::sparse : TierKind::codec;
+  const std::string_view stage = codec_field.substr(0, codec_field.find_first_of(":,"));
+  for (const TierKindTraits& t : kTierKinds)
+    for (const char* name : t.stages)
+      if (name && stage == name && (!t.bare_word || codec_field == name)) return t.kind;
+  return TierKind::codec;
 }
 
 const char* tier_kind_word(TierKind kind) {
-  switch (kind) {
-    case TierKind::shared_vector:
-      return "default";
-    case TierKind::zero:
-      return "zero";
-    case TierKind::centroids:
-      return "centroids";
-    case TierKind::nearest:
-      return "nearest";
-    case TierKind::codec:
-    case TierKind::sparse:
-    case TierKind::hashed:
-    case TierKind::grouped:
-      break;
-  }
-  return nullptr;
+  const TierKindTraits& t = tier_kind_traits(kind);
+  return t.fallback ? t.stages[0] : nullptr;
+}
+
+bool is_row_section(TierKind kind, std::string_view role) {
+  for (const char* r : tier_kind_traits(kind).row_sections)
+    if (r && role == r) return true;
+  return false;
 }
 
 TierStats tier_base_stats(const io::TierInfo& info, TierKind kind) {
@@ -71,7 +128,7 @@ TierStats tier_base_stats(const io::TierInfo& info, TierKind kind) {
   s.kind = kind;
   s.rows = info.rows;
   // Files written before residencies were recorded (edo-quantize 0.1) have none: host.
-  s.residency = parse_residency(info.residency).value_or(Residency::host);
+  s.residency = info.residency.value_or(Residency::host);
   return s;
 }
 
@@ -163,7 +220,7 @@ class CodecTier final : public TierView {
     codes_ = codes.data;
     stats_.bytes = codes.size;
     for (const io::SectionInfo& si : c.sections())
-      if (si.name == codes_it->second) codes_offset_ = si.offset;
+      if (si.name == codes_it->second) codes_offset_ = c.backing_offset() + si.offset;
     std::vector<NamedBlob> blobs = load_codec_state(c, info, jt, {"codes"});
     for (const auto& b : blobs) stats_.bytes += state_stored_bytes(b);
     try {
@@ -390,28 +447,31 @@ class RowRunsIdMap final : public IdMap {
   uint64_t bytes_;
 };
 
+using TierOpener = std::unique_ptr<TierView> (*)(const io::Container&, const io::TierInfo&, const nlohmann::json&);
+using io::Container, io::TierInfo, nlohmann::json;
+
+// The reader's column of the tier-kind traits (edo/tier.hpp): how each kind
+// opens, in TierKind's order.
+constexpr TierOpener kTierOpeners[] = {
+    [](const Container& c, const TierInfo& i, const json& jt) -> std::unique_ptr<TierView> {
+      return std::make_unique<CodecTier>(c, i, jt);
+    },
+    [](const Container& c, const TierInfo& i, const json&) -> std::unique_ptr<TierView> {
+      return std::make_unique<SharedVectorTier>(c, i);
+    },
+    [](const Container& c, const TierInfo& i, const json& jt) { return open_sparse_tier(c, i, jt); },
+    [](const Container& c, const TierInfo& i, const json&) { return open_zero_tier(c, i); },
+    [](const Container& c, const TierInfo& i, const json&) { return open_centroid_tier(c, i); },
+    [](const Container& c, const TierInfo& i, const json& jt) { return open_nearest_tier(c, i, jt); },
+    [](const Container& c, const TierInfo& i, const json&) { return open_hashed_tier(c, i); },
+    [](const Container& c, const TierInfo& i, const json& jt) { return open_grouped_tier(c, i, jt); },
+};
+static_assert(std::size(kTierOpeners) == kTierKindCount);
+
 }  // namespace
 
 std::unique_ptr<TierView> open_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) {
-  switch (tier_kind_of(info.codec)) {
-    case TierKind::shared_vector:
-      return std::make_unique<SharedVectorTier>(c, info);
-    case TierKind::sparse:
-      return open_sparse_tier(c, info, jt);
-    case TierKind::zero:
-      return open_zero_tier(c, info);
-    case TierKind::centroids:
-      return open_centroid_tier(c, info);
-    case TierKind::nearest:
-      return open_nearest_tier(c, info, jt);
-    case TierKind::hashed:
-      return open_hashed_tier(c, info);
-    case TierKind::grouped:
-      return open_grouped_tier(c, info, jt);
-    case TierKind::codec:
-      break;
-  }
-  return std::make_unique<CodecTier>(c, info, jt);
+  return kTierOpeners[static_cast<size_t>(tier_kind_of(info.codec))](c, info, jt);
 }
 
 std::unique_ptr<IdMap> open_id_map(const io::Container& c, const std::vector<uint64_t>& tier_rows) {

@@ -201,8 +201,7 @@ void group_by_tier(EvalOptions& eo, const Reader& reader) {
   eo.group_names.clear();
   eo.fallback_groups.clear();
   for (const auto& t : reader.tiers()) {
-    const bool stand_in = t.kind == TierKind::shared_vector || t.kind == TierKind::zero ||
-                          t.kind == TierKind::centroids || t.kind == TierKind::nearest;
+    const bool stand_in = is_fallback(t.kind);
     if (stand_in) eo.fallback_groups.push_back(static_cast<uint32_t>(eo.group_names.size()));
     eo.group_names.push_back(t.name);
   }

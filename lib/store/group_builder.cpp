@@ -8,6 +8,7 @@
 #include <edo/error.hpp>
 #include <edo/hash.hpp>
 #include <edo/io/table.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pq.hpp>
 #include <edo/table_writer.hpp>
 

@@ -151,8 +151,9 @@ std::vector<TierSpec> plan_from_json(const nlohmann::json& plan, const std::stri
     for (const char* key : {"name", "share", "codec"})
       if (!jt.is_object() || !jt.contains(key) || !jt[key].is_string())
         EDO_FAIL("{}: tier {} has no string '{}'", path, tiers.size(), key);
-    const std::string residency =
-        jt.contains("residency") && jt["residency"].is_string() ? jt["residency"].get<std::string>() : "host";
+    const std::string residency = jt.contains("residency") && jt["residency"].is_string()
+                                      ? jt["residency"].get<std::string>()
+                                      : residency_name(Residency::host);
     try {
       tiers.push_back(parse_tier_spec(jt["name"].get<std::string>() + ":" + jt["share"].get<std::string>() + ":" +
                                       jt["codec"].get<std::string>() + ":" + residency));

@@ -10,11 +10,12 @@
 #include <edo/io/files.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/knn.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pack.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
 #include <edo/reader.hpp>
-#include <edo/sparse.hpp>
+#include <edo/sparse_writer.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -78,10 +79,7 @@ struct LadderCodec {
 
   // The dropped rows' kinds: only ever a plan's coldest tier, less precise
   // than every codec, and not ordered among themselves.
-  bool fallback() const {
-    return kind == TierKind::shared_vector || kind == TierKind::zero || kind == TierKind::centroids ||
-           kind == TierKind::nearest;
-  }
+  bool fallback() const { return edo::is_fallback(kind); }
 
   // Bytes a row, which orders the ladder (a sparse tier's from its expected density).
   double row_bytes() const {

@@ -7,6 +7,7 @@
 #include <edo/io/files.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/io/vocab.hpp>
+#include <edo/model.hpp>
 #include <edo/reader.hpp>
 #include <edo/shard.hpp>
 #include <edo/shard_set.hpp>
@@ -190,20 +191,6 @@ void check_readable(const Shard& s) {
 // Sections holding the tier's rows one after another (FORMAT.md 9.8):
 // concatenated in shard order by a merge. The others are the tier's state,
 // equal in every shard.
-bool row_section(const std::string& codec, const std::string& role) {
-  switch (tier_kind_of(codec)) {
-    case TierKind::codec:
-      return role == "codes";
-    case TierKind::centroids:
-      return role == "assign";
-    case TierKind::nearest:
-      return role == "target";
-    case TierKind::sparse:
-      return role == "values" || role == "offsets" || role == "indices" || role == "masks" || role == "params";
-    default:
-      return false;
-  }
-}
 
 // A sparse tier's entry keys that count its own rows' values (FORMAT.md 9.3).
 constexpr const char* kSparseCounts[] = {"nnz", "offset_bytes", "density"};
@@ -301,7 +288,7 @@ void check_set(std::vector<Shard>& shards) {
           s.path, first.path);
     for (const io::TierInfo& tier : s.c.tiers())
       for (const auto& [role, section] : tier.sections) {
-        if (row_section(tier.codec, role)) continue;
+        if (is_row_section(tier_kind_of(tier.codec), role)) continue;
         const io::SectionView a = s.c.section(section), b = first.c.section(section);
         if (a.size != b.size || std::memcmp(a.data, b.data, a.size) != 0)
           EDO_FAIL("{}: its codec state '{}' differs from {}'s: shards must share one trained state (--trained)",
@@ -319,6 +306,7 @@ void check_set(std::vector<Shard>& shards) {
 
 uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& out_path) {
   if (paths.empty()) EDO_USAGE_FAIL("--merge: no shard files given");
+  if (io::Container::open(paths.front()).is_model()) return merge_model_shards(paths, out_path);
   std::vector<Shard> shards;
   for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::all));
   check_set(shards);
@@ -331,7 +319,7 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   for (size_t t = 0; t < ntiers; ++t) {
     const io::TierInfo& info = first.c.tiers()[t];
     for (const auto& [role, name] : info.sections)
-      if (row_section(info.codec, role)) row_sections[name] = t;
+      if (is_row_section(tier_kind_of(info.codec), role)) row_sections[name] = t;
     if (tier_kind_of(info.codec) != TierKind::sparse) continue;
     const bool int4 = parse_sparse_spec(info.codec, first.c.dim()).values == SparseValues::int4;
     for (const Shard& s : shards) {
@@ -416,6 +404,9 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
 
 void write_shard_set(const std::vector<std::string>& paths, const std::string& out_path) {
   if (paths.empty()) EDO_USAGE_FAIL("--shard-set: no shard files given");
+  if (io::Container::open(paths.front()).is_model())
+    EDO_USAGE_FAIL("--shard-set: {} is a model's shard; a shard set names one table's shards: --merge them",
+                   paths.front());
   std::vector<Shard> shards;
   // Every section checksum, as --merge checks them: the set is read as one table later.
   for (const std::string& p : paths) shards.push_back(open_shard(p, io::Verify::all));

@@ -10,7 +10,7 @@
 #include <edo/io/table.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
-#include <edo/sparse.hpp>
+#include <edo/sparse_writer.hpp>
 #include <edo/table_writer.hpp>
 
 #include <algorithm>

@@ -27,11 +27,6 @@ std::vector<std::string> parse_sweep(std::string_view text) {
 
 namespace {
 
-bool is_fallback(TierKind kind) {
-  return kind == TierKind::shared_vector || kind == TierKind::zero || kind == TierKind::centroids ||
-         kind == TierKind::nearest;
-}
-
 // The share of a tier's values it stores (SweepPoint::density).
 double stored_share(const nlohmann::json& entry, TierKind kind, uint64_t dim) {
   if (kind == TierKind::sparse) return entry.value("density", 1.0);

@@ -7,6 +7,7 @@
 #include <edo/error.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/io/vocab.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
 #include <edo/table_writer.hpp>
@@ -489,28 +490,47 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
                  {"provenance", provenance(input, opt, std::nullopt)}});
 }
 
+namespace {
+
+using TierMaker = std::unique_ptr<TierBuilder> (*)(const std::string& field, uint64_t dim, const EncodeOptions& enc,
+                                                   const HashFitOptions& fit);
+
+// The writer's column of the tier-kind traits (edo/tier.hpp): how each kind
+// is built, in TierKind's order.
+constexpr TierMaker kTierMakers[] = {
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit)
+        -> std::unique_ptr<TierBuilder> { return std::make_unique<CodecTierBuilder>(field, dim, enc, fit.note); },
+    [](const std::string&, uint64_t dim, const EncodeOptions& enc, const HashFitOptions&)
+        -> std::unique_ptr<TierBuilder> { return std::make_unique<SharedVectorTierBuilder>(dim, enc); },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions&) {
+      return make_sparse_tier_builder(field, dim, enc);
+    },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions&) {
+      return make_fallback_tier_builder(TierKind::zero, field, dim, enc);
+    },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions&) {
+      return make_fallback_tier_builder(TierKind::centroids, field, dim, enc);
+    },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions&) {
+      return make_fallback_tier_builder(TierKind::nearest, field, dim, enc);
+    },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit) {
+      return make_hash_tier_builder(field, dim, enc, fit);
+    },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit) {
+      return make_group_tier_builder(field, dim, enc, fit);
+    },
+};
+static_assert(std::size(kTierMakers) == kTierKindCount);
+
+}  // namespace
+
 std::unique_ptr<TierBuilder> make_tier_builder(const std::string& codec_field, uint64_t dim, const EncodeOptions& enc,
                                                const HashFitOptions& fit,
                                                const std::function<void(const std::string&)>& note) {
   HashFitOptions fit_with_note = fit;
   fit_with_note.note = note;
-  switch (tier_kind_of(codec_field)) {
-    case TierKind::hashed:
-      return make_hash_tier_builder(codec_field, dim, enc, fit_with_note);
-    case TierKind::grouped:
-      return make_group_tier_builder(codec_field, dim, enc, fit_with_note);
-    case TierKind::shared_vector:
-      return std::make_unique<SharedVectorTierBuilder>(dim, enc);
-    case TierKind::sparse:
-      return make_sparse_tier_builder(codec_field, dim, enc);
-    case TierKind::zero:
-    case TierKind::centroids:
-    case TierKind::nearest:
-      return make_fallback_tier_builder(tier_kind_of(codec_field), codec_field, dim, enc);
-    case TierKind::codec:
-      break;
-  }
-  return std::make_unique<CodecTierBuilder>(codec_field, dim, enc, note);
+  return kTierMakers[static_cast<size_t>(tier_kind_of(codec_field))](codec_field, dim, enc, fit_with_note);
 }
 
 TableWriteReport write_table(io::TableReader& input, const std::string& out_path, const TableLayout& layout,

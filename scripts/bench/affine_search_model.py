@@ -4,7 +4,7 @@ candidate evaluations of today's search against the search the issue was
 filed against, and against the cheaper searches that would fit a memory-speed
 encode.
 
-The model mirrors lib/edo/codec_math.hpp's affine_params_search in double
+The model mirrors lib/decoders/include/edo/codec_math.hpp's affine_params_search in double
 (plain min/max; the low end clipped along a walk of steps of 0.4 / steps of
 the range, stopping after `patience` steps that do not improve; the high end
 likewise from the best low end; then least-squares refits while they
@@ -98,7 +98,7 @@ def search(x, qmax, steps, patience, refit_count):
 
 
 def today(qmax):
-    """clip_walk() and kRefits in lib/edo/codec_math.hpp."""
+    """clip_walk() and kRefits in lib/decoders/include/edo/codec_math.hpp."""
     if qmax <= 3:
         return dict(steps=8, patience=3, refit_count=3)
     return dict(steps=8 if qmax >= 63 else 16, patience=1, refit_count=3)

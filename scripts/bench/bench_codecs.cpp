@@ -13,6 +13,7 @@
 
 #include <edo/codec.hpp>
 #include <edo/codec_math.hpp>
+#include <edo/make_codec.hpp>
 
 #include <faiss/impl/ScalarQuantizer.h>
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# No function in lib/ or formats/ is longer than 120 lines (CONTRIBUTING in
+# No function in lib/, formats/ or apps/ is longer than 120 lines (CONTRIBUTING in
 # README: measured by Universal Ctags). Skips without Universal Ctags.
 #   function_length.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail

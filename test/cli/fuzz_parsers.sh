@@ -48,49 +48,15 @@ else
   fi
 fi
 
-# clang before 15 cannot compile libstdc++'s std::source_location (it needs
-# __builtin_source_location), so <source_location> declares nothing and
-# lib/edo/device.hpp does not compile. For such a compiler every source gets
-# a stand-in built on the older __builtin_FILE/__builtin_LINE (forced include).
+# std::source_location for clang < 15 (fuzz_compat.bash).
+source "$src_dir/test/cli/fuzz_compat.bash"
 compat_dir="$work/compat"
-compat_flags=()
-printf '%s\n' '#include <source_location>' \
-  'int main() { return static_cast<int>(std::source_location::current().line()); }' >"$work/source_location.cpp"
-if ! "$cxx" -std=c++20 -fsyntax-only "$work/source_location.cpp" >/dev/null 2>&1; then
-  mkdir -p "$compat_dir"
-  cat >"$compat_dir/source_location_compat.hpp" <<'EOF_COMPAT'
-// Written by test/cli/fuzz_parsers.sh: std::source_location for a clang whose
-// libstdc++ <source_location> is empty (clang < 15). Fuzz builds only.
-#pragma once
-#include <source_location>
-#ifndef __cpp_lib_source_location
-#include <cstdint>
-namespace std {
-struct source_location {
-  static constexpr source_location current(const char* file = __builtin_FILE(),
-                                           const char* function = __builtin_FUNCTION(),
-                                           uint_least32_t line = __builtin_LINE(),
-                                           uint_least32_t column = __builtin_COLUMN()) noexcept {
-    source_location l;
-    l.file_ = file, l.function_ = function, l.line_ = line, l.column_ = column;
-    return l;
-  }
-  constexpr source_location() noexcept = default;
-  constexpr uint_least32_t line() const noexcept { return line_; }
-  constexpr uint_least32_t column() const noexcept { return column_; }
-  constexpr const char* file_name() const noexcept { return file_; }
-  constexpr const char* function_name() const noexcept { return function_; }
+fuzz_source_location_compat "$cxx" "$work"
 
- private:
-  const char* file_ = "";
-  const char* function_ = "";
-  uint_least32_t line_ = 0, column_ = 0;
-};
-}  // namespace std
-#endif
-EOF_COMPAT
-  compat_flags=(-include "$compat_dir/source_location_compat.hpp")
-fi
+# Every target's public headers (lib/*/include, formats/*/include); private
+# headers are found beside their sources.
+include_flags=()
+for d in "$src_dir"/lib/*/include "$src_dir"/formats/*/include; do include_flags+=(-I"$d"); done
 
 # -fno-sanitize-recover makes any undefined behaviour a crash, not a log line.
 # -gline-tables-only: file and line in every stack trace, for about a quarter
@@ -98,7 +64,7 @@ fi
 # -fopenmp: the reader's omp pragmas are ignored, so every target runs on one thread.
 cxxflags=(-std=c++20 -O1 -gline-tables-only -fno-omit-frame-pointer -fno-sanitize-recover=all
   $march "${compat_flags[@]}"
-  -I"$src_dir/lib" -I"$src_dir/formats" -I"$src_dir/kernels" -I"$build_dir/generated"
+  "${include_flags[@]}" -I"$src_dir/kernels" -I"$build_dir/generated"
   $(pkg-config --cflags hdf5 libzip))
 libs=(-lfmt -lxxhash -lzip -lz -luring $(pkg-config --libs hdf5))
 
@@ -137,14 +103,12 @@ compile_object() {  # source object stamp
 
 # Two archives: formats/ (every parser), and the reader library with what it
 # needs beyond formats/ -- CMakeLists.txt's edo_core (lib/core), edo_decoders
-# (EDO_DECODER_SOURCES, read from there) and edo_reader (lib/reader).
-formats_sources=("$src_dir"/formats/*.cpp)
-decoder_sources=$(sed -n '/^set(EDO_DECODER_SOURCES/,/)/p' "$src_dir/CMakeLists.txt" |
-  grep -o 'lib/codecs/[A-Za-z0-9_]*\.cpp' || true)
-if [[ -z "$decoder_sources" ]]; then echo "fuzz: no EDO_DECODER_SOURCES in $src_dir/CMakeLists.txt"; exit 1; fi
-reader_sources=("$src_dir"/lib/core/*.cpp)
-for rel in $decoder_sources; do reader_sources+=("$src_dir/$rel"); done
-reader_sources+=("$src_dir"/lib/reader/*.cpp)
+# (lib/decoders) and edo_reader (lib/reader) -- plus the reader of stored
+# safetensors codes (lib/store/safetensors_codes.cpp), which fuzz_safetensors
+# drives and which needs nothing else of lib/store.
+formats_sources=("$src_dir"/formats/*/*.cpp)
+reader_sources=("$src_dir"/lib/core/*.cpp "$src_dir"/lib/decoders/*.cpp "$src_dir"/lib/reader/*.cpp
+  "$src_dir"/lib/store/safetensors_codes.cpp)
 
 # An object per source, named by its path (lib/reader/tiers.cpp: lib_reader_tiers.o);
 # sets $objects to those of "$@".

@@ -23,7 +23,7 @@ fi
 
 # A serving program links edo::reader alone: no FAISS, HDF5, BLAS, LAPACK or
 # CUDA runtime among its libraries, none linked in statically either.
-for exe in "$tmp/consumer/example_lookup" "$build/example_lookup"; do
+for exe in "$tmp/consumer/example_lookup" "$build/example_lookup" "$tmp/consumer/reader_every_function"; do
   if readelf -d "$exe" | grep NEEDED | grep -Ei 'faiss|hdf5|blas|lapack|cudart|zip'; then
     echo "$exe: needs a library edo::reader must not pull in"; exit 1
   fi
@@ -36,6 +36,8 @@ done
 "$tmp/consumer/example_lookup" "$tmp/g.edo" 0 42 9999 >"$tmp/installed.txt"
 "$build/example_lookup" "$tmp/g.edo" 0 42 9999 >"$tmp/in_tree.txt"
 cmp "$tmp/installed.txt" "$tmp/in_tree.txt"
+"$tmp/consumer/reader_every_function" "$tmp/g.edo" >"$tmp/every.txt" || { cat "$tmp/every.txt"; exit 1; }
+grep -q '^every reader function linked and answered$' "$tmp/every.txt"
 grep -q '^tier hot: 500 rows, fp16, gpu$' "$tmp/installed.txt"
 test "$(grep -c '^[0-9]*:' "$tmp/installed.txt")" -eq 3
 # An id outside the table is a one-line error, exit 1.

@@ -29,7 +29,7 @@ for tool in "${!runs[@]}"; do
   for flag in --help --version --threads --quiet --json; do
     grep -qe "$flag" <<<"$help" || fail "$tool --help has no $flag"
   done
-  [ "$tool" = edo-lookup ] || grep -qe "--device" <<<"$help" || fail "$tool --help has no --device"
+  grep -qe "--device" <<<"$help" || fail "$tool --help has no --device"
   expect 0 "$build/$tool" --version
   grep -q "^$tool " "$work/out" || fail "$tool --version: $(cat "$work/out")"
   # shellcheck disable=SC2086

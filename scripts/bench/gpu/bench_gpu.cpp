@@ -33,6 +33,7 @@
 #include <edo/eval.hpp>
 #include <edo/io/table.hpp>
 #include <edo/knn.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pack.hpp>
 #include <edo/pq.hpp>
 #include <edo/reader.hpp>

@@ -9,6 +9,7 @@
 #include <edo/error.hpp>
 #include <edo/io/table.hpp>
 #include <edo/knn.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
 

@@ -1,0 +1,53 @@
+// Models as input: many tables in one file or folder (docs/PACK.md,
+// "Models"). A safetensors file or a sharded model's .index.json, an .npz,
+// an HDF5 file or a directory of .npy files holds tensors; a model's tables
+// are the 2-D floating ones chosen by name. "FILE:tensor" stays one table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace edo::io {
+
+// A tensor taken as a table: its name in the model, the spec open_table()
+// reads it by, and its shape.
+struct ModelTable {
+  std::string name;
+  std::string spec;
+  uint64_t rows = 0, dim = 0;
+};
+
+struct ModelSelection {
+  std::string path;    // the model as given
+  std::string format;  // "safetensors", "npz", "hdf5" or "npy directory"
+  std::vector<ModelTable> tables;                          // chosen, in the model's order
+  std::vector<std::pair<std::string, std::string>> skipped;  // (tensor, why)
+};
+
+// Whether `spec` names a model: a directory, or a .safetensors,
+// .safetensors.index.json, .npz or .h5/.hdf5 file with no ":member".
+bool is_model_spec(const std::string& spec);
+
+// The tables of model `spec` (is_model_spec), chosen by `globs` ("*" and "?"
+// match any characters; a tensor is chosen when any glob matches its whole
+// name): a glob matching nothing, or a named tensor that is not a 2-D
+// floating table, is a usage error naming the file and listing its tables.
+// Without globs: the 2-D floating tensors whose name contains "emb" or
+// starts with "lm_head", and when none does, every 2-D floating tensor.
+// Every other tensor is listed in `skipped` with the reason. Duplicate
+// names (two shards naming one tensor) are an error.
+ModelSelection select_model_tables(const std::string& spec, const std::vector<std::string>& globs);
+
+// "*" and "?" glob match of a whole name.
+bool glob_match(const std::string& glob, const std::string& name);
+
+// Parses "NAME=VALUE" arguments whose NAME is one of `names` (a table of the
+// model): the value, or nullopt when the argument does not start with a
+// known name and '=' (a plain path that happens to hold '=').
+std::optional<std::pair<std::string, std::string>> split_named_argument(const std::string& arg,
+                                                                        const std::vector<std::string>& names);
+
+}  // namespace edo::io

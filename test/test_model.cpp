@@ -1,0 +1,164 @@
+// Model files (docs/FORMAT.md, section 10): several one-table files under
+// their names in one container, read in place.
+#include "test_container_edit.hpp"
+#include "test_packed.hpp"
+#include "test_util.hpp"
+
+#include <edo/edo_file.hpp>
+#include <edo/io/container.hpp>
+#include <edo/io/model.hpp>
+#include <edo/reader.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using edo::test::Packed;
+using edo::test::TempDir;
+
+namespace {
+
+std::vector<float> all_rows(const edo::Reader& r) {
+  std::vector<float> out(r.rows() * r.dim());
+  r.decode_all(out.data());
+  return out;
+}
+
+bool throws_with(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+  } catch (const edo::Error& e) {
+    if (std::string(e.what()).find(needle) != std::string::npos) return true;
+    MESSAGE("error was: " << e.what());
+    return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("model: tables written whole read back under their names, byte for byte the files they were") {
+  const Packed a({"hot:rows=20%:fp16", "cold:rest:int8"});
+  const Packed b({"all:rest:int4:group=4"});
+  TempDir dir;
+  const std::string model = dir.file("m.edo");
+  edo::io::write_model(model, {{"emb.a", a.path}, {"/group/b", b.path}}, {{"tool", "test"}});
+  const edo::Reader m = edo::Reader::open(model, {edo::io::Verify::all});
+  CHECK(m.is_model());
+  CHECK(m.tables() == std::vector<std::string>{"emb.a", "/group/b"});
+  const edo::Reader ra = edo::Reader::open(a.path), rb = edo::Reader::open(b.path);
+  CHECK(all_rows(m.table("emb.a")) == all_rows(ra));
+  CHECK(all_rows(m.table("/group/b")) == all_rows(rb));
+  CHECK(m.table("emb.a").path() == model + ":emb.a");
+  // A table's section is its file, whole.
+  const edo::io::Container c = edo::io::Container::open(model);
+  const auto bytes = c.section(c.model_tables()[1].section);
+  CHECK(std::string(reinterpret_cast<const char*>(bytes.data), bytes.size) == edo::test::read_bytes(b.path));
+  CHECK(c.minor_version() == edo::io::kModelMinor);
+  // Row calls on the model name its tables; a missing table names them too.
+  std::vector<float> row(m.table("emb.a").dim());
+  const int64_t id = 0;
+  CHECK(throws_with([&] { m.lookup(&id, 1, row.data()); }, "emb.a, /group/b"));
+  CHECK(throws_with([&] { (void)m.table("nope"); }, "no table 'nope'"));
+  // The same inputs give the same bytes.
+  edo::io::write_model(dir.file("again.edo"), {{"emb.a", a.path}, {"/group/b", b.path}}, {{"tool", "test"}});
+  CHECK(edo::test::read_bytes(dir.file("again.edo")) == edo::test::read_bytes(model));
+  // A one-table file is its own one table.
+  CHECK(ra.tables() == std::vector<std::string>{"table"});
+  CHECK(&ra.table("table") == &ra);
+}
+
+TEST_CASE("model: bounded memory reads a model's disk tier where it lies in the model file") {
+  const Packed a({"hot:rows=10%:fp16", "cold:rest:int8:disk"});
+  TempDir dir;
+  const std::string model = dir.file("m.edo");
+  edo::io::write_model(model, {{"x", a.path}, {"y", a.path}}, {{"tool", "test"}});
+  edo::ReaderOptions ro;
+  ro.max_resident = 1 << 20;
+  const edo::Reader m = edo::Reader::open(model, ro);
+  const edo::Reader plain = edo::Reader::open(a.path);
+  std::vector<int64_t> ids(a.rows);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::vector<float> got(a.rows * a.dim), want(got.size());
+  m.table("y").lookup(ids.data(), ids.size(), got.data());
+  plain.lookup(ids.data(), ids.size(), want.data());
+  CHECK(got == want);
+  CHECK(m.table("y").cache_counts(1).cached);
+}
+
+TEST_CASE("model: hostile table directories are refused before anything is sized by them") {
+  const Packed a({"all:rest:int8"});
+  TempDir dir;
+  const std::string model = dir.file("m.edo");
+  edo::io::write_model(model, {{"a", a.path}, {"b", a.path}}, {{"tool", "test"}});
+  const std::string bytes = edo::test::read_bytes(model);
+  const edo::io::ContainerHeader h = edo::test::header_of(bytes);
+  const std::string text = bytes.substr(h.manifest_offset, h.manifest_length);
+  auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json m = nlohmann::json::parse(text);
+    edit(m);
+    const std::string path = dir.file("bad.edo");
+    edo::test::write_bytes(path, edo::test::with_manifest_text(bytes, m.dump()));
+    return path;
+  };
+  auto refused = [&](const std::string& path, const std::string& needle) {
+    return throws_with([&] { (void)edo::Reader::open(path); }, needle);
+  };
+  CHECK(refused(edited([](auto& m) { m["model"]["tables"][1]["name"] = "a"; }), "two model tables are named 'a'"));
+  CHECK(refused(edited([](auto& m) { m["model"]["tables"][1]["section"] = "tables/0"; }), "share section"));
+  CHECK(refused(edited([](auto& m) { m["model"]["tables"][0]["section"] = "nowhere"; }), "missing section"));
+  CHECK(refused(edited([](auto& m) { m["model"]["tables"][0]["name"] = "has space"; }), "not a table name"));
+  CHECK(refused(edited([](auto& m) { m["model"]["tables"] = nlohmann::json::array(); }), "non-empty"));
+  CHECK(refused(edited([](auto& m) { m["rows"] = 5; }), "no \"rows\" of its own"));
+  CHECK(refused(edited([](auto& m) {
+                  auto& t = m["model"]["tables"];
+                  while (t.size() <= edo::io::kMaxModelTables) t.push_back(t[0]);
+                }),
+                "more than the 65536"));
+  // A table whose bytes are not a table file.
+  CHECK(throws_with(
+      [&] {
+        std::string b = bytes;
+        const edo::io::Container c = edo::io::Container::open(model);
+        // The table's magic; the model's section checksum is left stale on purpose.
+        b[static_cast<size_t>(c.sections()[0].offset)] = 'X';
+        edo::test::write_bytes(dir.file("x.edo"), b);
+        (void)edo::Reader::open(dir.file("x.edo"));
+      },
+      "x.edo:a: not an .edo file (bad magic)"));
+  // A model inside a model is refused at write and at read.
+  CHECK(throws_with([&] { edo::io::write_model(dir.file("mm.edo"), {{"m", model}}, {{"tool", "test"}}); },
+                    "is itself a model file"));
+}
+
+TEST_CASE("model: inputs choose tables by name, skip what is no table, and say why") {
+  CHECK(edo::io::glob_match("emb.*", "emb.words.weight"));
+  CHECK(edo::io::glob_match("C?", "C3"));
+  CHECK_FALSE(edo::io::glob_match("C?", "C13"));
+  CHECK(edo::io::glob_match("*", ""));
+  CHECK(edo::io::glob_match("a*b*c", "aXbYbZc"));
+  CHECK_FALSE(edo::io::glob_match("a*b", "aXbYc"));
+  const std::vector<std::string> names = {"a", "a=b", "c"};
+  CHECK(edo::io::split_named_argument("a=b=x.npy", names)->first == "a=b");
+  CHECK(edo::io::split_named_argument("a=x.npy", names)->second == "x.npy");
+  CHECK_FALSE(edo::io::split_named_argument("counts=x.npy", names).has_value());
+
+  TempDir dir;
+  edo::test::write_random_npy(dir.file("emb_users.npy"), 40, 8, 1);
+  edo::test::write_random_npy(dir.file("emb_items.npy"), 30, 8, 2);
+  edo::test::write_random_npy(dir.file("dense.npy"), 5, 8, 3);
+  CHECK(edo::io::is_model_spec(dir.path().string()));
+  CHECK_FALSE(edo::io::is_model_spec(dir.file("dense.npy")));
+  const edo::io::ModelSelection sel = edo::io::select_model_tables(dir.path().string(), {});
+  REQUIRE(sel.tables.size() == 2);
+  CHECK(sel.tables[0].name == "emb_items");
+  CHECK(sel.tables[0].rows == 30);
+  REQUIRE(sel.skipped.size() == 1);
+  CHECK(sel.skipped[0].first == "dense");
+  CHECK(edo::io::select_model_tables(dir.path().string(), {"dense", "emb_u*"}).tables.size() == 2);
+  CHECK(throws_with([&] { (void)edo::io::select_model_tables(dir.path().string(), {"nothing*"}); }, "matches no tensor"));
+}
