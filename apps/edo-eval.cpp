@@ -2,10 +2,12 @@
 // memory, optional label accuracy, with gates that fail a CI job (exit 3).
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "model_cli.hpp"
 
 #include <edo/edo_file.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/knn.hpp>
+#include <edo/model_evaluate.hpp>
 #include <edo/reports.hpp>
 #include <edo/word_tasks.hpp>
 
@@ -86,6 +88,50 @@ int compare_files(edo::io::TableReader& original, const std::string& original_pa
   return c.passed ? 0 : static_cast<int>(edo::ExitCode::gate);
 }
 
+// MODEL against a model file: each table and the whole, gates per table
+// ("NAME:metric>=x") and on the whole; reports as for one table.
+int evaluate_model_files(const std::string& original_path, const std::string& compressed_path,
+                         const edo::cli::EvalFlags& flags, const edo::cli::ModelFlags& model,
+                         const std::vector<std::string>& freq_args, const std::string& freq_dir, edo::Device dev,
+                         bool json, bool quiet) {
+  if (!flags.query_file.empty() || !flags.labels.empty() || !flags.freq.empty())
+    EDO_USAGE_FAIL(
+        "--query-file, --labels and --eval-freq take one table; a model takes --freq NAME=counts.npy or "
+        "--freq-dir DIR");
+  const edo::io::ModelSelection sel = edo::model_eval_selection(original_path, compressed_path, model.tables);
+  std::vector<std::string> names;
+  for (const auto& t : sel.tables) names.push_back(t.name);
+  const std::vector<edo::ModelGate> gates = edo::parse_model_gates(flags.gates, names);
+  const auto freq_files = edo::cli::model_freq_files(sel, freq_args, freq_dir);
+  if (!quiet && !model.tables.empty()) std::fprintf(stderr, "edo-eval: %s\n", edo::model_selection_text(sel).c_str());
+  const edo::EvalOptions eo = flags.options(0, flags.seed, dev);
+  const edo::ModelEval e = edo::evaluate_model(sel, compressed_path, freq_files, eo, gates);
+  const std::string recall = edo::cli::front_recall(flags.ks);
+  const nlohmann::json j = edo::model_eval_json(e);
+  std::fputs(json ? (j.dump(2) + "\n").c_str() : edo::model_eval_text(e, recall).c_str(), stdout);
+  if (!flags.report_json.empty()) edo::cli::write_text_file(flags.report_json, j.dump(2) + "\n");
+  if (!flags.report_md.empty())
+    edo::cli::write_text_file(flags.report_md,
+                              edo::model_eval_markdown(e, recall) + edo::cli::markdown_chart_link(flags));
+  if (!flags.report_html.empty()) {
+    edo::HtmlReport page;
+    page.title = fmt::format("edo-eval {} vs {}: {} tables", original_path, compressed_path, e.tables.size());
+    page.subject = compressed_path;
+    page.model_tables = edo::report_model_tables(e, recall);
+    std::vector<edo::GateOutcome> outcomes;
+    for (const auto& t : e.tables) outcomes.insert(outcomes.end(), t.outcomes.begin(), t.outcomes.end());
+    outcomes.insert(outcomes.end(), e.outcomes.begin(), e.outcomes.end());
+    edo::cli::write_text_file(flags.report_html, edo::cli::html_of_result(page, flags, e.model, outcomes));
+  }
+  bool passed = true;
+  for (const auto& t : e.tables)
+    for (const auto& o : t.outcomes)
+      if (!o.pass) passed = false, std::fprintf(stderr, "edo-eval: gate failed: %s\n", o.message.c_str());
+  for (const auto& o : e.outcomes)
+    if (!o.pass) passed = false, std::fprintf(stderr, "edo-eval: gate failed: model: %s\n", o.message.c_str());
+  return passed ? 0 : static_cast<int>(edo::ExitCode::gate);
+}
+
 namespace {
 
 // edo-eval's flags and its run.
@@ -100,6 +146,9 @@ struct Eval {
   std::vector<std::string> probes;
   edo::WordTaskFiles word_tasks;
   bool quiet = false;
+  edo::cli::ModelFlags model;
+  std::vector<std::string> model_freq;
+  std::string model_freq_dir;
 
   void add_to(CLI::App& app) {
     app.add_option("ORIGINAL", original_path, "The uncompressed table")->required();
@@ -127,6 +176,11 @@ struct Eval {
     app.add_option("--probe", probes,
                    "Row (or word, with a vocabulary) to show neighbours of; repeatable (default: rows 0-4, or\n"
                    "'king', 'france', 'computer', 'water', 'run' when they are in the vocabulary)");
+    model.add_to(app);
+    app.add_option("--freq", model_freq,
+                   "A model's lookup counts of one table, NAME=counts.npy (repeatable): per-table w.* metrics and the\n"
+                   "table's share of the model's lookups (a table without counts: one lookup a row)");
+    app.add_option("--freq-dir", model_freq_dir, "A model's counts as DIR/NAME.npy ('/' in a name written '__')");
     edo::cli::add_run_options(
         app, threads, quiet,
         "Taken as every tool takes it; edo-eval prints no progress (a failed gate always prints its line)");
@@ -141,10 +195,24 @@ struct Eval {
     for (const std::string& f : compressed_paths) paths.input(f);
     paths.input(vocab).input(word_tasks.analogies);
     for (const std::string& f : word_tasks.similarity) paths.input(f);
+    paths.input(model_freq_dir);
     flags.add_paths(paths);
     paths.check();
-    const auto gates = flags.parsed_gates();
     const edo::Device dev = edo::select_device(device);
+    if (compressed_paths.size() == 1 && edo::is_model_file(compressed_paths.front())) {
+      if (show > 0 || words || !vocab.empty() || !probes.empty())
+        EDO_USAGE_FAIL("--show-neighbours, --vocab, --probe and the word tasks take one table, not a model");
+      if (!edo::io::is_model_spec(original_path))
+        EDO_USAGE_FAIL(
+            "{} is a model file: give the model it was made from as ORIGINAL (a .safetensors, .npz, HDF5 "
+            "file or folder of .npy)",
+            compressed_paths.front());
+      return evaluate_model_files(original_path, compressed_paths.front(), flags, model, model_freq, model_freq_dir,
+                                  dev, json, quiet);
+    }
+    if (!model.tables.empty() || !model_freq.empty() || !model_freq_dir.empty())
+      EDO_USAGE_FAIL("--tables, --freq and --freq-dir go with a model file as COMPRESSED");
+    const auto gates = flags.parsed_gates();
     auto original = edo::open_any_table(original_path, edo::io::Verify::all);
     // The words: --vocab, else those the original table carries (word2vec, fastText).
     std::vector<std::string> words_of_rows;
@@ -212,7 +280,8 @@ struct Eval {
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "Compare an original table with a compressed one (.edo, or a decoded npy/HDF5 table).\n"
+      "Compare an original table with a compressed one (.edo, or a decoded npy/HDF5 table), or a model with a\n"
+      "model file (FORMAT.md 10) table by table.\n"
       "Metrics and the JSON report schema: docs/EVAL.md. A failed --gate exits 3.\n\n"
       "Examples:\n"
       "  edo-eval glove.npy glove.int8.edo\n"
@@ -221,7 +290,9 @@ int main(int argc, char** argv) {
       "  edo-eval glove.npy glove.bin.edo --show-neighbours 8 --vocab glove.vocab.txt --probe king --probe paris\n"
       "  edo-eval glove.npy int8.edo int4.edo pq.edo --gate 'recall@10>=0.9'    (one table; every file gated)\n"
       "  edo-eval glove.npy glove.int4.edo --vocab glove.vocab.txt --analogies questions-words.txt \\\n"
-      "      --similarity wordsim353.tsv --similarity simlex999.txt --gate 'analogy.3cosadd.drop<=0.01'",
+      "      --similarity wordsim353.tsv --similarity simlex999.txt --gate 'analogy.3cosadd.drop<=0.01'\n"
+      "  edo-eval model.safetensors model.edo --gate 'emb.words.weight:recall@10>=0.95' --gate 'recall@10>=0.9'\n"
+      "      (a model: each table and the whole, weighted by shares of lookups; --freq NAME=counts.npy, --freq-dir)",
       "edo-eval"};
   Eval tool;
   tool.add_to(app);

@@ -194,9 +194,9 @@ struct Hash {
         [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
           edo::PackOptions opt = base;
           opt.freq = edo::cli::model_table_freq(freq_files, t);
-          return edo::cli::pack_model_table("edo-hash", shards.for_table(t.name), table, out, opt, quiet);
+          return edo::cli::pack_model_table("edo-hash", shards.for_table(t), table, out, opt, quiet);
         },
-        edo::model_provenance(base), edo::cli::stderr_note("edo-hash", quiet));
+        shards.provenance(edo::model_provenance(base)), edo::cli::stderr_note("edo-hash", quiet));
     edo::cli::print_model_summary(json, rep, input, output);
     return 0;
   }
@@ -242,6 +242,7 @@ struct Hash {
     std::vector<int64_t> labels;
     if (!labels_path.empty()) labels = edo::cli::EvalFlags::read_labels(labels_path, table->rows());
     fit.group_labels = &labels;
+    opt.extra_manifest = model_flags.manifest_entry();
     opt.hash_fit = fit;
     opt.note = edo::cli::stderr_note("edo-hash", quiet);
     if (sweeping) return run_hash_sweep(sweep, keep_top, keep_codec, *table, opt, eval_flags, json);

@@ -11,6 +11,8 @@
 #include <edo/reader.hpp>
 #include <edo/shard_set.hpp>
 
+#include <fmt/ranges.h>
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -74,36 +76,41 @@ class RowSink {
   std::unique_ptr<edo::io::AtomicFile> file_;
 };
 
-// What the ids are looked up in: one file's Reader, or a shard set's
-// (edo-pack --shard-set), whose shards share one layout of tiers.
+// What the ids are looked up in: one file's Reader (a model file's table
+// `table`), or a shard set's (edo-pack --shard-set), whose shards share one
+// layout of tiers.
 struct LookupTable {
-  std::optional<edo::Reader> file;
+  std::optional<edo::Reader> whole_file;
+  std::string table;  // the table's name in whole_file
   std::optional<edo::ShardSet> set;
 
-  uint64_t rows() const { return file ? file->rows() : set->rows(); }
-  uint64_t dim() const { return file ? file->dim() : set->dim(); }
-  const std::string& path() const { return file ? file->path() : set->path(); }
+  // The file's table (the file itself for a one-table file); null for a shard set.
+  const edo::Reader* file() const { return whole_file ? &whole_file->table(table) : nullptr; }
+  uint64_t rows() const { return file() ? file()->rows() : set->rows(); }
+  uint64_t dim() const { return file() ? file()->dim() : set->dim(); }
+  const std::string& path() const { return file() ? file()->path() : set->path(); }
   edo::Device device = edo::Device::cpu;  // cuda: one file opened with ReaderOptions::device = cuda
 
   // Under --device cuda, Reader::lookup_device: tiers resident on the GPU
   // gathered and decoded there, the others decoded on the host; the rows
   // come back to host memory for the output.
   void lookup(const int64_t* ids, size_t n, float* out) const {
-    if (file && device == edo::Device::cuda) {
+    const edo::Reader* one = file();
+    if (one && device == edo::Device::cuda) {
       edo::DeviceBuffer rows(n * dim() * sizeof(float));
-      file->lookup_device(ids, n, rows.as<float>());
+      one->lookup_device(ids, n, rows.as<float>());
       return rows.download(out, rows.bytes());
     }
-    return file ? file->lookup(ids, n, out) : set->lookup(ids, n, out);
+    return one ? one->lookup(ids, n, out) : set->lookup(ids, n, out);
   }
   // The reader that serves table row `row` (< rows()), and the row there.
   std::pair<const edo::Reader*, uint64_t> reader_of(uint64_t row) const {
-    if (file) return {&*file, row};
+    if (file()) return {file(), row};
     size_t s = set->shard_count() - 1;
     while (set->first_row(s) > row) --s;
     return {&set->shard(s), row - set->first_row(s)};
   }
-  const edo::Reader& first() const { return file ? *file : set->shard(0); }
+  const edo::Reader& first() const { return file() ? *file() : set->shard(0); }
 };
 
 // Ids at or beyond the table are refused up front when they would be an error, naming their line.
@@ -213,7 +220,7 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
 // edo-lookup's flags.
 struct LookupFlags {
   std::string input, ids_path, output, format = "auto", unknown = "error";
-  std::string offsets_path, mode = "sum", weights_path, max_resident, cache_io = "auto", device = "cpu";
+  std::string offsets_path, mode = "sum", weights_path, max_resident, cache_io = "auto", device = "cpu", table;
   bool with_ids = false, stats = false, verify = false, quiet = false, force = false, json = false;
   bool mode_given = false;
   uint64_t batch = 65536;
@@ -222,6 +229,9 @@ struct LookupFlags {
   void add_to(CLI::App& app) {
     app.add_option("FILE", input, "A .edo file, or a shard set (edo-pack --shard-set) read as its whole table")
         ->required();
+    app.add_option("--table", table,
+                   "The table to look up in, by name: needed for a model file of several tables (its names are\n"
+                   "listed otherwise); on a one-table file, its name (the manifest's table_name, else 'table')");
     app.add_option("--ids", ids_path, "Ids to look up: a text file, an integer .npy, or - for stdin")->required();
     app.add_option("--offsets", offsets_path,
                    "Pool bags of ids instead of returning rows: the B bag starts into --ids (a text file or an\n"
@@ -318,10 +328,18 @@ LookupTable open_table(const LookupFlags& f, edo::ReaderOptions& ro) {
   if (shard_set) {
     if (ro.max_resident > 0)
       EDO_USAGE_FAIL("--max-resident bounds one file; {} is a shard set (give it a shard, or merge)", f.input);
+    if (!f.table.empty()) EDO_USAGE_FAIL("--table {}: {} is a shard set, one table", f.table, f.input);
     reader.set.emplace(edo::ShardSet::open(f.input, ro));
-  } else {
-    reader.file.emplace(edo::Reader::open(f.input, ro));
+    return reader;
   }
+  reader.whole_file.emplace(edo::Reader::open(f.input, ro));
+  const std::vector<std::string> names = reader.whole_file->tables();
+  if (f.table.empty() && names.size() > 1)
+    EDO_USAGE_FAIL("{}: a model file of {} tables ({}{}): name one with --table", f.input, names.size(),
+                   fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 20), ", "),
+                   names.size() > 20 ? ", ..." : "");
+  reader.table = f.table.empty() ? names.front() : f.table;
+  reader.file();  // a usage error naming the tables when the file has no such table
   return reader;
 }
 
@@ -329,14 +347,14 @@ LookupTable open_table(const LookupFlags& f, edo::ReaderOptions& ro) {
 void write_rows(const LookupFlags& f, const LookupTable& reader, const edo::io::IdList& list, bool text) {
   const edo::io::OtherContents others = f.force ? edo::io::OtherContents::replace : edo::io::OtherContents::refuse;
   if (!f.offsets_path.empty()) {
-    if (!reader.file) EDO_USAGE_FAIL("{}: --offsets pools rows of one .edo file; merge the shards first", f.input);
+    if (!reader.file()) EDO_USAGE_FAIL("{}: --offsets pools rows of one .edo file; merge the shards first", f.input);
     const edo::io::IdList offsets = edo::io::read_ids(f.offsets_path);
     const std::vector<float> weights =
         f.weights_path.empty() ? std::vector<float>{} : edo::io::read_weights(f.weights_path, list.ids.size());
     const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(),
                          f.weights_path.empty() ? nullptr : weights.data()};
     std::vector<float> pooled(bags.count * reader.dim());
-    reader.file->lookup_bags(bags, edo::parse_pool_mode(f.mode), pooled.data());
+    reader.file()->lookup_bags(bags, edo::parse_pool_mode(f.mode), pooled.data());
     std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number
     for (size_t b = 0; b < bags.count; ++b) bag_ids[b] = static_cast<int64_t>(b);
     RowSink sink(f.output, text, f.with_ids, bags.count, reader.dim(), others);
@@ -395,7 +413,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  edo-lookup table.edo --ids ids.txt -o rows.npy\n"
       "  seq 0 9 | edo-lookup table.edo --ids - --format text --with-ids\n"
-      "  edo-lookup table.edo --ids new_ids.npy --unknown hash -o rows.npy --stats",
+      "  edo-lookup table.edo --ids new_ids.npy --unknown hash -o rows.npy --stats\n"
+      "  edo-lookup model.edo --table emb.words.weight --ids ids.txt -o rows.npy   (a model file: one table)",
       "edo-lookup"};
   LookupFlags flags;
   flags.add_to(app);

@@ -98,6 +98,7 @@ struct Pack {
     opt.allow_underflow = allow_underflow;
     opt.note = edo::cli::stderr_note("edo-pack", quiet);  // training and fit progress
     opt.allow_larger_sparse = force;
+    opt.extra_manifest = model_flags.manifest_entry();
     return opt;
   }
 
@@ -130,9 +131,9 @@ struct Pack {
           const auto file = freq_files.find(t.name);
           opt.parameters = {
               {"freq", file == freq_files.end() ? "" : file->second.substr(file->second.find_last_of('/') + 1)}};
-          return edo::cli::pack_model_table("edo-pack", shards.for_table(t.name), table, out, opt, quiet);
+          return edo::cli::pack_model_table("edo-pack", shards.for_table(t), table, out, opt, quiet);
         },
-        edo::model_provenance(base), edo::cli::stderr_note("edo-pack", quiet));
+        shards.provenance(edo::model_provenance(base)), edo::cli::stderr_note("edo-pack", quiet));
     edo::cli::print_model_summary(json, rep, input, output);
     return 0;
   }

@@ -1,5 +1,6 @@
 // edo-profile: what is this matrix, and where do its bytes go?
 #include "eval_cli.hpp"
+#include "model_cli.hpp"
 #include "shard_cli.hpp"
 
 #include <edo/io/safetensors.hpp>
@@ -8,6 +9,8 @@
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/table.hpp>
+#include <edo/model_evaluate.hpp>
+#include <edo/model_profile.hpp>
 #include <edo/pack.hpp>
 #include <edo/profile.hpp>
 #include <edo/report_html.hpp>
@@ -52,6 +55,54 @@ int list_tensors(const std::string& path, bool json) {
   return 0;
 }
 
+// Whether a safetensors file holds groups of codes (edo-unpack --codes): it
+// is listed, as before models, rather than profiled as a model.
+bool holds_code_groups(const std::string& path) {
+  if (path.ends_with(".index.json")) return false;
+  for (const auto& [key, value] : edo::io::open_safetensors_file(path).header.metadata)
+    if (key.ends_with(".codec")) return true;
+  return false;
+}
+
+// --list-tables of a model that is not a safetensors file: the tables it
+// would take and the tensors it would skip.
+int list_model_tables(const std::string& path, const std::vector<std::string>& globs, bool json) {
+  if (edo::is_model_file(path)) {
+    const std::vector<std::string> names = edo::Reader::open(path).tables();
+    if (json) {
+      std::puts(nlohmann::json{{"input", path}, {"tables", names}}.dump(2).c_str());
+    } else {
+      std::printf("%s: a model file of %zu tables\n", path.c_str(), names.size());
+      for (const auto& n : names) std::printf("  %s\n", n.c_str());
+    }
+    return 0;
+  }
+  const edo::io::ModelSelection sel = edo::io::select_model_tables(path, globs);
+  if (json) {
+    nlohmann::json list = nlohmann::json::array(), skipped = nlohmann::json::array();
+    for (const auto& t : sel.tables) list.push_back({{"name", t.name}, {"shape", {t.rows, t.dim}}});
+    for (const auto& [name, why] : sel.skipped) skipped.push_back({{"name", name}, {"why", why}});
+    std::puts(nlohmann::json{{"input", path}, {"tables", list}, {"skipped", skipped}}.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%s (%s): %zu tables\n", path.c_str(), sel.format.c_str(), sel.tables.size());
+  for (const auto& t : sel.tables)
+    std::printf("  %-60s %12llu x %llu\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
+                static_cast<unsigned long long>(t.dim));
+  for (const auto& [name, why] : sel.skipped) std::printf("  skipped %s: %s\n", name.c_str(), why.c_str());
+  return 0;
+}
+
+// Whether INPUT is profiled as a model: a .edo model file, a safetensors file
+// (or sharded model) without a tensor named, or another model input
+// (npz, HDF5, folder of .npy) of more than one table.
+bool profiled_as_model(const std::string& input, const std::vector<std::string>& globs) {
+  if (edo::is_model_file(input)) return true;
+  if (!edo::io::is_model_spec(input)) return false;
+  if (edo::io::is_safetensors_path(input) || !globs.empty()) return true;
+  return edo::io::select_model_tables(input, globs).tables.size() > 1;
+}
+
 // --merge: the parts' profile, with the access skew of --freq.
 int merge_parts(const std::vector<std::string>& files, const std::string& freq, bool json, edo::ProfileOptions opt) {
   std::vector<nlohmann::json> parts;
@@ -92,6 +143,8 @@ struct Profile {
   std::vector<std::string> budget;
   std::string plan_config, plan_metric = "cos", report_html;
   edo::PlanOptions plan_opt;
+  edo::cli::ModelFlags model;
+  bool list_tables = false;
 
   void add_to(CLI::App& app) {
     app.add_option("INPUT", input, "Table to profile");
@@ -140,7 +193,30 @@ struct Profile {
         ->check(CLI::PositiveNumber);
     app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
         ->check(CLI::IsMember({"cos", "ip", "l2"}));
+    model.add_to(app);
+    app.add_flag("--list-tables", list_tables,
+                 "List a model's tables instead of profiling them (a safetensors file: its 2-D tensors, largest\n"
+                 "first, and the codes edo-unpack --codes wrote; a model file: its tables)");
     edo::cli::add_run_options(app, threads, quiet);
+  }
+
+  // A model: every chosen table, one section each, and the total.
+  int run_model() {
+    if (plan || !freq.empty() || !shard.empty())
+      EDO_USAGE_FAIL("--plan, --freq and --shard take one table: name it as FILE:tensor or with --tables");
+    edo::cli::Progress progress("edo-profile", quiet);
+    opt.progress = progress.callback();
+    edo::ModelProfile m;
+    if (edo::is_model_file(input)) {
+      if (!model.tables.empty()) EDO_USAGE_FAIL("--tables: {} is a model file; it is profiled whole", input);
+      m = edo::profile_model_file(input, opt);
+    } else {
+      const edo::io::ModelSelection sel = edo::io::select_model_tables(input, model.tables);
+      if (!quiet) std::fprintf(stderr, "edo-profile: %s\n", edo::model_selection_text(sel).c_str());
+      m = edo::profile_model(sel, opt);
+    }
+    std::fputs(json ? (edo::model_profile_json(m).dump(2) + "\n").c_str() : edo::model_profile_text(m).c_str(), stdout);
+    return 0;
   }
 
   int run() {
@@ -162,8 +238,16 @@ struct Profile {
         .check();
     if (plan && budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
     opt.device = edo::select_device(device);
-    if (edo::io::is_safetensors_path(input) && edo::io::split_table_spec(input).member.empty())
-      return list_tensors(input, json);
+    const bool whole_safetensors =
+        edo::io::is_safetensors_path(input) && edo::io::split_table_spec(input).member.empty();
+    if (list_tables || (whole_safetensors && model.tables.empty() && holds_code_groups(input))) {
+      if (whole_safetensors) return list_tensors(input, json);
+      if (!edo::io::is_model_spec(input) && !edo::is_model_file(input))
+        EDO_USAGE_FAIL("--list-tables: {} is one table, not a model", input);
+      return list_model_tables(input, model.tables, json);
+    }
+    if (profiled_as_model(input, model.tables)) return run_model();
+    if (!model.tables.empty()) EDO_USAGE_FAIL("--tables: {} is one table, not a model", input);
     auto table = edo::open_any_table(input, edo::io::Verify::all);
     nlohmann::json container;
     if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(table.get()))
@@ -229,15 +313,19 @@ int main(int argc, char** argv) {
       "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (or a sharded model's\n"
       "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
       "x.fvecs|.bvecs|.ivecs, - (npy on stdin), or a .edo file: its tiers, sections and provenance, then\n"
-      "the statistics of its decoded rows. A safetensors file without a tensor named lists its 2-D tensors,\n"
-      "largest first, and the groups of codes edo-unpack --codes wrote (x.safetensors:NAME decodes them).\n\n"
+      "the statistics of its decoded rows. A model (a safetensors file without a tensor named, its .index.json,\n"
+      "an npz, HDF5 file or folder of .npy of several tables, or a .edo model file) is profiled table by table,\n"
+      "--tables choosing them, with a total line: bytes now and each codec's footprint of the whole model.\n"
+      "--list-tables lists a model's tables instead (a safetensors file: its 2-D tensors, largest first, and\n"
+      "the groups of codes edo-unpack --codes wrote, which x.safetensors:NAME decodes).\n\n"
       "Examples:\n"
       "  edo-profile glove.npy\n"
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-profile glove.npy --freq counts.npy --plan --budget 'recall@10>=0.95' --gpu-bytes 100000000\n"
       "  edo-profile table.h5:/emb/weight --freq counts.txt --json > profile.json\n"
       "  edo-profile emb.npy --shard 3/8 --json > part-3.json; edo-profile --merge part-*.json  (docs/SCALE.md)\n"
-      "  edo-profile model.safetensors\n"
+      "  edo-profile model.safetensors                  (every embedding table, then the total)\n"
+      "  edo-profile model.safetensors --list-tables\n"
       "  edo-profile model.safetensors:embeddings.word_embeddings.weight\n"
       "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
       "edo-profile"};

@@ -143,9 +143,9 @@ struct Quantize {
                    "Codec spec, e.g. fp16, bf16, fp8:e4m3, int8, int5:scale=fp16, int4:group=32, bin, pca:128,int8,\n"
                    "rot,int4:scale=fp16, tc:bits=5.5, pq:m=16, opq:m=16,nbits=8, rq:m=8,nbits=8,beam=8 (see --list).\n"
                    "The scalar codecs need no training (GloVe 10k x 50 in int8: under a second); pq, opq and rq\n"
-                   "train k-means on up to --train-rows rows first, m x 2^nbits centroids: seconds at m = dim/8,\n"
-                   "minutes at m = dim (pq:m=50 on 10,000 x 50: about 5 minutes on two busy cores, for 3.6x\n"
-                   "where int8 gives 3.4x); start with --sweep on a sample to see what pays");
+                   "train k-means on up to --train-rows rows first, m x 2^nbits centroids: the time grows with m\n"
+                   "(docs/BENCHMARKS.md, \"Training time\"; pq:m=50 on 10,000 x 50 makes 3.6x where int8 makes\n"
+                   "3.4x); start with --sweep on a sample to see what pays");
     app.add_flag("--list", list, "List every codec with its bits per value, then exit");
     app.add_option("--sweep", sweep,
                    "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"
@@ -188,6 +188,7 @@ struct Quantize {
     opt.note = edo::cli::stderr_note("edo-quantize", quiet);  // training progress
     opt.parameters = {{"codec", spec}, {"train_rows", train_rows}, {"allow_nonfinite", allow_nonfinite}};
     if (allow_underflow) opt.parameters["allow_underflow"] = true;
+    opt.extra_manifest = model_flags.manifest_entry();
     return opt;
   }
 
@@ -207,12 +208,14 @@ struct Quantize {
             edo::write_trained_state(table, out, spec, o);
             return nlohmann::json{{"trained_state", spec}};
           }
+          const std::optional<edo::cli::ShardFlags> flags = shards.for_table(t);
+          if (!flags) return nlohmann::json();  // this shard holds none of the table's rows
           std::optional<edo::TrainedState> trained;
           std::unique_ptr<edo::io::TableReader> view;
-          edo::io::TableReader& source = apply_shard_flags(shards.for_table(t.name), table, o, trained, view, false);
+          edo::io::TableReader& source = apply_shard_flags(*flags, table, o, trained, view, false);
           return edo::quantize_report_json(edo::quantize_to_edo(source, out, o));
         },
-        edo::model_provenance(opt), edo::cli::stderr_note("edo-quantize", quiet));
+        shards.provenance(edo::model_provenance(opt)), edo::cli::stderr_note("edo-quantize", quiet));
     edo::cli::print_model_summary(json, rep, input, output);
     return 0;
   }

@@ -287,9 +287,9 @@ struct Sparsify {
           std::string kept, drop_said;
           bool chose_form = false;
           plan_table(table, opt, app, kept, chose_form, drop_said);
-          return edo::cli::pack_model_table("edo-sparsify", shards.for_table(t.name), table, out, opt, quiet);
+          return edo::cli::pack_model_table("edo-sparsify", shards.for_table(t), table, out, opt, quiet);
         },
-        edo::model_provenance(base), edo::cli::stderr_note("edo-sparsify", quiet));
+        shards.provenance(edo::model_provenance(base)), edo::cli::stderr_note("edo-sparsify", quiet));
     edo::cli::print_model_summary(json, rep, input, output);
     return 0;
   }
@@ -326,6 +326,7 @@ struct Sparsify {
     opt.seed = seed;
     const edo::Device eval_device = edo::select_device(device);
     opt.train_rows = train_rows;
+    opt.extra_manifest = model_flags.manifest_entry();
     opt.allow_larger_sparse = force || sweeping;  // a sweep shows the sizes, larger or not
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
     bool chose_form = false;

@@ -11,7 +11,10 @@
 #include <edo/io/vocab.hpp>
 #include <edo/io/word2vec.hpp>
 #include <edo/knn.hpp>
+#include <edo/model.hpp>
 #include <edo/shard_set.hpp>
+
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -19,18 +22,25 @@ namespace {
 
 // edo-unpack's flags.
 struct UnpackFlags {
-  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2", fbgemm_type;
+  std::string input, output, device = "cpu", dtype = "float32", to = "auto", vocab, metric = "l2", fbgemm_type, table;
   bool quiet = false, codes = false, force = false, json = false;
   bool metric_given = false, row_alignment_given = false;  // --metric, --row-alignment given
   uint32_t row_alignment = 16;
   int threads = 0;
 
   void add_to(CLI::App& app) {
-    app.add_option("INPUT", input, "A .edo file, or a shard set (edo-pack --shard-set)")->required();
-    app.add_option("-o,--output", output,
-                   "x.npy, x.h5:/dataset, x.safetensors[:tensor] (default tensor name: embeddings), x.vec or x.txt\n"
-                   "(word2vec text), x.bin (word2vec binary), x.faiss or x.index (a FAISS index), or - (npy on stdout)")
+    app.add_option("INPUT", input, "A .edo file, a model file of several tables, or a shard set (edo-pack --shard-set)")
         ->required();
+    app.add_option(
+           "-o,--output", output,
+           "x.npy, x.h5:/dataset, x.safetensors[:tensor] (default tensor name: embeddings), x.vec or x.txt\n"
+           "(word2vec text), x.bin (word2vec binary), x.faiss or x.index (a FAISS index), or - (npy on stdout).\n"
+           "A model file without --table: x.safetensors (a tensor a table) or x.h5 (a dataset a table, at\n"
+           "/NAME; a '/' in a name makes groups), every table under its own name")
+        ->required();
+    app.add_option("--table", table,
+                   "A model file's table to unpack alone, by name (to any output above); on a one-table file,\n"
+                   "its name (the manifest's table_name, else 'table')");
     app.add_option("--to", to,
                    "The output format when its name does not say: npy, hdf5, safetensors, word2vec (text),\n"
                    "word2vec-bin, faiss, or fbgemm (FBGEMM IntNBitTableBatchedEmbeddingBagsCodegen weight rows,\n"
@@ -176,12 +186,18 @@ void write_decoded(const UnpackFlags& f, const OutputPlan& p, edo::io::TableRead
   if (p.words && f.vocab.empty() && !stored)
     EDO_USAGE_FAIL("-o {}: a word2vec file names each row and {} stores no words: give --vocab FILE", f.output,
                    f.input);
+  // x.safetensors with no tensor named: a table taken from a model goes back
+  // under its recorded name (FORMAT.md 5.1), others under "embeddings".
+  std::string target = f.output;
+  if (const auto* edo_table = dynamic_cast<const edo::EdoTable*>(&table); edo_table && target.ends_with(".safetensors"))
+    if (const auto& m = edo_table->reader().container().manifest(); m.contains(edo::kTableNameKey))
+      target += ":" + m[edo::kTableNameKey].get<std::string>();
   std::unique_ptr<edo::io::TableWriter> writer =
       p.words         ? edo::io::create_word2vec(f.output, table.rows(), table.dim(),
                                          f.vocab.empty() ? *stored : edo::io::read_vocab(f.vocab, table.rows()),
                                                  p.format == "word2vec-bin")
       : p.special_npy ? edo::io::create_npy(f.output, table.rows(), table.dim(), p.out_type)
-                      : edo::io::create_table(f.output, table.rows(), table.dim(), p.out_type, p.others);
+                      : edo::io::create_table(target, table.rows(), table.dim(), p.out_type, p.others);
   edo::cli::Progress progress("edo-unpack", f.quiet);
   auto report = progress.callback();
   const uint64_t block = table.block_rows();
@@ -191,6 +207,34 @@ void write_decoded(const UnpackFlags& f, const OutputPlan& p, edo::io::TableRead
     if (report) report(begin + n, table.rows());
   }
   writer->commit();
+}
+
+// The summary goes to stdout once the output is in place.
+void print_summary(const UnpackFlags& f, const OutputPlan& p, nlohmann::json& summary) {
+  struct stat info {};
+  if (!edo::io::is_special_output(p.out_file) && ::stat(p.out_file.c_str(), &info) == 0)
+    summary["bytes"] = static_cast<uint64_t>(info.st_size);
+  if (f.json) std::puts(summary.dump(2).c_str());
+}
+
+// A model file without --table: every table into one safetensors or HDF5 file, under its name.
+int run_model(const UnpackFlags& f, const OutputPlan& p, const edo::Reader& model) {
+  const std::vector<std::string> names = model.tables();
+  const bool member = p.out_file != f.output;  // x.safetensors:tensor, x.h5:/dataset
+  if ((p.format != "safetensors" && p.format != "hdf5") || f.codes || member || p.special_npy)
+    EDO_USAGE_FAIL(
+        "{}: a model file of {} tables ({}{}): -o x.safetensors or x.h5 writes every one under its name; "
+        "--table NAME unpacks one{}",
+        f.input, names.size(), fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 20), ", "),
+        names.size() > 20 ? ", ..." : "", f.codes ? " (--codes needs --table)" : "");
+  edo::cli::Progress progress("edo-unpack", f.quiet);
+  nlohmann::json summary = edo::unpack_model(model, p.out_file, p.out_type, p.others, progress.callback());
+  summary["input"] = f.input;
+  summary["output"] = f.output;
+  summary["format"] = p.format;
+  summary["dtype"] = edo::io::dtype_name(p.out_type);
+  print_summary(f, p, summary);
+  return 0;
 }
 
 int run(const UnpackFlags& f) {
@@ -205,9 +249,14 @@ int run(const UnpackFlags& f) {
         "{}: a shard set decodes to npy, HDF5, safetensors or word2vec; FAISS, FBGEMM and --codes "
         "need one file (edo-pack --merge)",
         input);
-  std::unique_ptr<edo::io::TableReader> table = set ? edo::open_shard_set_table(input, edo::io::Verify::all)
-                                                    : std::unique_ptr<edo::io::TableReader>(edo::EdoTable::open(
-                                                          input, edo::io::Verify::all, edo::select_device(f.device)));
+  if (set && !f.table.empty()) EDO_USAGE_FAIL("--table {}: {} is a shard set, one table", f.table, input);
+  std::shared_ptr<const edo::Reader> opened =
+      set ? nullptr : edo::EdoTable::open_reader(input, edo::io::Verify::all, edo::select_device(f.device));
+  if (opened && opened->is_model() && f.table.empty()) return run_model(f, p, *opened);
+  std::unique_ptr<edo::io::TableReader> table =
+      set ? edo::open_shard_set_table(input, edo::io::Verify::all)
+          : std::unique_ptr<edo::io::TableReader>(
+                edo::EdoTable::open_table(opened, f.table.empty() ? opened->tables().front() : f.table));
   edo::EdoTable* one_file = dynamic_cast<edo::EdoTable*>(table.get());
   nlohmann::json summary = {
       {"input", input}, {"output", f.output}, {"format", format}, {"rows", table->rows()}, {"dim", table->dim()}};
@@ -229,11 +278,8 @@ int run(const UnpackFlags& f) {
     write_decoded(f, p, *table);
     summary["dtype"] = p.words ? "float32" : edo::io::dtype_name(p.out_type);
   }
-  // The summary goes to stdout once the output is in place.
-  struct stat info {};
-  if (!edo::io::is_special_output(p.out_file) && ::stat(p.out_file.c_str(), &info) == 0)
-    summary["bytes"] = static_cast<uint64_t>(info.st_size);
-  if (f.json) std::puts(summary.dump(2).c_str());
+  if (!f.table.empty()) summary["table"] = f.table;
+  print_summary(f, p, summary);
   return 0;
 }
 
@@ -251,6 +297,8 @@ int main(int argc, char** argv) {
       "  edo-unpack glove.pq.edo -o glove.pq.faiss --metric l2    (IndexPQ over the file's codes)\n"
       "  edo-unpack glove.int4.edo -o glove.int4.safetensors:emb --codes    (U8 codes, F32 scales and offsets)\n"
       "  edo-unpack glove.int4.edo -o glove.fbgemm.npy --to fbgemm   (IntNBit INT4 rows for FBGEMM/TorchRec)\n"
+      "  edo-unpack model.edo -o model.int8.safetensors     (a model file: every table under its name)\n"
+      "  edo-unpack model.edo --table emb.words.weight -o words.npy\n"
       "  edo-unpack glove.int8.edo -o - | python -c 'import numpy,sys; print(numpy.load(sys.stdin.buffer).shape)'",
       "edo-unpack"};
   UnpackFlags flags;

@@ -8,6 +8,7 @@
 #include <edo/io/freq.hpp>
 #include <edo/io/model.hpp>
 #include <edo/model.hpp>
+#include <edo/reader.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,14 @@ namespace edo::cli {
 
 struct ModelFlags {
   std::vector<std::string> tables;  // globs
+  // Set by model_input() when a model's selection is one table, run as one:
+  // its name, which the file records (FORMAT.md 5.1, "table_name").
+  std::string chosen_table;
+
+  // The manifest entry that records the chosen table's name (none otherwise).
+  nlohmann::json manifest_entry() const {
+    return chosen_table.empty() ? nlohmann::json::object() : nlohmann::json{{kTableNameKey, chosen_table}};
+  }
 
   void add_to(CLI::App& app) {
     app.add_option("--tables", tables,
@@ -38,7 +47,7 @@ struct ModelFlags {
 // and why) unless quiet. A selection of one table is run as one table:
 // nullopt, with `input` pointed at that table when the plain input would not
 // open it by itself. nullopt for a one-table input; --tables then is a usage error.
-inline std::optional<io::ModelSelection> model_input(std::string& input, const ModelFlags& flags, bool quiet,
+inline std::optional<io::ModelSelection> model_input(std::string& input, ModelFlags& flags, bool quiet,
                                                      const char* tool) {
   if (!io::is_model_spec(input)) {
     if (!flags.tables.empty()) EDO_USAGE_FAIL("--tables: {} is one table, not a model", input);
@@ -46,10 +55,13 @@ inline std::optional<io::ModelSelection> model_input(std::string& input, const M
   }
   io::ModelSelection sel = io::select_model_tables(input, flags.tables);
   const bool narrowed = !flags.tables.empty() || std::any_of(sel.skipped.begin(), sel.skipped.end(), [](const auto& s) {
-                          return s.second.starts_with("its name") || s.second.starts_with("not named");
-                        });
+    return s.second.starts_with("its name") || s.second.starts_with("not named");
+  });
   if (sel.tables.size() == 1) {
-    if (narrowed) input = sel.tables.front().spec;
+    if (narrowed) {
+      input = sel.tables.front().spec;
+      flags.chosen_table = sel.tables.front().name;
+    }
     if (!quiet && narrowed) std::fprintf(stderr, "%s: %s\n", tool, model_selection_text(sel).c_str());
     return std::nullopt;
   }
@@ -89,8 +101,10 @@ inline std::map<std::string, std::string> model_freq_files(const io::ModelSelect
       if (entry.path().extension() != ".npy") continue;
       std::string stem = entry.path().stem().string();
       for (size_t at = stem.find("__"); at != std::string::npos; at = stem.find("__", at + 1)) stem.replace(at, 2, "/");
-      if (std::find(names.begin(), names.end(), stem) == names.end())
-        EDO_USAGE_FAIL("--freq-dir {}: {} counts table '{}', which is not a chosen table of {}", freq_dir,
+      const bool other_table =
+          std::any_of(sel.skipped.begin(), sel.skipped.end(), [&](const auto& s) { return s.first == stem; });
+      if (std::find(names.begin(), names.end(), stem) == names.end() && !other_table)
+        EDO_USAGE_FAIL("--freq-dir {}: {} counts table '{}', which is no table of {}", freq_dir,
                        entry.path().filename().string(), stem, sel.path);
     }
   }
@@ -122,12 +136,27 @@ inline std::vector<double> model_table_freq(const std::map<std::string, std::str
 class ModelShards {
  public:
   ModelShards(const ShardFlags& f, const io::ModelSelection& sel, const std::string& out_path)
-      : flags_(f), temporaries_(out_path) {
+      : flags_(f),
+        choice_(f.train_only ? ShardChoice{} : resolve_shard(f.shard, f.shard_count)),
+        temporaries_(out_path) {
+    if (choice_.active()) {
+      bool any = false;
+      for (const io::ModelTable& t : sel.tables) any = any || choice_.index < table_shards(t.rows);
+      if (!any)
+        EDO_USAGE_FAIL(
+            "shard {}/{} of {} holds no rows: each table splits at multiples of {} rows into at most as "
+            "many shards, and none has {}",
+            choice_.index, choice_.count, sel.path, kShardChunkRows, choice_.index + 1);
+    }
     if (f.trained.empty()) return;
     const io::Container c = io::Container::open(f.trained);
     if (!c.is_model())
       EDO_USAGE_FAIL("--trained {}: the state of one table; a model takes the --train-only state of the model",
                      f.trained);
+    // A run with a trained state records the training run's parameters and
+    // seed, as its tables do (FORMAT.md 9.8): the model file is then the one
+    // that run writes whole.
+    trained_provenance_ = c.manifest()["provenance"];
     const auto& states = c.model_tables();
     for (const io::ModelTable& t : sel.tables) {
       const auto it = std::find_if(states.begin(), states.end(), [&](const auto& s) { return s.name == t.name; });
@@ -138,31 +167,53 @@ class ModelShards {
       trained_[t.name] = path;
     }
   }
-  // The flags as table `name`'s own run takes them.
-  ShardFlags for_table(const std::string& name) const {
+  // The model file's provenance: `base`, with a trained state's parameters and seed.
+  nlohmann::json provenance(nlohmann::json base) const {
+    for (const char* key : {"parameters", "seed"})
+      if (trained_provenance_.contains(key)) base[key] = trained_provenance_[key];
+    return base;
+  }
+
+  // The flags as table `t`'s own run takes them: shard I of min(N, its
+  // chunks of rows), as each table splits into as many as it can. nullopt
+  // when this shard holds none of its rows (I beyond that count).
+  std::optional<ShardFlags> for_table(const io::ModelTable& t) const {
     ShardFlags f = flags_;
-    const auto it = trained_.find(name);
+    const auto it = trained_.find(t.name);
     f.trained = it == trained_.end() ? std::string() : it->second;
+    if (!choice_.active()) return f;
+    const uint32_t count = table_shards(t.rows);
+    if (choice_.index >= count) return std::nullopt;
+    f.shard = fmt::format("{}/{}", choice_.index, count);
+    f.shard_count = 0;
     return f;
   }
 
  private:
+  uint32_t table_shards(uint64_t rows) const {
+    return static_cast<uint32_t>(std::min<uint64_t>(choice_.count, (rows + kShardChunkRows - 1) / kShardChunkRows));
+  }
+
   ShardFlags flags_;
+  ShardChoice choice_;
+  nlohmann::json trained_provenance_ = nlohmann::json::object();
   TemporaryTables temporaries_;
   std::map<std::string, std::string> trained_;
 };
 
 // One table of a model run through pack_to_edo (edo-pack, edo-sparsify,
 // edo-hash): its trained state (--train-only), or its shard or whole table.
-inline nlohmann::json pack_model_table(const char* tool, const ShardFlags& f, io::TableReader& table,
+inline nlohmann::json pack_model_table(const char* tool, const std::optional<ShardFlags>& f, io::TableReader& table,
                                        const std::string& out, PackOptions& opt, bool quiet) {
+  if (!f) return nullptr;  // this shard holds none of the table's rows
   PackShards shards;
-  if (shards.train_only(tool, f, table, out, opt, false, quiet)) return {{"trained_state", true}};
-  shards.apply(tool, f, table, opt, false);
+  if (shards.train_only(tool, *f, table, out, opt, false, quiet)) return {{"trained_state", true}};
+  shards.apply(tool, *f, table, opt, false);
   return pack_report_json(pack_to_edo(table, out, opt));
 }
 
-inline void print_model_summary(bool json, const ModelReport& rep, const std::string& input, const std::string& output) {
+inline void print_model_summary(bool json, const ModelReport& rep, const std::string& input,
+                                const std::string& output) {
   if (json) {
     nlohmann::json j = model_report_json(rep);
     j["input"] = input;

@@ -8,7 +8,9 @@
 // table is small. It is opened again with unknown ids answered by the hash
 // (UnknownIdPolicy::hash), an error without a hashed tier; with one, ids
 // past the end and far beyond it are looked up, from tables sized for the
-// table's rows only. Only edo::Error may come out; anything else escaping, a
+// table's rows only. A model file (FORMAT.md section 10) is read table by
+// table: tables() listed, each table(name) read as above, and the row calls
+// on the model itself (errors naming the tables). Only edo::Error may come out; anything else escaping, a
 // crash or a sanitizer report is a finding.
 //
 // Each step runs on its own, so a corrupt row that fails one still lets the
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -150,10 +153,19 @@ void open_and_read(const uint8_t* data, size_t size) {
       edo::ReaderOptions options;
       options.unknown_ids = policy;
       const edo::Reader r = edo::Reader::from_container(std::move(c), options);
-      if (policy == edo::UnknownIdPolicy::hash)
-        read_beyond(r);
-      else
-        read_all(r);
+      std::vector<const edo::Reader*> tables = {&r};
+      if (r.is_model()) {
+        step([&] { read_all(r); });  // usage errors: the model holds several tables
+        tables.clear();
+        for (const std::string& name : r.tables()) tables.push_back(&r.table(name));
+      }
+      for (const edo::Reader* t : tables)
+        step([&] {
+          if (policy == edo::UnknownIdPolicy::hash)
+            read_beyond(*t);
+          else
+            read_all(*t);
+        });
     });
 }
 

@@ -23,10 +23,10 @@
 //    stored step plus float rounding (and, for a subnormal step, the clamp
 //    its rounding down causes).
 #include <edo/codec.hpp>
-#include <edo/make_codec.hpp>
 #include <edo/codec_math.hpp>
 #include <edo/error.hpp>
 #include <edo/float16.hpp>
+#include <edo/make_codec.hpp>
 
 #include <fuzzer/FuzzedDataProvider.h>
 
@@ -119,8 +119,8 @@ Table make_table(FuzzedDataProvider& in) {
         break;
       }
       case 5: {  // extremes: +-FLT_MAX, +-FLT_MIN, the smallest subnormal, zeros, 1
-        const float pick[] = {FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, 0x1p-149f, -0x1p-149f, 0.0f, 1.0f, 65504.0f,
-                              65519.0f, 448.0f, 57344.0f, 0x1p-14f, 0x1p-24f};
+        const float pick[] = {FLT_MAX, -FLT_MAX, FLT_MIN,  -FLT_MIN, 0x1p-149f, -0x1p-149f, 0.0f,
+                              1.0f,    65504.0f, 65519.0f, 448.0f,   57344.0f,  0x1p-14f,   0x1p-24f};
         for (size_t j = 0; j < t.dim; ++j) row[j] = pick[in.ConsumeIntegralInRange<size_t>(0, std::size(pick) - 1)];
         break;
       }
@@ -180,8 +180,8 @@ std::optional<double> documented_bound(const Spec& s, size_t dim) {
   if (s.name == "fp32") return 0.0;
   if (s.name == "fp16") return 0x1p-11;
   if (s.name == "bf16") return 0x1p-8;
-  if (s.name == "fp8") return s.variant == "e5m2" ? 0x1p-3 + std::sqrt(d) * 0x1p-17 / 57344.0
-                                                  : 0x1p-4 + std::sqrt(d) * 0x1p-10 / 448.0;
+  if (s.name == "fp8")
+    return s.variant == "e5m2" ? 0x1p-3 + std::sqrt(d) * 0x1p-17 / 57344.0 : 0x1p-4 + std::sqrt(d) * 0x1p-10 / 448.0;
   if (s.name == "bin") return 1.0;
   if (s.name.size() == 4 && s.name.compare(0, 3, "int") == 0) {
     const int bits = s.name[3] - '0';
@@ -261,8 +261,9 @@ void check_spec(const Spec& s, const Table& t, const std::vector<size_t>& shuffl
   if (c.needs_training()) fail(s.text, t, "a plain codec needs training");
   const std::optional<double> bound = documented_bound(s, t.dim);
   if (bound && std::fabs(c.row_error_bound() - *bound) > 1e-12 * (1 + *bound))
-    fail(s.text, t, "row_error_bound() " + std::to_string(c.row_error_bound()) + " is not the documented " +
-                        std::to_string(*bound));
+    fail(s.text, t,
+         "row_error_bound() " + std::to_string(c.row_error_bound()) + " is not the documented " +
+             std::to_string(*bound));
 
   std::string error_fast, error_ref;
   const std::vector<uint8_t> fast = encode(c, t, edo::Impl::fast, error_fast);
@@ -303,8 +304,10 @@ void check_spec(const Spec& s, const Table& t, const std::vector<size_t>& shuffl
     double xx = 0, ee = 0;
     for (size_t j = 0; j < t.dim; ++j) {
       if (!std::isfinite(yr[j]))
-        fail(s.text, t, "row " + std::to_string(r) + " column " + std::to_string(j) + ": finite " + hex(x[j]) +
-                            " decoded to " + hex(yr[j]), r);
+        fail(s.text, t,
+             "row " + std::to_string(r) + " column " + std::to_string(j) + ": finite " + hex(x[j]) + " decoded to " +
+                 hex(yr[j]),
+             r);
       const double d = static_cast<double>(x[j]) - yr[j];
       xx += static_cast<double>(x[j]) * x[j];
       ee += d * d;
@@ -315,8 +318,8 @@ void check_spec(const Spec& s, const Table& t, const std::vector<size_t>& shuffl
     if (bound && xx > 0) {
       const double rel = std::sqrt(ee / xx);
       if (!(rel <= *bound * 1.01 + 1e-9))
-        fail(s.text, t, where + ": relative error " + std::to_string(rel) + " beyond the bound " +
-                            std::to_string(*bound), r);
+        fail(s.text, t,
+             where + ": relative error " + std::to_string(rel) + " beyond the bound " + std::to_string(*bound), r);
     }
     if (s.name == "fp16" || s.name == "bf16") {
       const double half_ulp = s.name == "fp16" ? 0x1p-11 : 0x1p-8;
@@ -338,8 +341,10 @@ void check_spec(const Spec& s, const Table& t, const std::vector<size_t>& shuffl
           const double clamp = p.scale < FLT_MIN ? 255.0 * 0x1p-150 : 0.0;
           const double slack = 0.5 * p.scale * 0x1p-12 + 4 * a * 0x1p-24 + 0x1p-149 + clamp;
           if (std::fabs(static_cast<double>(x[j]) - yr[j]) > 0.5 * static_cast<double>(p.scale) + slack)
-            fail(s.text, t, where + " column " + std::to_string(j) + ": " + hex(x[j]) + " stored as " + hex(yr[j]) +
-                                ", more than half the step " + hex(p.scale), r);
+            fail(s.text, t,
+                 where + " column " + std::to_string(j) + ": " + hex(x[j]) + " stored as " + hex(yr[j]) +
+                     ", more than half the step " + hex(p.scale),
+                 r);
         }
       }
     }

@@ -20,13 +20,9 @@
 // after each input and removed at exit; a finding leaves them there with the
 // table as table.npy and the counts as freq.txt, for the tools to rerun.
 //
-// Known bugs (issue 44), allowed for until fixed unless EDO_ROUNDTRIP_STRICT=1:
-//  - where one process writes the row map as runs (FORMAT.md 9.2),
-//    merge_shards() writes the packed map, so the files differ: such a merge
-//    is held to the one-process file's tiers and decoded rows only;
-//  - a centroids:C tier assigns a row whose float distances to every
-//    centroid overflow the index C (read past the centroids): tables with
-//    such a tier keep their rows below 2^40.
+// What it found, fixed since, and kept as seeds: merges wrote the packed row
+// map where one process writes runs (merge_runs_map.bin); a centroids tier
+// read past its centroids for a row whose float distances all overflow.
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
 #include <edo/io/table.hpp>
@@ -140,12 +136,6 @@ void save_inputs(const Case& c) {
   std::abort();
 }
 
-// EDO_ROUNDTRIP_STRICT=1: no allowance for the known bugs below.
-bool strict() {
-  const char* v = std::getenv("EDO_ROUNDTRIP_STRICT");
-  return v && *v && std::string(v) != "0";
-}
-
 uint64_t next(uint64_t& s) {  // xorshift64*
   s ^= s >> 12, s ^= s << 25, s ^= s >> 27;
   return s * 0x2545f4914f6cdd1dULL;
@@ -245,20 +235,6 @@ std::string share(FuzzedDataProvider& in, uint64_t rows) {
   }
 }
 
-// The merged file differs from the one-process file only in its row map:
-// runs in one, the packed map in the other, every row decoded the same.
-bool known_runs_map_difference(const std::string& whole, const std::string& merged, uint64_t rows, uint64_t dim) {
-  const edo::Reader one = edo::Reader::open(whole), joined = edo::Reader::open(merged);
-  if (one.id_map_kind() != edo::IdMapKind::row_runs || joined.id_map_kind() != edo::IdMapKind::row_map) return false;
-  if (one.rows() != rows || joined.rows() != rows || one.tiers().size() != joined.tiers().size()) return false;
-  for (size_t t = 0; t < one.tiers().size(); ++t)
-    if (one.tiers()[t].rows != joined.tiers()[t].rows || one.tiers()[t].bytes != joined.tiers()[t].bytes) return false;
-  std::vector<float> a(rows * dim), b(rows * dim);
-  one.decode_rows(0, rows, a.data());
-  joined.decode_rows(0, rows, b.data());
-  return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 bool same_decoded(const std::string& whole, const std::string& set_path, uint64_t rows, uint64_t dim) {
   const edo::Reader one = edo::Reader::open(whole);
   const edo::ShardSet set = edo::ShardSet::open(set_path);
@@ -313,25 +289,15 @@ bool make_run(FuzzedDataProvider& in, Run& run, uint64_t& shuffle_seed) {
   } else {
     spec = plain_codec(in, dim);
   }
-  // KNOWN BUG (issue 44): nearest_centroids() (a centroids:C tier's
-  // assignment) answers index C, reading past the centroids, for a row
-  // whose float distance to every centroid overflows (norm above about
-  // 2^64) when C is not a multiple of the SIMD width. Until it is fixed,
-  // tables with a centroids tier keep their rows below 2^40 unless
-  // EDO_ROUNDTRIP_STRICT=1.
-  bool centroids = false;
-  for (const std::string& t : tiers) centroids = centroids || t.find(":centroids:") != std::string::npos;
-  run.table =
-      std::make_unique<MemoryTable>(make_values(in, rows, dim, seed, centroids && !strict() ? 40 : 120), rows, dim);
+  run.table = std::make_unique<MemoryTable>(make_values(in, rows, dim, seed, 120), rows, dim);
   run.c.table = run.table.get();
   run.c.freq = &run.freq;
   if (with_words)
     for (uint64_t r = 0; r < rows; ++r) run.words.push_back("w" + std::to_string(r));
-  run.c.description = fmt::format(
-      "{} rows x {} columns in {} shards, {}{} --seed {} --train-rows 1024{}{}", rows, dim, run.count,
-      run.pack ? "edo-pack --tier " : "edo-quantize --codec ",
-      run.pack ? fmt::format("{}", fmt::join(tiers, " --tier ")) : spec, seed % 1000, with_words ? ", with words" : "",
-      allow_underflow ? ", --allow-underflow" : "");
+  run.c.description = fmt::format("{} rows x {} columns in {} shards, {}{} --seed {} --train-rows 1024{}{}", rows, dim,
+                                  run.count, run.pack ? "edo-pack --tier " : "edo-quantize --codec ",
+                                  run.pack ? fmt::format("{}", fmt::join(tiers, " --tier ")) : spec, seed % 1000,
+                                  with_words ? ", with words" : "", allow_underflow ? ", --allow-underflow" : "");
   run.dir = work_dir();
   run.whole = run.dir + "/whole.edo";
   run.merged = run.dir + "/merged.edo";
@@ -417,17 +383,7 @@ void check_merge(const Run& run, std::vector<std::string> order, uint64_t shuffl
   }
   if (merged_rows != run.rows) fail(c, fmt::format("merge_shards wrote {} rows of {}", merged_rows, run.rows));
   const std::vector<char> a = file_bytes(run.whole), b = file_bytes(run.merged);
-  bool known = false;
-  try {
-    // KNOWN BUG (issue 44): merge_shards() always writes the packed row map,
-    // where one process writes runs (FORMAT.md 9.2: tiers in at most 64 runs
-    // of ids). Until it is fixed, such a merge is held to its tiers and rows
-    // only; EDO_ROUNDTRIP_STRICT=1 holds it to the bytes.
-    known = a != b && !strict() && known_runs_map_difference(run.whole, run.merged, run.rows, run.dim);
-  } catch (const edo::Error& e) {
-    fail(c, std::string("the written files do not read back: ") + e.what());
-  }
-  if (a != b && !known) {
+  if (a != b) {
     const auto at = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
     fail(c, fmt::format("the merged file ({} bytes) differs from the one-process file ({} bytes) from byte {}",
                         b.size(), a.size(), at.first - a.begin()));

@@ -7,6 +7,7 @@
 //       table = f.decode_all()         # numpy float32 (f.rows, f.dim)
 //       f.shape, f.dtype, len(f)       # (rows, dim), float32 (what rows decode to), rows
 //       f.manifest, f.tiers            # the manifest as a dict; per tier: name, kind, codec, residency, rows, bytes
+//       f.tables, f.table("name")      # a model file's table names; one table as a File (f["name"] too)
 //
 // Ids must be integers (a float or bool array is a TypeError). Errors are
 // edo.Error (a RuntimeError) with edo's one-line message; a closed file
@@ -37,7 +38,7 @@ edo::UnknownIdPolicy policy_of(const std::string& unknown) {
   }
 }
 
-std::unique_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, bool verify,
+std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, bool verify,
                                          uint64_t max_resident) {
   // A C path ends at the first NUL: "a.edo\0x" would open a.edo.
   if (path.find('\0') != std::string::npos)
@@ -46,7 +47,7 @@ std::unique_ptr<edo::Reader> open_reader(const std::string& path, const std::str
   opt.unknown_ids = policy_of(unknown);
   opt.verify = verify ? edo::io::Verify::all : edo::io::Verify::structure;
   opt.max_resident = max_resident;
-  return std::make_unique<edo::Reader>(edo::Reader::open(path, opt));
+  return std::make_shared<edo::Reader>(edo::Reader::open(path, opt));
 }
 
 // Ids as numpy holds them: integers only. Floats were truncated ([1.5, 2.9]
@@ -138,28 +139,61 @@ py::list tiers(const edo::Reader& r) {
 }
 
 // An open file as Python holds it: closed by close() or a `with` block's
-// end, after which every use is a ValueError (the mapping is gone).
+// end, after which every use is a ValueError. A table of a model file is a
+// File too, sharing the model's Reader: it keeps the mapping alive after
+// the model's File is closed or gone, until it is closed or gone itself.
 class File {
  public:
-  explicit File(std::unique_ptr<edo::Reader> reader) : reader_(std::move(reader)) {}
+  explicit File(std::shared_ptr<edo::Reader> file, const edo::Reader* table = nullptr)
+      : file_(std::move(file)), reader_(table ? table : file_.get()) {}
   const edo::Reader& reader() const {
     if (!reader_) throw py::value_error("I/O operation on a closed edo file");
     return *reader_;
   }
-  void close() { reader_.reset(); }
+  // The reader of one table: a model file of several is an edo.Error naming them.
+  const edo::Reader& table_reader() const {
+    const edo::Reader& r = reader();
+    if (r.is_model() && r.tables().size() != 1) {
+      const std::vector<std::string> names = r.tables();
+      std::string listed;
+      for (size_t i = 0; i < names.size() && i < 20; ++i) listed += (i ? ", " : "") + names[i];
+      throw edo::Error(r.path() + ": a model file of " + std::to_string(names.size()) + " tables (" + listed +
+                           (names.size() > 20 ? ", ..." : "") + "): f.table(name) or f[name] opens one",
+                       __FILE__, __LINE__, edo::ExitCode::usage);
+    }
+    return r.is_model() ? r.table(r.tables().front()) : r;
+  }
+  // Table `name` (a one-table file's own name, or a model's): KeyError when there is none.
+  File table(const std::string& name) const {
+    const edo::Reader& r = reader();
+    for (const std::string& t : r.tables())
+      if (t == name) return File(file_, &r.table(name));
+    const std::vector<std::string> names = r.tables();
+    std::string listed;
+    for (size_t i = 0; i < names.size() && i < 20; ++i) listed += (i ? ", " : "") + names[i];
+    throw py::key_error(r.path() + ": no table '" + name + "' (it holds " + std::to_string(names.size()) + ": " +
+                        listed + (names.size() > 20 ? ", ..." : "") + ")");
+  }
+  void close() {
+    reader_ = nullptr;
+    file_.reset();
+  }
   bool closed() const { return !reader_; }
 
  private:
-  std::unique_ptr<edo::Reader> reader_;
+  std::shared_ptr<edo::Reader> file_;  // the file's Reader, shared by its tables' Files
+  const edo::Reader* reader_;          // this File's: *file_, or one of its model tables
 };
 
 File open_file(const std::string& path, const std::string& unknown, bool verify, uint64_t max_resident) {
   return File(open_reader(path, unknown, verify, max_resident));
 }
 
-// f[i], f[ids], f[a:b:c]: an int gives one row (dim,), anything else rows (n, dim).
-py::array_t<float> get_item(const File& f, const py::object& key) {
-  const edo::Reader& r = f.reader();
+// f[i], f[ids], f[a:b:c]: an int gives one row (dim,), anything else rows (n, dim);
+// f["name"]: a table of the file (File.table).
+py::object get_item(const File& f, const py::object& key) {
+  if (py::isinstance<py::str>(key)) return py::cast(f.table(key.cast<std::string>()));
+  const edo::Reader& r = f.table_reader();
   if (py::isinstance<py::slice>(key)) {
     py::ssize_t start = 0, stop = 0, step = 0, length = 0;
     if (!key.cast<py::slice>().compute(static_cast<py::ssize_t>(r.rows()), &start, &stop, &step, &length))
@@ -204,17 +238,18 @@ PYBIND11_MODULE(edo, m) {
       .def_property_readonly(
           "path", [](const File& f) { return f.reader().path(); }, "The file's path")
       .def_property_readonly(
-          "rows", [](const File& f) { return f.reader().rows(); }, "Rows of the table")
+          "rows", [](const File& f) { return f.table_reader().rows(); }, "Rows of the table")
       .def_property_readonly(
-          "dim", [](const File& f) { return f.reader().dim(); }, "Values a row")
+          "dim", [](const File& f) { return f.table_reader().dim(); }, "Values a row")
       .def_property_readonly(
-          "shape", [](const File& f) { return py::make_tuple(f.reader().rows(), f.reader().dim()); }, "(rows, dim)")
+          "shape", [](const File& f) { return py::make_tuple(f.table_reader().rows(), f.table_reader().dim()); },
+          "(rows, dim)")
       .def_property_readonly(
           "dtype", [](const File&) { return py::dtype::of<float>(); }, "numpy.float32: what rows decode to")
       .def_property_readonly(
           "file_bytes", [](const File& f) { return f.reader().file_bytes(); }, "The file's size in bytes")
       .def_property_readonly(
-          "tiers", [](const File& f) { return tiers(f.reader()); },
+          "tiers", [](const File& f) { return tiers(f.table_reader()); },
           "Per tier, a dict: name, kind, codec, residency, rows, code_size, bytes")
       .def_property_readonly(
           "manifest",
@@ -223,32 +258,42 @@ PYBIND11_MODULE(edo, m) {
           },
           "The file's manifest (docs/FORMAT.md) as a dict")
       .def_property_readonly("closed", &File::closed, "True after close()")
+      .def_property_readonly(
+          "tables", [](const File& f) { return f.reader().tables(); },
+          "The names of the file's tables: a model file's, in file order; a one-table file's own name\n"
+          "(its manifest's table_name, else 'table')")
+      .def("table", &File::table, py::arg("name"),
+           "Table `name` of a model file as an edo.File (every method works on it); it keeps the file\n"
+           "mapped while it lives, even after this File is closed. KeyError naming the tables when absent")
       .def(
-          "lookup", [](const File& f, const py::object& ids) { return lookup(f.reader(), ids); }, py::arg("ids"),
+          "lookup", [](const File& f, const py::object& ids) { return lookup(f.table_reader(), ids); }, py::arg("ids"),
           "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
           "(len(ids), dim), in the ids' order. Ids beyond the table follow the file's `unknown` policy;\n"
           "negative ids are an edo.Error. The GIL is released while rows decode.")
       .def(
           "lookup_bags",
           [](const File& f, const py::object& offsets, const py::object& ids, const std::string& mode,
-             const py::object& weights) { return lookup_bags(f.reader(), offsets, ids, mode, weights); },
+             const py::object& weights) { return lookup_bags(f.table_reader(), offsets, ids, mode, weights); },
           py::arg("offsets"), py::arg("ids"), py::arg("mode") = "sum", py::arg("weights") = py::none(),
           "Bags of ids pooled, as torch.nn.EmbeddingBag(mode=...) with include_last_offset=False: bag b holds\n"
           "ids[offsets[b]:offsets[b+1]] (the last to the end; offsets[0] is 0). mode: 'sum', 'mean' or 'max';\n"
           "weights (one per id, with 'sum' only) scale each row. Returns float32 (len(offsets), dim); an\n"
           "empty bag gives zeros. The GIL is released while it runs.")
       .def(
-          "decode_all", [](const File& f) { return decode_all(f.reader()); },
+          "decode_all", [](const File& f) { return decode_all(f.table_reader()); },
           "Every row as a float32 array (rows, dim)")
       .def("close", &File::close, "Unmap the file; later uses raise ValueError. Closing twice is allowed.")
       .def("__getitem__", &get_item, py::arg("key"),
-           "f[i] (one row, (dim,); negative from the end), f[ids] (rows, as lookup()), f[a:b:c] (rows of the slice)")
-      .def("__len__", [](const File& f) { return f.reader().rows(); })
+           "f[i] (one row, (dim,); negative from the end), f[ids] (rows, as lookup()), f[a:b:c] (rows of the slice),\n"
+           "f['name'] (the table of that name, as table())")
+      .def("__len__", [](const File& f) { return f.table_reader().rows(); })
       .def("__enter__", [](File& f) -> File& { return f; })
       .def("__exit__", [](File& f, const py::object&, const py::object&, const py::object&) { f.close(); })
       .def("__repr__", [](const File& f) {
         if (f.closed()) return std::string("<edo.File (closed)>");
         const edo::Reader& r = f.reader();
+        if (r.is_model())
+          return "<edo.File " + r.path() + ": a model of " + std::to_string(r.tables().size()) + " tables>";
         return "<edo.File " + r.path() + ": " + std::to_string(r.rows()) + " x " + std::to_string(r.dim()) + ">";
       });
   m.attr("Reader") = m.attr("File");  // the name of 0.1

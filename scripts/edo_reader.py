@@ -38,6 +38,12 @@ library only; --decode needs numpy.
     edo_reader.py FILE --decode OUT.npy --ids IDS
                                        the same for the rows IDS only, in that order (comma-separated
                                        row ids, or a .npy of integer ids): OUT.npy is (len(IDS), dim)
+    edo_reader.py MODEL --tables       a model file (FORMAT.md section 10): validate its table
+                                       directory and every table, print the tables' names, one a line
+    edo_reader.py MODEL --table NAME [--manifest | --section S --out P | --decode OUT.npy [--ids IDS]]
+                                       table NAME of a model file, validated as a file of its own
+                                       (section 6) and read as above; on a one-table file, NAME must
+                                       be its own name (its "table_name", else "table")
 
 Exit status 0 when the file is valid, 1 (with "FILE: problem" on stderr) when not.
 """
@@ -55,6 +61,8 @@ MAX_DEPTH = 64
 NAME_RE = re.compile(r"[A-Za-z0-9_.:/-]{1,128}\Z")
 HEX_RE = re.compile(r"[0-9a-f]{16}\Z")
 HEADER = struct.Struct("<8sHHIQQQQIIQ")
+MAX_MODEL_TABLES = 65536
+MAX_TABLE_NAME = 256
 MASK = (1 << 64) - 1
 P1, P2, P3, P4, P5 = (0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
                       0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5)
@@ -199,6 +207,18 @@ def validate(data, verify_sections=True):
     check_zero(data, prev_end, m_off, "before the manifest")
 
     require(manifest.get("format") == "edo", '"format" must be "edo"')
+    if "model" in manifest:
+        validate_model(manifest, sections)
+    else:
+        validate_table_keys(manifest, sections)
+    if verify_sections:
+        for name, (off, length, digest) in sections.items():
+            require(xxh64(data[off:off + length]) == digest, "section %r checksum mismatch" % name)
+    return manifest, sections, (major, minor)
+
+
+def validate_table_keys(manifest, sections):
+    """Rule 14 for a one-table file: the keys of 5.1 and 5.3."""
     for key in ("rows", "dim"):
         require(is_uint(manifest.get(key)) and manifest[key] > 0, '"%s" must be a positive integer' % key)
     require(isinstance(manifest.get("provenance"), dict), '"provenance" must be an object')
@@ -219,10 +239,63 @@ def validate(data, verify_sections=True):
                     "tier %r refers to missing section %r" % (t["name"], name))
         require(t.get("residency", "host") in ("gpu", "host", "disk"), "tier %r: bad residency" % t["name"])
 
-    if verify_sections:
-        for name, (off, length, digest) in sections.items():
-            require(xxh64(data[off:off + length]) == digest, "section %r checksum mismatch" % name)
-    return manifest, sections, (major, minor)
+
+def valid_table_name(name):
+    """FORMAT.md 10.1: 1 to 256 bytes, each printable ASCII (0x21-0x7E) other than ", ' and \\."""
+    return (isinstance(name, str) and 1 <= len(name) <= MAX_TABLE_NAME
+            and all(0x21 <= ord(c) <= 0x7E and c not in "\"'\\" for c in name))
+
+
+def validate_model(manifest, sections):
+    """Rule 14 for a model file: the keys of 10.1, the directory checked (its count first)."""
+    for key in ("rows", "dim", "tiers"):
+        require(key not in manifest, 'a model file has no "%s" (its tables have their own)' % key)
+    require(isinstance(manifest.get("provenance"), dict), '"provenance" must be an object')
+    model = manifest["model"]
+    require(isinstance(model, dict), '"model" must be an object')
+    tables = model.get("tables")
+    require(isinstance(tables, list), '"model.tables" must be an array')
+    require(1 <= len(tables) <= MAX_MODEL_TABLES,
+            "the model lists %d tables (1 to %d allowed)" % (len(tables), MAX_MODEL_TABLES))
+    names, used = set(), set()
+    for i, t in enumerate(tables):
+        require(isinstance(t, dict), "model.tables[%d] is not an object" % i)
+        name, section = t.get("name"), t.get("section")
+        require(valid_table_name(name), "model.tables[%d]: bad table name %r" % (i, name))
+        require(name not in names, "table %r appears twice in the model" % name)
+        require(isinstance(section, str) and section in sections,
+                "table %r: section %r does not exist" % (name, section))
+        require(section not in used, "table %r: section %r holds another table too" % (name, section))
+        names.add(name)
+        used.add(section)
+
+
+def table_names(manifest):
+    """A model's table names in file order; a one-table file's own name (10.1, 1.2 history)."""
+    if "model" in manifest:
+        return [t["name"] for t in manifest["model"]["tables"]]
+    name = manifest.get("table_name")
+    return [name if isinstance(name, str) else "table"]
+
+
+def open_table(data, manifest, sections, name, verify_sections=True):
+    """Table `name` as (bytes, manifest, sections, version): for a model file, the section holding
+    it validated as a file of its own (section 6, 10.2); for a one-table file, the file itself."""
+    names = table_names(manifest)
+    if name not in names:
+        raise Invalid("no table %r (it holds %d: %s)" % (name, len(names), ", ".join(names[:20])))
+    if "model" not in manifest:
+        return data, manifest, sections, None
+    section = next(t["section"] for t in manifest["model"]["tables"] if t["name"] == name)
+    off, length, _ = sections[section]
+    require(off % ALIGN == 0, "table %r does not start on a multiple of %d" % (name, ALIGN))
+    payload = data[off:off + length]
+    try:
+        t_manifest, t_sections, version = validate(payload, verify_sections)
+        require("model" not in t_manifest, "a model table is itself a model file")
+    except Invalid as e:
+        raise Invalid("%s: %s" % (name, e))
+    return payload, t_manifest, t_sections, version
 
 
 # ---- decoding (FORMAT.md section 7 and "Tiered files"; needs numpy) ---------------------
@@ -1167,6 +1240,8 @@ def main():
                     help="decode the whole table (any tiers, any codec above) to float32 .npy")
     ap.add_argument("--ids", help="with --decode: only these rows, in this order "
                     "(comma-separated row ids, or a .npy of integer ids)")
+    ap.add_argument("--tables", action="store_true", help="a model file's table names, one a line (each validated)")
+    ap.add_argument("--table", help="read this table of a model file (FORMAT.md section 10)")
     args = ap.parse_args()
     if bool(args.section) != bool(args.out):
         ap.error("--section and --out go together")
@@ -1176,6 +1251,23 @@ def main():
         with open(args.file, "rb") as f:
             data = f.read()
         manifest, sections, version = validate(data)
+        if args.tables:
+            for name in table_names(manifest):
+                if "model" in manifest:
+                    open_table(data, manifest, sections, name)
+                print(name)
+            return 0
+        if args.table is not None:
+            data, manifest, sections, t_version = open_table(data, manifest, sections, args.table)
+            version = t_version or version
+            args.file += ":" + args.table if t_version else ""
+        elif "model" in manifest and (args.decode or args.section):
+            names = table_names(manifest)
+            raise Invalid("a model file of %d tables (%s): name one with --table"
+                          % (len(names), ", ".join(names[:20])))
+        elif "model" in manifest:
+            for name in table_names(manifest):
+                open_table(data, manifest, sections, name)  # every table valid
         if args.section:
             require(args.section in sections, "no section named %r" % args.section)
             off, length, _ = sections[args.section]
@@ -1194,6 +1286,10 @@ def main():
         return 1
     if args.manifest:
         print(json.dumps(manifest, indent=2, sort_keys=True))
+    elif not args.section and "model" in manifest:
+        names = table_names(manifest)
+        print("%s: edo %d.%d, a model of %d tables (%s), %d bytes: OK" % (
+            args.file, version[0], version[1], len(names), ", ".join(names[:20]), len(data)))
     elif not args.section:
         print("%s: edo %d.%d, %d x %d, %d sections, %d tiers, %d bytes: OK" % (
             args.file, version[0], version[1], manifest["rows"], manifest["dim"], len(sections),

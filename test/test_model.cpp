@@ -131,8 +131,11 @@ TEST_CASE("model: hostile table directories are refused before anything is sized
       },
       "x.edo:a: not an .edo file (bad magic)"));
   // A model inside a model is refused at write and at read.
-  CHECK(throws_with([&] { edo::io::write_model(dir.file("mm.edo"), {{"m", model}}, {{"tool", "test"}}); },
-                    "is itself a model file"));
+  CHECK(throws_with(
+      [&] {
+        edo::io::write_model(dir.file("mm.edo"), {{"m", model}}, {{"tool", "test"}});
+      },
+      "is itself a model file"));
 }
 
 TEST_CASE("model: inputs choose tables by name, skip what is no table, and say why") {
@@ -160,5 +163,6 @@ TEST_CASE("model: inputs choose tables by name, skip what is no table, and say w
   REQUIRE(sel.skipped.size() == 1);
   CHECK(sel.skipped[0].first == "dense");
   CHECK(edo::io::select_model_tables(dir.path().string(), {"dense", "emb_u*"}).tables.size() == 2);
-  CHECK(throws_with([&] { (void)edo::io::select_model_tables(dir.path().string(), {"nothing*"}); }, "matches no tensor"));
+  CHECK(
+      throws_with([&] { (void)edo::io::select_model_tables(dir.path().string(), {"nothing*"}); }, "matches no tensor"));
 }

@@ -372,6 +372,28 @@ TEST_CASE("pq: the CPU's nearest codeword is the exact one, narrow and wide, tie
   set_pq_avx512(true);
 }
 
+TEST_CASE("pq: a row whose every float distance overflows gets a real codeword, never a padding lane") {
+  // Found by fuzz/roundtrip_shards: with C not a multiple of the SIMD width,
+  // the lanes past the last codeword (+Inf) passed an +Inf bound and were
+  // rescored from past the codewords, answering index C.
+  for (const bool avx512 : {true, false})
+    for (const size_t k : {7, 13, 19, 256}) {
+      CAPTURE(avx512);
+      CAPTURE(k);
+      set_pq_avx512(avx512);
+      const size_t d = 3;
+      std::vector<float> c(k * d);
+      for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<float>(i % 5) - 2.0f;
+      const std::vector<float> x = {0x1p70f, -0x1p70f, 0x1p69f, 1.0f, 2.0f, 3.0f};
+      std::vector<uint32_t> assign(2, 999);
+      nearest_centroids(x.data(), 2, d, c.data(), k, assign.data());
+      CHECK(assign[0] < k);
+      CHECK(assign[0] == math::pq_nearest(x.data(), c.data(), static_cast<uint32_t>(k), 3, 3));
+      CHECK(assign[1] == math::pq_nearest(x.data() + 3, c.data(), static_cast<uint32_t>(k), 3, 3));
+    }
+  set_pq_avx512(true);
+}
+
 TEST_CASE("pq: flat_l2_knn is IndexFlatL2's search, labels and distances bit for bit") {
   // rq's greedy levels search through it in FAISS's place: any other float
   // would change the codebooks. GloVe's columns up to 50 wide, seeded

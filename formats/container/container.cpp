@@ -316,6 +316,10 @@ std::vector<TierInfo> validate_manifest_schema(const json& manifest, const std::
     EDO_FAIL("{}: manifest: \"dim\" {} is more than the {} columns a table may have", path, dim, kMaxDim);
   const json* provenance = member(manifest, manifest_key::provenance);
   if (!provenance || !provenance->is_object()) EDO_FAIL("{}: manifest: \"provenance\" must be an object", path);
+  if (const json* name = member(manifest, manifest_key::table_name_of_file);
+      name && !(name->is_string() && valid_table_name(name->get_ref<const std::string&>())))
+    EDO_FAIL("{}: manifest: \"{}\" must be a table name (1 to 256 printable characters, no spaces or quotes)", path,
+             manifest_key::table_name_of_file);
   return parse_tiers(manifest, path);
 }
 

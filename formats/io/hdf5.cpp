@@ -569,6 +569,89 @@ std::unique_ptr<TableWriter> create_hdf5(const std::string& path, const std::str
   return std::make_unique<Hdf5Writer>(path, dataset, rows, dim, dtype);
 }
 
+namespace {
+
+// A dataset a table in one new file, each at "/NAME" (intermediate groups
+// created), all created at once; rows written by hyperslab as they come.
+class Hdf5TablesWriter final : public MultiTableWriter {
+ public:
+  Hdf5TablesWriter(const std::string& path, const std::vector<NamedTableShape>& tables, DType dtype)
+      : path_(path), dtype_(dtype), tables_(tables), written_(tables.size(), 0), output_(path) {
+    silence_hdf5_errors();
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5Pset_file_locking(fapl.get(), true, true);
+    file_ = Handle(H5Fcreate(output_.temp_path().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+    if (!file_) EDO_FAIL("{}: cannot create HDF5 file: {}", path_, hdf5_error());
+    file_type_ = file_type_of(dtype);
+    Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.get(), 1);
+    for (const NamedTableShape& t : tables_) {
+      const std::string name = t.name.starts_with('/') ? t.name : "/" + t.name;
+      const hsize_t dims[2] = {t.rows, t.dim};
+      Handle space(H5Screate_simple(2, dims, nullptr), H5Sclose);
+      Handle ds(
+          H5Dcreate2(file_.get(), name.c_str(), file_type_.get(), space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+          H5Dclose);
+      if (!ds) EDO_FAIL("{}: cannot create dataset {} for table '{}': {}", path_, name, t.name, hdf5_error());
+      spaces_.push_back(std::move(space));
+      datasets_.push_back(std::move(ds));
+    }
+  }
+
+  void write_f32(size_t table, const float* rows, uint64_t count) override {
+    const NamedTableShape& t = tables_.at(table);
+    if (count > t.rows - written_[table])
+      EDO_FAIL("{}: more rows written to '{}' than the declared {}", path_, t.name, t.rows);
+    if (count == 0) return;
+    const hsize_t start[2] = {written_[table], 0};
+    const hsize_t extent[2] = {count, t.dim};
+    Handle memory(H5Screate_simple(2, extent, nullptr), H5Sclose);
+    hid_t memory_type = H5T_NATIVE_FLOAT;  // float16 rounded by edo, as Hdf5Writer does
+    const void* data = rows;
+    if (dtype_ == DType::f16) {
+      half_.resize(count * t.dim);
+      for (size_t i = 0; i < half_.size(); ++i) half_[i] = float_to_half_bits(rows[i]);
+      memory_type = file_type_.get();
+      data = half_.data();
+    }
+    const hid_t space = spaces_[table].get();
+    if (!memory || H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, extent, nullptr) < 0 ||
+        H5Dwrite(datasets_[table].get(), memory_type, memory.get(), space, H5P_DEFAULT, data) < 0)
+      EDO_FAIL("{}: '{}': cannot write rows [{}, {}): {}", path_, t.name, written_[table], written_[table] + count,
+               hdf5_error());
+    written_[table] += count;
+  }
+
+  void commit() override {
+    for (size_t i = 0; i < tables_.size(); ++i)
+      if (written_[i] != tables_[i].rows)
+        EDO_FAIL("{}: '{}': {} rows written, {} declared", path_, tables_[i].name, written_[i], tables_[i].rows);
+    datasets_.clear();
+    spaces_.clear();
+    file_type_.close();
+    if (!file_.close()) EDO_FAIL("{}: cannot finish HDF5 file: {}", path_, hdf5_error());
+    output_.commit();
+  }
+
+ private:
+  std::string path_;
+  DType dtype_;
+  std::vector<NamedTableShape> tables_;
+  std::vector<uint64_t> written_;
+  AtomicFile output_;  // declared before the handles: removed after HDF5 has closed the file
+  Handle file_;
+  Handle file_type_;
+  std::vector<Handle> spaces_, datasets_;
+  std::vector<uint16_t> half_;
+};
+
+}  // namespace
+
+std::unique_ptr<MultiTableWriter> create_hdf5_tables(const std::string& path,
+                                                     const std::vector<NamedTableShape>& tables, DType dtype) {
+  return std::make_unique<Hdf5TablesWriter>(path, tables, dtype);
+}
+
 void set_hdf5_input_policy(const Hdf5InputPolicy& policy) {
   g_allow_external = policy.allow_external;
   g_allow_fill = policy.allow_fill;

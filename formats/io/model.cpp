@@ -23,8 +23,8 @@ bool ends_with_any(const std::string& s, std::initializer_list<const char*> suff
 }
 
 bool is_integer(DType t) {
-  return t == DType::i8 || t == DType::u8 || t == DType::i16 || t == DType::u16 || t == DType::i32 ||
-         t == DType::u32 || t == DType::i64 || t == DType::u64;
+  return t == DType::i8 || t == DType::u8 || t == DType::i16 || t == DType::u16 || t == DType::i32 || t == DType::u32 ||
+         t == DType::i64 || t == DType::u64;
 }
 
 // Names with numbers in their numeric order: C2 before C10.
@@ -124,7 +124,8 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
   for (const auto& [name, tensor_spec] : tensors)
     if (!seen.insert(name).second) EDO_FAIL("{}: two tensors are named '{}'", spec, name);
   for (const std::string& glob : globs) {
-    const bool any = std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return glob_match(glob, t.first); });
+    const bool any =
+        std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return glob_match(glob, t.first); });
     if (!any) EDO_USAGE_FAIL("{}: --tables '{}' matches no tensor ({})", spec, glob, table_listing(tensors));
   }
   // Opening a tensor as a table reads its header only: shape and dtype.
@@ -141,10 +142,17 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
       c.table.dim = t->dim();
       if (is_integer(t->dtype())) c.why_not = "an integer tensor";
     } catch (const Error& e) {
+      // A tensor of another shape or of a dtype edo does not read is no
+      // table, and is passed over; anything else (a damaged or missing file)
+      // is the input's error, said as a one-table run says it.
       const std::string what = e.what();
-      c.why_not = what.find("not a table") != std::string::npos || what.find("-D") != std::string::npos
-                      ? "not 2-D (rows x dim)"
-                      : what;
+      if (what.find("not a table") != std::string::npos || what.find("-D") != std::string::npos)
+        c.why_not = "not 2-D (rows x dim)";
+      else if (what.find("does not read") != std::string::npos || what.find("unsupported") != std::string::npos ||
+               what.find("not supported") != std::string::npos)
+        c.why_not = "of a dtype edo does not read";
+      else
+        throw;
     }
     candidates.push_back(std::move(c));
   }
@@ -174,7 +182,8 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
       sel.tables.push_back(std::move(c.table));
     }
   }
-  if (sel.tables.empty()) EDO_USAGE_FAIL("{}: no 2-D floating tensor to take as a table ({})", spec, table_listing(tensors));
+  if (sel.tables.empty())
+    EDO_USAGE_FAIL("{}: no 2-D floating tensor to take as a table ({})", spec, table_listing(tensors));
   return sel;
 }
 

@@ -350,4 +350,61 @@ std::unique_ptr<TableWriter> create_safetensors(const std::string& path, const s
   return std::make_unique<SafetensorsWriter>(path, tensor, rows, dim, dtype);
 }
 
+namespace {
+
+// A tensor a table, laid out in the order given; rows converted from fp32 as they come.
+class SafetensorsTablesWriter final : public MultiTableWriter {
+ public:
+  SafetensorsTablesWriter(const std::string& path, const std::vector<NamedTableShape>& tables, DType dtype)
+      : path_(path), dtype_(dtype), tables_(tables), written_(tables.size(), 0), file_(open(path, tables, dtype)) {}
+
+  void write_f32(size_t table, const float* rows, uint64_t count) override {
+    const NamedTableShape& t = tables_.at(table);
+    if (written_[table] + count > t.rows)
+      EDO_FAIL("{}: more rows written to '{}' than the declared {}", path_, t.name, t.rows);
+    const uint64_t n = count * t.dim, offset = written_[table] * t.dim * dtype_size(dtype_);
+    if (dtype_ == DType::f32) {
+      file_.write(table, offset, rows, n * 4);
+    } else {
+      scratch_.resize(n * dtype_size(dtype_));
+      narrow_from_f32(dtype_, rows, n, scratch_.data());
+      file_.write(table, offset, scratch_.data(), scratch_.size());
+    }
+    written_[table] += count;
+  }
+
+  void commit() override {
+    for (size_t i = 0; i < tables_.size(); ++i)
+      if (written_[i] != tables_[i].rows)
+        EDO_FAIL("{}: '{}': {} rows written, {} declared", path_, tables_[i].name, written_[i], tables_[i].rows);
+    file_.commit();
+  }
+
+ private:
+  static SafetensorsFileWriter open(const std::string& path, const std::vector<NamedTableShape>& tables, DType dtype) {
+    const char* name = dtype == DType::f32    ? "F32"
+                       : dtype == DType::f16  ? "F16"
+                       : dtype == DType::bf16 ? "BF16"
+                                              : nullptr;
+    if (!name) EDO_FAIL("{}: safetensors tables take float32, float16 or bfloat16, not {}", path, dtype_name(dtype));
+    std::vector<SafetensorsTensorSpec> specs;
+    for (const NamedTableShape& t : tables) specs.push_back({t.name, name, {t.rows, t.dim}});
+    return SafetensorsFileWriter(path, std::move(specs), {{"writer", "edo"}});
+  }
+
+  std::string path_;
+  DType dtype_;
+  std::vector<NamedTableShape> tables_;
+  std::vector<uint64_t> written_;
+  SafetensorsFileWriter file_;
+  std::vector<uint8_t> scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<MultiTableWriter> create_safetensors_tables(const std::string& path,
+                                                            const std::vector<NamedTableShape>& tables, DType dtype) {
+  return std::make_unique<SafetensorsTablesWriter>(path, tables, dtype);
+}
+
 }  // namespace edo::io

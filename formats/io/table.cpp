@@ -262,42 +262,80 @@ namespace {
 // What an existing container at `file` holds besides `member` (the groups
 // on the way to it, or the tensors "member.*" written with it); empty when
 // nothing would be lost.
-std::vector<std::string> other_contents(const std::string& file, const std::string& member, bool hdf5) {
+// (Several members: what is none of them, nor on the way to one.)
+std::vector<std::string> other_contents(const std::string& file, const std::vector<std::string>& members, bool hdf5) {
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
   std::vector<std::string> others;
   if (hdf5) {
-    const std::string target = member.starts_with('/') ? member : "/" + member;
-    for (const std::string& name : hdf5_object_names(file))
-      if (name != target && !(target.starts_with(name) && target[name.size()] == '/')) others.push_back(name);
+    for (const std::string& name : hdf5_object_names(file)) {
+      bool ours = false;
+      for (const std::string& member : members) {
+        const std::string target = member.starts_with('/') ? member : "/" + member;
+        ours = ours || name == target || (target.starts_with(name) && target[name.size()] == '/');
+      }
+      if (!ours) others.push_back(name);
+    }
     return others;
   }
   try {
-    for (const SafetensorsTensor& t : open_safetensors_file(file).header.tensors)
-      if (t.name != member && !t.name.starts_with(member + ".")) others.push_back(t.name);
+    for (const SafetensorsTensor& t : open_safetensors_file(file).header.tensors) {
+      bool ours = false;
+      for (const std::string& member : members) ours = ours || t.name == member || t.name.starts_with(member + ".");
+      if (!ours) others.push_back(t.name);
+    }
   } catch (const Error&) {
     // Not a safetensors file: nothing of that format to keep.
   }
   return others;
 }
 
-}  // namespace
+bool is_hdf5_extension(const std::string& ext) { return ext == "h5" || ext == "hdf5" || ext == "he5"; }
 
-void check_existing_container(const std::string& file, const std::string& member, OtherContents others) {
+// The refusal of check_existing_container(), for one member or several.
+void refuse_other_contents(const std::string& file, const std::vector<std::string>& members, OtherContents others) {
   if (others == OtherContents::replace) return;
-  const std::string ext = lower_extension(file);
-  const bool hdf5 = ext == "h5" || ext == "hdf5" || ext == "he5";
+  const bool hdf5 = is_hdf5_extension(lower_extension(file));
   if (!hdf5 && !file.ends_with(".safetensors")) return;
-  const std::vector<std::string> lost = other_contents(file, member, hdf5);
+  const std::vector<std::string> lost = other_contents(file, members, hdf5);
   if (lost.empty()) return;
   std::string shown;
   for (size_t i = 0; i < lost.size() && i < 5; ++i) shown += (i ? ", " : "") + lost[i];
   if (lost.size() > 5) shown += fmt::format(", and {} more", lost.size() - 5);
+  const std::string what = members.size() == 1 ? "'" + members[0] + "'" : fmt::format("{} tables", members.size());
   EDO_USAGE_FAIL(
-      "{}: already holds {} other {} ({}); writing '{}' would replace the whole file: write to a new file, or pass "
+      "{}: already holds {} other {} ({}); writing {} would replace the whole file: write to a new file, or pass "
       "--force to replace it",
       file, lost.size(), hdf5 ? (lost.size() == 1 ? "object" : "objects") : (lost.size() == 1 ? "tensor" : "tensors"),
-      shown, member);
+      shown, what);
+}
+
+}  // namespace
+
+void check_existing_container(const std::string& file, const std::string& member, OtherContents others) {
+  refuse_other_contents(file, {member}, others);
+}
+
+bool writes_several_tables(const std::string& path) {
+  return path.ends_with(".safetensors") || is_hdf5_extension(lower_extension(path));
+}
+
+std::unique_ptr<MultiTableWriter> create_tables(const std::string& path, const std::vector<NamedTableShape>& tables,
+                                                DType dtype, OtherContents others) {
+  if (tables.empty()) EDO_FAIL("{}: no tables to write", path);
+  std::vector<std::string> names;
+  for (const NamedTableShape& t : tables) {
+    if (t.rows == 0 || t.dim == 0)
+      EDO_FAIL("{}: refusing to write an empty table '{}' ({} x {})", path, t.name, t.rows, t.dim);
+    if (!checked_mul(t.rows, t.dim) || !checked_mul(t.rows * t.dim, dtype_size(dtype)))
+      EDO_FAIL("{}: table '{}' of {} x {} is too large", path, t.name, t.rows, t.dim);
+    names.push_back(t.name);
+  }
+  if (!writes_several_tables(path))
+    EDO_USAGE_FAIL("{}: several tables go to x.safetensors or x.h5 (one tensor or dataset a table)", path);
+  refuse_other_contents(path, names, others);
+  if (path.ends_with(".safetensors")) return create_safetensors_tables(path, tables, dtype);
+  return create_hdf5_tables(path, tables, dtype);
 }
 
 std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows, uint64_t dim, DType dtype,

@@ -79,8 +79,12 @@ void rescore_near(uint32_t near, size_t base, const float* xr, const float* cb, 
 // Nearly always exactly one is, and it is the exact nearest: taken without
 // a branch a block (the winner's block varies, so such a branch
 // mispredicts) and without rescoring. Otherwise all are rescored exactly.
-inline uint32_t nearest_within(const uint32_t* near, size_t blocks, uint32_t lanes, const float* xr, const float* cb,
-                               size_t dsub, uint32_t w) {
+// Lanes past the last of the `ksub` codewords hold +Inf, which a limit of
+// +Inf (every float distance overflowed) would take in: they are masked off
+// here, so no padding lane is rescored from past the codewords or returned.
+inline uint32_t nearest_within(uint32_t* near, size_t blocks, uint32_t lanes, size_t ksub, const float* xr,
+                               const float* cb, size_t dsub, uint32_t w) {
+  if (const size_t tail = ksub - (blocks - 1) * lanes; tail < lanes) near[blocks - 1] &= (1u << tail) - 1u;
   uint32_t count = 0, only = 0;
   for (size_t b = 0; b < blocks; ++b) {
     count += static_cast<uint32_t>(__builtin_popcount(near[b]));
@@ -153,7 +157,7 @@ void assign_small(const float* cb, size_t ksub, size_t dsub, uint32_t w, const f
       for (size_t c = 0; c < blocks; ++c)
         near[c] = static_cast<uint32_t>(
             _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dist.data() + c * 8), limit, _CMP_LE_OQ)));
-      assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near.data(), blocks, 8, xr, cb, dsub, w);
+      assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near.data(), blocks, 8, ksub, xr, cb, dsub, w);
     }
   }
 }
@@ -216,7 +220,7 @@ __attribute__((target("avx512f"))) void assign_small_avx512(const float* cb, siz
       const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), w));
       for (size_t c = 0; c < blocks; ++c)
         near[c] = _mm512_cmp_ps_mask(_mm512_loadu_ps(dist.data() + c * 16), limit, _CMP_LE_OQ);
-      assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near.data(), blocks, 16, xr, cb, dsub, w);
+      assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near.data(), blocks, 16, ksub, xr, cb, dsub, w);
     }
   }
 }
@@ -248,7 +252,7 @@ __attribute__((target("avx512f"))) void assign_256_avx512(const float* cb, size_
     const __m512 limit = _mm512_set1_ps(near_limit(_mm512_reduce_min_ps(low), W));
     uint32_t near[kBlocks];
     for (size_t b = 0; b < kBlocks; ++b) near[b] = _mm512_cmp_ps_mask(acc[b], limit, _CMP_LE_OQ);
-    assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near, kBlocks, 16, xr, cb, dsub, W);
+    assign[static_cast<size_t>(ri) * assign_stride] = nearest_within(near, kBlocks, 16, kBlocks * 16, xr, cb, dsub, W);
   }
 }
 

@@ -346,6 +346,21 @@ std::string summary(const HtmlReport& rep) {
   return s + "</p>\n";
 }
 
+// A model's tables, one row each: rows, bytes before and after, ratio,
+// recall and share of lookups.
+std::string model_table_section(const HtmlReport& rep) {
+  auto num = [](double v, const char* f) { return std::isfinite(v) ? fmt::format(fmt::runtime(f), v) : "-"; };
+  std::vector<std::vector<std::string>> rows;
+  for (const ReportModelTable& t : rep.model_tables)
+    rows.push_back({t.name, fmt::format("{}", t.rows), human_bytes(t.bytes_before), human_bytes(t.bytes_after),
+                    num(t.ratio, "{:.3g}x"), num(t.recall, "{:.4f}"), num(t.share, "{:.4f}")});
+  std::string table =
+      html_table({"table", "rows", "fp32", "stored", "ratio", rep.recall_name, "share of lookups"}, rows);
+  return "<h2>Table by table</h2>\n<p>Each table of the model against its original; the model row weights each "
+         "metric by the tables' shares of lookups (docs/EVAL.md, \"Models\").</p>\n" +
+         table.replace(0, 6, "<table id=\"model-tables\"");
+}
+
 }  // namespace
 
 std::string to_html(const HtmlReport& rep) {
@@ -404,6 +419,7 @@ std::string to_html(const HtmlReport& rep) {
     }
     s += "<h2>Neighbours before and after</h2>\n" + html_table({"probe", "original", "compressed"}, rows, "", true);
   }
+  if (!rep.model_tables.empty()) s += model_table_section(rep);
   for (const auto& t : rep.tables) s += "<h2>" + esc(t.caption) + "</h2>\n" + html_table(t.header, t.rows);
   if (rep.result) {
     const MetricsGrid grid = metrics_grid(*rep.result);

@@ -78,7 +78,16 @@ std::string percent(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
-std::string to_text(const TableProfile& p) {
+std::string footprint_text(const std::vector<Footprint>& footprints) {
+  std::string s = fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "data x", "bits/value");
+  for (const auto& f : footprints)
+    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
+  return s;
+}
+
+std::string to_text(const TableProfile& p) { return to_text(p, true); }
+
+std::string to_text(const TableProfile& p, bool with_footprints) {
   std::string s;
   auto line = [&](const char* key, const std::string& value) { s += fmt::format("  {:<14}{}\n", key, value); };
   s += fmt::format("{}\n", p.path);
@@ -115,10 +124,7 @@ std::string to_text(const TableProfile& p) {
   } else {
     line("PCA", "skipped: " + p.pca_skipped_reason);
   }
-  s += "\nfootprint\n";
-  s += fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "data x", "bits/value");
-  for (const auto& f : p.footprints)
-    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
+  if (with_footprints) s += "\nfootprint\n" + footprint_text(p.footprints);
   if (p.has_skew) {
     s += "\naccess skew\n";
     line("lookups", fmt::format("{:.6g} over {} rows ({} never looked up)", p.skew.total, p.skew.rows_accessed,

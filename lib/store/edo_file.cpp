@@ -8,6 +8,8 @@
 #include <edo/safetensors_codes.hpp>
 #include <edo/shard_set.hpp>
 
+#include <fmt/ranges.h>
+
 #include <sys/stat.h>
 #include <xxhash.h>
 
@@ -47,36 +49,55 @@ QuantizeReport quantize_to_edo(io::TableReader& input, const std::string& out_pa
   return rep;
 }
 
-EdoTable::EdoTable(const std::string& path, Reader reader) : TableReader(path, "edo"), reader_(std::move(reader)) {
-  rows_ = reader_.rows();
-  dim_ = reader_.dim();
+EdoTable::EdoTable(const std::string& path, std::shared_ptr<const Reader> file, const Reader& table)
+    : TableReader(path, "edo"), file_(std::move(file)), reader_(&table) {
+  rows_ = reader_->rows();
+  dim_ = reader_->dim();
   dtype_ = io::DType::f32;
 }
 
-std::unique_ptr<EdoTable> EdoTable::open(const std::string& path, io::Verify verify, Device decode_device) {
+std::shared_ptr<const Reader> EdoTable::open_reader(const std::string& path, io::Verify verify, Device decode_device) {
   ReaderOptions opt;
   opt.verify = verify;
   opt.decode_device = decode_device;
-  return std::unique_ptr<EdoTable>(new EdoTable(path, Reader::open(path, opt)));
+  return std::make_shared<const Reader>(Reader::open(path, opt));
+}
+
+std::unique_ptr<EdoTable> EdoTable::open(const std::string& path, io::Verify verify, Device decode_device) {
+  std::shared_ptr<const Reader> file = open_reader(path, verify, decode_device);
+  const std::vector<std::string> names = file->tables();
+  if (file->is_model() && names.size() == 1) return open_table(std::move(file), names.front());
+  if (file->is_model())
+    EDO_USAGE_FAIL("{}: a model file of {} tables ({}{}): name one", path, names.size(),
+                   fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 20), ", "),
+                   names.size() > 20 ? ", ..." : "");
+  const Reader& table = *file;
+  return std::unique_ptr<EdoTable>(new EdoTable(path, std::move(file), table));
+}
+
+std::unique_ptr<EdoTable> EdoTable::open_table(std::shared_ptr<const Reader> file, std::string_view name) {
+  const Reader& table = file->table(name);
+  const std::string path = file->is_model() ? table.path() : file->path();
+  return std::unique_ptr<EdoTable>(new EdoTable(path, std::move(file), table));
 }
 
 const std::vector<std::string>* EdoTable::vocabulary() const {
-  std::call_once(vocab_once_, [&] { vocab_ = io::read_vocab_section(reader_.container()); });
+  std::call_once(vocab_once_, [&] { vocab_ = io::read_vocab_section(reader_->container()); });
   return vocab_ ? &*vocab_ : nullptr;
 }
 
 const float* EdoTable::rows_f32(uint64_t begin, uint64_t count) {
   check_range(begin, count);
   buffer_.resize(count * dim_);
-  reader_.decode_rows(begin, count, buffer_.data());
+  reader_->decode_rows(begin, count, buffer_.data());
   return buffer_.data();
 }
 
 const uint8_t* EdoTable::codes_of(uint64_t begin, uint64_t count) {
   check_range(begin, count);
-  const Codec* codec = reader_.single_tier_codec();
+  const Codec* codec = reader_->single_tier_codec();
   if (!codec) EDO_FAIL("{}: a tiered file has no single code array", path());
-  return reader_.single_tier_codes() + begin * codec->code_size();
+  return reader_->single_tier_codes() + begin * codec->code_size();
 }
 
 bool is_edo_file(const std::string& path) {

@@ -56,6 +56,9 @@ TierSpec parse_share(std::string_view spec, std::string_view share, TierSpec tie
   if (percent && tier.value > 100) EDO_USAGE_FAIL("tier '{}': share {}% is above 100%", spec, tier.value);
   if (!percent && tier.value != std::floor(tier.value))
     EDO_USAGE_FAIL("tier '{}': row count '{}' is not an integer", spec, value);
+  // Counts from 2^53 on are not exact in the double they are held in (and
+  // from 2^64 on, no row count at all): no table has that many rows.
+  if (!percent && tier.value >= 0x1p53) EDO_USAGE_FAIL("tier '{}': row count '{}' is beyond any table", spec, value);
   tier.share = mass ? ShareKind::mass_percent : percent ? ShareKind::rows_percent : ShareKind::rows_count;
   return tier;
 }

@@ -331,28 +331,44 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   }
   io::ContainerWriter writer(out_path);
   constexpr uint64_t kPiece = uint64_t{16} << 20;
-  std::vector<uint8_t> tier_of_row;  // the whole row map, rebuilt from the shards'
+  // The whole row map, rebuilt from the shards' (each writes the packed map:
+  // FORMAT.md 9.8). Where one process would write it as runs (9.2), so does
+  // the merge, in the packed map's place.
+  std::vector<uint8_t> tier_of_row;
+  if (first.c.has_section("rowmap/tier")) {
+    for (const Shard& s : shards) {
+      const io::SectionView v = s.c.section("rowmap/tier");
+      tier_of_row.insert(tier_of_row.end(), v.data, v.data + v.size);
+    }
+    if (tier_of_row.size() != rows)
+      EDO_FAIL("{}: the shards' row maps hold {} of {} rows", first.path, tier_of_row.size(), rows);
+  }
+  const std::vector<uint64_t> runs =
+      tier_of_row.empty() ? std::vector<uint64_t>{} : written_row_runs(tier_of_row.data(), rows);
   for (const io::SectionInfo& section : first.c.sections()) {
     const auto row_tier = row_sections.find(section.name);
     const bool code_rows = row_tier != row_sections.end();
     if (code_rows && section.name.ends_with("/offsets") &&
         tier_kind_of(first.c.tiers()[row_tier->second].codec) == TierKind::sparse) {
       merge_offsets(writer, shards, row_tier->second, section.name, nnz[row_tier->second]);
-    } else if (code_rows || section.name == "rowmap/tier") {
+    } else if (section.name == "rowmap/tier" && !runs.empty()) {
+      writer.add_section("rowmap/runs", runs.data(), runs.size() * sizeof(uint64_t));
+    } else if ((section.name == "rowmap/rank" || section.name == "rowmap/local") && !runs.empty()) {
+      continue;  // the runs stand for the whole packed map
+    } else if (code_rows) {
       writer.begin_section(section.name);
       for (const Shard& s : shards) {
         const io::SectionView v = s.c.section(section.name);
         for (uint64_t at = 0; at < v.size; at += kPiece) {
           const uint64_t n = std::min(kPiece, v.size - at);
           writer.append(v.data + at, n);
-          if (!code_rows) tier_of_row.insert(tier_of_row.end(), v.data + at, v.data + at + n);
           s.c.release(v.data + at, n);  // streamed: the shards' pages do not stay resident
         }
       }
       writer.end_section();
+    } else if (section.name == "rowmap/tier") {
+      writer.add_section(section.name, tier_of_row.data(), tier_of_row.size());
     } else if (section.name == "rowmap/rank") {
-      if (tier_of_row.size() != rows)
-        EDO_FAIL("{}: the shards' row maps hold {} of {} rows", first.path, tier_of_row.size(), rows);
       const std::vector<uint64_t> rank = io::rowmap_rank(tier_of_row.data(), rows, static_cast<uint32_t>(ntiers));
       writer.add_section(section.name, rank.data(), rank.size() * sizeof(uint64_t));
     } else if (section.name == "rowmap/local") {
@@ -386,6 +402,7 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
       entry["density"] = sparse_density(nnz[t], tier_rows, first.c.dim());
     }
   }
+  if (!runs.empty()) manifest["rowmap"] = {{"runs", "rowmap/runs"}};
   if (manifest.contains("rowmap") && rows > UINT32_MAX) manifest["rowmap"].erase("local");
   if (manifest.contains("vocab")) manifest["vocab"]["words"] = rows;
   manifest["provenance"][kDigestKey] = fmt::format("{:016x}", digest);

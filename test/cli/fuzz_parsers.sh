@@ -101,14 +101,14 @@ compile_object() {  # source object stamp
   fi
 }
 
-# Two archives: formats/ (every parser), and the reader library with what it
-# needs beyond formats/ -- CMakeLists.txt's edo_core (lib/core), edo_decoders
-# (lib/decoders) and edo_reader (lib/reader) -- plus the reader of stored
-# safetensors codes (lib/store/safetensors_codes.cpp), which fuzz_safetensors
-# drives and which needs nothing else of lib/store.
-formats_sources=("$src_dir"/formats/*/*.cpp)
-reader_sources=("$src_dir"/lib/core/*.cpp "$src_dir"/lib/decoders/*.cpp "$src_dir"/lib/reader/*.cpp
-  "$src_dir"/lib/store/safetensors_codes.cpp)
+# Two archives: formats/ with what it stands on (lib/core: CMakeLists.txt's
+# edo_core, edo_container and edo_io: every parser), and the reader library
+# with what it needs beyond them -- edo_decoders (lib/decoders) and
+# edo_reader (lib/reader) -- plus the reader of stored safetensors codes
+# (lib/store/safetensors_codes.cpp), which fuzz_safetensors drives and which
+# needs nothing else of lib/store.
+formats_sources=("$src_dir"/lib/core/*.cpp "$src_dir"/formats/*/*.cpp)
+reader_sources=("$src_dir"/lib/decoders/*.cpp "$src_dir"/lib/reader/*.cpp "$src_dir"/lib/store/safetensors_codes.cpp)
 
 # An object per source, named by its path (lib/reader/tiers.cpp: lib_reader_tiers.o);
 # sets $objects to those of "$@".

@@ -188,6 +188,43 @@ done
 decode gr3 tol
 decode_ids gr3 ids.npy tol
 
+# --- a model file (FORMAT.md section 10): its tables listed, each read by name as its own file
+# (an int8 table, a tiered table), by id too; a model decoded without --table is refused
+expect 0 "$py" "$src/scripts/make_models.py" sample "$src/data-samples" "$work/model.safetensors"
+expect 0 "$Q" "$work/model.safetensors" -o "$work/model.edo" --codec int8 "${quick[@]}"
+expect 0 "$py" "$reader" "$work/model.edo" --tables
+[ "$(tr '\n' ' ' <"$work/out")" = "emb.words.weight emb.items.weight emb.tiny.weight " ] ||
+  fail "--tables: $(cat "$work/out")"
+for t in emb.words.weight emb.items.weight emb.tiny.weight; do
+  expect 0 "$U" "$work/model.edo" --table "$t" -o "$work/model.$t.cpp.npy" -q
+  expect 0 "$py" "$reader" "$work/model.edo" --table "$t" --decode "$work/model.$t.py.npy"
+  checks+=("$work/model.$t.py.npy" "$work/model.$t.cpp.npy" exact)
+done
+expect 0 "$py" "$reader" "$work/model.edo" --table emb.words.weight --decode "$work/model.ids.py.npy" --ids "$work/ids.npy"
+"$py" -c 'import sys, numpy as np; np.save(sys.argv[3], np.load(sys.argv[1])[np.load(sys.argv[2])])' \
+  "$work/model.emb.words.weight.cpp.npy" "$work/ids.npy" "$work/model.ids.cpp.npy" || fail "model: rows by id"
+checks+=("$work/model.ids.py.npy" "$work/model.ids.cpp.npy" exact)
+expect 0 "$py" "$reader" "$work/model.edo" --table emb.tiny.weight --manifest
+grep -q '"tiers"' "$work/out" || fail "--table --manifest: not the table's manifest"
+expect 1 "$py" "$reader" "$work/model.edo" --decode "$work/x.npy"
+err_has "name one with --table"
+expect 1 "$py" "$reader" "$work/model.edo" --table emb.none --decode "$work/x.npy"
+err_has "no table 'emb.none'"
+# The directory's rules (10.1), resealed so only they are broken.
+rm -f "$work/x.npy"
+for case in "dup|m['model']['tables'][1]['name'] = 'emb.words.weight'|appears twice" \
+            "sec|m['model']['tables'][2]['section'] = 'tables/0'|holds another table" \
+            "gone|m['model']['tables'][0]['section'] = 'tables/9'|does not exist" \
+            "name|m['model']['tables'][0]['name'] = 'a b'|bad table name" \
+            "none|m['model']['tables'] = []|0 tables" \
+            "rows|m['rows'] = 3|has no \"rows\""; do
+  IFS='|' read -r tag stmt msg <<<"$case"
+  expect 0 "$py" "$src/test/cli/reseal_manifest.py" "$work/model.edo" "$work/model_$tag.edo" "$stmt"
+  expect 1 "$py" "$reader" "$work/model_$tag.edo"
+  err_has "$msg"
+  expect 1 "$U" "$work/model_$tag.edo" -o "$work/x.safetensors"
+done
+
 # --- golden files (written by older tools; packed.edo has no local indices)
 for f in "$src"/test/data/golden/*.edo; do
   name=$(basename "$f" .edo)

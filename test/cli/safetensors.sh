@@ -76,14 +76,14 @@ Q="$build/edo-quantize"
 U="$build/edo-unpack"
 m="$work/m.safetensors"
 
-# The listing: 2-D readable tensors, largest first (the F8_E8M0 one and the 1-D bias left out).
-expect 0 "$build/edo-profile" "$m"
+# The listing (--list-tables): 2-D readable tensors, largest first (the F8_E8M0 one and the 1-D bias left out).
+expect 0 "$build/edo-profile" "$m" --list-tables
 "$py" - "$work/out" <<'PY' || fail "listing: $(cat "$work/out")"
 import sys
 lines = [l.split()[0] for l in open(sys.argv[1]).read().splitlines()[1:]]
 assert lines == ['model.embed.weight', 'model.embed16', 'model.embedbf16', 'e4', 'e5'], lines
 PY
-expect 0 "$build/edo-profile" "$m" --json
+expect 0 "$build/edo-profile" "$m" --list-tables --json
 grep -q '"bfloat16"' "$work/out" || fail "--json listing has no bfloat16 tensor"
 expect 0 "$build/edo-profile" "$m:model.embedbf16" -q
 grep -qi "bfloat16" "$work/out" || fail "profile of a BF16 tensor does not name its dtype: $(head -5 "$work/out")"
@@ -101,12 +101,14 @@ expect 0 "$Q" "$work/s.safetensors.index.json:b.weight" -o "$work/b.edo" --codec
 expect 0 "$U" "$work/b.edo" -o "$work/b.npy" -q
 "$py" -c "import numpy as np; assert np.load('$work/b.npy').tobytes() == np.load('$work/want_b.npy').tobytes()" ||
   fail "sharded tensor differs"
-expect 0 "$build/edo-profile" "$work/s.safetensors.index.json"
+expect 0 "$build/edo-profile" "$work/s.safetensors.index.json" --list-tables
 grep -q "b.weight" "$work/out" && grep -q "a.weight" "$work/out" || fail "index listing: $(cat "$work/out")"
 
-# Naming: several 2-D tensors and none named; a missing tensor; a 1-D one; an unknown dtype.
-expect 1 "$Q" "$m" -o "$work/x.edo" --codec int8
-err_has "m.safetensors: name a tensor (file:tensor); its 2-D tensors: model.embed.weight (300 x 50 float32)"
+# Naming: several 2-D tensors and none named is a model (docs/PACK.md, "Models": the
+# tensors named like embeddings); a missing tensor; a 1-D one; an unknown dtype.
+expect 0 "$Q" "$m" -o "$work/model.edo" --codec int8
+grep -q 'took    model.embed.weight (300 x 50)' "$work/err" || fail "the model's choice: $(cat "$work/err")"
+grep -q "skipped e4: its name has no 'emb'" "$work/err" || fail "e4's skip: $(cat "$work/err")"
 expect 1 "$Q" "$m:nope" -o "$work/x.edo" --codec int8
 err_has "no tensor 'nope'; its 2-D tensors: model.embed.weight"
 expect 1 "$Q" "$m:bias" -o "$work/x.edo" --codec int8

@@ -74,6 +74,16 @@ for n in 2 3; do
   expect 0 "$P" --merge "${parts[@]}" -o "$work/pack.m$n.edo" -q
   same "$work/pack.edo" "$work/pack.m$n.edo"
 done
+# Counts falling with the id (a frequency-sorted vocabulary): one process
+# writes the row map as runs (FORMAT.md 9.2), and so does the merge.
+/usr/bin/python3 -c "import numpy as np; np.save('$work/ordered.npy', 1.0 / (np.arange(10000) + 1.0))"
+runs=(--freq "$work/ordered.npy" --tier hot:rows=10%:fp16 --tier cold:rest:int8)
+expect 0 "$P" "$glove" -o "$work/runs.edo" "${runs[@]}" -q
+grep -q '"runs":"rowmap/runs"' "$work/runs.edo" || fail "GloVe in frequency order was not written with a runs map"
+expect 0 "$P" "$glove" -o "$work/runs.0.edo" "${runs[@]}" --shard 0/2 -q
+expect 0 "$P" "$glove" -o "$work/runs.1.edo" "${runs[@]}" --shard 1/2 -q
+expect 0 "$P" --merge "$work/runs.1.edo" "$work/runs.0.edo" -o "$work/runs.m.edo" -q
+same "$work/runs.edo" "$work/runs.m.edo"
 expect 0 "$P" --shard-set "$work/pack.0-3.edo" "$work/pack.1-3.edo" "$work/pack.2-3.edo" -o "$work/pack.edoset" -q
 expect 0 "$U" "$work/pack.edo" -o "$work/pack.whole.npy" -q
 expect 0 "$U" "$work/pack.edoset" -o "$work/pack.set.npy" -q

@@ -47,7 +47,8 @@ void specs_and_decoders() {
   check(decoder && edo::scalar_layout(*decoder).has_value(), "make_decoder, scalar_layout");
   check(edo::is_hash_spec("hash:buckets=8") && edo::format_hash_spec(edo::parse_hash_spec("hash:buckets=8")).size() > 4,
         "hash specs");
-  check(edo::is_group_spec("group:clusters=4") && !edo::format_group_spec(edo::parse_group_spec("group:clusters=4", 8)).empty(),
+  check(edo::is_group_spec("group:clusters=4") &&
+            !edo::format_group_spec(edo::parse_group_spec("group:clusters=4", 8)).empty(),
         "group specs");
   check(edo::is_sparse_spec("csr:k=2") && !edo::format_sparse_spec(edo::parse_sparse_spec("csr:k=2", 8)).empty() &&
             edo::sparse_values_name(edo::SparseValues::f16) != nullptr,
@@ -59,14 +60,17 @@ void specs_and_decoders() {
         "tier kinds");
   check(edo::parse_metric("cos") == edo::Metric::cos && std::string(edo::metric_name(edo::Metric::ip)) == "ip",
         "metrics");
-  check(edo::parse_residency("disk") == edo::Residency::disk && std::string(edo::residency_name(edo::Residency::gpu)) == "gpu",
+  check(edo::parse_residency("disk") == edo::Residency::disk &&
+            std::string(edo::residency_name(edo::Residency::gpu)) == "gpu",
         "residency");
   check(edo::parse_unknown_id_policy("default") == edo::UnknownIdPolicy::default_vector &&
             std::string(edo::unknown_id_policy_name(edo::UnknownIdPolicy::hash)) == "hash",
         "unknown-id policies");
-  check(edo::parse_cache_io("pread") == edo::CacheIo::pread && std::string(edo::cache_io_name(edo::CacheIo::automatic)) == "auto",
+  check(edo::parse_cache_io("pread") == edo::CacheIo::pread &&
+            std::string(edo::cache_io_name(edo::CacheIo::automatic)) == "auto",
         "cache reads");
-  check(edo::parse_pool_mode("max") == edo::PoolMode::max && std::string(edo::pool_mode_name(edo::PoolMode::sum)) == "sum",
+  check(edo::parse_pool_mode("max") == edo::PoolMode::max &&
+            std::string(edo::pool_mode_name(edo::PoolMode::sum)) == "sum",
         "pool modes");
   check(edo::sample_indices(100, 10, 1).size() == 10, "sample_indices");
   check(edo::usable_cores() >= 1 && edo::limit_threads(1) >= 1, "threads");
@@ -80,7 +84,8 @@ void one_file(const char* path) {
   r.lookup(ids.data(), ids.size(), rows.data());
   r.decode_all(all.data());
   r.decode_rows(0, 2, some.data());
-  check(std::equal(some.begin(), some.end(), all.begin()) && std::equal(rows.begin(), rows.begin() + r.dim(), all.begin()),
+  check(std::equal(some.begin(), some.end(), all.begin()) &&
+            std::equal(rows.begin(), rows.begin() + r.dim(), all.begin()),
         "lookup, decode_rows, decode_all");
   const std::vector<int64_t> offsets = {0, 2};
   const edo::Bags bags{offsets.data(), offsets.size(), ids.data(), ids.size(), nullptr};
@@ -98,7 +103,8 @@ void one_file(const char* path) {
   r.validate_row_map();
   check(edo::shard_entry_of(r.container().manifest(), path) == std::nullopt && !edo::is_shard_set_file(path),
         "shard entries");
-  check(edo::io::validate_manifest_schema(r.container().manifest(), path).size() == r.tiers().size(), "manifest schema");
+  check(edo::io::validate_manifest_schema(r.container().manifest(), path).size() == r.tiers().size(),
+        "manifest schema");
 }
 
 }  // namespace

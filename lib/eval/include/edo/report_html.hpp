@@ -38,6 +38,15 @@ struct ReportNeighbours {
   std::vector<std::string> before, after;
 };
 
+// One table of a model (edo-eval MODEL model.edo), for the table-by-table section.
+struct ReportModelTable {
+  std::string name;
+  uint64_t rows = 0;
+  double bytes_before = 0, bytes_after = 0;  // fp32, as stored
+  double ratio = NAN, recall = NAN;          // recall: HtmlReport::recall_name
+  double share = NAN;                        // of the model's lookups
+};
+
 struct HtmlReport {
   std::string title;    // e.g. "edo-pack glove.npy -> glove.edo"
   std::string subject;  // the file evaluated: its point's label when the caller gives no points
@@ -58,6 +67,9 @@ struct HtmlReport {
     std::vector<std::vector<std::string>> rows;
   };
   std::vector<Table> tables;
+  // A model's tables, one row each (a "Table by table" section), the last
+  // row the whole model when its name is "model".
+  std::vector<ReportModelTable> model_tables;
 };
 
 // The page. Each chart is one <svg> with an id: "recall-bytes" (when there

@@ -121,6 +121,10 @@ AccessSkew access_skew(const std::vector<double>& counts);
 
 nlohmann::json to_json(const TableProfile& p);
 std::string to_text(const TableProfile& p);
+// The same without the footprint block (a model's per-table sections).
+std::string to_text(const TableProfile& p, bool with_footprints);
+// The footprint block: a header and one line a codec.
+std::string footprint_text(const std::vector<Footprint>& footprints);
 
 // What a .edo file holds: version, size, tiers (codec, rows, bytes, residency),
 // sections, provenance and any stored evaluation.

@@ -118,7 +118,7 @@ struct ResidencyBytes {
 
 // The manifest key a one-table file written from a model's table records its
 // name under, and the name of a table that records none.
-inline constexpr const char* kTableNameKey = "table_name";
+inline constexpr const char* kTableNameKey = io::manifest_key::table_name_of_file;
 inline constexpr const char* kUnnamedTable = "table";
 
 class Reader {

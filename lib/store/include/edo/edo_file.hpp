@@ -22,6 +22,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace edo {
 
@@ -61,23 +62,34 @@ std::string quantize_report_text(const QuantizeReport& rep);
 
 // Any .edo file (one tier or many) read as a table: rows_f32() decodes just
 // the rows asked for, through the reader library (reader.hpp). A one-tier
-// file also hands out its codes (CodedRows), for ADC evaluation.
+// file also hands out its codes (CodedRows), for ADC evaluation. A table of
+// a model file (FORMAT.md section 10) is read in place: open_table() keeps
+// the model's Reader alive as long as the table.
 class EdoTable final : public io::TableReader, public CodedRows {
  public:
+  // A model file of one table opens as that table; of several, a usage
+  // error naming them (open_table() picks one).
   static std::unique_ptr<EdoTable> open(const std::string& path, io::Verify verify = io::Verify::structure,
                                         Device decode_device = Device::cpu);
+  // Table `name` of `file` (Reader::table: a one-table file's own name, or
+  // one of a model's; a usage error naming the tables otherwise).
+  static std::unique_ptr<EdoTable> open_table(std::shared_ptr<const Reader> file, std::string_view name);
+  // Reader options for open(): verify and the decode device.
+  static std::shared_ptr<const Reader> open_reader(const std::string& path, io::Verify verify = io::Verify::structure,
+                                                   Device decode_device = Device::cpu);
   const float* rows_f32(uint64_t begin, uint64_t count) override;
-  const io::Container& container() const { return reader_.container(); }
-  const Reader& reader() const { return reader_; }
-  uint64_t file_bytes() const { return reader_.file_bytes(); }
-  const Codec* codes_codec() const override { return reader_.single_tier_codec(); }
+  const io::Container& container() const { return reader_->container(); }
+  const Reader& reader() const { return *reader_; }
+  uint64_t file_bytes() const { return reader_->file_bytes(); }
+  const Codec* codes_codec() const override { return reader_->single_tier_codec(); }
   const uint8_t* codes_of(uint64_t begin, uint64_t count) override;
   // The file's vocabulary section (FORMAT.md 9.7), read on first use; null without one.
   const std::vector<std::string>* vocabulary() const override;
 
  private:
-  EdoTable(const std::string& path, Reader reader);
-  Reader reader_;
+  EdoTable(const std::string& path, std::shared_ptr<const Reader> file, const Reader& table);
+  std::shared_ptr<const Reader> file_;  // owns the mapping (a model file's, for one of its tables)
+  const Reader* reader_;                // the table: *file_, or one of its model tables
   std::vector<float> buffer_;
   mutable std::once_flag vocab_once_;
   mutable std::optional<std::vector<std::string>> vocab_;

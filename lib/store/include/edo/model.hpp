@@ -18,6 +18,8 @@
 
 namespace edo {
 
+class Reader;
+
 struct ModelTableReport {
   std::string name;
   uint64_t rows = 0, dim = 0;
@@ -52,7 +54,8 @@ class TemporaryTables {
 };
 
 // Writes table `t` of the model, opened as `input`, to the one-table .edo
-// `out_path`, and returns the tool's summary of it.
+// `out_path`, and returns the tool's summary of it; null (writing nothing)
+// leaves the table out (a shard that holds none of its rows).
 using ModelTableWriter =
     std::function<nlohmann::json(io::TableReader& input, const io::ModelTable& t, const std::string& out_path)>;
 
@@ -73,6 +76,14 @@ void extract_model_table(const std::string& model, size_t index, const std::stri
 // file's order, into the model file one process writes. Every file must
 // list the same tables. Returns the rows of all tables.
 uint64_t merge_model_shards(const std::vector<std::string>& paths, const std::string& out_path);
+
+// edo-unpack MODEL -o x.safetensors|x.h5: every table of the model file
+// `model` decoded into one file, each under its own name (io::create_tables),
+// streamed in row blocks of at most io::kDefaultBlockBytes of fp32, so memory
+// is one block whatever the model. `progress` gets (rows done, rows in all).
+// Returns {"tables": [{"name", "rows", "dim"}, ...], "rows": all rows}.
+nlohmann::json unpack_model(const Reader& model, const std::string& out_path, io::DType dtype, io::OtherContents others,
+                            const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 // A model file's provenance from its tables' write options: tool, version,
 // parameters and seed (write_model_tables adds the input).

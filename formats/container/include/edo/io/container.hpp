@@ -103,6 +103,8 @@ inline constexpr const char* model = "model";          // object: {"tables": [..
 inline constexpr const char* model_tables = "tables";  // non-empty array of {"name", "section"}
 inline constexpr const char* table_name = "name";
 inline constexpr const char* table_section = "section";
+// A one-table file's own name, when taken from a model (FORMAT.md 5.1).
+inline constexpr const char* table_name_of_file = "table_name";
 }  // namespace manifest_key
 // Most tables a model file may list: the directory is refused before
 // anything is sized by a larger count.

@@ -21,9 +21,9 @@ struct ModelTable {
 };
 
 struct ModelSelection {
-  std::string path;    // the model as given
-  std::string format;  // "safetensors", "npz", "hdf5" or "npy directory"
-  std::vector<ModelTable> tables;                          // chosen, in the model's order
+  std::string path;                                          // the model as given
+  std::string format;                                        // "safetensors", "npz", "hdf5" or "npy directory"
+  std::vector<ModelTable> tables;                            // chosen, in the model's order
   std::vector<std::pair<std::string, std::string>> skipped;  // (tensor, why)
 };
 

@@ -44,6 +44,12 @@ std::unique_ptr<TableReader> open_hdf5(const std::string& path, const std::strin
 // existing file at `path` is replaced on commit(), not added to.
 std::unique_ptr<TableWriter> create_hdf5(const std::string& path, const std::string& dataset, uint64_t rows,
                                          uint64_t dim, DType dtype);
+// create_tables() of each format: the tables' names as given (HDF5: at
+// "/NAME" unless the name starts with '/').
+std::unique_ptr<MultiTableWriter> create_safetensors_tables(const std::string& path,
+                                                            const std::vector<NamedTableShape>& tables, DType dtype);
+std::unique_ptr<MultiTableWriter> create_hdf5_tables(const std::string& path,
+                                                     const std::vector<NamedTableShape>& tables, DType dtype);
 // Every object (group, dataset, named type) of an existing HDF5 file, as
 // absolute names without "/" itself; empty when `path` is not an HDF5 file.
 // At most 10,000 names are listed.

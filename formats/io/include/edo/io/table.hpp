@@ -153,4 +153,26 @@ std::unique_ptr<TableWriter> create_table(const std::string& spec, uint64_t rows
 // "member.codes", "member.scales", ... are not counted as others).
 void check_existing_container(const std::string& file, const std::string& member, OtherContents others);
 
+// Several named tables in one new file (a model's tables, edo-unpack MODEL):
+// x.safetensors (a tensor a table, under its name) or x.h5 / x.hdf5 (a
+// dataset a table, at "/NAME": a '/' in a name makes groups). Every table
+// is declared up front; write_f32(t, ...) appends rows to table t (any
+// order of tables, each one's rows in order); commit() checks every row was
+// written and publishes the file. An existing file holding anything but
+// these tables is refused unless `others` is replace, as create_table().
+struct NamedTableShape {
+  std::string name;
+  uint64_t rows = 0, dim = 0;
+};
+class MultiTableWriter {
+ public:
+  virtual ~MultiTableWriter() = default;
+  virtual void write_f32(size_t table, const float* rows, uint64_t count) = 0;
+  virtual void commit() = 0;
+};
+std::unique_ptr<MultiTableWriter> create_tables(const std::string& path, const std::vector<NamedTableShape>& tables,
+                                                DType dtype = DType::f32, OtherContents others = OtherContents::refuse);
+// Whether create_tables() writes this path's format (by its extension).
+bool writes_several_tables(const std::string& path);
+
 }  // namespace edo::io
