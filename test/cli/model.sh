@@ -89,6 +89,18 @@ expect 0 "$P" "$work/criteo" --tables 'C1,C2' -o "$work/c12.edo" --tier all:rest
 expect 0 "$S" "$work/criteo" --tables 'C1*' -o "$work/s.edo" --density 0.5 -q
 expect 0 "$H" "$work/criteo" --tables 'C2?' -o "$work/h.edo" --scheme hash:buckets=2 -q
 [ "$(names "$work/h.edo" | wc -l)" = 7 ] || fail "--tables 'C2?' did not take C20 to C26"
+# Round trips: a table of each writer's model decodes as the same table written alone.
+roundtrip() {  # MODEL_FILE TABLE TOOL ARGS... (the tool's one-table run of TABLE with ARGS)
+  local m=$1 t=$2; shift 2
+  expect 0 "$@" -o "$work/alone.edo" -q
+  expect 0 "$U" "$m" --table "$t" -o "$work/from_model.npy" -q
+  expect 0 "$U" "$work/alone.edo" -o "$work/from_alone.npy" -q
+  cmp -s "$work/from_model.npy" "$work/from_alone.npy" || fail "table $t of $m decodes differently from its run alone"
+}
+roundtrip "$work/c.edo" C7 "$P" "$work/criteo/C7.npy" --tier hot:rows=10%:fp16 --tier cold:rest:int4 \
+  --freq "$work/freq/C7.npy"
+roundtrip "$work/s.edo" C13 "$S" "$work/criteo/C13.npy" --density 0.5
+roundtrip "$work/h.edo" C21 "$H" "$work/criteo/C21.npy" --scheme hash:buckets=2
 
 # ---- shards of a model merge into the one-process file ---------------------------------------------
 expect 0 "$Q" "$work/criteo" -o "$work/whole.edo" --codec int8 -q
