@@ -3,8 +3,9 @@
 # frequent words, in frequency order): install and build, then profile the
 # table, plan tiers under an accuracy budget, pack, evaluate (with word
 # neighbours before and after), look up a few words through the reader
-# library, decode the file, and write an HTML report (its path is printed
-# last). Under a minute on a 2-core machine once built.
+# library, decode the file, and write an HTML report; then a model of three
+# tables in one file (its path is printed last). Under a minute on a 2-core
+# machine once built.
 # Outputs go to $EDO_DEMO_DIR (default: a new temporary directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,5 +56,10 @@ step "7. a report to look at: charts of the packed file against fp32, per tier, 
   --analogies data-samples/questions-words.txt --similarity data-samples/wordsim353.tsv \
   --report-html "$out/report.html" --report-md "$out/report.md" |
   grep -E '^  (metric|recall@10|lookups|analogy.3cosadd|sim.wordsim353.rho) '
-echo "demo: files in $out (plan.json, glove.edo, report.md, report.html, glove.decoded.npy)"
+step "8. a model: GloVe's words and BIGANN's descriptors (and a tiny table) in one safetensors, one run, one file"
+/usr/bin/python3 scripts/make_models.py sample data-samples "$out/model.safetensors"
+"$build/edo-quantize" "$out/model.safetensors" -o "$out/model.edo" --codec int8
+"$build/edo-eval" "$out/model.safetensors" "$out/model.edo" --k 10 --gate 'emb.words.weight:recall@10>=0.95' |
+  grep -E '^  *(table|emb\.|model|gate)'
+echo "demo: files in $out (plan.json, glove.edo, report.md, report.html, glove.decoded.npy, model.edo)"
 echo "demo: open $out/report.html in a browser"
