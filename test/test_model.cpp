@@ -15,6 +15,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using edo::test::Packed;
@@ -70,6 +71,36 @@ TEST_CASE("model: tables written whole read back under their names, byte for byt
   // A one-table file is its own one table.
   CHECK(ra.tables() == std::vector<std::string>{"table"});
   CHECK(&ra.table("table") == &ra);
+}
+
+TEST_CASE("model: one call pools bags of several tables, each as its table alone pools them") {
+  const Packed a({"hot:rows=20%:fp16", "cold:rest:int8"});
+  const Packed b({"all:rest:int4:group=4"});
+  TempDir dir;
+  const std::string model = dir.file("m.edo");
+  edo::io::write_model(model, {{"users", a.path}, {"items", b.path}}, {{"tool", "test"}});
+  const edo::Reader m = edo::Reader::open(model);
+  const std::vector<int64_t> offsets_a = {0, 3, 3}, ids_a = {1, 5, 599, 7, 8};
+  const std::vector<int64_t> offsets_b = {0, 1}, ids_b = {42, 0, 17};
+  std::vector<float> out_a(offsets_a.size() * a.dim), out_b(offsets_b.size() * b.dim);
+  const std::vector<edo::TableBags> sets = {
+      {"items", {offsets_b.data(), offsets_b.size(), ids_b.data(), ids_b.size(), nullptr}, out_b.data()},
+      {"users", {offsets_a.data(), offsets_a.size(), ids_a.data(), ids_a.size(), nullptr}, out_a.data()}};
+  m.lookup_bags(sets, edo::PoolMode::sum);
+  for (const auto& [name, set, out, dim] :
+       {std::tuple{"users", sets[1], &out_a, a.dim}, std::tuple{"items", sets[0], &out_b, b.dim}}) {
+    std::vector<float> want(set.bags.count * dim);
+    m.table(name).lookup_bags_reference(set.bags, edo::PoolMode::sum, want.data());
+    CHECK(*out == want);
+  }
+  CHECK(out_a[1 * a.dim] == 0.0f);  // bag 1 is empty: it pools to zeros
+  // A table the file lacks: refused before anything is pooled.
+  std::fill(out_a.begin(), out_a.end(), -1.0f);
+  const std::vector<edo::TableBags> bad = {
+      {"users", {offsets_a.data(), offsets_a.size(), ids_a.data(), ids_a.size(), nullptr}, out_a.data()},
+      {"nope", {offsets_b.data(), offsets_b.size(), ids_b.data(), ids_b.size(), nullptr}, out_b.data()}};
+  CHECK(throws_with([&] { m.lookup_bags(bad, edo::PoolMode::sum); }, "no table 'nope'"));
+  CHECK(out_a[0] == -1.0f);
 }
 
 TEST_CASE("model: bounded memory reads a model's disk tier where it lies in the model file") {

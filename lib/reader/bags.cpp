@@ -136,4 +136,11 @@ void Reader::lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) 
   }
 }
 
+void Reader::lookup_bags(std::span<const TableBags> sets, PoolMode mode) const {
+  std::vector<const Reader*> readers;
+  readers.reserve(sets.size());
+  for (const TableBags& t : sets) readers.push_back(&table(t.table));  // every name checked first
+  for (size_t i = 0; i < sets.size(); ++i) readers[i]->lookup_bags(sets[i].bags, mode, sets[i].out);
+}
+
 }  // namespace edo

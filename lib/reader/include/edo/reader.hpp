@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,15 @@ struct Bags {
   const int64_t* ids = nullptr;
   size_t ids_count = 0;
   const float* weights = nullptr;
+};
+
+// One table's bags in a call over several tables of a model file (as an
+// EmbeddingBagCollection's forward takes a bag set per feature): the table's
+// name, its bags, and where its pooled rows go (bags.count * its dim floats).
+struct TableBags {
+  std::string_view table;
+  Bags bags;
+  float* out = nullptr;
 };
 
 struct ReaderOptions {
@@ -169,6 +179,10 @@ class Reader {
   // tests hold lookup_bags() to (bit for bit: the same rows, summed in the
   // same order).
   void lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const;
+  // Every table's bags pooled in one call, each as table(name).lookup_bags()
+  // pools them, in the order given; a table the file does not have is a
+  // usage error naming the tables, before any bag is pooled.
+  void lookup_bags(std::span<const TableBags> sets, PoolMode mode) const;
   // Rows [begin, begin + count) into `out`: each tier decodes its slice of
   // the range in one batch (on ReaderOptions::decode_device).
   void decode_rows(uint64_t begin, uint64_t count, float* out) const;
