@@ -54,9 +54,7 @@ inline std::optional<io::ModelSelection> model_input(std::string& input, ModelFl
     return std::nullopt;
   }
   io::ModelSelection sel = io::select_model_tables(input, flags.tables);
-  const bool narrowed = !flags.tables.empty() || std::any_of(sel.skipped.begin(), sel.skipped.end(), [](const auto& s) {
-    return s.second.starts_with("its name") || s.second.starts_with("not named");
-  });
+  const bool narrowed = !flags.tables.empty() || sel.passed_over_tables;
   if (sel.tables.size() == 1) {
     if (narrowed) {
       input = sel.tables.front().spec;
@@ -69,9 +67,10 @@ inline std::optional<io::ModelSelection> model_input(std::string& input, ModelFl
   return sel;
 }
 
-// Per-table counts: "--freq NAME=counts.npy" (NAME a chosen table; any other
-// value is a path for every table, as for one table) and "--freq-dir DIR"
-// (DIR/NAME.npy, "/" in a name written "__"). Tables without counts: none.
+// Per-table counts: "--freq NAME=counts.npy" (NAME a chosen table; a value
+// that names none is a usage error: a model's counts go per table) and
+// "--freq-dir DIR" (DIR/NAME.npy, "/" in a name written "__"; a file naming
+// no table of the model is refused). Tables without counts: none.
 inline std::map<std::string, std::string> model_freq_files(const io::ModelSelection& sel,
                                                            const std::vector<std::string>& freq_args,
                                                            const std::string& freq_dir) {

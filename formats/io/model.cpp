@@ -169,6 +169,7 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
     if (!globs.empty()) {
       if (!named(c.table.name)) {
         sel.skipped.emplace_back(c.table.name, "not named by --tables");
+        sel.passed_over_tables = sel.passed_over_tables || c.why_not.empty();
       } else if (!c.why_not.empty()) {
         EDO_USAGE_FAIL("{}: tensor '{}' is {}, not a table edo compresses", spec, c.table.name, c.why_not);
       } else {
@@ -178,6 +179,7 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
       sel.skipped.emplace_back(c.table.name, c.why_not);
     } else if (any_default && !default_pick(c.table.name)) {
       sel.skipped.emplace_back(c.table.name, "its name has no 'emb' and does not start with 'lm_head'");
+      sel.passed_over_tables = true;
     } else {
       sel.tables.push_back(std::move(c.table));
     }

@@ -25,6 +25,9 @@ struct ModelSelection {
   std::string format;                                        // "safetensors", "npz", "hdf5" or "npy directory"
   std::vector<ModelTable> tables;                            // chosen, in the model's order
   std::vector<std::pair<std::string, std::string>> skipped;  // (tensor, why)
+  // A 2-D floating tensor was passed over (by --tables or the name rule):
+  // the chosen tables are not the file's only ones.
+  bool passed_over_tables = false;
 };
 
 // Whether `spec` names a model: a directory, or a .safetensors,
