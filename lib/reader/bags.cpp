@@ -4,8 +4,7 @@
 #include <edo/error.hpp>
 #include <edo/parallel.hpp>
 #include <edo/reader.hpp>
-
-#include <omp.h>
+#include <edo/work_share.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -83,6 +82,8 @@ void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
 
 // Rows decoded at once for a bag: a small buffer, whatever the bag's size.
 constexpr size_t kRowsAtOnce = 64;
+// Bags a helper claims at once.
+constexpr size_t kBagsAtOnce = 16;
 
 }  // namespace
 
@@ -91,32 +92,28 @@ void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
   check_bags(bags, mode, path());
   const uint64_t d = dim();
   std::fill(out, out + bags.count * d, 0.0f);
-  // One bag a thread at a time; a batch too small to share stays here.
-  const bool parallel = parallel_worth(static_cast<uint64_t>(bags.ids_count) * d) && bags.count > 1;
-  std::exception_ptr failure;
-  int64_t failed_bag = std::numeric_limits<int64_t>::max();
-#pragma omp parallel if (parallel)
-  {
-    std::vector<float> rows(kRowsAtOnce * d);
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t b = 0; b < static_cast<int64_t>(bags.count); ++b) {
-      try {
-        const size_t begin = bag_begin(bags, static_cast<size_t>(b)), end = bag_end(bags, static_cast<size_t>(b));
-        float* o = out + static_cast<uint64_t>(b) * d;
-        for (size_t at = begin; at < end; at += kRowsAtOnce) {
-          const size_t n = std::min(kRowsAtOnce, end - at);
-          lookup(bags.ids + at, n, rows.data());
-          fold(mode, rows.data(), n, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
-        }
-        finish_bag(mode, end - begin, d, o);
-      } catch (...) {
-        // The first failing bag's error, whatever the thread that met it.
-#pragma omp critical(edo_bags_failure)
-        if (b < failed_bag) failed_bag = b, failure = std::current_exception();
+  // Bags shared with idle cores a few at a time (share_work); each bag is
+  // folded by one thread, so the sums do not depend on which.
+  const auto pool_bags = [&](size_t chunk) {
+    thread_local std::vector<float> rows;
+    rows.resize(kRowsAtOnce * d);
+    const size_t first = chunk * kBagsAtOnce, last = std::min(bags.count, first + kBagsAtOnce);
+    for (size_t b = first; b < last; ++b) {
+      const size_t begin = bag_begin(bags, b), end = bag_end(bags, b);
+      float* o = out + static_cast<uint64_t>(b) * d;
+      for (size_t at = begin; at < end; at += kRowsAtOnce) {
+        const size_t n = std::min(kRowsAtOnce, end - at);
+        lookup(bags.ids + at, n, rows.data());
+        fold(mode, rows.data(), n, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
       }
+      finish_bag(mode, end - begin, d, o);
     }
-  }
-  if (failure) std::rethrow_exception(failure);
+  };
+  const size_t chunks = (bags.count + kBagsAtOnce - 1) / kBagsAtOnce;
+  if (parallel_worth(static_cast<uint64_t>(bags.ids_count) * d))
+    share_work(chunks, pool_bags);
+  else
+    for (size_t c = 0; c < chunks; ++c) pool_bags(c);
 }
 
 void Reader::lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const {

@@ -11,6 +11,7 @@
 #include <edo/reader.hpp>
 #include <edo/shard_set.hpp>
 #include <edo/tier.hpp>
+#include <edo/work_share.hpp>
 #include "lookup_group.hpp"
 
 #include <fmt/ranges.h>
@@ -161,6 +162,9 @@ struct Reader::Impl {
   // Ids a lookup resolves and groups at a time: its scratch (28 KiB) stays
   // in the L1/L2 cache, and blocks are what threads share out.
   static constexpr size_t kLookupBlock = 1024;
+  // Ids a helper claims at once: a batch of 4096 is eight claims, small
+  // enough that a helper descheduled mid-claim holds the call up little.
+  static constexpr size_t kShareBlock = 512;
   // Tier slots (tiers and the unknown slot) up to which lookup_block counts
   // and groups tier by tier.
   static constexpr uint32_t kFewSlots = 4;
@@ -216,30 +220,21 @@ struct Reader::Impl {
       if (count[t] > 0) gather(t, grouped_local.data() + start[t], position.data() + start[t], count[t], out);
   }
 
-  // Blocks run on OpenMP threads when the batch is worth a parallel region;
-  // the error of the lowest failing block (so of the first bad id) is thrown.
+  // Blocks of the batch are shared with idle cores (share_work: the calling
+  // thread never waits for a helper that has not started) when the batch is
+  // worth it; the error of the lowest failing block (so of the first bad id)
+  // is thrown. Each block writes only its own rows.
   void lookup(const int64_t* ids, size_t n, float* out) const {
-    const int64_t blocks = static_cast<int64_t>((n + kLookupBlock - 1) / kLookupBlock);
-    const auto run = [&](int64_t b) {
-      const size_t begin = static_cast<size_t>(b) * kLookupBlock;
-      lookup_block(ids + begin, std::min(kLookupBlock, n - begin), out + begin * dim, begin);
+    const size_t blocks = (n + kShareBlock - 1) / kShareBlock;
+    const auto run = [&](size_t b) {
+      const size_t begin = b * kShareBlock;
+      lookup_block(ids + begin, std::min(kShareBlock, n - begin), out + begin * dim, begin);
     };
     if (blocks <= 1 || !parallel_worth(n * dim)) {
-      for (int64_t b = 0; b < blocks; ++b) run(b);
+      for (size_t b = 0; b < blocks; ++b) run(b);
       return;
     }
-    std::exception_ptr failure;
-    int64_t failed_block = blocks;
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t b = 0; b < blocks; ++b) {
-      try {
-        run(b);
-      } catch (...) {
-#pragma omp critical(edo_lookup_failure)
-        if (b < failed_block) failed_block = b, failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
+    share_work(blocks, run);
   }
 
   void load();
