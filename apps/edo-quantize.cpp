@@ -5,6 +5,7 @@
 #include "shard_cli.hpp"
 
 #include <edo/codec.hpp>
+#include <edo/codec_chooser.hpp>
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
@@ -177,6 +178,51 @@ struct Quantize {
     edo::cli::add_run_options(app, threads, quiet);
   }
 
+  // --codec auto:...: usage errors before any work. The choice is made
+  // once, by a whole-table run; a shard's run reads it from --trained.
+  void check_auto() const {
+    edo::parse_auto_spec(spec);
+    if (!shard_flags.trained.empty())
+      EDO_USAGE_FAIL("--codec {}: --trained {} holds the codec its --train-only run chose (drop --codec)", spec,
+                     shard_flags.trained);
+    if (edo::cli::resolve_shard(shard_flags.shard, shard_flags.shard_count).active())
+      EDO_USAGE_FAIL(
+          "--codec {} in a shard's run: choose once with edo-quantize INPUT --train-only -o STATE.edo --codec {}, "
+          "then run each shard with --trained STATE.edo",
+          spec, spec);
+  }
+
+  // Runs the chooser on `table` and prints its candidate table on stderr.
+  edo::CodecChoice choose(edo::io::TableReader& table) const {
+    edo::ChooseOptions o;
+    o.metric = edo::parse_metric(eval_flags.metric);
+    o.queries = eval_flags.queries;
+    o.seed = seed;
+    o.device = edo::select_device(device);
+    o.allow_nonfinite = allow_nonfinite;
+    o.allow_underflow = allow_underflow;
+    o.note = edo::cli::stderr_note("edo-quantize", quiet);
+    edo::CodecChoice c = edo::choose_codec(table, edo::parse_auto_spec(spec), o);
+    if (!quiet) std::fprintf(stderr, "edo-quantize: %s: %s", table.path().c_str(), edo::codec_choice_text(c).c_str());
+    if (shard_flags.train_only && !edo::make_codec(c.spec(), table.dim())->needs_training())
+      EDO_USAGE_FAIL(
+          "--train-only --codec {}: the chooser picked {}, which trains nothing, so there is no state to share: run "
+          "each shard with --codec {}",
+          spec, c.spec(), c.spec());
+    return c;
+  }
+
+  // The options of one table's run with the codec `chosen` (the chooser's
+  // pick for --codec auto:..., else --codec), which the manifest records.
+  edo::QuantizeOptions options_for(const std::optional<edo::CodecChoice>& chosen) const {
+    edo::QuantizeOptions opt = options();
+    if (!chosen) return opt;
+    opt.spec = chosen->spec();
+    opt.parameters["codec"] = opt.spec;
+    opt.parameters["chosen_by"] = spec;
+    return opt;
+  }
+
   edo::QuantizeOptions options() const {
     edo::QuantizeOptions opt;
     opt.spec = spec;
@@ -196,24 +242,33 @@ struct Quantize {
   int run_model(const edo::io::ModelSelection& model) {
     if (shard_flags.train_only && (!shard_flags.trained.empty() || !shard_flags.shard.empty()))
       EDO_USAGE_FAIL("--train-only trains on the whole table's sample: no --trained or --shard");
-    if (!spec.empty())
+    const bool choosing = edo::is_auto_spec(spec);
+    if (choosing)
+      check_auto();
+    else if (!spec.empty())
       for (const edo::io::ModelTable& t : model.tables) edo::make_codec(spec, t.dim);  // usage errors first
     const edo::QuantizeOptions opt = options();
     const edo::cli::ModelShards shards(shard_flags, model, output);
     const edo::ModelReport rep = edo::write_model_tables(
         model, output,
         [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
-          edo::QuantizeOptions o = opt;
+          std::optional<edo::CodecChoice> chosen;
+          if (choosing) chosen = choose(table);  // each table its own codec
+          edo::QuantizeOptions o = options_for(chosen);
+          nlohmann::json choice_json =
+              chosen ? nlohmann::json{{"codec_choice", edo::codec_choice_json(*chosen)}} : nlohmann::json::object();
           if (shard_flags.train_only) {
-            edo::write_trained_state(table, out, spec, o);
-            return nlohmann::json{{"trained_state", spec}};
+            edo::write_trained_state(table, out, o.spec, o);
+            choice_json["trained_state"] = o.spec;
+            return choice_json;
           }
           const std::optional<edo::cli::ShardFlags> flags = shards.for_table(t);
           if (!flags) return nlohmann::json();  // this shard holds none of the table's rows
           std::optional<edo::TrainedState> trained;
           std::unique_ptr<edo::io::TableReader> view;
           edo::io::TableReader& source = apply_shard_flags(*flags, table, o, trained, view, false);
-          return edo::quantize_report_json(edo::quantize_to_edo(source, out, o));
+          choice_json.update(edo::quantize_report_json(edo::quantize_to_edo(source, out, o)));
+          return choice_json;
         },
         shards.provenance(edo::model_provenance(opt)), edo::cli::stderr_note("edo-quantize", quiet));
     edo::cli::print_model_summary(json, rep, input, output);
@@ -257,6 +312,7 @@ struct Quantize {
     paths.check();
     const bool eval_wanted = run_eval || !eval_flags.gates.empty();
     const auto gates = eval_flags.parsed_gates();  // usage errors before any work
+    if (edo::is_auto_spec(spec)) check_auto();
     edo::cli::apply_threads(threads);
     if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-quantize")) {
       if (eval_wanted || !vocab_path.empty())
@@ -266,19 +322,23 @@ struct Quantize {
       return run_model(*model);
     }
     auto table = edo::open_any_table(input, edo::io::Verify::all);
-    if (!spec.empty()) edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
+    std::optional<edo::CodecChoice> chosen;
+    if (edo::is_auto_spec(spec))
+      chosen = choose(*table);
+    else if (!spec.empty())
+      edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
 
-    edo::QuantizeOptions opt = options();
+    edo::QuantizeOptions opt = options_for(chosen);
     std::vector<std::string> given_words;
     if (!vocab_path.empty()) {
       given_words = edo::io::read_vocab(vocab_path, table->rows());
       opt.vocabulary = &given_words;
     }
     if (shard_flags.train_only) {
-      edo::write_trained_state(*table, output, spec, opt);
+      edo::write_trained_state(*table, output, opt.spec, opt);
       if (!quiet)
         std::fprintf(stderr, "edo-quantize: %s -> %s: the trained state of %s\n", input.c_str(), output.c_str(),
-                     spec.c_str());
+                     opt.spec.c_str());
       return 0;
     }
     std::optional<edo::TrainedState> trained;
@@ -316,8 +376,10 @@ struct Quantize {
       if (code == 0) edo::republish_with_manifest(target, output, {{"eval", edo::to_json(result, outcomes)}});
     }
 
-    edo::cli::print_write_summary(json, edo::quantize_report_json(rep), edo::quantize_report_text(rep), input, output,
-                                  code, eval_wanted, result, outcomes);
+    nlohmann::json summary = edo::quantize_report_json(rep);
+    if (chosen) summary["codec_choice"] = edo::codec_choice_json(*chosen);
+    edo::cli::print_write_summary(json, summary, edo::quantize_report_text(rep), input, output, code, eval_wanted,
+                                  result, outcomes);
     return code;
   }
 };

@@ -1,0 +1,439 @@
+// The codec chooser behind `--codec auto:...` (edo/codec_chooser.hpp).
+#include <edo/codec_chooser.hpp>
+
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/eval.hpp>
+#include <edo/io/memory_table.hpp>
+#include <edo/io/table.hpp>
+#include <edo/make_codec.hpp>
+#include <edo/random.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+namespace edo {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::optional<double> parse_number(std::string_view text) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+const SpecParam* find_param(const SpecStage& s, std::string_view key) {
+  for (const SpecParam& p : s.params)
+    if (p.key == key) return &p;
+  return nullptr;
+}
+
+uint64_t param_or(const SpecStage& s, std::string_view key, uint64_t fallback) {
+  const SpecParam* p = find_param(s, key);
+  return p ? std::stoull(p->value) : fallback;
+}
+
+StateStorage books_of(const SpecStage& s) {
+  const SpecParam* p = find_param(s, "codebooks");
+  if (!p || p->value == "fp32") return StateStorage::f32;
+  return p->value == "fp16" ? StateStorage::f16 : StateStorage::i8;
+}
+
+uint64_t section_bytes(StateStorage storage, uint64_t count, uint64_t row) {
+  return state_section_size(storage, count, row).value_or(0);
+}
+
+// Bytes of one stage's state at input width `dim` (a transform's inner
+// stage is sized by the caller at the transform's output width).
+uint64_t stage_state_bytes(const SpecStage& s, uint64_t dim) {
+  const uint64_t f = sizeof(float);
+  if (s.name == "tc")  // unit, mean, fp16 basis, bits, centre, spread
+    return f + 4 * dim * f + section_bytes(StateStorage::f16, dim * dim, dim);
+  if (s.name == "rot") return dim * f + dim * dim * f;  // mean, rotation
+  if (s.name == "pca") return dim * f + std::stoull(s.params.at(0).value) * dim * f;
+  if (s.name == "dims") return (std::stoull(s.params.at(0).value) + dim) * f;
+  if (s.name == "pq" || s.name == "opq") {
+    const uint64_t m = param_or(s, "m", 0), ksub = uint64_t{1} << param_or(s, "nbits", 8);
+    const uint64_t dsub = (dim + m - 1) / m;
+    const uint64_t books = section_bytes(books_of(s), m * ksub * dsub, dsub);
+    return s.name == "opq" ? books + dim * dim * f : books;
+  }
+  if (s.name == "rq") {
+    const uint64_t m = param_or(s, "m", 0), ksub = uint64_t{1} << param_or(s, "nbits", 8);
+    return section_bytes(books_of(s), m * ksub * dim, dim);
+  }
+  return 0;
+}
+
+[[noreturn]] void fail_budget_count(const std::string& text) {
+  EDO_USAGE_FAIL(
+      "--codec {}: give one budget: auto:bits=B (best recall@10 within B bits a value) or auto:recall=R (fewest "
+      "bytes with recall@10 >= R)",
+      text);
+}
+
+}  // namespace
+
+bool is_auto_spec(std::string_view spec) { return spec == "auto" || spec.starts_with("auto:"); }
+
+ChooseBudget parse_auto_spec(std::string_view spec) {
+  const std::string text(spec);
+  if (spec == "auto" || spec == "auto:") fail_budget_count(text);
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  if (stages.size() != 1 || stages[0].name != "auto")
+    EDO_USAGE_FAIL("--codec {}: auto takes one budget, auto:bits=B or auto:recall=R[,k=K]", text);
+  ChooseBudget b;
+  b.text = text;
+  bool bits = false, recall = false, k = false;
+  for (const SpecParam& p : stages[0].params) {
+    const std::optional<double> v = parse_number(p.value);
+    if (p.key == "bits" && v && !bits) {
+      if (*v < 1)
+        EDO_USAGE_FAIL("--codec {}: a bits budget is at least 1 bit a value (bin's 1 bit and its scale)", text);
+      b.bits = *v;
+      bits = true;
+    } else if (p.key == "recall" && v && !recall) {
+      if (!(*v > 0 && *v <= 1)) EDO_USAGE_FAIL("--codec {}: a recall budget is in (0, 1]", text);
+      b.recall = *v;
+      recall = true;
+    } else if (p.key == "k" && v && !k && *v >= 1 && *v == std::floor(*v) && *v <= 1e6) {
+      b.k = static_cast<uint64_t>(*v);
+      k = true;
+    } else {
+      EDO_USAGE_FAIL("--codec {}: '{}{}{}' is not bits=B, recall=R or k=K (each once, numbers)", text, p.key,
+                     p.key.empty() ? "" : "=", p.value);
+    }
+  }
+  if (bits == recall) fail_budget_count(text);
+  if (bits && k) EDO_USAGE_FAIL("--codec {}: k goes with a recall budget (auto:recall=R,k=K)", text);
+  b.goal = bits ? ChooseGoal::best_recall_within_bits : ChooseGoal::fewest_bytes_reaching;
+  return b;
+}
+
+uint64_t codec_state_bytes(std::string_view spec, uint64_t dim) {
+  const std::vector<SpecStage> stages = parse_spec(canonical_spec(spec, dim));
+  uint64_t bytes = 0, width = dim;
+  for (const SpecStage& s : stages) {
+    bytes += stage_state_bytes(s, width);
+    const CodecTraits* t = find_codec(s.name);
+    if (t && t->transform) width = t->output_dim(s, width);
+  }
+  return bytes;
+}
+
+uint64_t chosen_file_bytes(std::string_view spec, uint64_t rows, uint64_t dim) {
+  return rows * code_size(spec, dim) + codec_state_bytes(spec, dim) + kContainerAllowanceBytes;
+}
+
+std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_t sample_rows) {
+  const uint64_t n = std::min(rows, sample_rows);
+  // Scalar and grouped codecs (fp16 scales from 3 bits up), their rotated
+  // forms where a random rotation pays (GloVe, docs/BENCHMARKS.md), and tc,
+  // the frontier from 3.5 to 8.5 bits on GloVe and BIGANN.
+  std::vector<std::string> specs = {"bin",
+                                    "int2",
+                                    "int3",
+                                    "int3:scale=fp16",
+                                    "int4:scale=fp16",
+                                    "int4:group=32,scale=fp16",
+                                    "int5:scale=fp16",
+                                    "int5:group=32,scale=fp16",
+                                    "int6:scale=fp16",
+                                    "int8:scale=fp16",
+                                    "int8",
+                                    "fp8:e4m3",
+                                    "fp16"};
+  // tc and rot cost d^2 flops a row each way and a d x d fit: about 3e9
+  // on the sample is seconds.
+  if (n * dim * dim <= 3'000'000'000ull) {
+    for (const char* s : {"rot,int3:scale=fp16", "rot,int4:scale=fp16", "rot,int5:scale=fp16", "rot,int6:scale=fp16",
+                          "rot,int8:scale=fp16"})
+      specs.emplace_back(s);
+    for (const char* b : {"3", "3.5", "4", "4.5", "5", "5.5", "6", "7", "8"})
+      specs.push_back(fmt::format("tc:bits={}", b));
+  }
+  // pq at 1, 2 and 4 bits a value and rq at 8 and 16 levels, int8 codebooks
+  // (a quarter of fp32's state at the same recall); rq in its fast training
+  // (half the time for a little recall) and only where that (levels x width
+  // x rows) stays within seconds: it is the frontier under 4 bits a value.
+  for (uint64_t bits : {1, 2, 4}) {
+    const uint64_t m = (bits * dim + 4) / 8;
+    if (m >= 1 && m <= dim && n >= 256) specs.push_back(fmt::format("pq:m={},codebooks=int8", m));
+  }
+  for (uint64_t m : {8, 16})
+    if (n >= 256 && m * dim * n <= 30'000'000ull)
+      specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1,codebooks=int8", m));
+  std::vector<std::string> out;
+  for (const std::string& s : specs) {
+    try {
+      const std::string c = canonical_spec(s, dim);
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    } catch (const Error&) {  // a spelling this width cannot take
+    }
+  }
+  return out;
+}
+
+const char* candidate_outcome_name(CandidateOutcome o) {
+  switch (o) {
+    case CandidateOutcome::over_budget:
+      return "over budget";
+    case CandidateOutcome::tried:
+      return "tried";
+    case CandidateOutcome::refused:
+      return "refused";
+    case CandidateOutcome::larger_not_run:
+      return "not run";
+  }
+  return "?";
+}
+
+namespace {
+
+// The sample, its fp32 neighbours (filled by the first trial) and the
+// options every trial shares.
+struct Trial {
+  const ChooseOptions& opt;
+  std::string input;
+  std::vector<uint64_t> ids;
+  std::vector<float> x;
+  uint64_t dim = 0;
+  EvalOptions eval;
+  KnnResult truth;
+
+  // Trains, encodes, decodes and scores one candidate on the sample.
+  void run(ChooserRow& row) {
+    const auto t0 = Clock::now();
+    const uint64_t n = ids.size();
+    EncodeOptions enc;
+    enc.allow_nonfinite = opt.allow_nonfinite;
+    enc.allow_underflow = opt.allow_underflow;
+    enc.input = input;
+    enc.row_ids = ids.data();
+    try {
+      std::unique_ptr<Codec> codec = make_codec(row.spec, dim);
+      if (codec->needs_training()) {
+        check_trainable_norms(x.data(), n, dim, row.spec, enc, ids.data());
+        codec->train(x.data(), n, opt.seed);
+        uint64_t state = 0;
+        for (const NamedBlob& b : codec->state()) state += state_stored_bytes(b);
+        if (state != row.state_bytes)
+          EDO_FAIL("{}: its trained state is {} bytes where the chooser sized it at {} (a bug in edo)", row.spec, state,
+                   row.state_bytes);
+      }
+      std::vector<uint8_t> codes(n * codec->code_size());
+      std::vector<float> y(n * dim);
+      codec->encode(x.data(), n, codes.data(), enc);
+      codec->decode(codes.data(), n, y.data());
+      check_magnitudes(*codec, x.data(), y.data(), n, enc, ids.data());
+      io::MemoryTable original(input, {x.data(), n, dim}), decoded(row.spec, {y.data(), n, dim});
+      row.recall = evaluate(original, decoded, eval, &truth).at(fmt::format("recall@{}", eval.ks[0]));
+      row.outcome = CandidateOutcome::tried;
+    } catch (const Error& e) {
+      if (e.code() == ExitCode::usage && !opt.candidates.empty()) throw;
+      row.outcome = CandidateOutcome::refused;
+      row.why = e.what();
+    }
+    row.seconds = seconds_since(t0);
+  }
+};
+
+Trial draw_trial(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
+  Trial t{opt, table.path(), sample_indices(table.rows(), opt.sample_rows, opt.seed), {}, table.dim(), {}, {}};
+  t.x.resize(t.ids.size() * t.dim);
+  for (size_t i = 0; i < t.ids.size(); ++i) table.read_f32(t.ids[i], 1, t.x.data() + i * t.dim);
+  t.eval.metric = opt.metric;
+  t.eval.ks = {budget.goal == ChooseGoal::best_recall_within_bits ? uint64_t{10} : budget.k};
+  t.eval.queries = opt.queries;
+  t.eval.seed = opt.seed;
+  t.eval.bags = 0;
+  t.eval.dot_pairs = 0;
+  t.eval.device = opt.device;
+  return t;
+}
+
+// Candidate rows sized for the whole table, smallest file first.
+std::vector<ChooserRow> sized_candidates(uint64_t rows, uint64_t dim, const ChooseOptions& opt) {
+  std::vector<std::string> specs = opt.candidates;
+  if (specs.empty()) specs = chooser_candidates(rows, dim, opt.sample_rows);
+  std::vector<ChooserRow> out;
+  for (const std::string& s : specs) {
+    ChooserRow r;
+    r.spec = canonical_spec(s, dim);
+    r.state_bytes = codec_state_bytes(r.spec, dim);
+    r.file_bytes = chosen_file_bytes(r.spec, rows, dim);
+    r.bits = static_cast<double>(r.file_bytes) * 8.0 / static_cast<double>(rows * dim);
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.file_bytes < b.file_bytes; });
+  return out;
+}
+
+void note(const ChooseOptions& opt, const std::string& line) {
+  if (opt.note) opt.note(line);
+}
+
+// The first refusal's message, when every tried candidate was refused.
+[[noreturn]] void fail_all_refused(const CodecChoice& c, const std::string& path) {
+  for (const ChooserRow& r : c.candidates)
+    if (r.outcome == CandidateOutcome::refused)
+      EDO_FAIL("{}: {}: every candidate refused the sample's rows; {}: {}", path, c.budget.text, r.spec, r.why);
+  EDO_FAIL("{}: {}: no candidate was tried", path, c.budget.text);
+}
+
+void choose_within_bits(CodecChoice& c, Trial& trial, const std::string& path) {
+  std::vector<size_t> fit;
+  for (size_t i = 0; i < c.candidates.size(); ++i)
+    if (c.candidates[i].bits <= c.budget.bits) fit.push_back(i);
+  std::optional<size_t> best;
+  for (size_t n = 0; n < fit.size(); ++n) {
+    ChooserRow& r = c.candidates[fit[n]];
+    note(trial.opt, fmt::format("trying {} ({}/{}, {:.3f} bits a value)", r.spec, n + 1, fit.size(), r.bits));
+    trial.run(r);
+    // Ties go to the smaller file: the candidates come smallest first.
+    if (r.outcome == CandidateOutcome::tried && (!best || r.recall > c.candidates[*best].recall)) best = fit[n];
+  }
+  if (!best) fail_all_refused(c, path);
+  c.winner = *best;
+  const ChooserRow& w = c.candidates[c.winner];
+  std::optional<size_t> second;
+  for (size_t i : fit)
+    if (i != c.winner && c.candidates[i].outcome == CandidateOutcome::tried &&
+        (!second || c.candidates[i].recall > c.candidates[*second].recall))
+      second = i;
+  c.reason = fmt::format("the best recall@10 ({:.4f}) of the {} candidates within {} bits a value", w.recall,
+                         fit.size(), c.budget.bits);
+  if (second)
+    c.reason += fmt::format("; the next best, {}, {:.4f} at {:.3f} bits", c.candidates[*second].spec,
+                            c.candidates[*second].recall, c.candidates[*second].bits);
+}
+
+void choose_reaching_recall(CodecChoice& c, Trial& trial, const std::string& path) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < c.candidates.size(); ++i) {
+    ChooserRow& r = c.candidates[i];
+    if (best && r.file_bytes > c.candidates[*best].file_bytes) {
+      r.outcome = CandidateOutcome::larger_not_run;
+      continue;
+    }
+    note(trial.opt, fmt::format("trying {} ({}/{}, {:.3f} bits a value)", r.spec, i + 1, c.candidates.size(), r.bits));
+    trial.run(r);
+    if (r.outcome == CandidateOutcome::tried && r.recall >= c.budget.recall &&
+        (!best || r.recall > c.candidates[*best].recall))
+      best = i;
+  }
+  const std::string metric = fmt::format("recall@{}", c.budget.k);
+  if (!best) {
+    std::optional<size_t> top;
+    for (size_t i = 0; i < c.candidates.size(); ++i)
+      if (c.candidates[i].outcome == CandidateOutcome::tried &&
+          (!top || c.candidates[i].recall > c.candidates[*top].recall))
+        top = i;
+    if (!top) fail_all_refused(c, path);
+    EDO_FAIL("{}: {}: no candidate reaches {} >= {} on a {}-row sample; the best is {} at {:.4f}", path, c.budget.text,
+             metric, c.budget.recall, c.sample_rows, c.candidates[*top].spec, c.candidates[*top].recall);
+  }
+  c.winner = *best;
+  const ChooserRow& w = c.candidates[c.winner];
+  double below = -1;
+  size_t smaller = 0;
+  for (const ChooserRow& r : c.candidates)
+    if (r.file_bytes < w.file_bytes && r.outcome == CandidateOutcome::tried) {
+      below = std::max(below, r.recall);
+      ++smaller;
+    }
+  c.reason = fmt::format("the smallest file with {} >= {} on the sample ({:.4f} at {:.3f} bits a value)", metric,
+                         c.budget.recall, w.recall, w.bits);
+  if (smaller > 0) c.reason += fmt::format("; the {} smaller candidates reach at most {:.4f}", smaller, below);
+}
+
+}  // namespace
+
+CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
+  const auto t0 = Clock::now();
+  if (table.rows() < 2)
+    EDO_FAIL("{}: {}: the chooser needs at least 2 rows to score neighbours", table.path(), budget.text);
+  CodecChoice c;
+  c.budget = budget;
+  c.rows = table.rows();
+  c.dim = table.dim();
+  c.metric = opt.metric;
+  c.candidates = sized_candidates(c.rows, c.dim, opt);  // the budget filters these before any trial
+  if (c.candidates.empty()) EDO_FAIL("{}: {}: no candidate codec takes {} columns", table.path(), budget.text, c.dim);
+  if (budget.goal == ChooseGoal::best_recall_within_bits && c.candidates.front().bits > budget.bits)
+    EDO_FAIL("{}: {}: no candidate fits {} bits a value on {} x {} rows; the smallest is {} at {:.3f}", table.path(),
+             budget.text, budget.bits, c.rows, c.dim, c.candidates.front().spec, c.candidates.front().bits);
+  Trial trial = draw_trial(table, budget, opt);
+  c.sample_rows = trial.ids.size();
+  c.queries = std::min(opt.queries, c.sample_rows);
+  if (budget.goal == ChooseGoal::best_recall_within_bits)
+    choose_within_bits(c, trial, table.path());
+  else
+    choose_reaching_recall(c, trial, table.path());
+  c.seconds = seconds_since(t0);
+  return c;
+}
+
+std::string codec_choice_text(const CodecChoice& c) {
+  const uint64_t k = c.budget.goal == ChooseGoal::best_recall_within_bits ? 10 : c.budget.k;
+  std::string out = fmt::format(
+      "{}: {} x {}, {} recall@{} of {} query rows of a {}-row sample, bits a value of the whole file (codes, "
+      "state, {} bytes of container)\n",
+      c.budget.text, c.rows, c.dim, metric_name(c.metric), k, c.queries, c.sample_rows, kContainerAllowanceBytes);
+  size_t width = 4;
+  for (const ChooserRow& r : c.candidates) width = std::max(width, r.spec.size());
+  out += fmt::format("{:<{}}  {:>10}  {:>9}  {:>8}  {}\n", "spec", width, "bits/value", fmt::format("recall@{}", k),
+                     "seconds", "outcome");
+  for (size_t i = 0; i < c.candidates.size(); ++i) {
+    const ChooserRow& r = c.candidates[i];
+    const bool scored = r.outcome == CandidateOutcome::tried;
+    std::string outcome = i == c.winner ? "chosen" : candidate_outcome_name(r.outcome);
+    if (r.outcome == CandidateOutcome::refused) outcome += ": " + r.why;
+    out += fmt::format("{:<{}}  {:>10.3f}  {:>9}  {:>8}  {}\n", r.spec, width, r.bits,
+                       scored ? fmt::format("{:.4f}", r.recall) : "-",
+                       r.outcome == CandidateOutcome::tried || r.outcome == CandidateOutcome::refused
+                           ? fmt::format("{:.2f}", r.seconds)
+                           : "-",
+                       outcome);
+  }
+  out += fmt::format("chosen: {}: {} ({:.1f} s)\n", c.spec(), c.reason, c.seconds);
+  return out;
+}
+
+nlohmann::json codec_choice_json(const CodecChoice& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const ChooserRow& r : c.candidates) {
+    nlohmann::json j = {{"spec", r.spec},
+                        {"bits_per_value", r.bits},
+                        {"file_bytes", r.file_bytes},
+                        {"state_bytes", r.state_bytes},
+                        {"outcome", candidate_outcome_name(r.outcome)}};
+    if (r.outcome == CandidateOutcome::tried) j["recall"] = r.recall;
+    if (r.outcome == CandidateOutcome::tried || r.outcome == CandidateOutcome::refused) j["seconds"] = r.seconds;
+    if (!r.why.empty()) j["why"] = r.why;
+    rows.push_back(std::move(j));
+  }
+  return {{"budget", c.budget.text},
+          {"chosen", c.spec()},
+          {"reason", c.reason},
+          {"metric", metric_name(c.metric)},
+          {"k", c.budget.goal == ChooseGoal::best_recall_within_bits ? 10 : c.budget.k},
+          {"sample_rows", c.sample_rows},
+          {"queries", c.queries},
+          {"seconds", c.seconds},
+          {"candidates", rows}};
+}
+
+}  // namespace edo

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# edo-quantize --codec auto:bits=B | auto:recall=R[,k=K]: the chooser's
+# candidate table on stderr, the winner's own spelling in the file (read by
+# the independent reader), within the budget on disk; under --shard the
+# choice is made once by --train-only; bad budgets are one-line errors.
+#   quantize_auto.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
+Q="$build/edo-quantize"
+t="$work/g2k.npy"
+/usr/bin/python3 -c "import numpy as n; n.save('$t', n.load('$src/data-samples/glove.6B.50d.10k.npy')[:5000])"
+# manifest FILE codec: the codec of the file's one tier; manifest FILE chosen_by: the budget it records.
+# Read by FORMAT.md's header layout (the independent reader's), not by edo.
+manifest() {
+  /usr/bin/python3 - "$src/scripts" "$1" "$2" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import edo_reader
+data = open(sys.argv[2], "rb").read()
+m_off, m_len = edo_reader.HEADER.unpack_from(data)[5:7]
+m = json.loads(data[m_off:m_off + m_len])
+print(m["tiers"][0]["codec"] if sys.argv[3] == "codec" else m["provenance"]["parameters"].get("chosen_by", ""))
+PY
+}
+
+expect 0 "$Q" "$t" --codec auto:bits=4.5 -o "$work/a.edo" --json
+cp "$work/out" "$work/a.json"
+grep -q '^spec .*bits/value .*recall@10' "$work/err" || fail "no candidate table on stderr: $(cat "$work/err")"
+grep -q '^chosen: ' "$work/err" || fail "no reason on stderr: $(cat "$work/err")"
+grep -q 'over budget' "$work/err" || fail "no candidate over the budget: $(cat "$work/err")"
+read -r chosen bits file_bits < <(/usr/bin/python3 -c "
+import json; j = json.load(open('$work/a.json')); c = j['codec_choice']
+w = [r for r in c['candidates'] if r['spec'] == c['chosen']][0]
+assert j['codec'] == c['chosen'], (j['codec'], c['chosen'])
+assert all(r['outcome'] == ('over budget' if r['bits_per_value'] > 4.5 else 'tried') for r in c['candidates']), c
+assert w['recall'] == max(r.get('recall', 0) for r in c['candidates']), c
+print(c['chosen'], w['bits_per_value'], j['bits_per_value'])")
+[ "$(manifest "$work/a.edo" codec)" = "$chosen" ] || fail "the file holds $(manifest "$work/a.edo" codec), not $chosen"
+[ "$(manifest "$work/a.edo" chosen_by)" = "auto:bits=4.5" ] || fail "the manifest does not record the budget"
+/usr/bin/python3 -c "assert $file_bits <= $bits <= 4.5, ($file_bits, $bits)" || fail "file $file_bits bits, sized $bits"
+# The same run with that codec named writes the same rows.
+expect 0 "$Q" "$t" --codec "$chosen" -o "$work/b.edo" -q
+"$build/edo-unpack" "$work/a.edo" -o "$work/a.npy" -q && "$build/edo-unpack" "$work/b.edo" -o "$work/b.npy" -q &&
+  cmp -s "$work/a.npy" "$work/b.npy" || fail "auto's file decodes unlike --codec $chosen"
+
+expect 0 "$Q" "$t" --codec auto:recall=0.9,k=5 -o "$work/r.edo" --json -q
+[ ! -s "$work/err" ] || fail "-q printed the table: $(cat "$work/err")"
+/usr/bin/python3 -c "
+import json; c = json.load(open('$work/out'))['codec_choice']
+w = [r for r in c['candidates'] if r['spec'] == c['chosen']][0]
+assert c['k'] == 5 and w['recall'] >= 0.9, c
+assert all(r['outcome'] == 'not run' for r in c['candidates'] if r['file_bytes'] > w['file_bytes']), c
+assert all(r['recall'] < 0.9 for r in c['candidates'] if r['file_bytes'] < w['file_bytes']), c" ||
+  fail "recall budget: $(head -c 600 "$work/out")"
+
+# Under --shard: chosen once by --train-only, the state records the winner.
+expect 0 "$Q" "$t" --codec auto:bits=4.5 --train-only -o "$work/state.edo" -q
+[ "$(manifest "$work/state.edo" codec)" = "$chosen" ] || fail "the trained state holds $(manifest "$work/state.edo" codec)"
+expect 0 "$Q" "$t" --shard 1/2 --trained "$work/state.edo" -o "$work/s1.edo" -q
+[ "$(manifest "$work/s1.edo" codec)" = "$chosen" ] || fail "the shard holds $(manifest "$work/s1.edo" codec)"
+expect 2 "$Q" "$t" --codec auto:bits=4.5 --shard 1/2 -o "$work/x.edo"
+err_has "choose once with edo-quantize INPUT --train-only"
+expect 2 "$Q" "$t" --codec auto:bits=4.5 --trained "$work/state.edo" -o "$work/x.edo"
+err_has "holds the codec its --train-only run chose"
+
+expect 2 "$Q" "$t" --codec auto: -o "$work/x.edo"
+err_has "give one budget"
+expect 2 "$Q" "$t" --codec auto -o "$work/x.edo"
+err_has "give one budget"
+expect 2 "$Q" "$t" --codec auto:bits=4,recall=0.9 -o "$work/x.edo"
+err_has "give one budget"
+expect 2 "$Q" "$t" --codec auto:bits=0.5 -o "$work/x.edo"
+err_has "a bits budget is at least 1 bit a value"
+expect 1 "$Q" "$t" --codec auto:bits=1.5 -o "$work/x.edo"
+err_has "no candidate fits 1.5 bits a value on 5000 x 50 rows; the smallest is "
+[ ! -e "$work/x.edo" ] || fail "a failed choice left $work/x.edo"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "quantize_auto: ok"
