@@ -118,6 +118,29 @@ void affine_dequantize_row(const uint8_t* q, size_t n, math::AffineParams p, flo
 }
 
 #ifdef __AVX2__
+// affine_dequantize_row for int4 values [begin, begin + n) of a packed row
+// (two a byte, low nibble first; `begin` even), unpacked in registers: the
+// same operations on the same values, so the same bits.
+void int4_dequantize_row(const uint8_t* packed, size_t begin, size_t n, math::AffineParams p, float* x) {
+  const uint8_t* in = packed + begin / 2;
+  const __m256 vs = _mm256_set1_ps(p.scale), vo = _mm256_set1_ps(p.offset);
+  const __m128i nibble = _mm_set1_epi8(0x0f);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    uint32_t word;
+    std::memcpy(&word, in + j / 2, sizeof word);
+    const __m128i b = _mm_cvtsi32_si128(static_cast<int>(word));
+    const __m128i q = _mm_unpacklo_epi8(_mm_and_si128(b, nibble), _mm_and_si128(_mm_srli_epi16(b, 4), nibble));
+    _mm256_storeu_ps(x + j, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q)), vs, vo));
+  }
+  for (; j < n; ++j) {
+    const size_t at = begin + j;
+    x[j] = math::affine_dequantize(static_cast<uint8_t>((packed[at / 2] >> (at % 2 * 4)) & 15u), p);
+  }
+}
+#endif
+
+#ifdef __AVX2__
 // math::AffineGroup 16 values a step in two registers: the reference's
 // float operations with value i in lane i % 16 (register i / 8 % 2, lane
 // i % 8), the last step masked (a masked value adds exact zeros), the lanes
@@ -629,6 +652,14 @@ class ScalarCodec final : public Codec {
       default:
         break;
     }
+#ifdef __AVX2__
+    if (math::is_affine(L_.kind) && L_.bits == 4 && (L_.groups == 1 || L_.group % 2 == 0))
+      return gather_rows(codes, rows, dst, n, x, [L = L_](const uint8_t* c, float* r) {
+        for (uint32_t g = 0, begin = 0; g < L.groups; ++g, begin += L.group)
+          int4_dequantize_row(c + L.header_bytes, begin, std::min(L.group, L.dim - begin),
+                              math::load_group_params(L, c, g), r + begin);
+      });
+#endif
     std::vector<uint8_t> q(math::is_affine(L_.kind) && L_.bits != 8 ? L_.dim : 0);
     gather_rows(codes, rows, dst, n, x, [&](const uint8_t* c, float* r) { decode_row(c, r, q.data()); });
   }

@@ -80,8 +80,9 @@ void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
   for (uint64_t j = 0; j < dim; ++j) out[j] *= inv;
 }
 
-// Rows decoded at once for a bag: a small buffer, whatever the bag's size.
-constexpr size_t kRowsAtOnce = 64;
+// Rows decoded at once: a buffer that stays in the core's cache, whatever
+// the bags' sizes.
+constexpr size_t kRowsAtOnce = 256;
 // Bags a helper claims at once.
 constexpr size_t kBagsAtOnce = 16;
 
@@ -93,20 +94,32 @@ void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
   const uint64_t d = dim();
   std::fill(out, out + bags.count * d, 0.0f);
   // Bags shared with idle cores a few at a time (share_work); each bag is
-  // folded by one thread, so the sums do not depend on which.
+  // folded by one thread, so the sums do not depend on which. The rows of
+  // consecutive small bags are decoded in one lookup (one resolve, one
+  // prefetching gather per tier over all of them), then folded bag by bag.
   const auto pool_bags = [&](size_t chunk) {
     thread_local std::vector<float> rows;
     rows.resize(kRowsAtOnce * d);
     const size_t first = chunk * kBagsAtOnce, last = std::min(bags.count, first + kBagsAtOnce);
-    for (size_t b = first; b < last; ++b) {
-      const size_t begin = bag_begin(bags, b), end = bag_end(bags, b);
-      float* o = out + static_cast<uint64_t>(b) * d;
+    for (size_t b = first; b < last;) {
+      // Bags [b, e) whose ids fit the buffer together (at least bag b, in pieces if it is bigger).
+      size_t e = b + 1;
+      while (e < last && bag_end(bags, e) - bag_begin(bags, b) <= kRowsAtOnce) ++e;
+      const size_t begin = bag_begin(bags, b), end = bag_end(bags, e - 1);
       for (size_t at = begin; at < end; at += kRowsAtOnce) {
         const size_t n = std::min(kRowsAtOnce, end - at);
         lookup(bags.ids + at, n, rows.data());
-        fold(mode, rows.data(), n, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
+        // Each bag's share of the rows [at, at + n): bags that start before `at` continue.
+        for (size_t bag = b; bag < e; ++bag) {
+          const size_t lo = std::max(bag_begin(bags, bag), at), hi = std::min(bag_end(bags, bag), at + n);
+          if (lo >= hi) continue;
+          fold(mode, rows.data() + (lo - at) * d, hi - lo, bags.weights ? bags.weights + lo : nullptr, d,
+               lo == bag_begin(bags, bag), out + static_cast<uint64_t>(bag) * d);
+        }
       }
-      finish_bag(mode, end - begin, d, o);
+      for (size_t bag = b; bag < e; ++bag)
+        finish_bag(mode, bag_end(bags, bag) - bag_begin(bags, bag), d, out + static_cast<uint64_t>(bag) * d);
+      b = e;
     }
   };
   const size_t chunks = (bags.count + kBagsAtOnce - 1) / kBagsAtOnce;
