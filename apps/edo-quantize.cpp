@@ -146,7 +146,10 @@ struct Quantize {
                    "The scalar codecs need no training (GloVe 10k x 50 in int8: under a second); pq, opq and rq\n"
                    "train k-means on up to --train-rows rows first, m x 2^nbits centroids: the time grows with m\n"
                    "(docs/BENCHMARKS.md, \"Training time\"; pq:m=50 on 10,000 x 50 makes 3.6x where int8 makes\n"
-                   "3.4x); start with --sweep on a sample to see what pays");
+                   "3.4x); start with --sweep on a sample to see what pays.\n"
+                   "auto:bits=B picks the best recall@10 within B bits a value, auto:recall=R[,k=K] the smallest\n"
+                   "file with recall@K >= R (k 10 by default), from about thirty spellings (see \"Choosing a codec\"\n"
+                   "above); the file holds the chosen codec's own spelling");
     app.add_flag("--list", list, "List every codec with its bits per value, then exit");
     app.add_option("--sweep", sweep,
                    "Try several codecs in one run, nothing written: 'SPEC;SPEC;...'; prints each one's bytes, ratio,\n"
@@ -407,8 +410,21 @@ int main(int argc, char** argv) {
       "basis, round(B x d) bits a row shared out by variance, no per-row scales: on GloVe tc:bits=4 (27 bytes\n"
       "a row) errs 24% less than int4:scale=fp16 (29). Its d x d basis (fp16) costs 2 d^2 bytes of state and\n"
       "d^2 flops a row each way, so it suits tables of at most a few hundred dimensions (d <= 2048).\n\n"
+      "Choosing a codec: --codec auto:bits=4.5 (the best recall@10 within 4.5 bits a value) or\n"
+      "auto:recall=0.95 (the fewest bytes with recall@10 >= 0.95; auto:recall=0.95,k=100 for recall@100)\n"
+      "sizes each candidate for the table (codes, trained state and 4096 bytes of container, over the rows),\n"
+      "drops those over a bits budget before any trial, then trains, encodes and scores the rest on a seeded\n"
+      "10,000-row sample as edo-eval does (--metric, --queries, --seed; a recall budget tries them smallest\n"
+      "first and stops at the first that meets it). The candidates: bin, int2, int3, int3-int8 with fp16\n"
+      "scales (int4 and int5 also in groups of 32), int8, fp8:e4m3, fp16, rot,intN:scale=fp16, tc:bits=3 to 8\n"
+      "and pq at 1, 2 and 4 bits a value with int8 codebooks, rq:m=8 and 16 where they train in seconds.\n"
+      "The candidate table and why the winner won go to stderr (unless -q; --json adds them as\n"
+      "codec_choice); no candidate within the budget is an error (exit 1) naming the smallest or the best.\n"
+      "Under --shard, choose once: --train-only --codec auto:... writes the winner's state, and each shard\n"
+      "runs with --trained (a winner that trains nothing is named, to pass as --codec to every shard).\n\n"
       "Examples:\n"
       "  edo-quantize --list\n"
+      "  edo-quantize glove.npy -o glove.auto.edo --codec auto:bits=4.5\n"
       "  edo-quantize glove.npy -o glove.int8.edo --codec int8\n"
       "  edo-quantize glove.npy -o glove.i4.edo --codec int4:group=32 --eval --gate 'recall@10>=0.9'\n"
       "  edo-quantize glove.npy -o glove.i5.edo --codec int5:scale=fp16 --eval\n"

@@ -167,13 +167,14 @@ std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_
   // pq at 1, 2 and 4 bits a value and rq at 8 and 16 levels, int8 codebooks
   // (a quarter of fp32's state at the same recall); rq in its fast training
   // (half the time for a little recall) and only where that (levels x width
-  // x rows) stays within seconds: it is the frontier under 4 bits a value.
+  // x rows) stays within seconds: it is the frontier under 4 bits a value on
+  // narrow tables, and at 10,000 x 128 its two trials took 3x all the others.
   for (uint64_t bits : {1, 2, 4}) {
     const uint64_t m = (bits * dim + 4) / 8;
     if (m >= 1 && m <= dim && n >= 256) specs.push_back(fmt::format("pq:m={},codebooks=int8", m));
   }
   for (uint64_t m : {8, 16})
-    if (n >= 256 && m * dim * n <= 30'000'000ull)
+    if (n >= 256 && m * dim * n <= 10'000'000ull)
       specs.push_back(fmt::format("rq:m={},beam=4,train_beam=1,refine=1,codebooks=int8", m));
   std::vector<std::string> out;
   for (const std::string& s : specs) {
