@@ -221,7 +221,8 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
 struct LookupFlags {
   std::string input, ids_path, output, format = "auto", unknown = "error";
   std::string offsets_path, mode = "sum", weights_path, max_resident, cache_io = "auto", device = "cpu", table;
-  bool with_ids = false, stats = false, verify = false, quiet = false, force = false, json = false;
+  std::string verify = "small";
+  bool with_ids = false, stats = false, quiet = false, force = false, json = false;
   bool mode_given = false;
   uint64_t batch = 65536;
   int threads = 0;
@@ -257,7 +258,11 @@ struct LookupFlags {
     app.add_option("--batch", batch, "Ids looked up a call (default 65536)")->check(CLI::Range(1, 1 << 24));
     app.add_flag("--stats", stats,
                  "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
-    app.add_flag("--verify", verify, "Check every section checksum at open (reads the whole file)");
+    app.add_option("--verify", verify,
+                   "Checksums checked (docs/PACK.md, \"Integrity modes\"): small (default: every section but the\n"
+                   "tiers' per-row codes at open, a tier's codes at the first lookup that reads it), all (every\n"
+                   "section at open: reads the whole file) or structure (none: the payload is trusted)")
+        ->check(CLI::IsMember({"structure", "small", "all"}));
     app.add_option("--max-resident", max_resident,
                    "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read by io_uring or pread\n"
                    "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
@@ -306,13 +311,13 @@ bool rows_as_text(const LookupFlags& f) {
 
 // The file or shard set, opened as the flags say.
 LookupTable open_table(const LookupFlags& f, edo::ReaderOptions& ro) {
-  ro.verify = f.verify ? edo::io::Verify::all : edo::io::Verify::structure;
+  ro.verify = edo::io::parse_verify(f.verify);
   ro.unknown_ids = edo::parse_unknown_id_policy(f.unknown);
   if (!f.max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", f.max_resident);
   if (!f.max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
   ro.cache_io = edo::parse_cache_io(f.cache_io);
-  if (f.verify && ro.max_resident > 0)
-    EDO_USAGE_FAIL("--verify reads every page of the file through the mapping; it defeats --max-resident");
+  if (ro.verify == edo::io::Verify::all && ro.max_resident > 0)
+    EDO_USAGE_FAIL("--verify all reads every page of the file through the mapping; it defeats --max-resident");
   const bool shard_set = edo::is_shard_set_file(f.input);
   // cuda is refused (exit 1) without a GPU before anything else is said about it.
   edo::Device device = edo::select_device(f.device);

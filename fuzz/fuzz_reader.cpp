@@ -18,8 +18,8 @@
 // declares a huge table costs the fuzzer nothing. Like fuzz_container, each
 // input is tried as given and with its header and manifest checksums
 // recomputed, so mutations reach the tiers; sections are not checksummed on
-// open (Verify::structure, the reader's default), so their bytes reach the
-// decoders as mutated.
+// open (Verify::structure, asked for: the reader's default checks the small
+// ones), so their bytes reach the decoders as mutated.
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
@@ -151,6 +151,7 @@ void open_and_read(const uint8_t* data, size_t size) {
     step([&] {
       auto c = edo::io::Container::view(data, size, "fuzz-input", edo::io::Verify::structure);
       edo::ReaderOptions options;
+      options.verify = edo::io::Verify::structure;  // no checksum stops a mutation before the tiers
       options.unknown_ids = policy;
       const edo::Reader r = edo::Reader::from_container(std::move(c), options);
       std::vector<const edo::Reader*> tables = {&r};

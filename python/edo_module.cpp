@@ -38,14 +38,29 @@ edo::UnknownIdPolicy policy_of(const std::string& unknown) {
   }
 }
 
-std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, bool verify,
+// verify=: a mode's name, or a bool as before the modes (True: all, False: structure).
+edo::io::Verify verify_of(const py::object& verify) {
+  if (py::isinstance<py::bool_>(verify)) return verify.cast<bool>() ? edo::io::Verify::all : edo::io::Verify::structure;
+  if (!py::isinstance<py::str>(verify))
+    throw py::type_error("verify must be 'structure', 'small', 'all' or a bool, not " +
+                         py::str(py::type::of(verify)).cast<std::string>());
+  const std::string name = verify.cast<std::string>();
+  try {
+    return edo::io::parse_verify(name);
+  } catch (const edo::Error&) {
+    throw edo::Error("verify='" + name + "': expected 'structure', 'small' or 'all'", __FILE__, __LINE__,
+                     edo::ExitCode::usage);
+  }
+}
+
+std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, edo::io::Verify verify,
                                          uint64_t max_resident) {
   // A C path ends at the first NUL: "a.edo\0x" would open a.edo.
   if (path.find('\0') != std::string::npos)
     throw edo::Error("open: the path holds a NUL character", __FILE__, __LINE__, edo::ExitCode::usage);
   edo::ReaderOptions opt;
   opt.unknown_ids = policy_of(unknown);
-  opt.verify = verify ? edo::io::Verify::all : edo::io::Verify::structure;
+  opt.verify = verify;
   opt.max_resident = max_resident;
   return std::make_shared<edo::Reader>(edo::Reader::open(path, opt));
 }
@@ -185,8 +200,8 @@ class File {
   const edo::Reader* reader_;          // this File's: *file_, or one of its model tables
 };
 
-File open_file(const std::string& path, const std::string& unknown, bool verify, uint64_t max_resident) {
-  return File(open_reader(path, unknown, verify, max_resident));
+File open_file(const std::string& path, const std::string& unknown, const py::object& verify, uint64_t max_resident) {
+  return File(open_reader(path, unknown, verify_of(verify), max_resident));
 }
 
 // f[i], f[ids], f[a:b:c]: an int gives one row (dim,), anything else rows (n, dim);
@@ -297,9 +312,11 @@ PYBIND11_MODULE(edo, m) {
         return "<edo.File " + r.path() + ": " + std::to_string(r.rows()) + " x " + std::to_string(r.dim()) + ">";
       });
   m.attr("Reader") = m.attr("File");  // the name of 0.1
-  m.def("open", &open_file, py::arg("path"), py::arg("unknown") = "error", py::arg("verify") = false,
+  m.def("open", &open_file, py::arg("path"), py::arg("unknown") = "error", py::arg("verify") = "small",
         py::arg("max_resident") = 0,
         "Open a .edo file (mapped; header and manifest read) as an edo.File. unknown: what ids beyond the\n"
-        "table get ('error', 'default', 'hash'); verify: check every section checksum; max_resident: bound\n"
-        "the resident bytes (bytes; 0: no bound).");
+        "table get ('error', 'default', 'hash'); verify: the checksums checked, 'small' (every section but\n"
+        "the tiers' per-row codes at open, a tier's codes at its first lookup), 'all' (every section at\n"
+        "open; True too) or 'structure' (none; False too); max_resident: bound the resident bytes (bytes;\n"
+        "0: no bound).");
 }

@@ -153,7 +153,7 @@ TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of 
   std::string hostile = bytes;
   hostile[tier_offset + 42] = static_cast<char>(7);
   edo::test::write_bytes(p.dir.file("h1.edo"), hostile);
-  const edo::Reader r1 = edo::Reader::open(p.dir.file("h1.edo"));
+  const edo::Reader r1 = edo::Reader::open(p.dir.file("h1.edo"), {.verify = edo::io::Verify::structure});
   const int64_t id42[] = {42};
   std::vector<float> out(p.dim);
   CHECK(error_of([&] { r1.lookup(id42, 1, out.data()); }).find("corrupt at row 42") != std::string::npos);
@@ -165,7 +165,7 @@ TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of 
   const uint64_t huge = ~uint64_t{0};
   std::memcpy(hostile.data() + rank_offset + 2 * 8, &huge, 8);
   edo::test::write_bytes(p.dir.file("h2.edo"), hostile);
-  const edo::Reader r2 = edo::Reader::open(p.dir.file("h2.edo"));
+  const edo::Reader r2 = edo::Reader::open(p.dir.file("h2.edo"), {.verify = edo::io::Verify::structure});
   // Lookups read each row's index from the local section; range decodes and
   // validation walk the checkpoints.
   std::vector<float> block(44 * p.dim);
@@ -180,7 +180,7 @@ TEST_CASE("reader: a corrupt row map is an error at lookup, never a read out of 
   const uint32_t beyond = 0xfffffff0u;
   std::memcpy(hostile.data() + local_offset + 7 * 4, &beyond, 4);
   edo::test::write_bytes(p.dir.file("h3.edo"), hostile);
-  const edo::Reader r3 = edo::Reader::open(p.dir.file("h3.edo"));
+  const edo::Reader r3 = edo::Reader::open(p.dir.file("h3.edo"), {.verify = edo::io::Verify::structure});
   const int64_t id7[] = {7};
   CHECK(error_of([&] { r3.lookup(id7, 1, out.data()); }).find("corrupt at row 7") != std::string::npos);
   CHECK(error_of([&] { r3.validate_row_map(); }).find("row 7") != std::string::npos);
@@ -228,7 +228,7 @@ TEST_CASE("reader: tiers in runs of ids store runs, answer as the packed map, an
     std::string hostile = bytes;
     std::memcpy(hostile.data() + runs_offset + word * 8, &value, 8);
     edo::test::write_bytes(p.dir.file(name), hostile);
-    return edo::Reader::open(p.dir.file(name));
+    return edo::Reader::open(p.dir.file(name), {.verify = edo::io::Verify::structure});
   };
   const int64_t id200[] = {200};
   std::vector<float> out(p.dim);

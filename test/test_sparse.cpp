@@ -164,7 +164,7 @@ TEST_CASE("sparse: hostile offsets, indices and masks are errors at decode, neve
     const auto expect_corrupt = [&](const std::string& hostile, const char* what) {
       CAPTURE(what);
       edo::test::write_bytes(f.dir.file("h.edo"), hostile);
-      const edo::Reader r = edo::Reader::open(f.dir.file("h.edo"));
+      const edo::Reader r = edo::Reader::open(f.dir.file("h.edo"), {.verify = edo::io::Verify::structure});
       std::vector<float> all(f.rows * f.dim);
       const std::string msg = error_of([&] { r.decode_all(all.data()); });
       CHECK(msg.find("tier 'all'") != std::string::npos);
@@ -243,7 +243,7 @@ TEST_CASE("fallbacks: zero and centroids tiers answer dropped rows, hostile indi
   std::string bytes = edo::test::read_bytes(dir.file("c.edo"));
   bytes[assign + 5] = static_cast<char>(8);
   edo::test::write_bytes(dir.file("h.edo"), bytes);
-  const edo::Reader h = edo::Reader::open(dir.file("h.edo"));
+  const edo::Reader h = edo::Reader::open(dir.file("h.edo"), {.verify = edo::io::Verify::structure});
   std::vector<float> all(rows * dim);
   CHECK(error_of([&] { h.decode_all(all.data()); }).find("is assigned centroid 8 of 8") != std::string::npos);
   // More centroids than the tier has rows to fit: a usage error, nothing written.
@@ -311,7 +311,7 @@ TEST_CASE("fallbacks: nearest answers a dropped row with its nearest kept row, a
     std::string bytes = edo::test::read_bytes(dir.file("n.edo"));
     std::memcpy(bytes.data() + target + 4 * 7, &bad, 4);  // dropped row 207
     edo::test::write_bytes(dir.file("h.edo"), bytes);
-    const edo::Reader h = edo::Reader::open(dir.file("h.edo"));
+    const edo::Reader h = edo::Reader::open(dir.file("h.edo"), {.verify = edo::io::Verify::structure});
     const int64_t id[] = {207};
     std::vector<float> out(dim);
     CHECK(error_of([&] { h.lookup(id, 1, out.data()); }).find("row 207 is answered by row " + std::to_string(bad)) !=

@@ -488,12 +488,42 @@ void Container::release(const uint8_t* data, uint64_t size) const {
     file_->release(static_cast<uint64_t>(data - file_->data()), size);
 }
 
+Checksum64Stream::Checksum64Stream() : state_(XXH64_createState()) {
+  if (!state_) EDO_FAIL("out of memory for a checksum state");
+  XXH64_reset(state_, 0);
+}
+
+Checksum64Stream::~Checksum64Stream() { XXH64_freeState(state_); }
+
+void Checksum64Stream::update(const void* data, size_t size) { XXH64_update(state_, data, size); }
+
+uint64_t Checksum64Stream::digest() const { return XXH64_digest(state_); }
+
+// In Verify's order.
+constexpr const char* kVerifyNames[] = {"structure", "small", "all"};
+
+Verify parse_verify(std::string_view name) {
+  for (size_t i = 0; i < std::size(kVerifyNames); ++i)
+    if (name == kVerifyNames[i]) return static_cast<Verify>(i);
+  EDO_USAGE_FAIL("verify '{}': expected structure, small or all", name);
+}
+
+const char* verify_name(Verify verify) {
+  const auto i = static_cast<size_t>(verify);
+  return i < std::size(kVerifyNames) ? kVerifyNames[i] : "structure";
+}
+
 void Container::verify() const {
+  verify([](const SectionInfo&) { return true; });
+}
+
+void Container::verify(const std::function<bool(const SectionInfo&)>& which) const {
   // Hashed in pieces, each let go once read: verifying a table larger than
   // memory keeps no more than a piece of it resident.
   constexpr uint64_t kPiece = uint64_t{16} << 20;
   std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> state(XXH64_createState(), XXH64_freeState);
   for (const SectionInfo& s : sections_) {
+    if (!which(s)) continue;
     XXH64_reset(state.get(), 0);
     for (uint64_t at = 0; at < s.length; at += kPiece) {
       const uint64_t n = std::min(kPiece, s.length - at);

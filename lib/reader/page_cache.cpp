@@ -1,6 +1,7 @@
 #include "page_cache.hpp"
 
 #include <edo/error.hpp>
+#include <edo/io/container.hpp>
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -105,6 +106,22 @@ void PageCache::read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_
   pread_exact(offset, size, dst);
   const std::lock_guard lock(mu_);
   counts_[owner].bytes_read += size;
+}
+
+uint64_t PageCache::checksum(size_t owner, uint64_t offset, uint64_t size) {
+  if (offset > file_size_ || size > file_size_ - offset)
+    EDO_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offset, size, file_size_);
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  std::vector<uint8_t> piece(std::min(kPiece, size));
+  io::Checksum64Stream hash;
+  for (uint64_t at = 0; at < size; at += kPiece) {
+    const uint64_t n = std::min(kPiece, size - at);
+    pread_exact(offset + at, n, piece.data());
+    hash.update(piece.data(), n);
+  }
+  const std::lock_guard lock(mu_);
+  counts_[owner].bytes_checked += size;
+  return hash.digest();
 }
 
 namespace {

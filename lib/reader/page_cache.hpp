@@ -17,6 +17,7 @@ namespace edo::detail {
 
 struct PageCacheCounts {
   uint64_t hits = 0, misses = 0, bytes_read = 0;
+  uint64_t bytes_checked = 0;  // read by checksum(), apart from bytes_read
 };
 
 class PageCache {
@@ -38,6 +39,10 @@ class PageCache {
   void read_spans(size_t owner, const uint64_t* offsets, size_t n, uint64_t size, uint8_t* dst);
   // The same bytes straight from the file, not cached (sequential scans).
   void read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst);
+  // The container checksum (XXH64) of bytes [offset, offset + size) of the
+  // file, read past the cache a piece at a time: checking a section of any
+  // size holds one piece of it in memory and evicts no cached page.
+  uint64_t checksum(size_t owner, uint64_t offset, uint64_t size);
   // Pages overlapping [begin, end) stay once loaded, while the pages kept so
   // make at most a quarter of the capacity: a tier's first rows, which its
   // frequency order makes the hottest.

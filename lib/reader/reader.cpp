@@ -1,6 +1,7 @@
 // The reader library: tiers opened by kind, ids resolved by the file's id
 // map, and batch lookup: ids grouped by tier, each tier gathering and
 // decoding its rows straight into place (tier.hpp).
+#include "first_read_check.hpp"
 #include "page_cache.hpp"
 
 #include <edo/checked.hpp>
@@ -27,6 +28,7 @@
 #include <exception>
 #include <limits>
 #include <optional>
+#include <set>
 
 namespace edo {
 
@@ -81,6 +83,8 @@ struct Reader::Impl {
   std::unique_ptr<detail::PageCache> cache;  // ReaderOptions::max_resident
   std::vector<bool> cached;                  // by tier: read through the cache
   uint32_t hash_slot = 0;                    // the first keyed tier: unknown ids' tier under UnknownIdPolicy::hash
+  // By tier: its per-row payload's check on first read (io::Verify::small), or null.
+  std::vector<std::shared_ptr<const detail::FirstReadCheck>> first_read;
 #ifdef EDO_HAVE_CUDA
   // A tier the GPU gathers and decodes: its codes in device memory (gpu
   // tiers), or host tiers' codes reached as options.host_access says.
@@ -238,6 +242,8 @@ struct Reader::Impl {
   }
 
   void load();
+  std::vector<std::vector<io::SectionInfo>> check_small_sections() const;
+  void defer_payload_checks(const std::vector<std::vector<io::SectionInfo>>& payload);
   void bound_memory();
   void upload_gpu_tiers();
 };
@@ -271,6 +277,48 @@ void Reader::Impl::bound_memory() {
     if (tiers[t]->stats().residency == Residency::disk) cached[t] = tiers[t]->read_through(*cache, t);
 }
 
+// io::Verify::small at open: every section of the file but the per-row
+// payload of tiers that are not fallbacks (the row sections of the traits
+// table: codec tiers' codes, sparse tiers' rows), checked before anything is
+// parsed from them. Returns each tier's payload sections, checked later.
+std::vector<std::vector<io::SectionInfo>> Reader::Impl::check_small_sections() const {
+  const auto& infos = container.tiers();
+  std::vector<std::vector<std::string>> payload(infos.size());
+  std::set<std::string> at_open;
+  for (size_t t = 0; t < infos.size(); ++t) {
+    const TierKind kind = tier_kind_of(infos[t].codec);
+    for (const auto& [role, name] : infos[t].sections) {
+      if (!is_fallback(kind) && is_row_section(kind, role))
+        payload[t].push_back(name);
+      else
+        at_open.insert(name);
+    }
+  }
+  // A section some tier reads as more than payload is checked now for all.
+  std::set<std::string> later;
+  for (auto& names : payload) {
+    std::erase_if(names, [&](const std::string& n) { return at_open.count(n) > 0; });
+    later.insert(names.begin(), names.end());
+  }
+  container.verify([&](const io::SectionInfo& s) { return later.count(s.name) == 0; });
+  std::vector<std::vector<io::SectionInfo>> out(infos.size());
+  for (size_t t = 0; t < infos.size(); ++t)
+    for (const io::SectionInfo& s : container.sections())
+      if (std::find(payload[t].begin(), payload[t].end(), s.name) != payload[t].end()) out[t].push_back(s);
+  return out;
+}
+
+// Each tier's payload checked on its first read where its kind can, else now.
+void Reader::Impl::defer_payload_checks(const std::vector<std::vector<io::SectionInfo>>& payload) {
+  first_read.assign(tiers.size(), nullptr);
+  for (size_t t = 0; t < payload.size() && t < tiers.size(); ++t) {
+    if (payload[t].empty()) continue;
+    auto check = std::make_shared<const detail::FirstReadCheck>(container, payload[t]);
+    if (!tiers[t]->check_on_first_read(check)) check->ensure();
+    first_read[t] = std::move(check);
+  }
+}
+
 void Reader::Impl::load() {
   const std::string& path = container.path();
   rows = container.rows();
@@ -296,6 +344,8 @@ void Reader::Impl::load() {
     EDO_FAIL("{}: a trained codec state with no rows (edo-quantize --train-only): give it to --trained", path);
   const auto& infos = container.tiers();
   if (infos.size() > io::kMaxTiers) EDO_FAIL("{}: {} tiers (at most {})", path, infos.size(), io::kMaxTiers);
+  std::vector<std::vector<io::SectionInfo>> payload;
+  if (options.verify == io::Verify::small) payload = check_small_sections();
   std::vector<uint64_t> tier_rows;
   for (size_t t = 0; t < infos.size(); ++t) {
     tiers.push_back(open_tier(container, infos[t], manifest["tiers"][t]));
@@ -307,6 +357,7 @@ void Reader::Impl::load() {
     stats.push_back(tiers.back()->stats());
     tier_rows.push_back(infos[t].rows);
   }
+  defer_payload_checks(payload);
   // Sized only now that a tier's sections have vouched for dim.
   if (default_vector.empty()) default_vector.assign(dim, 0.0f);
   map = open_id_map(container, tier_rows);
@@ -327,6 +378,8 @@ void Reader::Impl::upload_gpu_tiers() {
     if ((where != Residency::gpu && !host_on_gpu) || !tier.codec()) continue;
     const std::optional<math::ScalarLayout> layout = scalar_layout(*tier.codec());
     if (!layout) continue;
+    // The GPU reads these codes without the tier: their first read is now.
+    if (first_read[t]) first_read[t]->ensure();
     const uint64_t bytes = tier.stats().rows * tier.stats().code_size;
     DeviceTier d{*layout, nullptr, nullptr, nullptr};
     if (where == Residency::gpu) {
@@ -359,9 +412,10 @@ Reader Reader::open(const std::string& path, const ReaderOptions& options) {
 Reader Reader::from_container(io::Container container, const ReaderOptions& options) {
   auto impl = std::make_unique<Impl>(std::move(container), options);
   if (impl->container.is_model()) {
-    // The model file's checksums cover its tables' bytes already.
+    // The model file's checksums cover its tables' bytes already (all), or
+    // each table checks its own sections as a file would (small).
     ReaderOptions table_options = options;
-    table_options.verify = io::Verify::structure;
+    if (options.verify != io::Verify::small) table_options.verify = io::Verify::structure;
     for (size_t i = 0; i < impl->container.model_tables().size(); ++i)
       impl->model_tables.push_back(from_container(impl->container.model_table(i, table_options.verify), table_options));
     return Reader(std::move(impl));
@@ -424,7 +478,7 @@ IdMapKind Reader::id_map_kind() const {
 CacheCounts Reader::cache_counts(size_t t) const {
   if (!impl_->cache || t >= impl_->cached.size() || !impl_->cached[t]) return {};
   const detail::PageCacheCounts c = impl_->cache->counts(t);
-  return {true, c.hits, c.misses, c.bytes_read};
+  return {true, c.hits, c.misses, c.bytes_read, c.bytes_checked};
 }
 
 uint64_t Reader::cache_capacity() const { return impl_->cache ? impl_->cache->capacity() : 0; }
@@ -440,6 +494,8 @@ const uint8_t* Reader::single_tier_codes() const {
 }
 
 void Reader::lookup(const int64_t* ids, size_t n, float* out) const {
+  // The caller reads these codes without the tier: their first read is now.
+  if (impl_->map->kind() == IdMapKind::identity && impl_->first_read[0]) impl_->first_read[0]->ensure();
   require_table("lookup");
   impl_->lookup(ids, n, out);
 }

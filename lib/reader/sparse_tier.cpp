@@ -4,6 +4,7 @@
 // hostile file costs an error, never a read outside its sections, and
 // opening stays independent of the table's rows. decode_range on a GPU
 // runs the same checks and the same per-value math there (kernels/sparse.cu).
+#include "first_read_check.hpp"
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
@@ -433,17 +434,23 @@ class SparseTier final : public TierView {
   }
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    if (check_) check_->ensure();
     for_kind([&]<SparseValues V>() {
       decode_rows_cpu<V>(
           n, [local](size_t k) { return local[k]; }, [&](size_t k) { return out + dst[k] * dim_; }, true);
     });
   }
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    if (check_) check_->ensure();
     if (device == Device::cuda) return decode_range_cuda(begin, count, out);
     for_kind([&]<SparseValues V>() {
       decode_rows_cpu<V>(
           count, [begin](size_t k) { return begin + k; }, [&](size_t k) { return out + k * dim_; }, false);
     });
+  }
+  bool check_on_first_read(std::shared_ptr<const detail::FirstReadCheck> check) override {
+    check_ = std::move(check);
+    return true;
   }
 
  private:
@@ -587,6 +594,7 @@ class SparseTier final : public TierView {
   uint64_t mask_bytes_ = 0;  // a bitmap row's
   const uint8_t *offsets_ = nullptr, *values_ = nullptr, *indices_ = nullptr, *masks_ = nullptr, *params_ = nullptr;
   const uint8_t* masks_end_ = nullptr;
+  std::shared_ptr<const detail::FirstReadCheck> check_;  // io::Verify::small
 };
 
 }  // namespace

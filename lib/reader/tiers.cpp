@@ -1,5 +1,6 @@
 // The tier kinds a reader opens (a codec's code rows, one shared vector) and
 // the id maps (identity, the packed row map).
+#include "first_read_check.hpp"
 #include "page_cache.hpp"
 #include "tier_kinds.hpp"
 
@@ -231,6 +232,7 @@ class CodecTier final : public TierView {
   }
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    if (check_) check_->ensure(cache_, owner_);
     if (!cache_) return codec_->decode_gather(codes_, local, dst, n, out);
     // The rows' codes, read through the cache as one batch, then decoded as rows 0..n-1.
     const uint64_t size = stats_.code_size;
@@ -247,6 +249,7 @@ class CodecTier final : public TierView {
     codec_->decode_gather(rows.data(), order.data(), dst, n, out);
   }
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    if (check_) check_->ensure(cache_, owner_);
     DecodeOptions opt;
     opt.device = device;
     if (!cache_) return codec_->decode(codes_ + begin * stats_.code_size, count, out, opt);
@@ -263,6 +266,10 @@ class CodecTier final : public TierView {
     cache.keep(codes_offset_, codes_offset_ + stats_.rows * stats_.code_size);
     return true;
   }
+  bool check_on_first_read(std::shared_ptr<const detail::FirstReadCheck> check) override {
+    check_ = std::move(check);
+    return true;
+  }
 
  private:
   std::unique_ptr<Codec> codec_;
@@ -270,6 +277,7 @@ class CodecTier final : public TierView {
   uint64_t codes_offset_ = 0;  // in the file
   detail::PageCache* cache_ = nullptr;
   size_t owner_ = 0;
+  std::shared_ptr<const detail::FirstReadCheck> check_;  // io::Verify::small
 };
 
 // ---- shared-vector tiers ("default") -----------------------------------------------------

@@ -6,10 +6,12 @@
 //   std::vector<float> out(ids.size() * r.dim());
 //   r.lookup(ids.data(), ids.size(), out.data());
 //
-// open() costs time proportional to the header and manifest, never to the
-// payload: sections stay in the mapping and a lookup decodes only the rows it
-// is asked for. A Reader is immutable after open(); lookups may run from any
-// number of threads at once.
+// open() costs time proportional to the header, the manifest and the small
+// sections it checks (ReaderOptions::verify), never to the tiers' per-row
+// payload: sections stay in the mapping and a lookup decodes only the rows
+// it is asked for (the first read of a tier checks its payload once). A
+// Reader is immutable after open(); lookups may run from any number of
+// threads at once.
 #pragma once
 
 #include <edo/device.hpp>
@@ -90,7 +92,12 @@ struct TableBags {
 };
 
 struct ReaderOptions {
-  io::Verify verify = io::Verify::structure;  // all: also every section checksum (reads the whole file)
+  // What open() checks against the file's checksums (docs/PACK.md, "Integrity
+  // modes"): small (the default) every section but the tiers' per-row payload
+  // at open, and that payload the first time a lookup reads its tier; all:
+  // every section at open (reads the whole file); structure: no checksum of
+  // a section, lookups trust the payload bytes.
+  io::Verify verify = io::Verify::small;
   UnknownIdPolicy unknown_ids = UnknownIdPolicy::error;
   // cuda: tiers whose residency is "gpu" are copied to device memory at open
   // and lookup_device() gathers and decodes them there (an error without a GPU).
@@ -118,6 +125,9 @@ struct CacheCounts {
   bool cached = false;  // the tier is served through the cache
   uint64_t hits = 0, misses = 0;
   uint64_t bytes_read = 0;  // from the file, by io_uring or pread
+  // Read by pread to check the tier's sections on their first read
+  // (io::Verify::small), apart from bytes_read: one read of the tier's codes.
+  uint64_t bytes_checked = 0;
 };
 
 // Bytes of the file's sections by residency; the id map counts as host.

@@ -109,7 +109,8 @@ struct TierStats {
 
 namespace detail {
 class PageCache;
-}
+class FirstReadCheck;
+}  // namespace detail
 
 // One tier of an open file: a view into the file's mapping, immutable after
 // opening, so any number of threads may decode from it at once.
@@ -147,6 +148,11 @@ class TierView {
   // returns whether it will. Called once, before any lookup
   // (ReaderOptions::max_resident).
   virtual bool read_through(detail::PageCache& /*cache*/, size_t /*owner*/) { return false; }
+  // io::Verify::small: check the tier's per-row payload sections (`check`)
+  // the first time gather() or decode_range() reads them, when the kind can
+  // (codec and sparse tiers): returns whether it will; the reader checks them
+  // at open otherwise. Called once, before any lookup.
+  virtual bool check_on_first_read(std::shared_ptr<const detail::FirstReadCheck> /*check*/) { return false; }
 
  protected:
   TierStats stats_;

@@ -71,6 +71,19 @@ static_assert(offsetof(ContainerHeader, header_xxh64) == 56);
 
 // XXH64 with seed 0: the checksum every part of the container uses.
 uint64_t checksum64(const void* data, size_t size);
+// The same over bytes given in pieces (a section read a piece at a time).
+class Checksum64Stream {
+ public:
+  Checksum64Stream();
+  ~Checksum64Stream();
+  Checksum64Stream(const Checksum64Stream&) = delete;
+  Checksum64Stream& operator=(const Checksum64Stream&) = delete;
+  void update(const void* data, size_t size);
+  uint64_t digest() const;
+
+ private:
+  XXH64_state_s* state_;
+};
 
 // Manifest keys the container validates generically (docs/FORMAT.md, "The
 // manifest"). Codec names and per-codec section roles are lib/'s business.
@@ -153,10 +166,20 @@ struct SectionView {
   uint64_t size = 0;
 };
 
+// How much of a file is checked against its checksums when opened
+// (docs/PACK.md, "Integrity modes").
 enum class Verify {
   structure,  // header, manifest and layout checks only (cost independent of section sizes)
-  all,        // also every section checksum
+  // The container checks structure, as above; edo::Reader then checks every
+  // section but its tiers' per-row payload at open, and that payload the
+  // first time a lookup reads the tier (lib/reader). The reader's default.
+  small,
+  all,  // also every section checksum, at open (reads the whole file)
 };
+// "structure", "small" or "all" (edo-lookup's --verify, the Python module's
+// verify=); anything else is a usage error naming the choices.
+Verify parse_verify(std::string_view name);
+const char* verify_name(Verify verify);
 
 // A validated container. open() maps the file; view() reads bytes the caller
 // keeps alive (fuzzing, embedded data). Movable, not copyable.
@@ -199,6 +222,8 @@ class Container {
   void verify() const;
   // Lets the kernel drop the mapped pages of [data, data + size) (bytes of
   // this container): a stream through big sections stays bounded in memory.
+  // The same, over the sections `which` selects (in file order).
+  void verify(const std::function<bool(const SectionInfo&)>& which) const;
   // Nothing for a view().
   void release(const uint8_t* data, uint64_t size) const;
 
