@@ -103,6 +103,16 @@ struct LookupTable {
     }
     return one ? one->lookup(ids, n, out) : set->lookup(ids, n, out);
   }
+  // Pooled bags of the one file: under --device cuda pooled on the GPU
+  // (Reader::lookup_bags_device) and brought back.
+  void pool(const edo::Bags& bags, edo::PoolMode mode, float* out) const {
+    if (device == edo::Device::cuda) {
+      edo::DeviceBuffer pooled(std::max<size_t>(bags.count * dim(), 1) * sizeof(float));
+      file()->lookup_bags_device(bags, mode, pooled.as<float>());
+      return pooled.download(out, bags.count * dim() * sizeof(float));
+    }
+    file()->lookup_bags(bags, mode, out);
+  }
   // The reader that serves table row `row` (< rows()), and the row there.
   std::pair<const edo::Reader*, uint64_t> reader_of(uint64_t row) const {
     if (file()) return {file(), row};
@@ -221,7 +231,7 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
 struct LookupFlags {
   std::string input, ids_path, output, format = "auto", unknown = "error";
   std::string offsets_path, mode = "sum", weights_path, max_resident, cache_io = "auto", device = "cpu", table;
-  std::string verify = "small";
+  std::string verify = "small", placement = "mapped";
   bool with_ids = false, stats = false, quiet = false, force = false, json = false;
   bool mode_given = false;
   uint64_t batch = 65536;
@@ -263,6 +273,11 @@ struct LookupFlags {
                    "tiers' per-row codes at open, a tier's codes at the first lookup that reads it), all (every\n"
                    "section at open: reads the whole file) or structure (none: the payload is trusted)")
         ->check(CLI::IsMember({"structure", "small", "all"}));
+    app.add_option("--placement", placement,
+                   "mapped (default: the file mapped, 4 KB pages, open costs the header) or memory (the file read\n"
+                   "into private memory with transparent huge pages at open: faster random rows of a big table,\n"
+                   "the whole file read and held; docs/PACK.md, \"Serving\")")
+        ->check(CLI::IsMember({"mapped", "memory"}));
     app.add_option("--max-resident", max_resident,
                    "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read by io_uring or pread\n"
                    "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
@@ -274,8 +289,9 @@ struct LookupFlags {
         app, device,
         "cpu (default), cuda (an error without a GPU) or auto (the GPU when present): with cuda, the\n"
         "tiers a file marks gpu are copied to GPU memory at open and gathered and decoded there\n"
-        "(Reader::lookup_device), the others decoded on the host; the rows come back for the output.\n"
-        "One .edo file, without --offsets (auto serves those on the CPU)");
+        "(Reader::lookup_device), the others decoded on the host, and --offsets bags pooled there\n"
+        "(Reader::lookup_bags_device); the rows come back for the output. One .edo file (auto serves a\n"
+        "shard set on the CPU)");
     app.add_flag("--json", json,
                  "Print the run's figures as JSON on stdout (lookups, rows/s, lookups a tier, cache reads, bytes\n"
                  "read from storage, peak memory): needs -o (stdout would carry the rows)");
@@ -316,15 +332,14 @@ LookupTable open_table(const LookupFlags& f, edo::ReaderOptions& ro) {
   if (!f.max_resident.empty()) ro.max_resident = edo::cli::parse_byte_count("--max-resident", f.max_resident);
   if (!f.max_resident.empty() && ro.max_resident == 0) EDO_USAGE_FAIL("--max-resident 0: give a budget in bytes");
   ro.cache_io = edo::parse_cache_io(f.cache_io);
+  ro.placement = edo::io::parse_placement(f.placement);
   if (ro.verify == edo::io::Verify::all && ro.max_resident > 0)
     EDO_USAGE_FAIL("--verify all reads every page of the file through the mapping; it defeats --max-resident");
   const bool shard_set = edo::is_shard_set_file(f.input);
   // cuda is refused (exit 1) without a GPU before anything else is said about it.
   edo::Device device = edo::select_device(f.device);
-  if (device == edo::Device::cuda && (shard_set || !f.offsets_path.empty())) {
-    if (f.device == "cuda")
-      EDO_USAGE_FAIL("--device cuda serves plain lookups of one .edo file; {}",
-                     shard_set ? f.input + " is a shard set" : std::string("--offsets pools on the CPU"));
+  if (device == edo::Device::cuda && shard_set) {
+    if (f.device == "cuda") EDO_USAGE_FAIL("--device cuda serves one .edo file; {} is a shard set", f.input);
     device = edo::Device::cpu;
   }
   ro.device = device;
@@ -359,7 +374,7 @@ void write_rows(const LookupFlags& f, const LookupTable& reader, const edo::io::
     const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(),
                          f.weights_path.empty() ? nullptr : weights.data()};
     std::vector<float> pooled(bags.count * reader.dim());
-    reader.file()->lookup_bags(bags, edo::parse_pool_mode(f.mode), pooled.data());
+    reader.pool(bags, edo::parse_pool_mode(f.mode), pooled.data());
     std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number
     for (size_t b = 0; b < bags.count; ++b) bag_ids[b] = static_cast<int64_t>(b);
     RowSink sink(f.output, text, f.with_ids, bags.count, reader.dim(), others);

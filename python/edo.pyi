@@ -63,5 +63,9 @@ class File:
 Reader = File
 
 def open(
-    path: str, unknown: str = ..., verify: Union[str, bool] = ..., max_resident: int = ...
+    path: str,
+    unknown: str = ...,
+    verify: Union[str, bool] = ...,
+    max_resident: int = ...,
+    placement: str = ...,
 ) -> File: ...

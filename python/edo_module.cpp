@@ -54,7 +54,7 @@ edo::io::Verify verify_of(const py::object& verify) {
 }
 
 std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, edo::io::Verify verify,
-                                         uint64_t max_resident) {
+                                         uint64_t max_resident, const std::string& placement) {
   // A C path ends at the first NUL: "a.edo\0x" would open a.edo.
   if (path.find('\0') != std::string::npos)
     throw edo::Error("open: the path holds a NUL character", __FILE__, __LINE__, edo::ExitCode::usage);
@@ -62,6 +62,7 @@ std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::str
   opt.unknown_ids = policy_of(unknown);
   opt.verify = verify;
   opt.max_resident = max_resident;
+  opt.placement = edo::io::parse_placement(placement);
   return std::make_shared<edo::Reader>(edo::Reader::open(path, opt));
 }
 
@@ -109,7 +110,8 @@ py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_g
     weights = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
         py::module_::import("numpy").attr("asarray")(weights_given));
     if (!weights || weights.ndim() != 1 || weights.shape(0) != ids.shape(0))
-      throw edo::Error("lookup_bags: weights must be one number per id", __FILE__, __LINE__, edo::ExitCode::usage);
+      throw py::value_error("lookup_bags: weights: one number per id wanted (" + std::to_string(ids.shape(0)) +
+                            " ids)");
   }
   for (py::ssize_t i = 0; i < ids.shape(0); ++i)
     if (ids.data()[i] < 0)
@@ -118,6 +120,13 @@ py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_g
           __FILE__, __LINE__, edo::ExitCode::usage);
   const edo::Bags bags{offsets.data(), static_cast<size_t>(offsets.shape(0)), ids.data(),
                        static_cast<size_t>(ids.shape(0)), weights_given.is_none() ? nullptr : weights.data()};
+  // Malformed offsets are a ValueError naming them, as numpy's own argument errors are.
+  try {
+    edo::check_bags(bags, mode, "lookup_bags");
+  } catch (const edo::Error& e) {
+    if (e.code() == edo::ExitCode::usage) throw;
+    throw py::value_error(e.what());
+  }
   py::array_t<float> out({static_cast<py::ssize_t>(bags.count), static_cast<py::ssize_t>(r.dim())});
   float* rows = out.mutable_data();
   {
@@ -200,8 +209,9 @@ class File {
   const edo::Reader* reader_;          // this File's: *file_, or one of its model tables
 };
 
-File open_file(const std::string& path, const std::string& unknown, const py::object& verify, uint64_t max_resident) {
-  return File(open_reader(path, unknown, verify_of(verify), max_resident));
+File open_file(const std::string& path, const std::string& unknown, const py::object& verify, uint64_t max_resident,
+               const std::string& placement) {
+  return File(open_reader(path, unknown, verify_of(verify), max_resident, placement));
 }
 
 // f[i], f[ids], f[a:b:c]: an int gives one row (dim,), anything else rows (n, dim);
@@ -313,10 +323,11 @@ PYBIND11_MODULE(edo, m) {
       });
   m.attr("Reader") = m.attr("File");  // the name of 0.1
   m.def("open", &open_file, py::arg("path"), py::arg("unknown") = "error", py::arg("verify") = "small",
-        py::arg("max_resident") = 0,
+        py::arg("max_resident") = 0, py::arg("placement") = "mapped",
         "Open a .edo file (mapped; header and manifest read) as an edo.File. unknown: what ids beyond the\n"
         "table get ('error', 'default', 'hash'); verify: the checksums checked, 'small' (every section but\n"
         "the tiers' per-row codes at open, a tier's codes at its first lookup), 'all' (every section at\n"
         "open; True too) or 'structure' (none; False too); max_resident: bound the resident bytes (bytes;\n"
-        "0: no bound).");
+        "0: no bound); placement: 'mapped' (the file mapped) or 'memory' (read at open into private memory\n"
+        "with huge pages: faster random rows of a big table; docs/PACK.md, \"Serving\").");
 }

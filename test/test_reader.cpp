@@ -441,7 +441,7 @@ TEST_CASE("reader: pooled bags equal the reference bit for bit, every mode and t
   }
 }
 
-TEST_CASE("reader: malformed bags are usage errors, unknown ids follow the policy") {
+TEST_CASE("reader: malformed bags are errors naming the offsets, unknown ids follow the policy") {
   const Packed p({"all:rest:int8"});
   const edo::Reader r = edo::Reader::open(p.path);
   const int64_t ids[] = {1, 2, 3};
@@ -450,7 +450,18 @@ TEST_CASE("reader: malformed bags are usage errors, unknown ids follow the polic
   const auto err = [&](std::vector<int64_t> offsets, const float* weights, edo::PoolMode mode) {
     return error_of([&] { r.lookup_bags({offsets.data(), offsets.size(), ids, 3, weights}, mode, out.data()); });
   };
-  CHECK(err({1, 2}, nullptr, edo::PoolMode::sum).find("start at 1, not 0") != std::string::npos);
+  // Bad offsets are bad data (exit 1), weights with max or mean a bad call (exit 2).
+  const auto code = [&](std::vector<int64_t> offsets, const float* weights, edo::PoolMode mode) {
+    try {
+      r.lookup_bags({offsets.data(), offsets.size(), ids, 3, weights}, mode, out.data());
+    } catch (const edo::Error& e) {
+      return e.code();
+    }
+    return edo::ExitCode::ok;
+  };
+  CHECK(code({0, 2, 1}, nullptr, edo::PoolMode::sum) == edo::ExitCode::runtime);
+  CHECK(code({0}, w, edo::PoolMode::max) == edo::ExitCode::usage);
+  CHECK(err({1, 2}, nullptr, edo::PoolMode::sum).find("offsets: the first bag starts at 1, not 0") != std::string::npos);
   CHECK(err({0, 2, 1}, nullptr, edo::PoolMode::sum).find("below the one before it") != std::string::npos);
   CHECK(err({0, 4}, nullptr, edo::PoolMode::sum).find("beyond the 3 ids") != std::string::npos);
   CHECK(err({0}, w, edo::PoolMode::mean).find("mode sum only") != std::string::npos);
@@ -467,4 +478,46 @@ TEST_CASE("reader: malformed bags are usage errors, unknown ids follow the polic
     r.lookup_bags({none, 2, ids, 0, nullptr}, mode, zeros.data());
     for (float v : zeros) CHECK(v == 0.0f);
   }
+}
+
+TEST_CASE("reader: GPU pooled bags equal the CPU's bit for bit, every mode (skipped without a GPU)") {
+  if (!edo::cuda_available()) {
+    MESSAGE("skipped: no GPU");
+    return;
+  }
+  Packed p({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "cold:rest:pca:4,int8:host", "drop:rows=5%:default"});
+  edo::ReaderOptions opt;
+  opt.device = edo::Device::cuda;
+  opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
+  const edo::Reader r = edo::Reader::open(p.path, opt);
+  const RandomBags rb(400, p.rows + 10, 6);  // some ids past the table: the default vector
+  // One bag bigger than a GPU window (65,536 ids), folded in pieces.
+  std::vector<int64_t> big_ids(70000), big_offsets{0, 3, 3, 69990};
+  for (size_t i = 0; i < big_ids.size(); ++i) big_ids[i] = static_cast<int64_t>((i * 7919) % p.rows);
+  std::vector<float> big_weights(big_ids.size(), 0.5f);
+  for (const edo::PoolMode mode : {edo::PoolMode::sum, edo::PoolMode::mean, edo::PoolMode::max}) {
+    for (const bool weighted : {false, true}) {
+      if (weighted && mode != edo::PoolMode::sum) continue;
+      CAPTURE(edo::pool_mode_name(mode));
+      CAPTURE(weighted);
+      for (const edo::Bags& bags :
+           {rb.bags(weighted), edo::Bags{big_offsets.data(), big_offsets.size(), big_ids.data(), big_ids.size(),
+                                         weighted ? big_weights.data() : nullptr}}) {
+        std::vector<float> cpu(bags.count * p.dim), gpu(cpu.size());
+        r.lookup_bags(bags, mode, cpu.data());
+        edo::DeviceBuffer out(gpu.size() * sizeof(float));
+        r.lookup_bags_device(bags, mode, out.as<float>());
+        out.download(gpu.data(), out.bytes());
+        CHECK(std::memcmp(cpu.data(), gpu.data(), cpu.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("reader: pooled bags into device memory need a reader opened for the GPU") {
+  const Packed p({"all:rest:int8"});
+  const edo::Reader r = edo::Reader::open(p.path);
+  const int64_t offsets[1] = {0}, ids[2] = {1, 2};
+  std::vector<float> out(p.dim);
+  CHECK_THROWS_AS(r.lookup_bags_device({offsets, 1, ids, 2, nullptr}, edo::PoolMode::sum, out.data()), edo::Error);
 }

@@ -121,3 +121,25 @@ TEST_CASE("work share: lookups and pooled bags are the same with helpers free or
   CHECK(std::memcmp(rows_free.data(), rows_held.data(), rows_free.size() * sizeof(float)) == 0);
   CHECK(std::memcmp(bags_free.data(), bags_held.data(), bags_free.size() * sizeof(float)) == 0);
 }
+
+TEST_CASE("reader: placement memory serves the rows and bags of the mapping; a resident bound with it is refused") {
+  const edo::test::Packed p({"hot:rows=10%:fp16", "warm:rows=40%:int8", "cold:rest:int4"});
+  edo::ReaderOptions in_memory;
+  in_memory.placement = edo::io::Placement::memory;
+  const edo::Reader mapped = edo::Reader::open(p.path), copied = edo::Reader::open(p.path, in_memory);
+  std::vector<int64_t> ids(3000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 31) % p.rows);
+  const int64_t offsets[3] = {0, 10, 10};
+  const edo::Bags bags{offsets, 3, ids.data(), ids.size(), nullptr};
+  std::vector<float> a(ids.size() * p.dim), b(a.size());
+  mapped.lookup(ids.data(), ids.size(), a.data());
+  copied.lookup(ids.data(), ids.size(), b.data());
+  CHECK(a == b);
+  mapped.lookup_bags(bags, edo::PoolMode::mean, a.data());
+  copied.lookup_bags(bags, edo::PoolMode::mean, b.data());
+  CHECK(std::memcmp(a.data(), b.data(), 3 * p.dim * sizeof(float)) == 0);
+  CHECK(edo::io::parse_placement("memory") == edo::io::Placement::memory);
+  CHECK_THROWS_AS(edo::io::parse_placement("huge"), edo::Error);
+  in_memory.max_resident = 1 << 20;
+  CHECK_THROWS_WITH_AS(edo::Reader::open(p.path, in_memory), doctest::Contains("choose one"), edo::Error);
+}

@@ -384,11 +384,11 @@ std::vector<ModelTableInfo> validate_model_schema(const json& manifest, const st
 
 // ---- reader ------------------------------------------------------------------
 
-Container Container::open(const std::string& path, Verify verify) {
+Container Container::open(const std::string& path, Verify verify, Placement placement) {
   Container c;
   c.path_ = path;
   c.backing_path_ = path;
-  c.file_ = std::make_shared<const MappedFile>(path);
+  c.file_ = std::make_shared<const MappedFile>(path, placement);
   c.data_ = c.file_->data();
   c.size_ = c.file_->size();
   c.validate(verify);

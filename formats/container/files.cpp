@@ -104,7 +104,15 @@ void install_signal_cleanup() {
   }
 }
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+Placement parse_placement(std::string_view name) {
+  if (name == "mapped") return Placement::mapped;
+  if (name == "memory") return Placement::memory;
+  EDO_USAGE_FAIL("placement '{}': expected mapped or memory", name);
+}
+
+const char* placement_name(Placement placement) { return placement == Placement::memory ? "memory" : "mapped"; }
+
+MappedFile::MappedFile(const std::string& path, Placement placement) : path_(path), placement_(placement) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) EDO_FAIL("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
@@ -118,17 +126,37 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     EDO_FAIL("{}: is a directory", path);
   }
   size_ = static_cast<uint64_t>(st.st_size);
-  if (size_ > 0) {
+  fd_ = fd;
+  if (size_ > 0 && placement == Placement::memory) {
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      fd_ = -1;
+      EDO_FAIL("{}: cannot allocate {} bytes to hold the file: {}", path, size_, std::strerror(err));
+    }
+    ::madvise(p, size_, MADV_HUGEPAGE);  // a hint: the copy works without huge pages, only slower
+    try {
+      read_at(0, p, size_);
+    } catch (...) {
+      ::munmap(p, size_);
+      ::close(fd);
+      fd_ = -1;
+      throw;
+    }
+    ::mprotect(p, size_, PROT_READ);
+    data_ = static_cast<const uint8_t*>(p);
+  } else if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
+      fd_ = -1;
       EDO_FAIL("{}: cannot map: {}", path, std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
     ::madvise(p, size_, MADV_SEQUENTIAL);
   }
-  fd_ = fd;
 }
 
 MappedFile::~MappedFile() {
@@ -150,7 +178,7 @@ void MappedFile::read_at(uint64_t offset, void* out, size_t size) const {
 }
 
 void MappedFile::release(uint64_t offset, uint64_t length) const {
-  if (!data_ || offset >= size_ || length == 0) return;
+  if (!data_ || offset >= size_ || length == 0 || placement_ == Placement::memory) return;
   // Widened outward to 64 KiB: on a fault the kernel maps a cluster of file
   // pages around the address (fault-around), and a lone row read would
   // otherwise leave its neighbours resident. Dropping a page of a mapping is

@@ -6,6 +6,11 @@
 #include <edo/reader.hpp>
 #include <edo/work_share.hpp>
 
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/lookup.cuh>
+#include <edo/device.hpp>
+#endif
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -41,20 +46,26 @@ size_t bag_end(const Bags& b, size_t bag) {
   return bag + 1 < b.count ? static_cast<size_t>(b.offsets[bag + 1]) : b.ids_count;
 }
 
-void check_bags(const Bags& b, PoolMode mode, const std::string& path) {
+}  // namespace
+
+void check_bags(const Bags& b, PoolMode mode, std::string_view what) {
   if (b.weights && mode != PoolMode::sum)
-    EDO_USAGE_FAIL("{}: per-id weights pool with mode sum only (as EmbeddingBag's), not {}", path,
+    EDO_USAGE_FAIL("{}: per-id weights pool with mode sum only (as EmbeddingBag's), not {}", what,
                    pool_mode_name(mode));
   if (b.count == 0) return;
-  if (b.offsets[0] != 0) EDO_USAGE_FAIL("{}: bag offsets start at {}, not 0", path, b.offsets[0]);
+  if (b.offsets[0] != 0) EDO_FAIL("{}: offsets: the first bag starts at {}, not 0", what, b.offsets[0]);
   for (size_t i = 1; i < b.count; ++i)
     if (b.offsets[i] < b.offsets[i - 1])
-      EDO_USAGE_FAIL("{}: bag offset {} ({}) is below the one before it ({})", path, i, b.offsets[i], b.offsets[i - 1]);
+      EDO_FAIL("{}: offsets: bag offset {} ({}) is below the one before it ({})", what, i, b.offsets[i],
+               b.offsets[i - 1]);
   if (static_cast<uint64_t>(b.offsets[b.count - 1]) > b.ids_count)
-    EDO_USAGE_FAIL("{}: the last bag starts at {}, beyond the {} ids", path, b.offsets[b.count - 1], b.ids_count);
+    EDO_FAIL("{}: offsets: the last bag starts at {}, beyond the {} ids", what, b.offsets[b.count - 1], b.ids_count);
 }
 
-// Folds `n` decoded rows (ids [first, first + n) of the bag) into `out`.
+namespace {
+
+// Folds `n` decoded rows (ids [first, first + n) of the bag) into `out`,
+// value by value as the GPU's pooling kernel does (pool_math.hpp).
 void fold(PoolMode mode, const float* rows, size_t n, const float* weights, uint64_t dim, bool first_rows, float* out) {
   for (size_t k = 0; k < n; ++k) {
     const float* row = rows + k * dim;
@@ -63,26 +74,29 @@ void fold(PoolMode mode, const float* rows, size_t n, const float* weights, uint
         std::memcpy(out, row, dim * sizeof(float));
         continue;
       }
-      for (uint64_t j = 0; j < dim; ++j) out[j] = std::max(out[j], row[j]);
+      for (uint64_t j = 0; j < dim; ++j) out[j] = math::pool_max(out[j], row[j]);
       continue;
     }
-    const float w = weights ? weights[k] : 1.0f;
-    if (weights)
-      for (uint64_t j = 0; j < dim; ++j) out[j] += w * row[j];
-    else
-      for (uint64_t j = 0; j < dim; ++j) out[j] += row[j];
+    if (weights) {
+      const float w = weights[k];
+      for (uint64_t j = 0; j < dim; ++j) out[j] = math::pool_weighted_sum(out[j], w, row[j]);
+    } else {
+      for (uint64_t j = 0; j < dim; ++j) out[j] = math::pool_sum(out[j], row[j]);
+    }
   }
 }
 
 void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
   if (mode != PoolMode::mean || n == 0) return;
-  const float inv = 1.0f / static_cast<float>(n);
-  for (uint64_t j = 0; j < dim; ++j) out[j] *= inv;
+  const float factor = math::pool_mean_factor(n);
+  for (uint64_t j = 0; j < dim; ++j) out[j] *= factor;
 }
 
 // Rows decoded at once: a buffer that stays in the core's cache, whatever
 // the bags' sizes.
 constexpr size_t kRowsAtOnce = 256;
+// Ids a GPU pooling window gathers at once (lookup_bags_device).
+constexpr size_t kDeviceRows = 65536;
 // Bags a helper claims at once.
 constexpr size_t kBagsAtOnce = 16;
 
@@ -127,6 +141,56 @@ void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
     share_work(chunks, pool_bags);
   else
     for (size_t c = 0; c < chunks; ++c) pool_bags(c);
+}
+
+void Reader::lookup_bags_device(const Bags& bags, PoolMode mode, float* out_device) const {
+  require_table("lookup_bags_device");
+#ifdef EDO_HAVE_CUDA
+  lookup_device(bags.ids, 0, out_device);  // refuses a reader not opened for the GPU, before any allocation
+  check_bags(bags, mode, path());
+  const uint64_t d = dim();
+  if (bags.count == 0) return;
+  // Windows of consecutive bags of at most kDeviceRows ids (a bigger bag
+  // alone, in pieces): rows gathered and decoded by lookup_device(), then
+  // folded by the pooling kernel.
+  const size_t window_rows = std::min(kDeviceRows, std::max<size_t>(bags.ids_count, 1));
+  DeviceBuffer rows(window_rows * d * sizeof(float));
+  DeviceBuffer d_begin(kDeviceRows * sizeof(uint64_t)), d_end(kDeviceRows * sizeof(uint64_t));
+  DeviceBuffer d_count(kDeviceRows * sizeof(uint64_t)), d_first(kDeviceRows);
+  DeviceBuffer d_weights(bags.weights ? window_rows * sizeof(float) : 1);
+  std::vector<uint64_t> begin, end, count;
+  std::vector<uint8_t> first;
+  for (size_t b = 0; b < bags.count;) {
+    size_t e = b + 1;
+    while (e < bags.count && e - b < kDeviceRows && bag_end(bags, e) - bag_begin(bags, b) <= kDeviceRows) ++e;
+    const size_t lo = bag_begin(bags, b), hi = bag_end(bags, e - 1);
+    for (size_t at = lo; at == lo || at < hi; at += kDeviceRows) {
+      const size_t n = std::min(kDeviceRows, hi - at);
+      begin.clear(), end.clear(), count.clear(), first.clear();
+      for (size_t bag = b; bag < e; ++bag) {
+        const size_t bag_lo = std::max(bag_begin(bags, bag), at), bag_hi = std::min(bag_end(bags, bag), at + n);
+        begin.push_back(bag_lo - at);
+        end.push_back(std::max(bag_lo, bag_hi) - at);
+        first.push_back(bag_begin(bags, bag) >= at);
+        count.push_back(bag_end(bags, bag) <= at + n ? bag_end(bags, bag) - bag_begin(bags, bag) : 0);
+      }
+      if (n > 0) lookup_device(bags.ids + at, n, rows.as<float>());
+      d_begin.upload(begin.data(), begin.size() * sizeof(uint64_t));
+      d_end.upload(end.data(), end.size() * sizeof(uint64_t));
+      d_count.upload(count.data(), count.size() * sizeof(uint64_t));
+      d_first.upload(first.data(), first.size());
+      if (bags.weights && n > 0) d_weights.upload(bags.weights + at, n * sizeof(float));
+      cuda::pool_rows(mode, rows.as<float>(), d_begin.as<uint64_t>(), d_end.as<uint64_t>(), d_first.as<uint8_t>(),
+                      d_count.as<uint64_t>(), bags.weights ? d_weights.as<float>() : nullptr, e - b, d,
+                      out_device + static_cast<uint64_t>(b) * d);
+      check_cuda_launch("pool_rows");
+    }
+    b = e;
+  }
+#else
+  (void)bags, (void)mode, (void)out_device;
+  require_device(Device::cuda);
+#endif
 }
 
 void Reader::lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const {

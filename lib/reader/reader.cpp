@@ -406,7 +406,11 @@ Reader::Reader(Reader&&) noexcept = default;
 Reader& Reader::operator=(Reader&&) noexcept = default;
 
 Reader Reader::open(const std::string& path, const ReaderOptions& options) {
-  return from_container(io::Container::open(path, options.verify), options);
+  if (options.placement == io::Placement::memory && options.max_resident > 0)
+    EDO_USAGE_FAIL("{}: placement memory holds the whole file in memory, a resident bound reads it through a cache: "
+                   "choose one",
+                   path);
+  return from_container(io::Container::open(path, options.verify, options.placement), options);
 }
 
 Reader Reader::from_container(io::Container container, const ReaderOptions& options) {
@@ -490,12 +494,12 @@ const Codec* Reader::single_tier_codec() const {
 
 const uint8_t* Reader::single_tier_codes() const {
   require_table("single_tier_codes");
+  // The caller reads these codes without the tier: their first read is now.
+  if (impl_->map->kind() == IdMapKind::identity && impl_->first_read[0]) impl_->first_read[0]->ensure();
   return impl_->map->kind() == IdMapKind::identity ? impl_->tiers[0]->codes() : nullptr;
 }
 
 void Reader::lookup(const int64_t* ids, size_t n, float* out) const {
-  // The caller reads these codes without the tier: their first read is now.
-  if (impl_->map->kind() == IdMapKind::identity && impl_->first_read[0]) impl_->first_read[0]->ensure();
   require_table("lookup");
   impl_->lookup(ids, n, out);
 }

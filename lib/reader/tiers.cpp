@@ -344,6 +344,8 @@ class IdentityMap final : public IdMap {
 // an id resolves with two loads; without it (older files, or a tier of 2^32
 // rows or more) by the rank checkpoints and a count of at most 255 bytes.
 class RowMapIdMap final : public IdMap {
+  static constexpr size_t kResolveAhead = 16;
+
  public:
   RowMapIdMap(io::RowMap map, const uint8_t* local, uint64_t bytes)
       : map_(std::move(map)), local_(local), bytes_(bytes) {
@@ -356,6 +358,15 @@ class RowMapIdMap final : public IdMap {
     const uint32_t unknown = map_.tiers();
     const uint8_t* bytes = map_.tier_bytes();
     for (size_t k = 0; k < n; ++k) {
+      // Ids are random rows: both map entries a few ids ahead are fetched
+      // now, so their cache misses overlap the ones being resolved.
+      if (k + kResolveAhead < n && local_) {
+        const auto ahead = static_cast<uint64_t>(ids[k + kResolveAhead]);
+        if (ahead < rows) {
+          __builtin_prefetch(bytes + ahead);
+          __builtin_prefetch(local_ + ahead * sizeof(uint32_t));
+        }
+      }
       if (ids[k] < 0 || static_cast<uint64_t>(ids[k]) >= rows) {
         tier[k] = unknown;
         local[k] = 0;

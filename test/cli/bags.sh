@@ -47,7 +47,9 @@ with edo.open("t.edo") as f:
     for b, (s, e) in enumerate(zip(off, ends)):
         want = (rows[ids[s:e]].astype(n.float64) * w[s:e, None]).sum(0)
         assert n.allclose(got[b], want, rtol=1e-4, atol=1e-4), b
-    for call, kind in ((lambda: f.lookup_bags([1], [0]), edo.Error), (lambda: f.lookup_bags([0], [0], mode="avg"), edo.Error),
+    for call, kind in ((lambda: f.lookup_bags([1], [0]), ValueError), (lambda: f.lookup_bags([0, 2, 1], [0, 1, 2]), ValueError),
+                       (lambda: f.lookup_bags([0, 5], [0]), ValueError), (lambda: f.lookup_bags([0], [0, 1], weights=[1.0]), ValueError),
+                       (lambda: f.lookup_bags([0], [0], mode="avg"), edo.Error),
                        (lambda: f.lookup_bags([0], [0], mode="max", weights=[1.0]), edo.Error),
                        (lambda: f.lookup_bags([0], [0.5]), TypeError), (lambda: f.lookup_bags([0], [-1]), edo.Error)):
         try:
@@ -63,12 +65,44 @@ import numpy as n, edo
 f = edo.open('t.edo')
 want = f.lookup_bags(n.load('offsets.npy'), n.load('ids.npy'), weights=n.load('w.npy'))
 assert n.load('wsum.npy').tobytes() == want.tobytes()" || fail "edo-lookup --weights differs from lookup_bags"
+# Several Python threads pooling through one File at once (the GIL released) get what one thread gets.
+PYTHONPATH="$build/python" $py - <<'PY' || fail "lookup_bags from several Python threads differs"
+import threading
+import numpy as n
+import edo
+ids, off = n.load("ids.npy"), n.load("offsets.npy")
+f = edo.open("t.edo")
+want = n.load("sum.npy").tobytes()
+bad = []
+def work():
+    for _ in range(20):
+        if f.lookup_bags(off, ids).tobytes() != want or f.lookup(ids).shape != (len(ids), f.dim):
+            bad.append(1)
+threads = [threading.Thread(target=work) for _ in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert not bad, len(bad)
+PY
+# The file read into memory (huge pages) serves the same bags; with a resident bound it is refused.
+expect 0 "$build/edo-lookup" t.edo --ids ids.npy --offsets offsets.npy --mode mean --placement memory -o mem.npy -q
+cmp -s mem.npy mean.npy || fail "edo-lookup --placement memory pools other bags than the mapping"
+expect 2 "$build/edo-lookup" t.edo --ids ids.npy --placement memory --max-resident 1M -o x.npy
+err_has "choose one"
+PYTHONPATH="$build/python" $py -c "
+import numpy as n, edo
+f = edo.open('t.edo', placement='memory')
+assert f.lookup_bags(n.load('offsets.npy'), n.load('ids.npy'), mode='mean').tobytes() == n.load('mean.npy').tobytes()
+try:
+    edo.open('t.edo', placement='huge')
+    raise SystemExit('accepted placement huge')
+except edo.Error:
+    pass" || fail "the Python module's placement='memory' is wrong"
 expect 2 "$build/edo-lookup" t.edo --ids ids.npy --offsets offsets.npy --weights w.npy --mode max -o x.npy
 err_has "mode sum only"
 expect 2 "$build/edo-lookup" t.edo --ids ids.npy --mode mean -o x.npy; err_has "give --offsets"
 printf '0\n2\n1\n' >bad_offsets.txt
-expect 2 "$build/edo-lookup" t.edo --ids ids.npy --offsets bad_offsets.txt -o bad.npy
-err_has "below the one before it"
+expect 1 "$build/edo-lookup" t.edo --ids ids.npy --offsets bad_offsets.txt -o bad.npy
+err_has "offsets: bag offset 2 (1) is below the one before it"
 [ -e bad.npy ] && fail "malformed bags left an output"
 echo "bags: $failures failure(s)"
 [ "$failures" -eq 0 ]

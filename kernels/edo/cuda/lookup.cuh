@@ -3,6 +3,7 @@
 #pragma once
 
 #include <edo/codec_math.hpp>
+#include <edo/pool_math.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -17,6 +18,17 @@ void gather_decode_scalar(const math::ScalarLayout& L, const uint8_t* codes, con
                           size_t n, float* out, cudaStream_t stream = 0);
 // out[dst[i] * dim + j] = rows[i * dim + j]: rows decoded elsewhere, copied in.
 void scatter_rows(const float* rows, const uint64_t* dst, size_t n, size_t dim, float* out, cudaStream_t stream = 0);
+// Pooling a window of decoded rows (Reader::lookup_bags_device): bag b of
+// `bags` folds rows [begin[b], end[b]) of `rows` (dim wide; times weights[r]
+// when weights is not null, sum only) into out + b * dim, in row order, by
+// the functions of pool_math.hpp (so as the CPU does); `first[b]` is nonzero
+// when the bag's first row is among them (the fold starts from zero, so an
+// empty bag pools to zeros), zero when it continues one an earlier window
+// began (from what `out` holds). With mode mean, a bag whose last row is in the
+// window (count[b] > 0: its rows in all) is then scaled by the mean's factor.
+void pool_rows(PoolMode mode, const float* rows, const uint64_t* begin, const uint64_t* end, const uint8_t* first,
+               const uint64_t* count, const float* weights, size_t bags, size_t dim, float* out,
+               cudaStream_t stream = 0);
 // Waits for the device and returns the first error of the launches before.
 // (fmt does not build under nvcc, so lib/ turns errors into edo::Error.)
 cudaError_t synchronize();

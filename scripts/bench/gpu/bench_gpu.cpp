@@ -12,7 +12,8 @@
 //   knn     exact k-NN (cuBLAS scores, host selection) as a share of one
 //           cuBLAS sgemm of the same shape on resident data
 //   lookup  the reader's lookup_device rows/s (all tiers gpu-resident) next
-//           to a plain device gather of fp32 rows
+//           to a plain device gather of fp32 rows, and lookup_bags_device (the
+//           pooling kernel) next to the CPU reader's lookup_bags
 //   residency  lookup_device with a host tier served by copies, mapped pinned
 //           memory and managed memory (ReaderOptions::host_access), next to
 //           the same plain gather
@@ -744,6 +745,22 @@ void section_lookup(Report& rep, const Config& cfg) {
              "plain device gather (fp32)", static_cast<double>(batch) / tp, "share of the gather", detail});
     rep.add({"lookup", fmt::format("lookup_device batch {}, next to the CPU reader", batch),
              static_cast<double>(batch) / tl, "rows/s", "CPU lookup", static_cast<double>(batch) / tc, "x the CPU",
+             detail});
+    // The same ids as bags of 1 to 100 (sum): the pooling kernel against the CPU's lookup_bags.
+    std::vector<int64_t> offsets;
+    for (size_t at = 0; at < batch; at += 1 + (at * 7919 % 100)) offsets.push_back(static_cast<int64_t>(at));
+    const edo::Bags bags{offsets.data(), offsets.size(), ids.data(), batch, nullptr};
+    Dev pooled(offsets.size() * dim * sizeof(float));
+    const double tb = best_host_seconds(
+        cfg.repeat * 4, [&] { reader.lookup_bags_device(bags, edo::PoolMode::sum, pooled.as<float>()); });
+    std::vector<float> got_bags(offsets.size() * dim), want_bags(got_bags.size());
+    const double tcb = edo::bench::best_seconds(
+        cfg.repeat, [&] { cpu_reader.lookup_bags(bags, edo::PoolMode::sum, want_bags.data()); });
+    pooled.download(got_bags.data(), got_bags.size() * sizeof(float));
+    rep.check_result(fmt::format("lookup_bags_device equals the CPU's lookup_bags on {} ids", batch),
+                     std::memcmp(got_bags.data(), want_bags.data(), got_bags.size() * sizeof(float)) == 0);
+    rep.add({"lookup", fmt::format("lookup_bags_device batch {} ids, bags of 1-100 (sum)", batch),
+             static_cast<double>(batch) / tb, "ids/s", "CPU lookup_bags", static_cast<double>(batch) / tcb, "x the CPU",
              detail});
   }
 }

@@ -16,6 +16,7 @@
 
 #include <edo/device.hpp>
 #include <edo/io/container.hpp>
+#include <edo/pool_math.hpp>
 #include <edo/tier.hpp>
 
 #include <nlohmann/json.hpp>
@@ -63,8 +64,6 @@ enum class CacheIo : uint8_t { automatic, pread, io_uring };
 CacheIo parse_cache_io(std::string_view name);
 const char* cache_io_name(CacheIo io);
 
-// How a bag of rows pools, as PyTorch's EmbeddingBag modes.
-enum class PoolMode : uint8_t { sum, mean, max };
 const char* pool_mode_name(PoolMode mode);
 // "sum", "mean" or "max"; anything else is a usage error.
 PoolMode parse_pool_mode(std::string_view name);
@@ -81,6 +80,11 @@ struct Bags {
   size_t ids_count = 0;
   const float* weights = nullptr;
 };
+
+// Checks bags before any is pooled (lookup_bags does): an edo::Error naming
+// `what` (the file) and "offsets" for offsets not starting at 0, decreasing,
+// or past the ids (exit 1); a usage error for weights with a mode but sum.
+void check_bags(const Bags& bags, PoolMode mode, std::string_view what);
 
 // One table's bags in a call over several tables of a model file (as an
 // EmbeddingBagCollection's forward takes a bag set per feature): the table's
@@ -99,6 +103,11 @@ struct ReaderOptions {
   // a section, lookups trust the payload bytes.
   io::Verify verify = io::Verify::small;
   UnknownIdPolicy unknown_ids = UnknownIdPolicy::error;
+  // mapped (the default): served from a mapping of the file, open costs the
+  // header. memory: the file read into private memory with transparent huge
+  // pages at open, for lookups of random rows of a big table that would
+  // otherwise walk the page tables on most reads (docs/PACK.md, "Serving").
+  io::Placement placement = io::Placement::mapped;
   // cuda: tiers whose residency is "gpu" are copied to device memory at open
   // and lookup_device() gathers and decodes them there (an error without a GPU).
   Device device = Device::cpu;
@@ -189,6 +198,12 @@ class Reader {
   // tests hold lookup_bags() to (bit for bit: the same rows, summed in the
   // same order).
   void lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) const;
+  // The same with `out_device` in device memory (bags in host memory), for
+  // a reader opened with device = cuda: rows gathered as lookup_device()
+  // gathers them, a window of bags at a time, and pooled by a kernel that
+  // folds them in the same order with the same operations (pool_math.hpp),
+  // so the result is lookup_bags()'s bit for bit.
+  void lookup_bags_device(const Bags& bags, PoolMode mode, float* out_device) const;
   // Every table's bags pooled in one call, each as table(name).lookup_bags()
   // pools them, in the order given; a table the file does not have is a
   // usage error naming the tables, before any bag is pooled.

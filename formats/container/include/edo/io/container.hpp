@@ -185,7 +185,9 @@ const char* verify_name(Verify verify);
 // keeps alive (fuzzing, embedded data). Movable, not copyable.
 class Container {
  public:
-  static Container open(const std::string& path, Verify verify = Verify::structure);
+  // `placement`: mapped, or read into private memory with huge pages (files.hpp).
+  static Container open(const std::string& path, Verify verify = Verify::structure,
+                        Placement placement = Placement::mapped);
   // `name` is used in error messages in place of a path.
   static Container view(const uint8_t* data, uint64_t size, const std::string& name, Verify verify = Verify::structure);
 
@@ -220,10 +222,10 @@ class Container {
   // Checks every section checksum; throws naming the first bad section.
   // The pages it reads are let go again, so verifying keeps no file resident.
   void verify() const;
-  // Lets the kernel drop the mapped pages of [data, data + size) (bytes of
-  // this container): a stream through big sections stays bounded in memory.
   // The same, over the sections `which` selects (in file order).
   void verify(const std::function<bool(const SectionInfo&)>& which) const;
+  // Lets the kernel drop the mapped pages of [data, data + size) (bytes of
+  // this container): a stream through big sections stays bounded in memory.
   // Nothing for a view().
   void release(const uint8_t* data, uint64_t size) const;
 

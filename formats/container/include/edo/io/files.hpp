@@ -5,18 +5,40 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace edo::io {
+
+// Where a MappedFile's bytes are served from.
+enum class Placement : uint8_t {
+  // The file mapped: open costs nothing, pages are shared with every process
+  // that maps the file and evictable, but each is 4 KB, so random rows of a
+  // big file miss the TLB and walk the page tables on most reads.
+  mapped,
+  // The file read once, at open, into private memory the kernel backs with
+  // transparent huge pages where it can (2 MB: a TLB entry covers 512 times
+  // the bytes), as numpy's big arrays are: faster random reads, at the cost
+  // of reading the whole file at open and holding its bytes unshared.
+  memory,
+};
+// "mapped" or "memory" (edo-lookup --placement, the Python module's
+// placement=); anything else is a usage error naming the choices.
+Placement parse_placement(std::string_view name);
+const char* placement_name(Placement placement);
 
 // A whole file mapped read-only. Empty files map to (nullptr, 0).
 class MappedFile {
  public:
-  explicit MappedFile(const std::string& path);
+  explicit MappedFile(const std::string& path, Placement placement = Placement::mapped);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   MappedFile(MappedFile&& other) noexcept
-      : fd_(other.fd_), path_(std::move(other.path_)), data_(other.data_), size_(other.size_) {
+      : fd_(other.fd_),
+        path_(std::move(other.path_)),
+        data_(other.data_),
+        size_(other.size_),
+        placement_(other.placement_) {
     other.fd_ = -1;
     other.data_ = nullptr;
     other.size_ = 0;
@@ -29,7 +51,8 @@ class MappedFile {
   // Tells the kernel the pages around [offset, offset + length) are no
   // longer needed by this process, so streaming a big file, or reading
   // scattered rows, keeps resident memory bounded. The data stays valid (it
-  // is mapped again on the next touch).
+  // is mapped again on the next touch). Nothing for Placement::memory,
+  // whose bytes are the only copy.
   void release(uint64_t offset, uint64_t length) const;
   // Copies [offset, offset + size) with pread, bypassing the mapping: for
   // scattered small reads, cheaper than faulting a page cluster per read.
@@ -40,6 +63,7 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
+  Placement placement_ = Placement::mapped;
 };
 
 // Files removed if the process is ended by SIGINT, SIGTERM, SIGHUP or SIGPIPE
