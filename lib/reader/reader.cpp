@@ -407,9 +407,10 @@ Reader& Reader::operator=(Reader&&) noexcept = default;
 
 Reader Reader::open(const std::string& path, const ReaderOptions& options) {
   if (options.placement == io::Placement::memory && options.max_resident > 0)
-    EDO_USAGE_FAIL("{}: placement memory holds the whole file in memory, a resident bound reads it through a cache: "
-                   "choose one",
-                   path);
+    EDO_USAGE_FAIL(
+        "{}: placement memory holds the whole file in memory, a resident bound reads it through a cache: "
+        "choose one",
+        path);
   return from_container(io::Container::open(path, options.verify, options.placement), options);
 }
 
