@@ -139,14 +139,19 @@ uint64_t chosen_file_bytes(std::string_view spec, uint64_t rows, uint64_t dim) {
 
 std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_t sample_rows) {
   const uint64_t n = std::min(rows, sample_rows);
-  // Scalar and grouped codecs (fp16 scales from 3 bits up), their rotated
-  // forms where a random rotation pays (GloVe, docs/BENCHMARKS.md), and tc,
-  // the frontier from 3.5 to 8.5 bits on GloVe and BIGANN.
+  // Scalar and grouped codecs (fp16 scales from 3 bits up; int4 in groups
+  // of 128 and 64 as llama.cpp's Q4_0 is in 32), their rotated forms where a
+  // random rotation pays (GloVe, docs/BENCHMARKS.md), and tc, the frontier
+  // from 3.5 to 8.5 bits on GloVe and BIGANN, in quarter bits around 4.5
+  // (a 256-wide token table: tc:bits=4.25 0.953 at 4.45 bits, the next
+  // candidate under 4.5 bits 0.944).
   std::vector<std::string> specs = {"bin",
                                     "int2",
                                     "int3",
                                     "int3:scale=fp16",
                                     "int4:scale=fp16",
+                                    "int4:group=128,scale=fp16",
+                                    "int4:group=64,scale=fp16",
                                     "int4:group=32,scale=fp16",
                                     "int5:scale=fp16",
                                     "int5:group=32,scale=fp16",
@@ -161,7 +166,7 @@ std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_
     for (const char* s : {"rot,int3:scale=fp16", "rot,int4:scale=fp16", "rot,int5:scale=fp16", "rot,int6:scale=fp16",
                           "rot,int8:scale=fp16"})
       specs.emplace_back(s);
-    for (const char* b : {"3", "3.5", "4", "4.5", "5", "5.5", "6", "7", "8"})
+    for (const char* b : {"3", "3.5", "4", "4.25", "4.5", "4.75", "5", "5.5", "6", "7", "8"})
       specs.push_back(fmt::format("tc:bits={}", b));
   }
   // pq at 1, 2 and 4 bits a value and rq at 8 and 16 levels, int8 codebooks
@@ -240,7 +245,9 @@ struct Trial {
       codec->decode(codes.data(), n, y.data());
       check_magnitudes(*codec, x.data(), y.data(), n, enc, ids.data());
       io::MemoryTable original(input, {x.data(), n, dim}), decoded(row.spec, {y.data(), n, dim});
-      row.recall = evaluate(original, decoded, eval, &truth).at(fmt::format("recall@{}", eval.ks[0]));
+      const EvalResult scored = evaluate(original, decoded, eval, &truth);
+      row.recall = scored.at(fmt::format("recall@{}", eval.ks[0]));
+      row.rel_error = scored.at("rel_fro");
       row.outcome = CandidateOutcome::tried;
     } catch (const Error& e) {
       if (e.code() == ExitCode::usage && !opt.candidates.empty()) throw;
@@ -294,31 +301,50 @@ void note(const ChooseOptions& opt, const std::string& line) {
   EDO_FAIL("{}: {}: no candidate was tried", path, c.budget.text);
 }
 
+// The winner among the tried candidates `fit` (smallest file first): the
+// best recall, a tie within kRecallTie going to the smaller relative error.
+size_t pick_within_bits(const std::vector<ChooserRow>& rows, const std::vector<size_t>& fit) {
+  double top = -1;
+  for (size_t i : fit)
+    if (rows[i].outcome == CandidateOutcome::tried) top = std::max(top, rows[i].recall);
+  std::optional<size_t> best;
+  for (size_t i : fit)
+    if (rows[i].outcome == CandidateOutcome::tried && rows[i].recall >= top - kRecallTie &&
+        (!best || rows[i].rel_error < rows[*best].rel_error))
+      best = i;
+  return *best;
+}
+
 void choose_within_bits(CodecChoice& c, Trial& trial, const std::string& path) {
   std::vector<size_t> fit;
+  bool any = false;
   for (size_t i = 0; i < c.candidates.size(); ++i)
     if (c.candidates[i].bits <= c.budget.bits) fit.push_back(i);
-  std::optional<size_t> best;
   for (size_t n = 0; n < fit.size(); ++n) {
     ChooserRow& r = c.candidates[fit[n]];
     note(trial.opt, fmt::format("trying {} ({}/{}, {:.3f} bits a value)", r.spec, n + 1, fit.size(), r.bits));
     trial.run(r);
-    // Ties go to the smaller file: the candidates come smallest first.
-    if (r.outcome == CandidateOutcome::tried && (!best || r.recall > c.candidates[*best].recall)) best = fit[n];
+    any = any || r.outcome == CandidateOutcome::tried;
   }
-  if (!best) fail_all_refused(c, path);
-  c.winner = *best;
+  if (!any) fail_all_refused(c, path);
+  c.winner = pick_within_bits(c.candidates, fit);
   const ChooserRow& w = c.candidates[c.winner];
-  std::optional<size_t> second;
+  std::optional<size_t> other;  // the best recall but the winner's
   for (size_t i : fit)
     if (i != c.winner && c.candidates[i].outcome == CandidateOutcome::tried &&
-        (!second || c.candidates[i].recall > c.candidates[*second].recall))
-      second = i;
+        (!other || c.candidates[i].recall > c.candidates[*other].recall))
+      other = i;
   c.reason = fmt::format("the best recall@10 ({:.4f}) of the {} candidates within {} bits a value", w.recall,
                          fit.size(), c.budget.bits);
-  if (second)
-    c.reason += fmt::format("; the next best, {}, {:.4f} at {:.3f} bits", c.candidates[*second].spec,
-                            c.candidates[*second].recall, c.candidates[*second].bits);
+  if (!other) return;
+  const ChooserRow& o = c.candidates[*other];
+  if (o.recall > w.recall)
+    c.reason = fmt::format(
+        "recall@10 {:.4f}, within {} of the best ({}, {:.4f}: a tie on this sample) with less relative error "
+        "({:.5f} against {:.5f}), among the {} candidates within {} bits a value",
+        w.recall, kRecallTie, o.spec, o.recall, w.rel_error, o.rel_error, fit.size(), c.budget.bits);
+  else
+    c.reason += fmt::format("; the next best, {}, {:.4f} at {:.3f} bits", o.spec, o.recall, o.bits);
 }
 
 void choose_reaching_recall(CodecChoice& c, Trial& trial, const std::string& path) {
@@ -395,19 +421,20 @@ std::string codec_choice_text(const CodecChoice& c) {
       c.budget.text, c.rows, c.dim, metric_name(c.metric), k, c.queries, c.sample_rows, kContainerAllowanceBytes);
   size_t width = 4;
   for (const ChooserRow& r : c.candidates) width = std::max(width, r.spec.size());
-  out += fmt::format("{:<{}}  {:>10}  {:>9}  {:>8}  {}\n", "spec", width, "bits/value", fmt::format("recall@{}", k),
-                     "seconds", "outcome");
+  out += fmt::format("{:<{}}  {:>10}  {:>9}  {:>9}  {:>8}  {}\n", "spec", width, "bits/value",
+                     fmt::format("recall@{}", k), "rel.error", "seconds", "outcome");
   for (size_t i = 0; i < c.candidates.size(); ++i) {
     const ChooserRow& r = c.candidates[i];
     const bool scored = r.outcome == CandidateOutcome::tried;
     std::string outcome = i == c.winner ? "chosen" : candidate_outcome_name(r.outcome);
     if (r.outcome == CandidateOutcome::refused) outcome += ": " + r.why;
-    out += fmt::format("{:<{}}  {:>10.3f}  {:>9}  {:>8}  {}\n", r.spec, width, r.bits,
-                       scored ? fmt::format("{:.4f}", r.recall) : "-",
-                       r.outcome == CandidateOutcome::tried || r.outcome == CandidateOutcome::refused
-                           ? fmt::format("{:.2f}", r.seconds)
-                           : "-",
-                       outcome);
+    out +=
+        fmt::format("{:<{}}  {:>10.3f}  {:>9}  {:>9}  {:>8}  {}\n", r.spec, width, r.bits,
+                    scored ? fmt::format("{:.4f}", r.recall) : "-", scored ? fmt::format("{:.5f}", r.rel_error) : "-",
+                    r.outcome == CandidateOutcome::tried || r.outcome == CandidateOutcome::refused
+                        ? fmt::format("{:.2f}", r.seconds)
+                        : "-",
+                    outcome);
   }
   out += fmt::format("chosen: {}: {} ({:.1f} s)\n", c.spec(), c.reason, c.seconds);
   return out;
@@ -421,7 +448,10 @@ nlohmann::json codec_choice_json(const CodecChoice& c) {
                         {"file_bytes", r.file_bytes},
                         {"state_bytes", r.state_bytes},
                         {"outcome", candidate_outcome_name(r.outcome)}};
-    if (r.outcome == CandidateOutcome::tried) j["recall"] = r.recall;
+    if (r.outcome == CandidateOutcome::tried) {
+      j["recall"] = r.recall;
+      j["rel_error"] = r.rel_error;
+    }
     if (r.outcome == CandidateOutcome::tried || r.outcome == CandidateOutcome::refused) j["seconds"] = r.seconds;
     if (!r.why.empty()) j["why"] = r.why;
     rows.push_back(std::move(j));

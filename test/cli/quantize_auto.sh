@@ -33,7 +33,7 @@ import json; j = json.load(open('$work/a.json')); c = j['codec_choice']
 w = [r for r in c['candidates'] if r['spec'] == c['chosen']][0]
 assert j['codec'] == c['chosen'], (j['codec'], c['chosen'])
 assert all(r['outcome'] == ('over budget' if r['bits_per_value'] > 4.5 else 'tried') for r in c['candidates']), c
-assert w['recall'] == max(r.get('recall', 0) for r in c['candidates']), c
+assert w['recall'] >= max(r.get('recall', 0) for r in c['candidates']) - 0.001, c
 print(c['chosen'], w['bits_per_value'], j['bits_per_value'])")
 [ "$(manifest "$work/a.edo" codec)" = "$chosen" ] || fail "the file holds $(manifest "$work/a.edo" codec), not $chosen"
 [ "$(manifest "$work/a.edo" chosen_by)" = "auto:bits=4.5" ] || fail "the manifest does not record the budget"
