@@ -76,12 +76,27 @@ py::array_t<int64_t, py::array::c_style | py::array::forcecast> integer_ids(cons
   return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(any);
 }
 
-py::array_t<float> lookup(const edo::Reader& r, const py::object& given) {
+// out=: the caller's float32 array of `rows` x dim, C-contiguous and writable,
+// filled in place (a serving loop reuses one buffer: no allocation and no
+// page faults a call); None: a new array.
+py::array_t<float> output_rows(const py::object& given, size_t rows, uint64_t dim) {
+  if (given.is_none()) return py::array_t<float>({static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(dim)});
+  const auto shape = std::to_string(rows) + " x " + std::to_string(dim);
+  if (!py::isinstance<py::array_t<float>>(given))
+    throw py::value_error("out: a float32 numpy array of " + shape + " wanted");
+  auto out = given.cast<py::array_t<float>>();
+  if (out.ndim() != 2 || static_cast<size_t>(out.shape(0)) != rows || static_cast<uint64_t>(out.shape(1)) != dim ||
+      !(out.flags() & py::array::c_style) || !out.writeable())
+    throw py::value_error("out: a writable C-contiguous float32 array of " + shape + " wanted");
+  return out;
+}
+
+py::array_t<float> lookup(const edo::Reader& r, const py::object& given, const py::object& out_given) {
   const auto ids = integer_ids(given);
   if (ids.ndim() != 1)
     throw edo::Error("lookup: ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
   const auto n = static_cast<size_t>(ids.shape(0));
-  py::array_t<float> out({static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(r.dim())});
+  py::array_t<float> out = output_rows(out_given, n, r.dim());
   const int64_t* id = ids.data();
   // No policy serves a negative id (edo-lookup refuses them too): it is a
   // wrapped index or a bug in the caller, not an unknown row.
@@ -99,7 +114,8 @@ py::array_t<float> lookup(const edo::Reader& r, const py::object& given) {
 
 // f.lookup_bags(offsets, ids, mode, weights): EmbeddingBag's pooling.
 py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_given, const py::object& ids_given,
-                               const std::string& mode_name, const py::object& weights_given) {
+                               const std::string& mode_name, const py::object& weights_given,
+                               const py::object& out_given) {
   const auto offsets = integer_ids(offsets_given);
   const auto ids = integer_ids(ids_given);
   if (offsets.ndim() != 1 || ids.ndim() != 1)
@@ -127,7 +143,7 @@ py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_g
     if (e.code() == edo::ExitCode::usage) throw;
     throw py::value_error(e.what());
   }
-  py::array_t<float> out({static_cast<py::ssize_t>(bags.count), static_cast<py::ssize_t>(r.dim())});
+  py::array_t<float> out = output_rows(out_given, bags.count, r.dim());
   float* rows = out.mutable_data();
   {
     py::gil_scoped_release free;  // pools on the reader's threads, never touching Python objects
@@ -225,17 +241,17 @@ py::object get_item(const File& f, const py::object& key) {
       throw py::error_already_set();
     std::vector<int64_t> ids(static_cast<size_t>(length));
     for (py::ssize_t i = 0; i < length; ++i) ids[static_cast<size_t>(i)] = start + i * step;
-    return lookup(r, py::cast(ids));
+    return lookup(r, py::cast(ids), py::none());
   }
   if (py::isinstance<py::bool_>(key)) throw py::type_error("edo file indices must be integers, not bool");
   if (py::isinstance<py::int_>(key)) {
     int64_t id = key.cast<int64_t>();
     if (id < 0) id += static_cast<int64_t>(r.rows());  // as a sequence: -1 is the last row
     if (id < 0 || static_cast<uint64_t>(id) >= r.rows()) throw py::index_error("edo file index out of range");
-    py::array_t<float> rows = lookup(r, py::cast(std::vector<int64_t>{id}));
+    py::array_t<float> rows = lookup(r, py::cast(std::vector<int64_t>{id}), py::none());
     return rows.reshape({static_cast<py::ssize_t>(r.dim())});
   }
-  return lookup(r, key);
+  return lookup(r, key, py::none());
 }
 
 }  // namespace
@@ -291,19 +307,25 @@ PYBIND11_MODULE(edo, m) {
            "Table `name` of a model file as an edo.File (every method works on it); it keeps the file\n"
            "mapped while it lives, even after this File is closed. KeyError naming the tables when absent")
       .def(
-          "lookup", [](const File& f, const py::object& ids) { return lookup(f.table_reader(), ids); }, py::arg("ids"),
+          "lookup",
+          [](const File& f, const py::object& ids, const py::object& out) { return lookup(f.table_reader(), ids, out); },
+          py::arg("ids"), py::arg("out") = py::none(),
           "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
           "(len(ids), dim), in the ids' order. Ids beyond the table follow the file's `unknown` policy;\n"
-          "negative ids are an edo.Error. The GIL is released while rows decode.")
+          "negative ids are an edo.Error. out: a float32 C-contiguous array of that shape to fill and\n"
+          "return instead of a new one (a serving loop reuses it). The GIL is released while rows decode.")
       .def(
           "lookup_bags",
           [](const File& f, const py::object& offsets, const py::object& ids, const std::string& mode,
-             const py::object& weights) { return lookup_bags(f.table_reader(), offsets, ids, mode, weights); },
+             const py::object& weights,
+             const py::object& out) { return lookup_bags(f.table_reader(), offsets, ids, mode, weights, out); },
           py::arg("offsets"), py::arg("ids"), py::arg("mode") = "sum", py::arg("weights") = py::none(),
+          py::arg("out") = py::none(),
           "Bags of ids pooled, as torch.nn.EmbeddingBag(mode=...) with include_last_offset=False: bag b holds\n"
           "ids[offsets[b]:offsets[b+1]] (the last to the end; offsets[0] is 0). mode: 'sum', 'mean' or 'max';\n"
           "weights (one per id, with 'sum' only) scale each row. Returns float32 (len(offsets), dim); an\n"
-          "empty bag gives zeros. The GIL is released while it runs.")
+          "empty bag gives zeros; out: an array of that shape to fill instead (as lookup's). Malformed\n"
+          "offsets or weights are a ValueError naming them. The GIL is released while it runs.")
       .def(
           "decode_all", [](const File& f) { return decode_all(f.table_reader()); },
           "Every row as a float32 array (rows, dim)")

@@ -15,6 +15,7 @@ table: ids a second for each reader next to its ceiling, and the ratios the
 issue's goals are stated in.
 """
 import argparse
+import itertools
 import json
 import os
 import subprocess
@@ -31,7 +32,7 @@ PY_PEERS = r"""
 import json, sys, time
 import numpy as np
 import edo
-table_path, edo_path, ids_path, offsets_path, batch, passes = sys.argv[1:7]
+table_path, edo_path, ids_path, offsets_path, batch, passes, placement = sys.argv[1:8]
 batch, passes = int(batch), int(passes)
 ids = np.load(ids_path); offsets = np.load(offsets_path)
 def best(fn):
@@ -47,7 +48,7 @@ while b < len(offsets):
     groups.append((b, e)); b = e
 ends = np.append(offsets[1:], len(ids))
 out = {}
-f = edo.open(edo_path)
+f = edo.open(edo_path, placement=placement)
 out["py_edo_rows"] = best(lambda: [f.lookup(ids[i:i + batch]) for i in range(0, len(ids), batch)])
 def edo_bags():
     for b, e in groups:
@@ -102,7 +103,7 @@ def make_inputs(work, rows, build):
     return table, files
 
 
-def measure(build, work, table, edo_path, ids, offsets, threads, busy, passes):
+def measure(build, table, edo_path, ids, offsets, threads, busy, passes, placement):
     env = dict(os.environ)
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
@@ -112,8 +113,9 @@ def measure(build, work, table, edo_path, ids, offsets, threads, busy, passes):
     hog = subprocess.Popen([PY, "-c", "while True: pass"]) if busy else None
     try:
         time.sleep(0.2 if busy else 0)
-        c = json.loads(run([f"{build}/edo_bench_serve", edo_path, table, ids, offsets, "--passes", str(passes)], env))
-        p = json.loads(run([PY, "-c", PY_PEERS, table, edo_path, ids, offsets, "4096", str(passes)], env))
+        c = json.loads(run([f"{build}/scripts/bench/edo_bench_serve", edo_path, table, ids, offsets, "--passes", str(passes),
+                                 "--placement", placement], env))
+        p = json.loads(run([PY, "-c", PY_PEERS, table, edo_path, ids, offsets, "4096", str(passes), placement], env))
     finally:
         if hog:
             hog.kill()
@@ -128,6 +130,7 @@ def main():
     ap.add_argument("--build", default=os.environ.get("EDO_BUILD_DIR", f"{ROOT}/build"))
     ap.add_argument("--work", help="keep tables and files here (default: a temporary folder)")
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--placements", default="mapped", help="mapped, memory or both (comma-separated)")
     ap.add_argument("--json", help="also write every measurement here")
     args = ap.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="edo-serve-")
@@ -138,11 +141,11 @@ def main():
     for rows in [int(r) for r in args.rows.split(",")]:
         table, files = make_inputs(work, rows, args.build)
         for dist in ("zipf", "uniform"):
-            for name, path in files.items():
+            for (name, path), placement in itertools.product(files.items(), args.placements.split(",")):
                 for mode, threads, busy in (("1 thread", 1, False), ("default, idle", 0, False),
                                             ("default, 1 core busy", 0, True)):
-                    m = measure(args.build, work, table, path, f"{work}/{dist}{rows}.npy",
-                                f"{work}/offsets{rows}.npy", threads, busy, args.passes)
+                    m = measure(args.build, table, path, f"{work}/{dist}{rows}.npy", f"{work}/offsets{rows}.npy",
+                                threads, busy, args.passes, placement)
                     m.update(rows_total=rows, dist=dist, codec=name, mode=mode)
                     results.append(m)
                     print(json.dumps(m), file=sys.stderr)
@@ -153,10 +156,12 @@ def main():
           "vs 1 thread (rows, bags) | numpy take, fancy, reduceat (M ids/s) | Python / C++ (rows, bags) | "
           "edo rows, bags (M ids/s) | peak RSS MB |")
     print("|" + "---|" * 11)
-    one = {(m["rows_total"], m["dist"], m["codec"]): m for m in results if m["mode"] == "1 thread"}
+    key = lambda m: (m["rows_total"], m["dist"], m["codec"], m["placement"])
+    one = {key(m): m for m in results if m["mode"] == "1 thread"}
     for m in results:
-        base = one[(m["rows_total"], m["dist"], m["codec"])]
-        print(f"| {m['rows_total']:,} | {m['dist']} | {m['codec']} | {m['mode']} | "
+        base = one[key(m)]
+        where = "" if m["placement"] == "mapped" else ", in memory"
+        print(f"| {m['rows_total']:,} | {m['dist']} | {m['codec']}{where} | {m['mode']} | "
               f"{m['edo_rows'] / m['fp32_rows']:.2f}x | {m['edo_bags'] / m['fp32_bags']:.2f}x | "
               f"{m['edo_rows'] / base['edo_rows']:.2f}x, {m['edo_bags'] / base['edo_bags']:.2f}x | "
               f"{m['np_take'] / 1e6:.1f}, {m['np_fancy'] / 1e6:.1f}, {m['np_reduceat'] / 1e6:.1f} | "

@@ -65,6 +65,24 @@ import numpy as n, edo
 f = edo.open('t.edo')
 want = f.lookup_bags(n.load('offsets.npy'), n.load('ids.npy'), weights=n.load('w.npy'))
 assert n.load('wsum.npy').tobytes() == want.tobytes()" || fail "edo-lookup --weights differs from lookup_bags"
+# out=: the caller's buffer filled in place and returned; a wrong one is a ValueError.
+PYTHONPATH="$build/python" $py - <<'PY' || fail "lookup/lookup_bags out= is wrong"
+import numpy as n
+import edo
+ids, off = n.load("ids.npy"), n.load("offsets.npy")
+f = edo.open("t.edo")
+buf = n.empty((len(off), f.dim), n.float32)
+assert f.lookup_bags(off, ids, out=buf) is buf and buf.tobytes() == n.load("sum.npy").tobytes()
+rows = n.empty((len(ids), f.dim), n.float32)
+assert f.lookup(ids, out=rows) is rows and rows.tobytes() == f.lookup(ids).tobytes()
+for bad in (n.empty((len(ids), f.dim), n.float64), n.empty((len(ids) + 1, f.dim), n.float32),
+            n.empty((f.dim, len(ids)), n.float32).T, [0.0]):
+    try:
+        f.lookup(ids, out=bad)
+        raise SystemExit("accepted a bad out=")
+    except ValueError:
+        pass
+PY
 # Several Python threads pooling through one File at once (the GIL released) get what one thread gets.
 PYTHONPATH="$build/python" $py - <<'PY' || fail "lookup_bags from several Python threads differs"
 import threading
