@@ -69,6 +69,9 @@ void specs_and_decoders() {
   check(edo::parse_cache_io("pread") == edo::CacheIo::pread &&
             std::string(edo::cache_io_name(edo::CacheIo::automatic)) == "auto",
         "cache reads");
+  check(edo::io::parse_verify("small") == edo::io::Verify::small &&
+            std::string(edo::io::verify_name(edo::io::Verify::all)) == "all",
+        "integrity modes");
   check(edo::parse_pool_mode("max") == edo::PoolMode::max &&
             std::string(edo::pool_mode_name(edo::PoolMode::sum)) == "sum",
         "pool modes");
@@ -98,7 +101,9 @@ void one_file(const char* path) {
         "file facts");
   (void)r.single_tier_codec();
   (void)r.single_tier_codes();
-  check(r.tier_of(0) < r.tiers().size() && !r.cache_counts(0).cached && r.cache_capacity() == 0, "tiers and cache");
+  check(r.tier_of(0) < r.tiers().size() && !r.cache_counts(0).cached && r.cache_counts(0).bytes_checked == 0 &&
+            r.cache_capacity() == 0,
+        "tiers and cache");
   (void)r.id_map_kind();
   r.validate_row_map();
   check(edo::shard_entry_of(r.container().manifest(), path) == std::nullopt && !edo::is_shard_set_file(path),
