@@ -23,6 +23,7 @@
 #include <edo/sparse.hpp>
 #include <edo/threads.hpp>
 #include <edo/tier.hpp>
+#include <edo/work_share.hpp>
 
 #include <cstdio>
 #include <numeric>
@@ -96,6 +97,15 @@ void one_file(const char* path) {
   r.lookup_bags(bags, edo::PoolMode::sum, pooled.data());
   r.lookup_bags_reference(bags, edo::PoolMode::sum, reference.data());
   check(pooled == reference, "lookup_bags");
+  edo::check_bags(bags, edo::PoolMode::mean, path);
+  edo::ReaderOptions in_memory;
+  in_memory.placement = edo::io::parse_placement(edo::io::placement_name(edo::io::Placement::memory));
+  std::vector<float> copied(ids.size() * r.dim());
+  edo::Reader::open(path, in_memory).lookup(ids.data(), ids.size(), copied.data());
+  check(copied == rows, "placement memory");
+  int chunks = 0;
+  edo::share_work(3, [&](size_t) { __atomic_add_fetch(&chunks, 1, __ATOMIC_RELAXED); });
+  check(chunks == 3 && edo::share_threads() >= 1, "share_work");
   check(!r.path().empty() && !r.tiers().empty() && r.residency_bytes().total() > 0 && r.file_bytes() > 0 &&
             r.default_vector().size() == r.dim() && r.container().rows() == r.rows(),
         "file facts");
@@ -131,6 +141,7 @@ int main(int argc, char** argv) {
       set.decode_rows(0, 0, &out);
       (void)set.file_bytes();
       edo::Reader::open(argv[1]).lookup_device(nullptr, 0, nullptr);
+      edo::Reader::open(argv[1]).lookup_bags_device({}, edo::PoolMode::sum, nullptr);
       edo::pq_decode({}, nullptr, nullptr, 0, nullptr);
       edo::pca_reconstruct({}, nullptr, 0, nullptr);
       edo::pca_project({}, nullptr, 0, nullptr);
