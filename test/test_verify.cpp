@@ -140,3 +140,34 @@ TEST_CASE("verify: a disk tier's codes are checked on their first read through t
   CHECK(error_of([&] { r.lookup(hot_and_cold, 16, out.data()); }).find("section '" + codes + "' checksum mismatch") !=
         std::string::npos);
 }
+
+TEST_CASE("verify: a model file's tables are each checked as a file of their own") {
+  const Packed a({"hot:rows=30%:int8", "cold:rest:fp16"});
+  const std::string model = a.dir.file("m.edo");
+  edo::io::write_model(model, {{"a", a.path}, {"b", a.path}}, {{"tool", "test"}});
+  const edo::io::Container c = edo::io::Container::open(model);
+  const edo::io::Container table = c.model_table(1);
+  const std::string bytes = edo::test::read_bytes(model);
+  // The middle byte of table b's section `name` flipped, into bad.edo.
+  const auto flipped = [&](const std::string& name) {
+    std::string bad = bytes;
+    for (const edo::io::SectionInfo& s : table.sections())
+      if (s.name == name) {
+        const uint64_t at = table.backing_offset() + s.offset + s.length / 2;
+        bad[at] = static_cast<char>(bad[at] ^ 0x10);
+      }
+    edo::test::write_bytes(a.dir.file("bad.edo"), bad);
+    return a.dir.file("bad.edo");
+  };
+  const std::string map = flipped(table.manifest()["rowmap"]["tier"].get<std::string>());
+  CHECK(error_of([&] { edo::Reader::open(map); }).find("bad.edo:b: section 'rowmap/tier' checksum mismatch") !=
+        std::string::npos);
+  const std::string codes = flipped(table.tiers()[0].sections.at("codes"));
+  const edo::Reader r = edo::Reader::open(codes);
+  CHECK_NOTHROW(read_every_row(r.table("a")));
+  CHECK(error_of([&] { read_every_row(r.table("b")); }).find("bad.edo:b: section 'hot/codes' checksum mismatch") !=
+        std::string::npos);
+  CHECK(error_of([&] { edo::Reader::open(codes, verifying(edo::io::Verify::all)); }).find("checksum mismatch") !=
+        std::string::npos);
+  CHECK_NOTHROW(read_every_row(edo::Reader::open(codes, verifying(edo::io::Verify::structure)).table("b")));
+}
