@@ -5,6 +5,7 @@
 #include "model_cli.hpp"
 #include "shard_cli.hpp"
 
+#include <edo/budget.hpp>
 #include <edo/device.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
@@ -23,7 +24,8 @@ struct Pack {
   std::string input, output, freq_path, freq_dir, config, device = "auto";
   std::vector<std::string> freq_args;
   edo::cli::ModelFlags model_flags;
-  std::vector<std::string> tier_texts;
+  std::vector<std::string> tier_texts, budget_texts, plan_codecs;
+  uint64_t plan_queries = 1000;
   bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false, force = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
@@ -41,6 +43,16 @@ struct Pack {
     app.add_option("-o,--output", output, "Output .edo file");
     app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
     app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
+    app.add_option("--budget", budget_texts,
+                   "Plan and pack in one run, instead of --tier or --config (one table): 'bytes<=2G' (the whole\n"
+                   "file, K/M/G/T powers of 1024), 'ratio>=8' (fp32 bytes over the file's) or an accuracy gate\n"
+                   "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. Under a size the\n"
+                   "most accurate plan is packed and filled to within 1% of the cap, or the summary says why not");
+    app.add_option("--plan-codecs", plan_codecs,
+                   "--budget: codecs the plan's tiers may use, repeatable (default: edo-profile --plan's ladder,\n"
+                   "see edo-profile --help)");
+    app.add_option("--plan-queries", plan_queries, "--budget: the plan's evaluation queries (default 1000)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--freq", freq_args,
                    "Per-row access counts (npy or 'id count' text): the hot order and mass shares. A model's tables:\n"
                    "--freq NAME=counts.npy, repeated (NAME= is read as a table name only when it names a chosen table)")
@@ -138,10 +150,48 @@ struct Pack {
     return 0;
   }
 
+  // --budget is a whole run's plan: not a shard's, and no --eval record past a size cap.
+  void check_budget_flags(const edo::Budget& budget) const {
+    if (!shard_flags.shard.empty() || shard_flags.shard_count || shard_flags.train_only || !shard_flags.trained.empty())
+      EDO_USAGE_FAIL("--budget plans the whole table in one run: it takes no --shard, --train-only or --trained");
+    if (!budget.sizes.empty() && (run_eval || !eval_flags.gates.empty()))
+      EDO_USAGE_FAIL(
+          "--budget '{}': --eval stores its record in the file, past the size budget; evaluate with edo-eval "
+          "TABLE OUTPUT",
+          budget.sizes.front().expression);
+  }
+
+  // --budget: plan (edo-profile --plan's search) and pack in one run.
+  int pack_budget(edo::io::TableReader& table, const edo::PackOptions& opt, const edo::Budget& budget,
+                  const std::string& target, bool eval_wanted, const std::vector<edo::Gate>& gates) {
+    edo::PlanOptions plan_opt;
+    plan_opt.freq = opt.freq;
+    plan_opt.seed = seed;
+    plan_opt.train_rows = train_rows;
+    plan_opt.codecs = plan_codecs;
+    plan_opt.queries = plan_queries;
+    plan_opt.note = edo::cli::stderr_note("edo-pack", quiet);
+    edo::cli::Progress plan_progress("edo-pack: plan candidates", quiet);
+    auto plan_report = plan_progress.callback();
+    if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };
+    const edo::BudgetPackReport rep = edo::pack_to_budget(table, target, budget, plan_opt, opt);
+    edo::EvalResult result;
+    std::vector<edo::GateOutcome> outcomes;
+    int code = 0;
+    if (eval_wanted)
+      code = edo::cli::evaluate_packed("edo-pack", eval_flags, gates, table, target, output, opt.freq, seed, opt.device,
+                                       &rep.pack, result, outcomes);
+    nlohmann::json report = edo::pack_report_json(rep.pack);
+    report["budget"] = edo::budget_report_json(rep, budget);
+    edo::cli::print_write_summary(json, report, edo::budget_report_text(rep, budget) + edo::pack_report_text(rep.pack),
+                                  input, output, code, eval_wanted, result, outcomes);
+    return code;
+  }
+
   int run() {
     if (!merge.empty() || !shard_set.empty()) {
-      if (!input.empty() || !tier_texts.empty() || !config.empty() || run_eval || output.empty() ||
-          (!merge.empty() && !shard_set.empty()))
+      if (!input.empty() || !tier_texts.empty() || !config.empty() || !budget_texts.empty() || run_eval ||
+          output.empty() || (!merge.empty() && !shard_set.empty()))
         EDO_USAGE_FAIL("--merge or --shard-set SHARDS... -o OUTPUT takes no INPUT, tiers or --eval");
       const std::vector<std::string>& shards = merge.empty() ? shard_set : merge;
       edo::cli::PathGuard paths;
@@ -159,10 +209,18 @@ struct Pack {
       return 0;
     }
     if (input.empty() || output.empty()) EDO_USAGE_FAIL("INPUT and -o OUTPUT are required (see --help)");
-    if (tier_texts.empty() == config.empty())
-      EDO_USAGE_FAIL("give the tiers with --tier ... or --config FILE (one of them)");
+    if (int(!tier_texts.empty()) + int(!config.empty()) + int(!budget_texts.empty()) != 1)
+      EDO_USAGE_FAIL("give the tiers with --tier ..., --config FILE or --budget ... (one of them)");
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
-    if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-pack")) return run_model(*model);
+    const edo::Budget budget = edo::parse_budget(budget_texts);
+    if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-pack")) {
+      if (!budget_texts.empty())
+        EDO_USAGE_FAIL("--budget plans one table: name it as {}:TENSOR, or give a model --tier or --config", input);
+      return run_model(*model);
+    }
+    if (!budget_texts.empty()) check_budget_flags(budget);
+    if (budget_texts.empty() && (!plan_codecs.empty() || plan_queries != 1000))
+      EDO_USAGE_FAIL("--plan-codecs and --plan-queries go with --budget");
     if (freq_args.size() > 1) EDO_USAGE_FAIL("--freq: one count file for one table ({} given)", freq_args.size());
     if (!freq_dir.empty()) EDO_USAGE_FAIL("--freq-dir: counts per table of a model; {} is one table", input);
     if (!freq_args.empty()) freq_path = freq_args.front();
@@ -175,7 +233,7 @@ struct Pack {
     const std::vector<edo::TierSpec> tiers = tier_specs();
     edo::cli::apply_threads(threads);
     auto table = edo::open_any_table(input, edo::io::Verify::all);
-    edo::check_tier_specs(tiers, table->rows(), table->dim());
+    if (budget_texts.empty()) edo::check_tier_specs(tiers, table->rows(), table->dim());
 
     edo::PackOptions opt = options(tiers);
     if (!freq_path.empty()) opt.freq = edo::io::read_frequencies(freq_path, table->rows());
@@ -195,6 +253,7 @@ struct Pack {
 
     const edo::cli::EvalTarget eval_target(output, eval_wanted);
     const std::string& target = eval_target.path();
+    if (!budget_texts.empty()) return pack_budget(*table, opt, budget, target, eval_wanted, gates);
     const edo::PackReport rep = edo::pack_to_edo(*table, target, opt);
 
     edo::EvalResult result;
@@ -230,6 +289,8 @@ int main(int argc, char** argv) {
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --tier keep:rows=90%:int8 --tier drop:rest:default\n"
       "  edo-profile emb.npy --freq counts.npy --plan --budget 'recall@10>=0.98' --plan-config plan.json\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --budget 'bytes<=64M'    (plan and pack in one run)\n"
+      "  edo-pack emb.npy -o emb.edo --freq counts.npy --budget 'ratio>=8' --budget 'recall@10>=0.9'\n"
       "  edo-pack --merge part-*.edo -o emb.edo    (shards of any tool's --shard; docs/SCALE.md)\n"
       "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
       "edo-pack"};

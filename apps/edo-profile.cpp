@@ -5,6 +5,7 @@
 
 #include <edo/io/safetensors.hpp>
 
+#include <edo/budget.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
@@ -167,7 +168,10 @@ struct Profile {
         "Choose tiers for edo-pack under --budget: candidate plans are evaluated on a seeded sample, cheapest\n"
         "first, and the smallest that meets the budget wins (the most accurate under --max-bytes). With\n"
         "--freq the budget's metrics are the access-weighted ones (recall@10 means w.recall@10)");
-    app.add_option("--budget", budget, "Accuracy the plan must keep, a gate such as 'recall@10>=0.98'; repeatable");
+    app.add_option("--budget", budget,
+                   "What the plan must keep, repeatable: an accuracy gate such as 'recall@10>=0.98', or a size,\n"
+                   "'bytes<=2G' (the whole file edo-pack --config writes, K/M/G/T powers of 1024) or 'ratio>=8' (fp32\n"
+                   "bytes over the file's), under which the most accurate plan wins (never access-weighted)");
     app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
     app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
     app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
@@ -237,6 +241,7 @@ struct Profile {
         .output("--report-html", report_html)
         .check();
     if (plan && budget.empty()) EDO_USAGE_FAIL("--plan needs --budget, e.g. --budget 'recall@10>=0.98'");
+    const edo::Budget parsed = edo::parse_budget(budget);
     opt.device = edo::select_device(device);
     const bool whole_safetensors =
         edo::io::is_safetensors_path(input) && edo::io::split_table_spec(input).member.empty();
@@ -270,7 +275,6 @@ struct Profile {
     }
     std::optional<edo::PlanResult> result;
     if (plan) {
-      for (const auto& b : budget) plan_opt.budget.push_back(edo::parse_gate(b));
       if (!freq.empty()) plan_opt.freq = edo::io::read_frequencies(freq, p.rows);
       plan_opt.seed = opt.seed;
       plan_opt.metric = edo::parse_metric(plan_metric);
@@ -278,7 +282,18 @@ struct Profile {
       auto plan_report = plan_progress.callback();
       if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };
       plan_opt.note = edo::cli::stderr_note("edo-profile", quiet);
+      edo::PackOptions probe;
+      probe.freq = plan_opt.freq;
+      probe.seed = opt.seed;
+      const edo::BudgetCap cap = edo::apply_budget(*table, parsed, probe, plan_opt);
+      if (cap.cap != UINT64_MAX && !quiet)
+        std::fprintf(stderr,
+                     "edo-profile: size budget: a file of at most %llu bytes, so plans of at most %llu bytes of data "
+                     "(the rest: header, manifest, vocabulary); the most accurate by %s%s wins\n",
+                     static_cast<unsigned long long>(cap.cap), static_cast<unsigned long long>(plan_opt.max_bytes),
+                     plan_opt.budget.front().metric.c_str(), plan_opt.freq.empty() ? "" : " (access-weighted)");
       result = edo::plan_tiers(*table, plan_opt);
+      edo::check_budget_reached(*table, parsed, cap, *result);
       if (result->chosen >= 0 && !plan_config.empty()) {
         const std::string text = edo::plan_config(*result).dump(2) + "\n";
         edo::io::AtomicFile f(plan_config);

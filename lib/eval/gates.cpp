@@ -45,18 +45,30 @@ bool is_name_char(char c) {
 
 }  // namespace
 
+GateParts split_gate(std::string_view text) {
+  GateParts p;
+  p.expression = trim(text);
+  const auto op_pos = p.expression.find_first_of("<>=!");
+  p.name = trim(p.expression.substr(0, op_pos));
+  if (op_pos == std::string_view::npos) return p;
+  const std::string_view rest = p.expression.substr(op_pos);
+  const auto op_end = rest.find_first_not_of("<>=!");
+  p.op = rest.substr(0, op_end);
+  if (op_end != std::string_view::npos) p.value = trim(rest.substr(op_end));
+  return p;
+}
+
 Gate parse_gate(std::string_view text) {
-  const std::string_view expr = trim(text);
-  const auto op_pos = expr.find_first_of("<>=!");
-  if (op_pos == std::string_view::npos) bad_gate(text, "no comparison operator");
+  const GateParts parts = split_gate(text);
+  if (parts.op.empty()) bad_gate(text, "no comparison operator");
   Gate g;
-  g.expression = std::string(expr);
-  g.metric = std::string(trim(expr.substr(0, op_pos)));
+  g.expression = std::string(parts.expression);
+  g.metric = std::string(parts.name);
   if (g.metric.empty()) bad_gate(text, "no metric name");
   for (char c : g.metric)
     if (!is_name_char(c)) bad_gate(text, fmt::format("'{}' is not a metric name", g.metric));
 
-  std::string_view rest = expr.substr(op_pos);
+  const std::string_view rest = parts.expression.substr(parts.expression.find_first_of("<>=!"));
   if (rest.starts_with(">=")) {
     g.op = GateOp::ge;
   } else if (rest.starts_with("<=")) {

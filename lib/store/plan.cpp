@@ -774,6 +774,8 @@ std::vector<Candidate> eligible_candidates(const std::vector<LadderCodec>& ladde
     }
   }
   res.candidates = cands.size();
+  res.smallest_bytes = UINT64_MAX;
+  for (const Candidate& c : cands) res.smallest_bytes = std::min(res.smallest_bytes, c.bytes);
   std::vector<Candidate> eligible;
   for (Candidate& c : cands) {
     if ((opt.max_bytes && c.bytes > opt.max_bytes) || (opt.gpu_bytes && c.gpu_bytes > opt.gpu_bytes))
@@ -1010,6 +1012,8 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
   const PlanSample sample = draw_sample(table, opt, order);
   res.sample_rows = sample.ids.size();
   const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path());
+  for (const LadderCodec& l : ladder)
+    res.ladder.push_back({l.spec, l.kind == TierKind::codec, l.code_size, l.state_bytes, l.sample_error});
   const std::vector<Candidate> eligible = eligible_candidates(ladder, order, opt, res);
   // The sample flatters: its neighbours are easier to find and trained
   // codecs fit the rows they are scored on. So the chosen plan is packed and

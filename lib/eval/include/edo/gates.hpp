@@ -27,6 +27,14 @@ struct Gate {
 // literal. Anything else is a usage error naming the expression.
 Gate parse_gate(std::string_view text);
 
+// "NAME OP VALUE" cut at its operator (the first of < > = !), each part
+// trimmed; op and value empty when there is no operator. Size budgets
+// (budget.hpp) read their own values ("bytes<=2G").
+struct GateParts {
+  std::string_view expression, name, op, value;
+};
+GateParts split_gate(std::string_view text);
+
 struct GateOutcome {
   Gate gate;
   double value = 0;   // the metric's value

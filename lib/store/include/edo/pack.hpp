@@ -170,18 +170,29 @@ struct PlanCandidate {
   std::vector<std::pair<std::string, double>> metrics;  // the budget's metrics
 };
 
+// A ladder entry as the search ranked it (edo-pack --budget fills a plan's
+// slack with the next more precise codec of the ladder).
+struct PlanLadderEntry {
+  std::string spec;
+  bool codec = false;  // a codec (TierKind::codec), not a sparse, shared or fallback kind
+  uint64_t code_size = 0, state_bytes = 0;
+  double sample_error = 0;  // ||X - decoded X|| / ||X|| over the sample (codecs)
+};
+
 struct PlanResult {
   std::string order;  // "frequency" or "norm"
   uint64_t rows = 0, dim = 0, fp32_bytes = 0, sample_rows = 0;
-  std::vector<Gate> budget;          // as applied (w. names with frequencies)
-  uint64_t candidates = 0;           // generated
-  uint64_t over_cap = 0;             // excluded by --max-bytes / --gpu-bytes
-  uint64_t dominated = 0;            // skipped: no more precise than one that failed (under a cap: evaluated)
-  std::vector<PlanCandidate> tried;  // evaluated, in evaluation order (the last search's)
-  int chosen = -1;                   // index into tried, -1 when none passed
-  std::vector<Gate> search_budget;   // what the last search asked of the sample
-  std::vector<PlanCheck> checks;     // each search's choice measured on the whole table
-  bool unmet_on_table = false;       // a plan passed on the sample, none on the whole table
+  std::vector<Gate> budget;             // as applied (w. names with frequencies)
+  uint64_t candidates = 0;              // generated
+  uint64_t over_cap = 0;                // excluded by --max-bytes / --gpu-bytes
+  uint64_t smallest_bytes = 0;          // data bytes of the cheapest candidate generated, caps aside
+  std::vector<PlanLadderEntry> ladder;  // the entries plans were made of, most precise first
+  uint64_t dominated = 0;               // skipped: no more precise than one that failed (under a cap: evaluated)
+  std::vector<PlanCandidate> tried;     // evaluated, in evaluation order (the last search's)
+  int chosen = -1;                      // index into tried, -1 when none passed
+  std::vector<Gate> search_budget;      // what the last search asked of the sample
+  std::vector<PlanCheck> checks;        // each search's choice measured on the whole table
+  bool unmet_on_table = false;          // a plan passed on the sample, none on the whole table
 };
 
 PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt);

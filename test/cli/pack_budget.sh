@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Budgets in bytes and ratios (docs/PACK.md, "Budgets in bytes and ratios"):
+# edo-pack TABLE --budget plans and packs in one run, the whole file at most
+# the cap and within 1% of it; edo-profile --plan takes the same budgets and
+# its plan packs under the cap; size budgets are never access-weighted; bad
+# budgets and flags are refused with one line and nothing written.
+#   pack_budget.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
+P="$build/edo-pack"; R="$build/edo-profile"
+py=/usr/bin/python3
+"$py" -c "
+import numpy as np
+r = np.random.default_rng(0)
+x = (r.standard_normal((2000, 16)) * r.uniform(0.5, 2, (2000, 1))).astype(np.float32)
+np.save('$work/t.npy', x)
+np.save('$work/z.npy', 1e6 / (np.arange(2000) + 1))
+import os; os.makedirs('$work/model'); np.save('$work/model/a.npy', x); np.save('$work/model/b.npy', x[:, :8])"
+fp32=$((2000 * 16 * 4))
+# A short ladder keeps each plan to a second or two (the default one: edo-profile --help).
+L=(--plan-queries 200 --plan-codecs fp16 --plan-codecs int8 --plan-codecs int4 --plan-codecs int2
+  --plan-codecs pq:m=4,codebooks=int8)
+
+# within[FILE JSON CAP]: the file is at most CAP bytes and at least 99% of it, as the JSON report says.
+within() {
+  "$py" - "$1" "$2" "$3" <<'PY' || fail "budget bounds: $1 $3"
+import json, os, sys
+path, report, cap = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
+size = os.path.getsize(path)
+b = report["budget"]
+assert b["cap_bytes"] == cap, (b["cap_bytes"], cap)
+assert b["file_bytes"] == size, (b["file_bytes"], size)
+assert 0.99 * cap <= size <= cap, (size, cap, b["fill"])
+PY
+}
+
+expect 0 "$P" "$work/t.npy" -o "$work/r8.edo" --freq "$work/z.npy" --budget 'ratio>=6' --json -q "${L[@]}"
+within "$work/r8.edo" "$work/out" $((fp32 / 6))
+expect 0 "$P" "$work/t.npy" -o "$work/b30.edo" --freq "$work/z.npy" --budget 'bytes<=20K' --json -q "${L[@]}"
+within "$work/b30.edo" "$work/out" 20480
+# Two budgets: the tighter holds.
+expect 0 "$P" "$work/t.npy" -o "$work/two.edo" --freq "$work/z.npy" --budget 'ratio>=3' --budget 'bytes<=20K' --json -q "${L[@]}"
+within "$work/two.edo" "$work/out" 20480
+# The text summary says how full the file is.
+expect 0 "$P" "$work/t.npy" -o "$work/r8t.edo" --freq "$work/z.npy" --budget 'ratio>=6' "${L[@]}"
+grep -q "of the 21333 allowed" "$work/out" || fail "no cap line: $(cat "$work/out")"
+cmp -s "$work/r8.edo" "$work/r8t.edo" || fail "same budget, seed and input gave different bytes"
+
+# An accuracy budget alone: the smallest plan that meets it, packed.
+expect 0 "$P" "$work/t.npy" -o "$work/acc.edo" --freq "$work/z.npy" --budget 'recall@10>=0.5' --json -q "${L[@]}"
+"$py" -c "import json; b = json.load(open('$work/out'))['budget']; assert 'cap_bytes' not in b and b['planned']['w.recall@10'] >= 0.5, b" ||
+  fail "accuracy budget report"
+
+# edo-profile --plan under a size: the plan packs with --config under the cap; the size is not weighted.
+expect 0 "$R" "$work/t.npy" --freq "$work/z.npy" --plan --budget 'ratio>=6' --plan-config "$work/p8.json" --json \
+  "${L[@]}"
+grep -q "size budget: a file of at most 21333 bytes" "$work/err" || fail "no size note: $(cat "$work/err")"
+"$py" -c "import json; j = json.load(open('$work/out'))['plan']; assert j['budget'] == ['w.recall@10 >= 0'], j['budget']" ||
+  fail "a size budget was read as a weighted metric"
+expect 0 "$P" "$work/t.npy" -o "$work/p8.edo" --freq "$work/z.npy" --config "$work/p8.json" -q
+[ "$(stat -c %s "$work/p8.edo")" -le $((fp32 / 6)) ] || fail "edo-profile's plan packs over the cap"
+
+# ---- bad input: one line, nothing written --------------------------------------------------
+expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'bytes<=100' "${L[@]}"
+err_has "below the"
+err_has "smallest reachable file is about bytes<="
+expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'bytes<=5000' "${L[@]}"
+err_has "the smallest plan of the ladder takes"
+expect 1 "$R" "$work/t.npy" --plan --budget 'bytes<=5000' -q "${L[@]}"
+err_has "smallest reachable file is about bytes<="
+expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'recall@10>=1' --budget 'ratio>=6' "${L[@]}"
+err_has "no plan meets w.recall@10 >= 1"
+for bad in 'bytes<=2GB' 'bytes<=-1' 'bytes<=' 'bytes>=1K' 'ratio<=4' 'ratio>=0' 'w.ratio>=8' 'w.bytes<=1M' 'recall@10>=x'; do
+  expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget "$bad"
+  err_has "'"
+done
+expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget 'ratio>=8' --tier all:rest:int8
+err_has "one of them"
+expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --tier all:rest:int8 --plan-codecs int8
+err_has "go with --budget"
+expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget 'ratio>=8' --eval
+err_has "evaluate with edo-eval"
+expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget 'ratio>=8' --shard 1/2
+err_has "--budget plans the whole table"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=8' -q
+err_has "--budget plans one table"
+[ ! -e "$work/x.edo" ] || fail "a refused run wrote its output"
+
+[ "$failures" -eq 0 ] && echo "pack_budget: ok"
+exit "$failures"
