@@ -4,9 +4,10 @@
 # byte flipped in a hashed tier's table, the row map, a trained state
 # (pca) and a codec tier's codes. small (the default) refuses each small
 # section at open and the codes at the first lookup that reads them, all
-# refuses every flip at open, structure serves them (exit 0: documented);
-# each refusal is one line naming the file and the section, exit 1 (Python:
-# edo.Error).
+# refuses every flip at open, structure opens them all and serves the
+# flipped bytes (documented; only the row map's own bounds checks still
+# refuse a tier byte that names no tier); each refusal is one line naming
+# the file and the section, exit 1 (Python: edo.Error).
 #   verify.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
