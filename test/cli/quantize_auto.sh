@@ -58,10 +58,27 @@ expect 0 "$Q" "$t" --codec auto:bits=4.5 --train-only -o "$work/state.edo" -q
 [ "$(manifest "$work/state.edo" codec)" = "$chosen" ] || fail "the trained state holds $(manifest "$work/state.edo" codec)"
 expect 0 "$Q" "$t" --shard 1/2 --trained "$work/state.edo" -o "$work/s1.edo" -q
 [ "$(manifest "$work/s1.edo" codec)" = "$chosen" ] || fail "the shard holds $(manifest "$work/s1.edo" codec)"
+# fp16 has the least error of all, and every recall within 0.001 of its ties: it wins 17 bits, and trains nothing.
+expect 2 "$Q" "$t" --codec auto:bits=17 --train-only -o "$work/x.edo" -q
+err_has "the chooser picked fp16, which trains nothing, so there is no state to share: run each shard with --codec fp16"
 expect 2 "$Q" "$t" --codec auto:bits=4.5 --shard 1/2 -o "$work/x.edo"
 err_has "choose once with edo-quantize INPUT --train-only"
 expect 2 "$Q" "$t" --codec auto:bits=4.5 --trained "$work/state.edo" -o "$work/x.edo"
 err_has "holds the codec its --train-only run chose"
+
+# A model (a folder of .npy) chooses per table, each table's own winner in its section of the file.
+mkdir "$work/model"
+cp "$t" "$work/model/words.npy"
+/usr/bin/python3 -c "import numpy as n; n.save('$work/model/items.npy', n.load('$src/data-samples/bigann10k_base.npy')[:5000].astype('f4'))"
+expect 0 "$Q" "$work/model" --codec auto:bits=6 -o "$work/m.edo" --json -q
+/usr/bin/python3 -c "
+import json; j = json.load(open('$work/out'))
+tables = {t['name']: t['summary'] for t in j['tables']}
+assert set(tables) == {'words', 'items'}, j
+for t in tables.values():
+    c = t['codec_choice']
+    assert t['codec'] == c['chosen'] and c['budget'] == 'auto:bits=6' and t['bits_per_value'] <= 6, t" ||
+  fail "model: $(head -c 800 "$work/out")"
 
 expect 2 "$Q" "$t" --codec auto: -o "$work/x.edo"
 err_has "give one budget"
