@@ -172,7 +172,8 @@ nlohmann::json stats_json(const LookupTable& table, const std::vector<int64_t>& 
                                                                                  : edo::residency_name(s.residency)},
                             {"lookups", per_tier[t]}};
     if (const edo::CacheCounts c = reader.cache_counts(t); c.cached)
-      entry["cache"] = {{"hits", c.hits}, {"misses", c.misses}, {"bytes_read", c.bytes_read}};
+      entry["cache"] = {
+          {"hits", c.hits}, {"misses", c.misses}, {"bytes_read", c.bytes_read}, {"bytes_checked", c.bytes_checked}};
     tiers.push_back(entry);
   }
   const double n = static_cast<double>(ids.size());
@@ -214,11 +215,12 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
       if (!c.cached) continue;
       const uint64_t reads = c.hits + c.misses;
       std::fprintf(stderr,
-                   "  tier %-10s cache hit rate %5.1f%% (%llu of %llu page reads), %.1f MB read from the file\n",
+                   "  tier %-10s cache hit rate %5.1f%% (%llu of %llu page reads), %.1f MB read from the file"
+                   " (and %.1f MB to check its codes, --verify small)\n",
                    reader.tiers()[t].name.c_str(),
                    reads ? 100.0 * static_cast<double>(c.hits) / static_cast<double>(reads) : 0.0,
                    static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(reads),
-                   static_cast<double>(c.bytes_read) / 1e6);
+                   static_cast<double>(c.bytes_read) / 1e6, static_cast<double>(c.bytes_checked) / 1e6);
     }
   }
   if (read_bytes >= 0)

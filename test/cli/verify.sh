@@ -82,6 +82,19 @@ expect 0 "$L" "$work/codes.edo" --ids "$work/ids.npy" -o "$work/out.npy" --verif
 expect 2 "$L" "$work/t.edo" --ids "$work/ids.npy" -o "$work/out.npy" --verify full
 grep -q "structure" "$work/err" || fail "--verify full: the choices are not named: $(cat "$work/err")"
 expect 2 "$L" "$work/t.edo" --ids "$work/ids.npy" -o "$work/out.npy" --verify all --max-resident 64M
+# A disk tier behind the bounded cache: small reads its codes once past the cache to check them (--json's
+# bytes_checked: the whole codes section), structure never.
+expect 0 "$build/edo-pack" "$glove" -o "$work/d.edo" -q --tier hot:rows=10%:fp16 --tier cold:rest:int8:disk
+for mode in small structure; do
+  expect 0 "$L" "$work/d.edo" --ids "$work/ids.npy" -o "$work/out.npy" --max-resident 64M --json --verify "$mode"
+  checked=$("$py" -c "import json, sys; print(json.load(open(sys.argv[1]))['tiers'][1]['cache']['bytes_checked'])" \
+    "$work/out")
+  want=0
+  [ "$mode" = small ] && want=$("$py" -c "import json, struct, sys
+d = open(sys.argv[1], 'rb').read(); o, l = struct.unpack_from('<QQ', d, 24); m = json.loads(d[o:o + l])
+print(next(s['length'] for s in m['sections'] if s['name'] == m['tiers'][1]['sections']['codes']))" "$work/d.edo")
+  [ "$checked" = "$want" ] || fail "--verify $mode with a disk tier: $checked bytes checked, want $want"
+done
 
 PYTHONPATH="$build/python" "$py" - "$work" "$hashed" "$rowmap" "$state" "$codes" <<'PY' || fail "the Python module's verify= is wrong"
 import sys
