@@ -53,6 +53,16 @@ assert all(r['outcome'] == 'not run' for r in c['candidates'] if r['file_bytes']
 assert all(r['recall'] < 0.9 for r in c['candidates'] if r['file_bytes'] < w['file_bytes']), c" ||
   fail "recall budget: $(head -c 600 "$work/out")"
 
+# The same choice, scores and bytes whatever the thread count.
+for n in 1 2; do
+  expect 0 "$Q" "$t" --codec auto:bits=6 -o "$work/t$n.edo" --threads "$n" --json -q
+  /usr/bin/python3 -c "
+import json; c = json.load(open('$work/out'))['codec_choice']
+print(json.dumps([c['chosen']] + [[r['spec'], r.get('recall'), r.get('rel_error')] for r in c['candidates']]))" >"$work/t$n.txt"
+done
+cmp -s "$work/t1.txt" "$work/t2.txt" || fail "the choice moved with the thread count: $(diff "$work/t1.txt" "$work/t2.txt")"
+cmp -s "$work/t1.edo" "$work/t2.edo" || fail "the chosen file's bytes moved with the thread count"
+
 # Under --shard: chosen once by --train-only, the state records the winner.
 expect 0 "$Q" "$t" --codec auto:bits=4.5 --train-only -o "$work/state.edo" -q
 [ "$(manifest "$work/state.edo" codec)" = "$chosen" ] || fail "the trained state holds $(manifest "$work/state.edo" codec)"
