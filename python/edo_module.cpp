@@ -308,7 +308,9 @@ PYBIND11_MODULE(edo, m) {
            "mapped while it lives, even after this File is closed. KeyError naming the tables when absent")
       .def(
           "lookup",
-          [](const File& f, const py::object& ids, const py::object& out) { return lookup(f.table_reader(), ids, out); },
+          [](const File& f, const py::object& ids, const py::object& out) {
+            return lookup(f.table_reader(), ids, out);
+          },
           py::arg("ids"), py::arg("out") = py::none(),
           "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
           "(len(ids), dim), in the ids' order. Ids beyond the table follow the file's `unknown` policy;\n"

@@ -291,16 +291,27 @@ TEST_CASE("reader: row map checkpoints count each tier per 256-row block") {
         }).find("500 rows") != std::string::npos);
 }
 
+namespace {
+
+// Tiers on the GPU, on the host and a fallback, read on the GPU (ids past the table: the default vector).
+const std::vector<std::string> kGpuTiers = {"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu",
+                                            "cold:rest:pca:4,int8:host", "drop:rows=5%:default"};
+edo::Reader open_on_gpu(const Packed& p) {
+  edo::ReaderOptions opt;
+  opt.device = edo::Device::cuda;
+  opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
+  return edo::Reader::open(p.path, opt);
+}
+
+}  // namespace
+
 TEST_CASE("reader: GPU lookup matches the CPU (skipped without a GPU)") {
   if (!edo::cuda_available()) {
     MESSAGE("skipped: no GPU");
     return;
   }
-  Packed p({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "cold:rest:pca:4,int8:host", "drop:rows=5%:default"});
-  edo::ReaderOptions opt;
-  opt.device = edo::Device::cuda;
-  opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
-  const edo::Reader r = edo::Reader::open(p.path, opt);
+  const Packed p(kGpuTiers);
+  const edo::Reader r = open_on_gpu(p);
   CHECK(r.tiers()[0].on_device);
   CHECK(r.tiers()[1].on_device);
   CHECK(!r.tiers()[2].on_device);
@@ -461,7 +472,8 @@ TEST_CASE("reader: malformed bags are errors naming the offsets, unknown ids fol
   };
   CHECK(code({0, 2, 1}, nullptr, edo::PoolMode::sum) == edo::ExitCode::runtime);
   CHECK(code({0}, w, edo::PoolMode::max) == edo::ExitCode::usage);
-  CHECK(err({1, 2}, nullptr, edo::PoolMode::sum).find("offsets: the first bag starts at 1, not 0") != std::string::npos);
+  CHECK(err({1, 2}, nullptr, edo::PoolMode::sum).find("offsets: the first bag starts at 1, not 0") !=
+        std::string::npos);
   CHECK(err({0, 2, 1}, nullptr, edo::PoolMode::sum).find("below the one before it") != std::string::npos);
   CHECK(err({0, 4}, nullptr, edo::PoolMode::sum).find("beyond the 3 ids") != std::string::npos);
   CHECK(err({0}, w, edo::PoolMode::mean).find("mode sum only") != std::string::npos);
@@ -485,11 +497,8 @@ TEST_CASE("reader: GPU pooled bags equal the CPU's bit for bit, every mode (skip
     MESSAGE("skipped: no GPU");
     return;
   }
-  Packed p({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "cold:rest:pca:4,int8:host", "drop:rows=5%:default"});
-  edo::ReaderOptions opt;
-  opt.device = edo::Device::cuda;
-  opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
-  const edo::Reader r = edo::Reader::open(p.path, opt);
+  const Packed p(kGpuTiers);
+  const edo::Reader r = open_on_gpu(p);
   const RandomBags rb(400, p.rows + 10, 6);  // some ids past the table: the default vector
   // One bag bigger than a GPU window (65,536 ids), folded in pieces.
   std::vector<int64_t> big_ids(70000), big_offsets{0, 3, 3, 69990};
