@@ -101,7 +101,7 @@ TEST_CASE("budget: edo-pack --budget packs a file at most the cap and within 1% 
   }
 }
 
-TEST_CASE("budget: a plan of one tier is filled with the ladder's next codec; an accuracy budget packs its plan") {
+TEST_CASE("budget: a plan of one tier is filled with the ladder's next codec, and an accuracy budget packs its plan") {
   const uint64_t rows = 2000;
   SmallTable t(rows, 32, 8);
   edo::PlanOptions opt = small_plan(t.freq);
