@@ -1,7 +1,9 @@
 #include <edo/threads.hpp>
 #include <edo/work_share.hpp>
 
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 #include <pthread.h>
 
 #include <algorithm>
@@ -115,8 +117,12 @@ Helpers& helpers() {
 }  // namespace
 
 int share_threads() {
+#ifdef _OPENMP
   if (omp_in_parallel()) return 1;
   return std::clamp(omp_get_max_threads(), 1, usable_cores());
+#else
+  return 1;  // a build without OpenMP (the fuzz targets) serves on the calling thread
+#endif
 }
 
 void share_work(size_t chunks, const std::function<void(size_t)>& run) {
