@@ -11,11 +11,17 @@
 #include <edo/io/files.hpp>
 #include <edo/io/freq.hpp>
 #include <edo/io/vocab.hpp>
+#include <edo/joint_plan.hpp>
 #include <edo/pack.hpp>
 #include <edo/shard.hpp>
 #include <edo/tier.hpp>
 
 #include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
 
 namespace {
 
@@ -24,7 +30,7 @@ struct Pack {
   std::string input, output, freq_path, freq_dir, config, device = "auto";
   std::vector<std::string> freq_args;
   edo::cli::ModelFlags model_flags;
-  std::vector<std::string> tier_texts, budget_texts, plan_codecs;
+  std::vector<std::string> tier_texts, budget_texts, plan_codecs, table_weights;
   uint64_t plan_queries = 1000;
   bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false, force = false;
   int threads = 0;
@@ -34,6 +40,7 @@ struct Pack {
   edo::cli::ShardFlags shard_flags;
   std::vector<std::string> merge;
   std::vector<std::string> shard_set;
+  edo::ModelReport model_report_;  // a joint plan's write, printed with the plan
 
   void add_to(CLI::App& app) {
     app.add_option("INPUT", input,
@@ -44,15 +51,21 @@ struct Pack {
     app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
     app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
     app.add_option("--budget", budget_texts,
-                   "Plan and pack in one run, instead of --tier or --config (one table): 'bytes<=2G' (the whole\n"
-                   "file, K/M/G/T powers of 1024), 'ratio>=8' (fp32 bytes over the file's) or an accuracy gate\n"
-                   "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. Under a size the\n"
-                   "most accurate plan is packed and filled to within 1% of the cap, or the summary says why not");
+                   "Plan and pack in one run, instead of --tier or --config: 'bytes<=2G' (the whole file, K/M/G/T\n"
+                   "powers of 1024), 'ratio>=8' (fp32 bytes over the file's) or, for one table, an accuracy gate\n"
+                   "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. One table: the\n"
+                   "most accurate plan under a size, packed and filled to within 1% of the cap, or the summary says\n"
+                   "why not. A model: every table's tiers chosen together to minimise the access-weighted error\n"
+                   "sum_t s_t E_t (docs/PACK.md, 'One budget for a model')");
     app.add_option("--plan-codecs", plan_codecs,
-                   "--budget: codecs the plan's tiers may use, repeatable (default: edo-profile --plan's ladder,\n"
-                   "see edo-profile --help)");
+                   "--budget: codecs the plan's tiers may use, repeatable (default: one table, edo-profile --plan's\n"
+                   "ladder, see edo-profile --help; a model, untrained codecs only: fp16, int8, int4, int2, bin and\n"
+                   "int8/6/5/4/3/2 with scale=fp16)");
     app.add_option("--plan-queries", plan_queries, "--budget: the plan's evaluation queries (default 1000)")
         ->check(CLI::PositiveNumber);
+    app.add_option("--table-weight", table_weights,
+                   "A model's --budget: NAME=W multiplies table NAME's share of lookups in the joint objective\n"
+                   "(W > 0; repeatable)");
     app.add_option("--freq", freq_args,
                    "Per-row access counts (npy or 'id count' text): the hot order and mass shares. A model's tables:\n"
                    "--freq NAME=counts.npy, repeated (NAME= is read as a table name only when it names a chosen table)")
@@ -121,17 +134,20 @@ struct Pack {
     return tiers;
   }
 
-  // Every table of the model with the same tiers, each by its own counts.
-  int run_model(const edo::io::ModelSelection& model) {
+  // Every table of the model with the same tiers, or each with its own (a
+  // joint plan's, by table name), each by its own counts.
+  int run_model(const edo::io::ModelSelection& model,
+                const std::map<std::string, std::vector<edo::TierSpec>>& planned = {}, bool keep_report = false) {
     if (run_eval || !eval_flags.gates.empty() || !vocab_path.empty())
       EDO_USAGE_FAIL(
           "a model input: --eval and --gate (use edo-eval MODEL model.edo) and --vocab take one table "
           "(FILE:tensor)");
     edo::cli::PathGuard().input(config).check();
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
-    const std::vector<edo::TierSpec> tiers = tier_specs();
+    const std::vector<edo::TierSpec> tiers = planned.empty() ? tier_specs() : std::vector<edo::TierSpec>{};
     edo::cli::apply_threads(threads);
-    for (const edo::io::ModelTable& t : model.tables) edo::check_tier_specs(tiers, t.rows, t.dim);
+    for (const edo::io::ModelTable& t : model.tables)
+      edo::check_tier_specs(planned.empty() ? tiers : planned.at(t.name), t.rows, t.dim);
     edo::PackOptions base = options(tiers);
     base.parameters = {{"freq_tables", freq_files.size()}};
     const edo::cli::ModelShards shards(shard_flags, model, output);
@@ -139,6 +155,7 @@ struct Pack {
         model, output,
         [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
           edo::PackOptions opt = base;
+          if (!planned.empty()) opt.tiers = planned.at(t.name);
           opt.freq = edo::cli::model_table_freq(freq_files, t);
           const auto file = freq_files.find(t.name);
           opt.parameters = {
@@ -146,7 +163,103 @@ struct Pack {
           return edo::cli::pack_model_table("edo-pack", shards.for_table(t), table, out, opt, quiet);
         },
         shards.provenance(edo::model_provenance(base)), edo::cli::stderr_note("edo-pack", quiet));
-    edo::cli::print_model_summary(json, rep, input, output);
+    if (keep_report)
+      model_report_ = rep;
+    else
+      edo::cli::print_model_summary(json, rep, input, output);
+    return 0;
+  }
+
+  // A model under one size budget: every table's tiers chosen together
+  // (edo/joint_plan.hpp), then packed as run_model packs given tiers.
+  int run_model_budget(const edo::io::ModelSelection& model, const edo::Budget& budget) {
+    if (!budget.gates.empty() || budget.sizes.empty())
+      EDO_USAGE_FAIL("a model's --budget is a size ('bytes<=2G' or 'ratio>=8'), not '{}'",
+                     budget.gates.front().expression);
+    check_budget_flags(budget);
+    const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
+    std::map<std::string, double> weights;
+    for (const std::string& w : table_weights) {
+      const auto eq = w.rfind('=');
+      const std::string name = eq == std::string::npos ? "" : w.substr(0, eq);
+      double v = 0;
+      const char* end = w.c_str() + w.size();
+      const auto r = eq == std::string::npos ? std::from_chars_result{end, std::errc::invalid_argument}
+                                             : std::from_chars(w.c_str() + eq + 1, end, v);
+      if (r.ec != std::errc() || r.ptr != end || !(v > 0) || !std::isfinite(v))
+        EDO_USAGE_FAIL("--table-weight '{}': expected NAME=W with W a number above 0", w);
+      if (std::none_of(model.tables.begin(), model.tables.end(), [&](const auto& t) { return t.name == name; }))
+        EDO_USAGE_FAIL("--table-weight '{}': {} is not a chosen table of {}", w, name, input);
+      weights[name] = v;
+    }
+    edo::cli::apply_threads(threads);
+    std::vector<std::unique_ptr<edo::io::TableReader>> readers;
+    std::vector<edo::JointTable> tables;
+    uint64_t fp32 = 0;
+    for (const edo::io::ModelTable& t : model.tables) {
+      readers.push_back(edo::open_any_table(t.spec, edo::io::Verify::all));
+      tables.push_back({t.name, readers.back().get(), edo::cli::model_table_freq(freq_files, t),
+                        weights.count(t.name) ? weights.at(t.name) : 1.0});
+      fp32 += t.rows * t.dim * 4;
+    }
+    // Room for each table's header and manifest and the model's directory (about 600 bytes a table measured,
+    // more with tiers and counts' names): the plan's data bytes are the cap less this.
+    const uint64_t cap = edo::budget_file_cap(budget, fp32, 0);
+    const uint64_t overhead = 4096 + 2048 * model.tables.size();
+    edo::JointPlanOptions jopt;
+    jopt.max_bytes = cap > overhead ? cap - overhead : 0;  // 0: plan_joint names the smallest reachable size
+    jopt.header_bytes = overhead;
+    jopt.seed = seed;
+    jopt.codecs = plan_codecs;
+    // The headers' bytes are known once the file is written: under 99% of the
+    // cap, plan again with what they really took and write again (once).
+    edo::JointPlan plan;
+    uint64_t written = 0;
+    const uint64_t margin = 64 + 320 * model.tables.size();  // manifests grow with a table's second tier
+    for (int round = 0; round < 3; ++round) {
+      plan = edo::plan_joint(tables, jopt);
+      std::map<std::string, std::vector<edo::TierSpec>> planned;
+      for (const edo::JointTablePlan& tp : plan.tables) planned[tp.name] = tp.choice().tiers;
+      const bool quiet_before = quiet;
+      quiet = quiet || round > 0;
+      run_model(model, planned, true);
+      quiet = quiet_before;
+      written = std::filesystem::file_size(output);
+      if (round == 2) break;
+      if (written > cap) {
+        if (round == 0) break;
+        jopt.max_bytes = cap > overhead ? cap - overhead : 0;  // the second plan overshot: write the first again
+        round = 1;
+        continue;
+      }
+      const uint64_t headers = written > plan.bytes ? written - plan.bytes : 0;
+      if (round == 1 || static_cast<double>(written) >= 0.99 * static_cast<double>(cap) || headers + margin >= cap ||
+          cap - headers - margin <= jopt.max_bytes)
+        break;
+      jopt.max_bytes = cap - headers - margin;
+    }
+    if (written > cap)
+      EDO_FAIL("{}: the model file took {} bytes, {} over the budget's {}", output, written, written - cap, cap);
+    nlohmann::json joint = edo::to_json(plan);
+    joint["budget"] = budget.sizes.front().expression;
+    joint["cap_bytes"] = cap;
+    joint["file_bytes"] = written;
+    joint["cap_used"] = static_cast<double>(written) / static_cast<double>(cap);
+    if (json) {
+      nlohmann::json j = edo::model_report_json(model_report_);
+      j["input"] = input;
+      j["output"] = output;
+      j["written"] = true;
+      j["joint_plan"] = joint;
+      std::puts(j.dump(2).c_str());
+      return 0;
+    }
+    std::printf("%s -> %s: a model of %zu tables\n", input.c_str(), output.c_str(), model_report_.tables.size());
+    std::fputs(edo::to_text(plan).c_str(), stdout);
+    std::fputs(edo::model_report_text(model_report_).c_str(), stdout);
+    std::printf("  budget %s: the file %llu bytes of the %llu allowed (%.2f%%)\n",
+                budget.sizes.front().expression.c_str(), static_cast<unsigned long long>(written),
+                static_cast<unsigned long long>(cap), 100.0 * static_cast<double>(written) / static_cast<double>(cap));
     return 0;
   }
 
@@ -214,11 +327,12 @@ struct Pack {
     if (output == "-") EDO_USAGE_FAIL("-o -: a .edo file is written to a named file, not stdout");
     const edo::Budget budget = edo::parse_budget(budget_texts);
     if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-pack")) {
-      if (!budget_texts.empty())
-        EDO_USAGE_FAIL("--budget plans one table: name it as {}:TENSOR, or give a model --tier or --config", input);
+      if (!budget_texts.empty()) return run_model_budget(*model, budget);
+      if (!table_weights.empty()) EDO_USAGE_FAIL("--table-weight goes with a model's --budget");
       return run_model(*model);
     }
     if (!budget_texts.empty()) check_budget_flags(budget);
+    if (!table_weights.empty()) EDO_USAGE_FAIL("--table-weight goes with a model's --budget");
     if (budget_texts.empty() && (!plan_codecs.empty() || plan_queries != 1000))
       EDO_USAGE_FAIL("--plan-codecs and --plan-queries go with --budget");
     if (freq_args.size() > 1) EDO_USAGE_FAIL("--freq: one count file for one table ({} given)", freq_args.size());
@@ -291,6 +405,7 @@ int main(int argc, char** argv) {
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --config plan.json --eval --gate 'w.recall@10>=0.98'\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --budget 'bytes<=64M'    (plan and pack in one run)\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --budget 'ratio>=8' --budget 'recall@10>=0.9'\n"
+      "  edo-pack model.safetensors -o model.edo --freq-dir counts/ --budget 'bytes<=2G'   (one budget, all tables)\n"
       "  edo-pack --merge part-*.edo -o emb.edo    (shards of any tool's --shard; docs/SCALE.md)\n"
       "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
       "edo-pack"};

@@ -82,8 +82,29 @@ expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget 'ratio>=8' --eval
 err_has "evaluate with edo-eval"
 expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget 'ratio>=8' --shard 1/2
 err_has "--budget plans the whole table"
-expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=8' -q
-err_has "--budget plans one table"
+
+# ---- a model: one budget planned jointly over its tables -----------------------------------
+expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=6' --json -q
+"$py" - "$work/out" "$work/m.edo" <<'PY' || fail "joint plan report"
+import json, os, sys
+j = json.load(open(sys.argv[1]))["joint_plan"]
+size = os.path.getsize(sys.argv[2])
+assert j["file_bytes"] == size and size <= j["cap_bytes"] == (2000 * 16 + 2000 * 8) * 4 // 6, (j["file_bytes"], size)
+assert [t["name"] for t in j["tables"]] == ["a", "b"] and abs(sum(t["share"] for t in j["tables"]) - 1) < 1e-9, j
+assert j["weighted_error"] <= j["uniform_error"], j
+PY
+expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=6' --table-weight a=5 -q
+grep -q "joint plan:" "$work/out" || fail "no joint plan in the summary: $(cat "$work/out")"
+expect 1 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=100' -q
+err_has "smallest reachable model file is about bytes<="
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' -q
+err_has "a model's --budget is a size"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --table-weight c=2 -q
+err_has "not a chosen table"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --table-weight a=0 -q
+err_has "above 0"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --tier all:rest:int8 --table-weight a=2 -q
+err_has "goes with a model's --budget"
 [ ! -e "$work/x.edo" ] || fail "a refused run wrote its output"
 
 [ "$failures" -eq 0 ] && echo "pack_budget: ok"

@@ -1,0 +1,78 @@
+// One size budget planned jointly over a model's tables (edo-pack MODEL
+// --budget 'bytes<=2G'; docs/PACK.md, "One budget for a model"): every
+// table's tiers chosen so that the model's access-weighted error,
+// sum_t s_t E_t, is as small as the bytes allow. s_t is table t's share of
+// the model's lookups (its counts' sum over all counts; a table without
+// counts counts one lookup a row), times its --table-weight; E_t =
+// sum_i f_i ||x_i - y_i||^2 / sum_i f_i ||x_i||^2 over its rows, estimated on
+// a seeded sample. E_t adds up tier by tier, so each table's options (one
+// codec, or a hot slice in a more precise codec over the rest) are scored
+// from one round trip of the sample per codec, reduced to their Pareto
+// front in (bytes, E_t), and the bytes go, step by step along each front's
+// lower convex hull, where they lower the sum most per byte; what is left
+// then goes to the front's points off the hull that lower the sum most.
+#pragma once
+
+#include <edo/io/table.hpp>
+#include <edo/pack.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace edo {
+
+struct JointTable {
+  std::string name;
+  io::TableReader* table = nullptr;
+  std::vector<double> freq;  // one count a row, or empty: one lookup a row, rows ordered by norm
+  double weight = 1;         // multiplies the table's share in the objective
+};
+
+struct JointOption {
+  std::vector<TierSpec> tiers;
+  uint64_t bytes = 0;  // data bytes: codes, codec state and the id map
+  double error = 0;    // E_t on the sample
+};
+
+struct JointTablePlan {
+  std::string name;
+  uint64_t rows = 0, dim = 0, fp32_bytes = 0;
+  double share = 0;                   // of the model's lookups
+  double weight = 1;                  // --table-weight
+  std::vector<JointOption> frontier;  // the options no other beats in both bytes and error, cheapest first
+  size_t chosen = 0;                  // index into frontier
+  const JointOption& choice() const { return frontier[chosen]; }
+};
+
+struct JointPlanOptions {
+  uint64_t max_bytes = 0;     // the tables' data bytes together
+  uint64_t header_bytes = 0;  // what the file takes beside them (for the message when nothing fits)
+  uint64_t sample_rows = 4096;
+  uint64_t seed = 0;
+  // Codecs a tier may use (untrained ones: a round trip of the sample scores them); empty: fp16, int8,
+  // int8/int6/int5/int4/int3/int2 with scale=fp16, int4, int2, bin.
+  std::vector<std::string> codecs;
+  std::vector<double> cuts = {1, 2, 5, 10, 20, 30, 40, 50, 60, 80};  // hot slices, percent of rows
+};
+
+struct JointPlan {
+  std::vector<JointTablePlan> tables;
+  uint64_t max_bytes = 0, bytes = 0;
+  double error = 0;  // sum_t weight_t s_t E_t
+  // The same sum with every table at the same ratio (its share of the data
+  // bytes by its fp32 bytes, the least error of its options under it): the
+  // loop a user writes today, for comparison.
+  double uniform_error = 0;
+};
+
+// Throws edo::Error (runtime) when even every table's cheapest option is over
+// max_bytes, naming that smallest total.
+JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt);
+
+nlohmann::json to_json(const JointPlan& plan);
+std::string to_text(const JointPlan& plan);
+
+}  // namespace edo

@@ -1,0 +1,303 @@
+// One size budget over a model's tables: per-table frontiers of (bytes,
+// access-weighted error) and a greedy allocation by loss per byte
+// (docs/PACK.md, "One budget for a model").
+#include "pack_impl.hpp"
+
+#include <edo/error.hpp>
+#include <edo/joint_plan.hpp>
+#include <edo/make_codec.hpp>
+#include <edo/random.hpp>
+#include <edo/table_writer.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace edo {
+
+namespace {
+
+// A codec's squared error on each sample row, weighted by the row's count.
+struct ScoredCodec {
+  std::string spec;
+  uint64_t code_size = 0;
+  std::vector<double> row_error;
+};
+
+struct TableSample {
+  std::vector<uint64_t> position;   // each sample row's place in the hot order
+  std::vector<double> weight;       // its count (1 without counts)
+  double norm = 0;                  // sum of weight ||x||^2
+  std::vector<ScoredCodec> codecs;  // most bytes a row first
+};
+
+TableSample score_sample(const JointTable& jt, const std::vector<uint64_t>& order, const JointPlanOptions& opt,
+                         const std::vector<std::string>& specs) {
+  io::TableReader& table = *jt.table;
+  const uint64_t rows = table.rows(), dim = table.dim();
+  std::vector<uint64_t> place(rows);
+  for (uint64_t k = 0; k < rows; ++k) place[order[k]] = k;
+  const std::vector<uint64_t> ids = sample_indices(rows, opt.sample_rows, opt.seed);
+  const uint64_t n = ids.size();
+  std::vector<float> x(n * dim), y(n * dim);
+  TableSample s;
+  for (uint64_t i = 0; i < n; ++i) {
+    table.read_f32(ids[i], 1, x.data() + i * dim);
+    s.position.push_back(place[ids[i]]);
+    s.weight.push_back(jt.freq.empty() ? 1.0 : jt.freq[ids[i]]);
+    double sq = 0;
+    for (uint64_t d = 0; d < dim; ++d) sq += static_cast<double>(x[i * dim + d]) * x[i * dim + d];
+    s.norm += s.weight.back() * sq;
+  }
+  for (const std::string& spec : specs) {
+    const std::unique_ptr<Codec> codec = make_codec(spec, dim);
+    if (codec->needs_training())
+      EDO_USAGE_FAIL("--plan-codecs {}: the joint plan scores untrained codecs only (a round trip of the sample)",
+                     spec);
+    std::vector<uint8_t> codes(n * codec->code_size());
+    EncodeOptions enc;
+    enc.input = jt.name;
+    enc.allow_underflow = true;
+    codec->encode(x.data(), n, codes.data(), enc);
+    codec->decode(codes.data(), n, y.data());
+    ScoredCodec c{codec->spec(), codec->code_size(), std::vector<double>(n)};
+    for (uint64_t i = 0; i < n; ++i) {
+      double sq = 0;
+      for (uint64_t d = 0; d < dim; ++d) {
+        const double e = static_cast<double>(x[i * dim + d]) - y[i * dim + d];
+        sq += e * e;
+      }
+      c.row_error[i] = s.weight[i] * sq;
+    }
+    s.codecs.push_back(std::move(c));
+  }
+  std::stable_sort(s.codecs.begin(), s.codecs.end(),
+                   [](const ScoredCodec& a, const ScoredCodec& b) { return a.code_size > b.code_size; });
+  return s;
+}
+
+// The options no other beats in both bytes and error, cheapest first.
+std::vector<JointOption> pareto_front(std::vector<JointOption> opts) {
+  std::stable_sort(opts.begin(), opts.end(), [](const JointOption& a, const JointOption& b) {
+    return a.bytes != b.bytes ? a.bytes < b.bytes : a.error < b.error;
+  });
+  std::vector<JointOption> front;
+  for (JointOption& o : opts)
+    if (front.empty() || o.error < front.back().error) front.push_back(std::move(o));
+  return front;
+}
+
+// The indices of the front's points on its lower convex hull, cheapest first.
+std::vector<size_t> hull_indices(const std::vector<JointOption>& front) {
+  std::vector<size_t> hull;
+  for (size_t i = 0; i < front.size(); ++i) {
+    const JointOption& o = front[i];
+    // Drop the last point while it lies on or above the segment from the one before it to o.
+    while (hull.size() >= 2) {
+      const JointOption &a = front[hull[hull.size() - 2]], &b = front[hull.back()];
+      const double cross = (static_cast<double>(b.bytes) - static_cast<double>(a.bytes)) * (o.error - a.error) -
+                           (b.error - a.error) * (static_cast<double>(o.bytes) - static_cast<double>(a.bytes));
+      if (cross > 0) break;
+      hull.pop_back();
+    }
+    hull.push_back(i);
+  }
+  return hull;
+}
+
+// Greedy by loss per byte along each table's hull: on a convex frontier the
+// best next step of each table only gets worse, so this is the Lagrangian
+// allocation, up to the last step that does not fit. Then what is left is
+// spent on the front's points off the hull: each round, the one move (a
+// table to a larger option that fits) that lowers the sum most.
+void allocate(JointPlan& plan, const std::vector<std::vector<size_t>>& hulls, uint64_t max_bytes) {
+  std::vector<size_t> step(plan.tables.size(), 0);
+  const auto gain_of = [](const JointTablePlan& tp, const JointOption& to) {
+    return tp.weight * tp.share * (tp.choice().error - to.error);
+  };
+  for (;;) {
+    size_t best = SIZE_MAX;
+    double best_gain = 0;
+    for (size_t t = 0; t < plan.tables.size(); ++t) {
+      if (step[t] + 1 >= hulls[t].size()) continue;
+      const JointTablePlan& tp = plan.tables[t];
+      const JointOption& next = tp.frontier[hulls[t][step[t] + 1]];
+      const uint64_t more = next.bytes - tp.choice().bytes;
+      if (plan.bytes + more > max_bytes) continue;
+      const double gain = gain_of(tp, next) / static_cast<double>(more ? more : 1);
+      if (best == SIZE_MAX || gain > best_gain) {
+        best = t;
+        best_gain = gain;
+      }
+    }
+    if (best == SIZE_MAX) break;
+    JointTablePlan& tp = plan.tables[best];
+    const size_t to = hulls[best][++step[best]];
+    plan.bytes += tp.frontier[to].bytes - tp.choice().bytes;
+    tp.chosen = to;
+  }
+  for (;;) {
+    size_t best = SIZE_MAX, best_to = 0;
+    double best_gain = 0;
+    for (size_t t = 0; t < plan.tables.size(); ++t) {
+      const JointTablePlan& tp = plan.tables[t];
+      for (size_t i = tp.chosen + 1; i < tp.frontier.size(); ++i)
+        if (plan.bytes + tp.frontier[i].bytes - tp.choice().bytes <= max_bytes &&
+            gain_of(tp, tp.frontier[i]) > best_gain) {
+          best = t;
+          best_to = i;
+          best_gain = gain_of(tp, tp.frontier[i]);
+        }
+    }
+    if (best == SIZE_MAX) break;
+    JointTablePlan& tp = plan.tables[best];
+    plan.bytes += tp.frontier[best_to].bytes - tp.choice().bytes;
+    tp.chosen = best_to;
+  }
+}
+
+TierSpec tier(const char* name, ShareKind share, double value, const std::string& codec) {
+  TierSpec t;
+  t.name = name;
+  t.share = share;
+  t.value = value;
+  t.codec = codec;
+  return t;
+}
+
+// One codec for every row, or the hottest slice in a more precise codec over the rest.
+std::vector<JointOption> table_options(const TableSample& s, const std::vector<uint64_t>& order,
+                                       const JointPlanOptions& opt) {
+  const uint64_t rows = order.size();
+  const size_t n = s.position.size(), L = s.codecs.size();
+  std::vector<JointOption> out;
+  const double norm = s.norm > 0 ? s.norm : 1;
+  for (const ScoredCodec& c : s.codecs)
+    out.push_back({{tier("all", ShareKind::rest, 0, c.spec)},
+                   rows * c.code_size,
+                   std::accumulate(c.row_error.begin(), c.row_error.end(), 0.0) / norm});
+  for (const double pct : opt.cuts) {
+    const auto hot = static_cast<uint64_t>(std::llround(static_cast<double>(rows) * pct / 100));
+    if (hot == 0 || hot >= rows) continue;
+    const uint64_t map = id_map_bytes(tier_of_rows(order, {0, hot, rows}).data(), rows, 2);
+    for (size_t a = 0; a < L; ++a)
+      for (size_t b = a + 1; b < L; ++b) {
+        double err = 0;
+        for (size_t i = 0; i < n; ++i) err += (s.position[i] < hot ? s.codecs[a] : s.codecs[b]).row_error[i];
+        out.push_back({{tier("hot", ShareKind::rows_count, static_cast<double>(hot), s.codecs[a].spec),
+                        tier("cold", ShareKind::rest, 0, s.codecs[b].spec)},
+                       hot * s.codecs[a].code_size + (rows - hot) * s.codecs[b].code_size + map,
+                       err / norm});
+      }
+  }
+  return pareto_front(std::move(out));
+}
+
+// What a user does today, for comparison: every table under the same ratio
+// (its share of the cap by fp32 bytes), the least error each can have there.
+double uniform_error(const std::vector<JointTablePlan>& tables, uint64_t max_bytes, uint64_t fp32_total) {
+  double sum = 0;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const double cap = static_cast<double>(max_bytes) * static_cast<double>(tables[t].fp32_bytes) /
+                       static_cast<double>(fp32_total ? fp32_total : 1);
+    double best = tables[t].frontier.front().error;  // the cheapest, when nothing fits its share
+    for (const JointOption& o : tables[t].frontier)
+      if (static_cast<double>(o.bytes) <= cap) best = std::min(best, o.error);
+    sum += tables[t].weight * tables[t].share * best;
+  }
+  return sum;
+}
+
+}  // namespace
+
+JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt) {
+  std::vector<std::string> specs = opt.codecs;
+  if (specs.empty())
+    specs = {"fp16",
+             "int8",
+             "int8:scale=fp16",
+             "int6:scale=fp16",
+             "int5:scale=fp16",
+             "int4:scale=fp16",
+             "int4",
+             "int3:scale=fp16",
+             "int2",
+             "int2:scale=fp16",
+             "bin"};
+  JointPlan plan;
+  plan.max_bytes = opt.max_bytes;
+  std::vector<std::vector<size_t>> hulls;  // each front's lower convex hull, as indices into it
+  uint64_t fp32_total = 0;
+  double lookups = 0;
+  for (const JointTable& jt : tables)
+    lookups +=
+        jt.freq.empty() ? static_cast<double>(jt.table->rows()) : std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0);
+  for (const JointTable& jt : tables) {
+    const std::vector<uint64_t> order =
+        hot_order(!jt.freq.empty() ? jt.freq : detail::digest_and_norms(*jt.table, true, io::kDefaultBlockBytes).norms);
+    const TableSample s = score_sample(jt, order, opt, specs);
+    JointTablePlan tp;
+    tp.name = jt.name;
+    tp.rows = jt.table->rows();
+    tp.dim = jt.table->dim();
+    tp.fp32_bytes = tp.rows * tp.dim * 4;
+    tp.share = (jt.freq.empty() ? static_cast<double>(tp.rows) : std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0)) /
+               (lookups > 0 ? lookups : 1);
+    tp.weight = jt.weight;
+    tp.frontier = table_options(s, order, opt);
+    hulls.push_back(hull_indices(tp.frontier));
+    plan.bytes += tp.frontier.front().bytes;
+    fp32_total += tp.fp32_bytes;
+    plan.tables.push_back(std::move(tp));
+  }
+  if (plan.bytes > opt.max_bytes)
+    EDO_FAIL(
+        "joint plan: the cheapest option of every table takes {} bytes of data together, over the {} the "
+        "budget leaves them: the smallest reachable model file is about bytes<={} (ratio {:.3g})",
+        plan.bytes, opt.max_bytes, plan.bytes + opt.header_bytes,
+        static_cast<double>(fp32_total) / static_cast<double>(plan.bytes + opt.header_bytes));
+  allocate(plan, hulls, opt.max_bytes);
+  for (const JointTablePlan& tp : plan.tables) plan.error += tp.weight * tp.share * tp.choice().error;
+  plan.uniform_error = uniform_error(plan.tables, opt.max_bytes, fp32_total);
+  return plan;
+}
+
+nlohmann::json to_json(const JointPlan& plan) {
+  nlohmann::json tables = nlohmann::json::array();
+  for (const JointTablePlan& tp : plan.tables)
+    tables.push_back({{"name", tp.name},
+                      {"rows", tp.rows},
+                      {"dim", tp.dim},
+                      {"bytes_before", tp.fp32_bytes},
+                      {"bytes_after", tp.choice().bytes},
+                      {"share", tp.share},
+                      {"weight", tp.weight},
+                      {"error", tp.choice().error},
+                      {"frontier_options", tp.frontier.size()},
+                      {"tiers", plan_to_json(tp.choice().tiers)["tiers"]}});
+  return {{"max_data_bytes", plan.max_bytes},
+          {"data_bytes", plan.bytes},
+          {"weighted_error", plan.error},
+          {"uniform_error", plan.uniform_error},
+          {"tables", tables}};
+}
+
+std::string to_text(const JointPlan& plan) {
+  std::string out = fmt::format(
+      "  joint plan: {} of {} data bytes, access-weighted error sum s_t E_t {:.4g} (every table at the same ratio: "
+      "{:.4g})\n",
+      plan.bytes, plan.max_bytes, plan.error, plan.uniform_error);
+  out += fmt::format("  {:<28} {:>10} {:>6} {:>7} {:>12} {:>12} {:>10}  {}\n", "table", "rows", "dim", "share", "fp32",
+                     "planned", "E_t", "tiers");
+  for (const JointTablePlan& tp : plan.tables) {
+    std::string tiers;
+    for (const TierSpec& t : tp.choice().tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
+    out += fmt::format("  {:<28} {:>10} {:>6} {:>6.2f}% {:>12} {:>12} {:>10.4g}  {}\n", tp.name, tp.rows, tp.dim,
+                       100 * tp.share, tp.fp32_bytes, tp.choice().bytes, tp.choice().error, tiers);
+  }
+  return out;
+}
+
+}  // namespace edo
