@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Benchmark (issue 46): one size budget planned jointly over a model's tables
+# (edo-pack MODEL --budget 'ratio>=R') against the same ratio on every table,
+# on the synthetic recommender of scripts/make_models.py (the 26 Criteo
+# cardinalities capped at CAP rows, dim 64, Zipf counts per table), at 4x, 8x
+# and 16x, in the same run. Two baselines: the joint planner's own figure for
+# every table held to the ratio over the same options (its estimate on the
+# sample, "same-ratio est."), and the file a user writes today with one
+# codec for every table, the most precise that meets the ratio
+# (edo-quantize MODEL --codec C). Each file is measured by edo-eval against
+# the model with the counts: the access-weighted error sum_t s_t E_t (E_t =
+# the table's w.rel_fro squared) and the model's w.recall@10; beside them the
+# file's ratio and the writing run's wall time and peak RSS (/usr/bin/time).
+#
+# usage: scripts/bench/joint_budget_bench.sh [CAP] [DIR]    (default 10000, /tmp)
+# Needs /usr/bin/python3 with numpy. Everything it writes is removed on exit.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cap="${1:-10000}"; dir="${2:-/tmp}"
+build="${EDO_BUILD_DIR:-build}"
+P="$build/edo-pack"; Q="$build/edo-quantize"; E="$build/edo-eval"
+[ -x "$P" ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
+work=$(mktemp -d "$dir/edo-joint-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
+  "$(awk '/^MemTotal/ {printf "%d GiB RAM", $2 / 1048576}' /proc/meminfo), load average $(cut -d' ' -f1 /proc/loadavg)"
+/usr/bin/python3 scripts/make_models.py criteo "$work/m" --cap "$cap" --freq-dir "$work/freq" >/dev/null
+bytes=$(du -cb "$work"/m/*.npy | tail -1 | cut -f1)
+echo "model: 26 tables, $(( bytes / 1000 )) kB of fp32 (cap $cap rows a table), counts per table"
+
+# measure FILE: "error w.recall@10 ratio" of FILE against the model, weighted by the counts.
+measure() {
+  "$E" "$work/m" "$1" --freq-dir "$work/freq" --json -q >"$work/eval.json" 2>/dev/null || true
+  /usr/bin/python3 - "$work/eval.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+err = sum(s * j["tables"][t]["w.rel_fro"] ** 2 for t, s in j["shares"].items())
+print(f'{err:.5f} {j["model"]["w.recall@10"]:.4f} {j["model"]["ratio"]:.2f}')
+PY
+}
+printf '%-6s %-34s %10s %12s %7s %8s %9s\n' budget file "sum s_t E_t" w.recall@10 ratio "wall s" "RSS MB"
+for r in 4 8 16; do
+  case $r in 4) codec=int6:scale=fp16 ;; 8) codec=int3:scale=fp16 ;; 16) codec=bin ;; esac
+  /usr/bin/time -f '%e %M' -o "$work/t" "$P" "$work/m" -o "$work/j.edo" --freq-dir "$work/freq" \
+    --budget "ratio>=$r" --json -q >"$work/j.json"
+  read -r wall rss <"$work/t"
+  est=$(/usr/bin/python3 -c "import json; j = json.load(open('$work/j.json'))['joint_plan']; print(f'{j[\"weighted_error\"]:.5f} {j[\"uniform_error\"]:.5f}')")
+  read -r e w x <<<"$(measure "$work/j.edo")"
+  printf '%-6s %-34s %10s %12s %7s %8s %9d\n' "${r}x" "joint plan" "$e" "$w" "$x" "$wall" $((rss / 1024))
+  printf '%-6s %-34s %10s %12s %7s %8s %9s\n' "" "  (plan's estimates: joint, same-ratio)" "${est% *}" "${est#* }" "" "" ""
+  /usr/bin/time -f '%e %M' -o "$work/t" "$Q" "$work/m" -o "$work/u.edo" --codec "$codec" -q >/dev/null
+  read -r wall rss <"$work/t"
+  read -r e w x <<<"$(measure "$work/u.edo")"
+  printf '%-6s %-34s %10s %12s %7s %8s %9d\n' "" "one codec: $codec" "$e" "$w" "$x" "$wall" $((rss / 1024))
+done
