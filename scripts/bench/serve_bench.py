@@ -49,11 +49,15 @@ while b < len(offsets):
 ends = np.append(offsets[1:], len(ids))
 out = {}
 f = edo.open(edo_path, placement=placement)
-out["py_edo_rows"] = best(lambda: [f.lookup(ids[i:i + batch]) for i in range(0, len(ids), batch)])
+# A serving loop's buffers, reused as the C++ loop reuses its own (out=).
+rows_out = np.empty((batch, f.dim), np.float32)
+bags_out = np.empty((max(e - b for b, e in groups), f.dim), np.float32)
+out["py_edo_rows"] = best(lambda: [f.lookup(ids[i:i + batch], out=rows_out[:min(batch, len(ids) - i)])
+                                   for i in range(0, len(ids), batch)])
 def edo_bags():
     for b, e in groups:
         lo, hi = offsets[b], ends[e - 1]
-        f.lookup_bags(offsets[b:e] - lo, ids[lo:hi], mode="sum")
+        f.lookup_bags(offsets[b:e] - lo, ids[lo:hi], mode="sum", out=bags_out[:e - b])
 out["py_edo_bags"] = best(edo_bags)
 if table_path != "-":
     t = np.load(table_path)
