@@ -2,6 +2,7 @@
 // own codec and residency, with a row-to-tier map for O(1) lookups.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"
+#include "joint_budget_cli.hpp"
 #include "model_cli.hpp"
 #include "shard_cli.hpp"
 
@@ -18,8 +19,6 @@
 
 #include <unistd.h>
 
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -178,89 +177,53 @@ struct Pack {
                      budget.gates.front().expression);
     check_budget_flags(budget);
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
-    std::map<std::string, double> weights;
-    for (const std::string& w : table_weights) {
-      const auto eq = w.rfind('=');
-      const std::string name = eq == std::string::npos ? "" : w.substr(0, eq);
-      double v = 0;
-      const char* end = w.c_str() + w.size();
-      const auto r = eq == std::string::npos ? std::from_chars_result{end, std::errc::invalid_argument}
-                                             : std::from_chars(w.c_str() + eq + 1, end, v);
-      if (r.ec != std::errc() || r.ptr != end || !(v > 0) || !std::isfinite(v))
-        EDO_USAGE_FAIL("--table-weight '{}': expected NAME=W with W a number above 0", w);
-      if (std::none_of(model.tables.begin(), model.tables.end(), [&](const auto& t) { return t.name == name; }))
-        EDO_USAGE_FAIL("--table-weight '{}': {} is not a chosen table of {}", w, name, input);
-      weights[name] = v;
-    }
+    const auto weights = edo::cli::parse_table_weights(model, input, table_weights);
     edo::cli::apply_threads(threads);
-    std::vector<std::unique_ptr<edo::io::TableReader>> readers;
-    std::vector<edo::JointTable> tables;
-    uint64_t fp32 = 0;
-    for (const edo::io::ModelTable& t : model.tables) {
-      readers.push_back(edo::open_any_table(t.spec, edo::io::Verify::all));
-      tables.push_back({t.name, readers.back().get(), edo::cli::model_table_freq(freq_files, t),
-                        weights.count(t.name) ? weights.at(t.name) : 1.0});
-      fp32 += t.rows * t.dim * 4;
-    }
-    // Room for each table's header and manifest and the model's directory (about 600 bytes a table measured,
-    // more with tiers and counts' names): the plan's data bytes are the cap less this.
-    const uint64_t cap = edo::budget_file_cap(budget, fp32, 0);
-    const uint64_t overhead = 4096 + 2048 * model.tables.size();
-    edo::JointPlanOptions jopt;
-    jopt.max_bytes = cap > overhead ? cap - overhead : 0;  // 0: plan_joint names the smallest reachable size
-    jopt.header_bytes = overhead;
-    jopt.seed = seed;
-    jopt.codecs = plan_codecs;
-    // The headers' bytes are known once the file is written: under 99% of the
-    // cap, plan again with what they really took and write again (once).
-    edo::JointPlan plan;
-    uint64_t written = 0;
-    const uint64_t margin = 64 + 320 * model.tables.size();  // manifests grow with a table's second tier
-    for (int round = 0; round < 3; ++round) {
-      plan = edo::plan_joint(tables, jopt);
-      std::map<std::string, std::vector<edo::TierSpec>> planned;
-      for (const edo::JointTablePlan& tp : plan.tables) planned[tp.name] = tp.choice().tiers;
-      const bool quiet_before = quiet;
-      quiet = quiet || round > 0;
-      run_model(model, planned, true);
-      quiet = quiet_before;
-      written = std::filesystem::file_size(output);
-      if (round == 2) break;
-      if (written > cap) {
-        if (round == 0) break;
-        jopt.max_bytes = cap > overhead ? cap - overhead : 0;  // the second plan overshot: write the first again
-        round = 1;
-        continue;
-      }
-      const uint64_t headers = written > plan.bytes ? written - plan.bytes : 0;
-      if (round == 1 || static_cast<double>(written) >= 0.99 * static_cast<double>(cap) || headers + margin >= cap ||
-          cap - headers - margin <= jopt.max_bytes)
-        break;
-      jopt.max_bytes = cap - headers - margin;
-    }
-    if (written > cap)
-      EDO_FAIL("{}: the model file took {} bytes, {} over the budget's {}", output, written, written - cap, cap);
-    nlohmann::json joint = edo::to_json(plan);
-    joint["budget"] = budget.sizes.front().expression;
-    joint["cap_bytes"] = cap;
-    joint["file_bytes"] = written;
-    joint["cap_used"] = static_cast<double>(written) / static_cast<double>(cap);
+    const edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
+        model, budget, freq_files, weights, seed, plan_codecs,
+        [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
+          const bool quiet_before = quiet;
+          quiet = quiet || quiet_round;
+          run_model(model, planned, true);
+          quiet = quiet_before;
+          return static_cast<uint64_t>(std::filesystem::file_size(output));
+        });
+    if (run.written > run.cap)
+      EDO_FAIL("{}: the model file took {} bytes, {} over the budget's {}", output, run.written, run.written - run.cap,
+               run.cap);
     if (json) {
       nlohmann::json j = edo::model_report_json(model_report_);
       j["input"] = input;
       j["output"] = output;
       j["written"] = true;
-      j["joint_plan"] = joint;
+      j["joint_plan"] = edo::cli::joint_budget_json(run, budget);
       std::puts(j.dump(2).c_str());
       return 0;
     }
     std::printf("%s -> %s: a model of %zu tables\n", input.c_str(), output.c_str(), model_report_.tables.size());
-    std::fputs(edo::to_text(plan).c_str(), stdout);
+    std::fputs(edo::to_text(run.plan).c_str(), stdout);
     std::fputs(edo::model_report_text(model_report_).c_str(), stdout);
     std::printf("  budget %s: the file %llu bytes of the %llu allowed (%.2f%%)\n",
-                budget.sizes.front().expression.c_str(), static_cast<unsigned long long>(written),
-                static_cast<unsigned long long>(cap), 100.0 * static_cast<double>(written) / static_cast<double>(cap));
+                budget.sizes.front().expression.c_str(), static_cast<unsigned long long>(run.written),
+                static_cast<unsigned long long>(run.cap),
+                100.0 * static_cast<double>(run.written) / static_cast<double>(run.cap));
     return 0;
+  }
+
+  // --config of a model: a joint plan file (edo-profile MODEL --plan
+  // --plan-config) gives each table its tiers, every chosen table once;
+  // a one-table plan gives every table the same tiers.
+  int run_model_config(const edo::io::ModelSelection& model) {
+    edo::cli::PathGuard().input(config).check();
+    const auto planned = edo::read_joint_plan_file(config);
+    if (!planned) return run_model(model);
+    for (const edo::io::ModelTable& t : model.tables)
+      if (!planned->count(t.name))
+        EDO_USAGE_FAIL("--config {}: the plan has no table '{}' of {}", config, t.name, input);
+    for (const auto& [name, tiers] : *planned)
+      if (std::none_of(model.tables.begin(), model.tables.end(), [&](const auto& t) { return t.name == name; }))
+        EDO_USAGE_FAIL("--config {}: the plan's table '{}' is not a chosen table of {}", config, name, input);
+    return run_model(model, *planned);
   }
 
   // --budget is a whole run's plan: not a shard's, and no --eval record past a size cap.
@@ -329,7 +292,7 @@ struct Pack {
     if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-pack")) {
       if (!budget_texts.empty()) return run_model_budget(*model, budget);
       if (!table_weights.empty()) EDO_USAGE_FAIL("--table-weight goes with a model's --budget");
-      return run_model(*model);
+      return config.empty() ? run_model(*model) : run_model_config(*model);
     }
     if (!budget_texts.empty()) check_budget_flags(budget);
     if (!table_weights.empty()) EDO_USAGE_FAIL("--table-weight goes with a model's --budget");

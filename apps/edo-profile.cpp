@@ -1,5 +1,6 @@
 // edo-profile: what is this matrix, and where do its bytes go?
 #include "eval_cli.hpp"
+#include "joint_budget_cli.hpp"
 #include "model_cli.hpp"
 #include "shard_cli.hpp"
 
@@ -142,7 +143,8 @@ struct Profile {
   std::vector<std::string> merge;
   bool plan = false;
   std::vector<std::string> budget;
-  std::string plan_config, plan_metric = "cos", report_html;
+  std::string plan_config, plan_metric = "cos", report_html, freq_dir;
+  std::vector<std::string> table_weights;
   edo::PlanOptions plan_opt;
   edo::cli::ModelFlags model;
   bool list_tables = false;
@@ -197,6 +199,11 @@ struct Profile {
         ->check(CLI::PositiveNumber);
     app.add_option("--plan-metric", plan_metric, "Plan: k-NN metric cos, ip or l2 (default cos)")
         ->check(CLI::IsMember({"cos", "ip", "l2"}));
+    app.add_option("--freq-dir", freq_dir,
+                   "A model's --plan: DIR/NAME.npy counts table NAME ('/' in a name written '__'), as edo-pack's");
+    app.add_option("--table-weight", table_weights,
+                   "A model's --plan: NAME=W multiplies table NAME's share of lookups in the joint objective (W > 0;\n"
+                   "repeatable), as edo-pack's");
     model.add_to(app);
     app.add_flag("--list-tables", list_tables,
                  "List a model's tables instead of profiling them (a safetensors file: its 2-D tensors, largest\n"
@@ -204,10 +211,79 @@ struct Profile {
     edo::cli::add_run_options(app, threads, quiet);
   }
 
+  // A model's --plan under a size budget: the joint plan edo-pack MODEL
+  // --budget packs, made by the same rounds (each written to a temporary
+  // model file beside --plan-config and measured), so that edo-pack --config
+  // of the plan file writes the file the one-run pack writes.
+  int run_model_plan(const edo::Budget& parsed) {
+    if (edo::is_model_file(input)) EDO_USAGE_FAIL("--plan: {} is a packed model file; plan its source", input);
+    if (!parsed.gates.empty() || parsed.sizes.empty())
+      EDO_USAGE_FAIL("a model's --plan takes a size --budget ('bytes<=2G' or 'ratio>=8'), not '{}'",
+                     parsed.gates.front().expression);
+    if (!freq.empty() || !shard.empty() || plan_opt.max_bytes || plan_opt.gpu_bytes || !report_html.empty())
+      EDO_USAGE_FAIL(
+          "a model's --plan: counts by --freq-dir; --freq, --shard, --max-bytes, --gpu-bytes and "
+          "--report-html take one table");
+    const edo::io::ModelSelection sel = edo::io::select_model_tables(input, model.tables);
+    if (!quiet) std::fprintf(stderr, "edo-profile: %s\n", edo::model_selection_text(sel).c_str());
+    edo::cli::PathGuard().input(freq_dir).check();
+    const auto freq_files = edo::cli::model_freq_files(sel, {}, freq_dir);
+    const auto weights = edo::cli::parse_table_weights(sel, input, table_weights);
+    edo::PackOptions base;
+    base.seed = opt.seed;
+    base.device = opt.device;
+    base.note = edo::cli::stderr_note("edo-profile", quiet);
+    base.extra_manifest = model.manifest_entry();
+    base.parameters = {{"freq_tables", freq_files.size()}};
+    edo::TemporaryTables trial(plan_config.empty() ? input : plan_config);
+    const std::string& trial_path = trial.add("plan");
+    const edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
+        sel, parsed, freq_files, weights, opt.seed, plan_opt.codecs,
+        [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool) {
+          edo::write_model_tables(
+              sel, trial_path,
+              [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
+                edo::PackOptions one = base;
+                one.tiers = planned.at(t.name);
+                one.note = {};
+                one.freq = edo::cli::model_table_freq(freq_files, t);
+                const auto file = freq_files.find(t.name);
+                one.parameters = {
+                    {"freq", file == freq_files.end() ? "" : file->second.substr(file->second.find_last_of('/') + 1)}};
+                return edo::pack_report_json(edo::pack_to_edo(table, out, one));
+              },
+              edo::model_provenance(base));
+          const auto bytes = static_cast<uint64_t>(std::filesystem::file_size(trial_path));
+          std::filesystem::remove(trial_path);
+          return bytes;
+        });
+    if (run.written > run.cap)
+      EDO_FAIL("{}: the planned model file takes {} bytes, {} over the budget's {}", input, run.written,
+               run.written - run.cap, run.cap);
+    const nlohmann::json j = edo::cli::joint_budget_json(run, parsed);
+    if (!plan_config.empty()) edo::cli::write_text_file(plan_config, j.dump(2) + "\n");
+    if (json) {
+      std::fputs((j.dump(2) + "\n").c_str(), stdout);
+      return 0;
+    }
+    std::printf("%s: a joint plan of %zu tables%s\n", input.c_str(), run.plan.tables.size(),
+                plan_config.empty() ? "" : (" -> " + plan_config).c_str());
+    std::fputs(edo::to_text(run.plan).c_str(), stdout);
+    std::printf("  budget %s: the file %llu bytes of the %llu allowed (%.2f%%)\n",
+                j["budget"].get<std::string>().c_str(), static_cast<unsigned long long>(run.written),
+                static_cast<unsigned long long>(run.cap),
+                100.0 * static_cast<double>(run.written) / static_cast<double>(run.cap));
+    return 0;
+  }
+
   // A model: every chosen table, one section each, and the total.
   int run_model() {
-    if (plan || !freq.empty() || !shard.empty())
-      EDO_USAGE_FAIL("--plan, --freq and --shard take one table: name it as FILE:tensor or with --tables");
+    if (!freq.empty() || !shard.empty())
+      EDO_USAGE_FAIL(
+          "--freq and --shard take one table: name it as FILE:tensor or with --tables (a model's counts: --plan "
+          "--freq-dir)");
+    if (!freq_dir.empty() || !table_weights.empty())
+      EDO_USAGE_FAIL("--freq-dir and --table-weight go with a model's --plan");
     edo::cli::Progress progress("edo-profile", quiet);
     opt.progress = progress.callback();
     edo::ModelProfile m;
@@ -251,7 +327,9 @@ struct Profile {
         EDO_USAGE_FAIL("--list-tables: {} is one table, not a model", input);
       return list_model_tables(input, model.tables, json);
     }
-    if (profiled_as_model(input, model.tables)) return run_model();
+    if (profiled_as_model(input, model.tables)) return plan ? run_model_plan(parsed) : run_model();
+    if (!freq_dir.empty() || !table_weights.empty())
+      EDO_USAGE_FAIL("--freq-dir and --table-weight go with a model's --plan; {} is one table", input);
     if (!model.tables.empty()) EDO_USAGE_FAIL("--tables: {} is one table, not a model", input);
     auto table = edo::open_any_table(input, edo::io::Verify::all);
     nlohmann::json container;

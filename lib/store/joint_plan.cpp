@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <numeric>
 
 namespace edo {
@@ -282,6 +283,25 @@ nlohmann::json to_json(const JointPlan& plan) {
           {"weighted_error", plan.error},
           {"uniform_error", plan.uniform_error},
           {"tables", tables}};
+}
+
+std::optional<std::map<std::string, std::vector<TierSpec>>> read_joint_plan_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) EDO_FAIL("{}: cannot open", path);
+  const nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  if (j.is_discarded()) EDO_FAIL("{}: not valid JSON", path);
+  if (j.is_object() && j.contains("tiers")) return std::nullopt;
+  if (!j.is_object() || !j.contains("tables") || !j["tables"].is_array() || j["tables"].empty())
+    EDO_FAIL("{}: a plan is an object with a non-empty 'tiers' array (one table) or 'tables' array (a model)", path);
+  std::map<std::string, std::vector<TierSpec>> tiers;
+  for (const nlohmann::json& t : j["tables"]) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+      EDO_FAIL("{}: table {} of the plan has no string 'name'", path, tiers.size());
+    const std::string name = t["name"].get<std::string>();
+    if (tiers.count(name)) EDO_FAIL("{}: the plan names table '{}' twice", path, name);
+    tiers[name] = plan_from_json(t, path + " (table " + name + ")");
+  }
+  return tiers;
 }
 
 std::string to_text(const JointPlan& plan) {

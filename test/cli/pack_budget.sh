@@ -2,7 +2,8 @@
 # Budgets in bytes and ratios (docs/PACK.md, "Budgets in bytes and ratios"):
 # edo-pack TABLE --budget plans and packs in one run, the whole file at most
 # the cap and within 1% of it; edo-profile --plan takes the same budgets and
-# its plan packs under the cap; size budgets are never access-weighted; bad
+# its plan packs under the cap; a model's plan file (edo-profile MODEL --plan
+# --plan-config) packs to the bytes of the one-run pack; size budgets are never access-weighted; bad
 # budgets and flags are refused with one line and nothing written.
 #   pack_budget.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -105,6 +106,35 @@ expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --table-weight 
 err_has "above 0"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --tier all:rest:int8 --table-weight a=2 -q
 err_has "goes with a model's --budget"
+
+# ---- a model's plan for review: edo-profile writes the plan the one-run pack packs ---------
+"$py" -c "
+import numpy as np, os
+os.makedirs('$work/counts'); np.save('$work/counts/a.npy', 1e6 / (np.arange(2000) + 1))"
+expect 0 "$R" "$work/model" --plan --budget 'ratio>=6' --freq-dir "$work/counts" --table-weight b=2 \
+  --plan-config "$work/joint.json" -q
+grep -q "joint plan:" "$work/out" || fail "no joint plan in edo-profile's summary: $(cat "$work/out")"
+ls -a "$work" | grep -q '\.tmp-' && fail "edo-profile left its trial model file"
+expect 0 "$P" "$work/model" -o "$work/one.edo" --budget 'ratio>=6' --freq-dir "$work/counts" --table-weight b=2 -q
+expect 0 "$P" "$work/model" -o "$work/cfg.edo" --config "$work/joint.json" --freq-dir "$work/counts" -q
+cmp -s "$work/one.edo" "$work/cfg.edo" || fail "the reviewed plan packs other bytes than the one-run --budget pack"
+"$py" - "$work/joint.json" "$work/cfg.edo" <<'PY' || fail "joint plan file"
+import json, os, sys
+j = json.load(open(sys.argv[1]))
+assert j["budget"] == "ratio>=6" and j["file_bytes"] == os.path.getsize(sys.argv[2]) <= j["cap_bytes"], j
+assert [t["name"] for t in j["tables"]] == ["a", "b"] and all(t["tiers"] for t in j["tables"]), j
+tables = j["tables"]
+json.dump(dict(j, tables=tables[:1]), open(sys.argv[1] + ".a", "w"))
+json.dump(dict(j, tables=tables + [dict(tables[0], name="c")]), open(sys.argv[1] + ".abc", "w"))
+PY
+expect 2 "$P" "$work/model" -o "$work/x.edo" --config "$work/joint.json.a" -q
+err_has "the plan has no table 'b'"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --config "$work/joint.json.abc" -q
+err_has "the plan's table 'c' is not a chosen table"
+expect 2 "$R" "$work/model" --plan --budget 'recall@10>=0.9' -q
+err_has "a model's --plan takes a size"
+expect 2 "$R" "$work/t.npy" --plan --budget 'ratio>=6' --freq-dir "$work/counts" -q
+err_has "go with a model's --plan"
 [ ! -e "$work/x.edo" ] || fail "a refused run wrote its output"
 
 [ "$failures" -eq 0 ] && echo "pack_budget: ok"

@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +75,11 @@ struct JointPlan {
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt);
 
 nlohmann::json to_json(const JointPlan& plan);
+// A joint plan file (to_json's object, as edo-profile MODEL --plan-config
+// writes it): each table's tiers by name. nullopt when the file is a one-table
+// plan (a "tiers" array, read_plan_file); runtime error naming `path` when
+// it is neither, or names a table twice.
+std::optional<std::map<std::string, std::vector<TierSpec>>> read_joint_plan_file(const std::string& path);
 std::string to_text(const JointPlan& plan);
 
 }  // namespace edo
