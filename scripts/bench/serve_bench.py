@@ -9,10 +9,12 @@ usage: serve_bench.py [--rows 1000000,8000000] [--build build] [--work DIR] [--q
 For each table size: int8, fp16 and a three-tier plan (5% fp16, 25% int8, the
 rest int4, hot rows by Zipf counts); ids a stream of 2^20 drawn Zipf(1.05) over
 a seeded permutation of the rows, or uniformly; bags of 1 to 100 ids. Each is
-run at one thread, at the default threads on an idle machine, and at the
-default threads while another process keeps one core busy. Prints a markdown
-table: ids a second for each reader next to its ceiling, and the ratios the
-issue's goals are stated in.
+run on an idle machine and while another process keeps one core busy; within
+a run the reader's passes at one thread and at the default threads and the
+fp32 peers alternate (edo_bench_serve). Prints a markdown table: the reader
+next to its ceiling at one thread, the default threads against one thread
+in the same run, the Python module against the C++ reader, the peers, and the
+reader's resident memory (its file pages and its own).
 """
 import argparse
 import itertools
@@ -107,19 +109,18 @@ def make_inputs(work, rows, build):
     return table, files
 
 
-def measure(build, table, edo_path, ids, offsets, threads, busy, passes, placement):
+def measure(build, table, edo_path, ids, offsets, busy, passes, placement):
     env = dict(os.environ)
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
-    else:
-        env.pop("OMP_NUM_THREADS", None)
+    env.pop("OMP_NUM_THREADS", None)
     env["PYTHONPATH"] = f"{build}/python"
     hog = subprocess.Popen([PY, "-c", "while True: pass"]) if busy else None
     try:
         time.sleep(0.2 if busy else 0)
-        c = json.loads(run([f"{build}/scripts/bench/edo_bench_serve", edo_path, table, ids, offsets, "--passes", str(passes),
-                                 "--placement", placement], env))
-        p = json.loads(run([PY, "-c", PY_PEERS, table, edo_path, ids, offsets, "4096", str(passes), placement], env))
+        c = json.loads(run([f"{build}/scripts/bench/edo_bench_serve", edo_path, table, ids, offsets, "--passes",
+                            str(passes), "--placement", placement], env))
+        # The Python module at one thread, next to the C++ reader's one-thread figure.
+        p = json.loads(run([PY, "-c", PY_PEERS, table, edo_path, ids, offsets, "4096", str(passes), placement],
+                           dict(env, OMP_NUM_THREADS="1")))
     finally:
         if hog:
             hog.kill()
@@ -133,7 +134,7 @@ def main():
     ap.add_argument("--rows", default="1000000,8000000")
     ap.add_argument("--build", default=os.environ.get("EDO_BUILD_DIR", f"{ROOT}/build"))
     ap.add_argument("--work", help="keep tables and files here (default: a temporary folder)")
-    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--placements", default="mapped", help="mapped, memory or both (comma-separated)")
     ap.add_argument("--json", help="also write every measurement here")
     args = ap.parse_args()
@@ -146,32 +147,28 @@ def main():
         table, files = make_inputs(work, rows, args.build)
         for dist in ("zipf", "uniform"):
             for (name, path), placement in itertools.product(files.items(), args.placements.split(",")):
-                for mode, threads, busy in (("1 thread", 1, False), ("default, idle", 0, False),
-                                            ("default, 1 core busy", 0, True)):
+                for mode, busy in (("idle", False), ("1 core busy", True)):
                     m = measure(args.build, table, path, f"{work}/{dist}{rows}.npy", f"{work}/offsets{rows}.npy",
-                                threads, busy, args.passes, placement)
+                                busy, args.passes, placement)
                     m.update(rows_total=rows, dist=dist, codec=name, mode=mode)
                     results.append(m)
                     print(json.dumps(m), file=sys.stderr)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
-    print("| rows | ids | file | threads | edo rows / fp32 gather | edo bags / fp32 gather+sum | "
-          "vs 1 thread (rows, bags) | numpy take, fancy, reduceat (M ids/s) | Python / C++ (rows, bags) | "
-          "edo rows, bags (M ids/s) | peak RSS MB |")
-    print("|" + "---|" * 11)
-    key = lambda m: (m["rows_total"], m["dist"], m["codec"], m["placement"])
-    one = {key(m): m for m in results if m["mode"] == "1 thread"}
+    print("| rows | ids | file | machine | 1 thread: rows, bags / fp32 gather (+sum) | default threads / 1 thread: "
+          "rows, bags | Python / C++, 1 thread: rows, bags | edo 1 thread: rows, bags (M ids/s) | numpy take, fancy, "
+          "reduceat (M ids/s) | reader RSS MB |")
+    print("|" + "---|" * 10)
     for m in results:
-        base = one[key(m)]
         where = "" if m["placement"] == "mapped" else ", in memory"
         print(f"| {m['rows_total']:,} | {m['dist']} | {m['codec']}{where} | {m['mode']} | "
-              f"{m['edo_rows'] / m['fp32_rows']:.2f}x | {m['edo_bags'] / m['fp32_bags']:.2f}x | "
-              f"{m['edo_rows'] / base['edo_rows']:.2f}x, {m['edo_bags'] / base['edo_bags']:.2f}x | "
+              f"{m['edo_rows_1'] / m['fp32_rows']:.2f}x, {m['edo_bags_1'] / m['fp32_bags']:.2f}x | "
+              f"{m['edo_rows_n'] / m['edo_rows_1']:.2f}x, {m['edo_bags_n'] / m['edo_bags_1']:.2f}x | "
+              f"{m['py_edo_rows'] / m['edo_rows_1']:.2f}, {m['py_edo_bags'] / m['edo_bags_1']:.2f} | "
+              f"{m['edo_rows_1'] / 1e6:.1f}, {m['edo_bags_1'] / 1e6:.1f} | "
               f"{m['np_take'] / 1e6:.1f}, {m['np_fancy'] / 1e6:.1f}, {m['np_reduceat'] / 1e6:.1f} | "
-              f"{m['py_edo_rows'] / m['edo_rows']:.2f}, {m['py_edo_bags'] / m['edo_bags']:.2f} | "
-              f"{m['edo_rows'] / 1e6:.1f}, {m['edo_bags'] / 1e6:.1f} | {m['peak_rss_mb']:.0f} |")
-
+              f"{m['rss_file_mb'] + m['rss_anon_mb']:.0f} |")
 
 if __name__ == "__main__":
     main()
