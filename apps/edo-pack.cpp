@@ -172,9 +172,12 @@ struct Pack {
   // A model under one size budget: every table's tiers chosen together
   // (edo/joint_plan.hpp), then packed as run_model packs given tiers.
   int run_model_budget(const edo::io::ModelSelection& model, const edo::Budget& budget) {
-    if (!budget.gates.empty() || budget.sizes.empty())
-      EDO_USAGE_FAIL("a model's --budget is a size ('bytes<=2G' or 'ratio>=8'), not '{}'",
-                     budget.gates.front().expression);
+    if (budget.sizes.empty()) return run_model_floor(model, budget);
+    if (!budget.gates.empty())
+      EDO_USAGE_FAIL(
+          "a model's --budget is a size ('bytes<=2G' or 'ratio>=8') or accuracy floors ('w.recall@10>=0.98'), "
+          "not both ('{}' with '{}')",
+          budget.sizes.front().expression, budget.gates.front().expression);
     check_budget_flags(budget);
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
     const auto weights = edo::cli::parse_table_weights(model, input, table_weights);
@@ -210,6 +213,63 @@ struct Pack {
     return 0;
   }
 
+  // A model under accuracy floors: each table planned alone by the
+  // one-table planner (its own counts; a table without counts weighs each
+  // row once, so its w.* metrics are the plain ones) and packed, so every
+  // table meets the floors at the smallest plan of the ladder that does.
+  int run_model_floor(const edo::io::ModelSelection& model, const edo::Budget& budget) {
+    check_budget_flags(budget);
+    if (!table_weights.empty())
+      EDO_USAGE_FAIL("--table-weight weighs tables against each other under a size budget; a floor holds on each");
+    const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
+    edo::cli::apply_threads(threads);
+    edo::PackOptions base = options({});
+    base.parameters = {{"freq_tables", freq_files.size()}};
+    nlohmann::json floors = nlohmann::json::array();
+    std::string floors_text;
+    const edo::ModelReport rep = edo::write_model_tables(
+        model, output,
+        [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
+          edo::PackOptions opt = base;
+          opt.freq = edo::cli::model_table_freq(freq_files, t);
+          const auto file = freq_files.find(t.name);
+          opt.parameters = {
+              {"freq", file == freq_files.end() ? "" : file->second.substr(file->second.find_last_of('/') + 1)}};
+          edo::Budget floor = budget;
+          for (edo::Gate& g : floor.gates)
+            if (opt.freq.empty() && g.metric.starts_with("w.")) g = edo::parse_gate(g.expression.substr(2));
+          const edo::BudgetPackReport r = edo::pack_to_budget(table, out, floor, plan_options(opt.freq), opt);
+          floors.push_back({{"name", t.name}, {"budget", edo::budget_report_json(r, floor)}});
+          floors_text += fmt::format("  {}:\n{}", t.name, edo::budget_report_text(r, floor));
+          return edo::pack_report_json(r.pack);
+        },
+        edo::model_provenance(base), edo::cli::stderr_note("edo-pack", quiet));
+    if (json) {
+      nlohmann::json j = edo::model_report_json(rep);
+      j["input"] = input;
+      j["output"] = output;
+      j["written"] = true;
+      j["floor"] = floors;
+      std::puts(j.dump(2).c_str());
+      return 0;
+    }
+    edo::cli::print_model_summary(false, rep, input, output);
+    std::fputs(floors_text.c_str(), stdout);
+    return 0;
+  }
+
+  // --budget's planner options (edo-profile --plan's search) for a table of these counts.
+  edo::PlanOptions plan_options(const std::vector<double>& freq) const {
+    edo::PlanOptions plan_opt;
+    plan_opt.freq = freq;
+    plan_opt.seed = seed;
+    plan_opt.train_rows = train_rows;
+    plan_opt.codecs = plan_codecs;
+    plan_opt.queries = plan_queries;
+    plan_opt.note = edo::cli::stderr_note("edo-pack", quiet);
+    return plan_opt;
+  }
+
   // --config of a model: a joint plan file (edo-profile MODEL --plan
   // --plan-config) gives each table its tiers, every chosen table once;
   // a one-table plan gives every table the same tiers.
@@ -240,13 +300,7 @@ struct Pack {
   // --budget: plan (edo-profile --plan's search) and pack in one run.
   int pack_budget(edo::io::TableReader& table, const edo::PackOptions& opt, const edo::Budget& budget,
                   const std::string& target, bool eval_wanted, const std::vector<edo::Gate>& gates) {
-    edo::PlanOptions plan_opt;
-    plan_opt.freq = opt.freq;
-    plan_opt.seed = seed;
-    plan_opt.train_rows = train_rows;
-    plan_opt.codecs = plan_codecs;
-    plan_opt.queries = plan_queries;
-    plan_opt.note = edo::cli::stderr_note("edo-pack", quiet);
+    edo::PlanOptions plan_opt = plan_options(opt.freq);
     edo::cli::Progress plan_progress("edo-pack: plan candidates", quiet);
     auto plan_report = plan_progress.callback();
     if (plan_report) plan_opt.progress = [&](uint64_t done, uint64_t total) { plan_report(done, total); };

@@ -3,7 +3,8 @@
 # edo-pack TABLE --budget plans and packs in one run, the whole file at most
 # the cap and within 1% of it; edo-profile --plan takes the same budgets and
 # its plan packs under the cap; a model's plan file (edo-profile MODEL --plan
-# --plan-config) packs to the bytes of the one-run pack; size budgets are never access-weighted; bad
+# --plan-config) packs to the bytes of the one-run pack; a model under an
+# accuracy floor meets it on every table; size budgets are never access-weighted; bad
 # budgets and flags are refused with one line and nothing written.
 #   pack_budget.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
@@ -98,8 +99,10 @@ expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=6' --table-weight 
 grep -q "joint plan:" "$work/out" || fail "no joint plan in the summary: $(cat "$work/out")"
 expect 1 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=100' -q
 err_has "smallest reachable model file is about bytes<="
-expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' -q
-err_has "a model's --budget is a size"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --budget 'ratio>=6' -q
+err_has "not both"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --table-weight a=2 -q
+err_has "a floor holds on each"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --table-weight c=2 -q
 err_has "not a chosen table"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --table-weight a=0 -q
@@ -135,6 +138,42 @@ expect 2 "$R" "$work/model" --plan --budget 'recall@10>=0.9' -q
 err_has "a model's --plan takes a size"
 expect 2 "$R" "$work/t.npy" --plan --budget 'ratio>=6' --freq-dir "$work/counts" -q
 err_has "go with a model's --plan"
+
+# ---- a model under an accuracy floor: every table planned alone and packed, each meeting it --
+"$py" "$src/scripts/make_models.py" sample "$src/data-samples" "$work/sample.safetensors" || fail "make_models.py sample"
+"$py" -c "
+import numpy as np, os
+os.makedirs('$work/scounts'); np.save('$work/scounts/emb.words.weight.npy', 1e6 / (np.arange(10000) + 1))"
+FL=(--plan-queries 300 --plan-codecs fp16 --plan-codecs int8 --plan-codecs int5:scale=fp16 --plan-codecs int4
+  --plan-codecs int2)
+expect 0 "$P" "$work/sample.safetensors" -o "$work/floor.edo" --freq-dir "$work/scounts" \
+  --budget 'w.recall@10>=0.95' "${FL[@]}" --json -q
+cp "$work/out" "$work/floor.json"
+# Measured on the packed model by edo-eval, with the plan's queries: counted tables by w.recall@10, the others
+# (one lookup a row) by recall@10.
+expect 0 "$build/edo-eval" "$work/sample.safetensors" "$work/floor.edo" --freq-dir "$work/scounts" --queries 300 --json -q
+"$py" - "$work/out" "$work/floor.json" <<'PY' || fail "a table under the floor"
+import json, sys
+ev, packed = json.load(open(sys.argv[1]))["tables"], json.load(open(sys.argv[2]))
+assert sorted(ev) == ["emb.items.weight", "emb.tiny.weight", "emb.words.weight"], ev.keys()
+assert ev["emb.words.weight"]["w.recall@10"] >= 0.95, ev["emb.words.weight"]
+for name, t in ev.items():
+    assert t.get("w.recall@10", t["recall@10"]) >= 0.95, (name, t)
+floor = {f["name"]: f["budget"] for f in packed["floor"]}
+assert floor["emb.words.weight"]["budget"] == ["w.recall@10>=0.95"], floor
+assert floor["emb.items.weight"]["budget"] == ["recall@10>=0.95"], floor
+json.dump([t["spec"] for t in floor["emb.words.weight"]["tiers"]], open(sys.argv[2] + ".words", "w"))
+PY
+# The smallest plan that meets the floor: the one edo-pack TABLE --budget packs for that table alone.
+expect 0 "$P" "$work/sample.safetensors:emb.words.weight" -o "$work/words.edo" \
+  --freq "$work/scounts/emb.words.weight.npy" --budget 'w.recall@10>=0.95' "${FL[@]}" --json -q
+"$py" - "$work/out" "$work/floor.json.words" <<'PY' || fail "the floor's table plan differs from the table's own"
+import json, sys
+assert [t["spec"] for t in json.load(open(sys.argv[1]))["budget"]["tiers"]] == json.load(open(sys.argv[2]))
+PY
+expect 1 "$P" "$work/sample.safetensors" -o "$work/x.edo" --budget 'recall@10>=0.9999' --plan-codecs int2 \
+  --plan-queries 300 -q
+err_has "no plan meets"
 [ ! -e "$work/x.edo" ] || fail "a refused run wrote its output"
 
 [ "$failures" -eq 0 ] && echo "pack_budget: ok"
