@@ -48,14 +48,19 @@ struct Pack {
                    "--tables packed with the same tiers, into one model file");
     app.add_option("-o,--output", output, "Output .edo file");
     app.add_option("--tier", tier_texts, "Tier spec NAME:SHARE:CODEC[:RESIDENCY]; repeat, hottest first");
-    app.add_option("--config", config, "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier");
+    app.add_option("--config", config,
+                   "Plan file (JSON, as edo-profile --plan-config writes) instead of --tier; a model's plan\n"
+                   "(edo-profile MODEL --plan --budget SIZE) gives each table its tiers, and names every chosen\n"
+                   "table, no other");
     app.add_option("--budget", budget_texts,
                    "Plan and pack in one run, instead of --tier or --config: 'bytes<=2G' (the whole file, K/M/G/T\n"
-                   "powers of 1024), 'ratio>=8' (fp32 bytes over the file's) or, for one table, an accuracy gate\n"
+                   "powers of 1024), 'ratio>=8' (fp32 bytes over the file's) or an accuracy gate\n"
                    "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. One table: the\n"
                    "most accurate plan under a size, packed and filled to within 1% of the cap, or the summary says\n"
-                   "why not. A model: every table's tiers chosen together to minimise the access-weighted error\n"
-                   "sum_t s_t E_t (docs/PACK.md, 'One budget for a model')");
+                   "why not. A model under a size: every table's tiers chosen together to minimise the\n"
+                   "access-weighted error sum_t s_t E_t; under accuracy gates (no size): each table planned alone\n"
+                   "and packed at its smallest plan that meets them (a table without counts: w.* read as the plain\n"
+                   "metric) (docs/PACK.md, 'One budget for a model')");
     app.add_option("--plan-codecs", plan_codecs,
                    "--budget: codecs the plan's tiers may use, repeatable (default: one table, edo-profile --plan's\n"
                    "ladder, see edo-profile --help; a model, untrained codecs only: fp16, int8, int4, int2, bin and\n"
@@ -423,6 +428,9 @@ int main(int argc, char** argv) {
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --budget 'bytes<=64M'    (plan and pack in one run)\n"
       "  edo-pack emb.npy -o emb.edo --freq counts.npy --budget 'ratio>=8' --budget 'recall@10>=0.9'\n"
       "  edo-pack model.safetensors -o model.edo --freq-dir counts/ --budget 'bytes<=2G'   (one budget, all tables)\n"
+      "  edo-profile model.safetensors --freq-dir counts/ --plan --budget 'bytes<=2G' --plan-config plan.json\n"
+      "  edo-pack model.safetensors -o model.edo --freq-dir counts/ --config plan.json   (the plan reviewed)\n"
+      "  edo-pack model.safetensors -o model.edo --freq-dir counts/ --budget 'w.recall@10>=0.98'   (each table)\n"
       "  edo-pack --merge part-*.edo -o emb.edo    (shards of any tool's --shard; docs/SCALE.md)\n"
       "  edo-pack --shard-set part-*.edo -o emb.edoset    (read as one table where they lie, nothing copied)",
       "edo-pack"};

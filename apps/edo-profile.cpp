@@ -169,14 +169,19 @@ struct Profile {
         "--plan", plan,
         "Choose tiers for edo-pack under --budget: candidate plans are evaluated on a seeded sample, cheapest\n"
         "first, and the smallest that meets the budget wins (the most accurate under --max-bytes). With\n"
-        "--freq the budget's metrics are the access-weighted ones (recall@10 means w.recall@10)");
+        "--freq the budget's metrics are the access-weighted ones (recall@10 means w.recall@10). A model\n"
+        "(a size --budget; --freq-dir, --table-weight, --seed, --plan-codecs as edo-pack's): the joint plan\n"
+        "edo-pack MODEL --budget packs, its rounds written to a temporary model file beside --plan-config and\n"
+        "measured; edo-pack MODEL --config of the plan file writes the same bytes");
     app.add_option("--budget", budget,
                    "What the plan must keep, repeatable: an accuracy gate such as 'recall@10>=0.98', or a size,\n"
                    "'bytes<=2G' (the whole file edo-pack --config writes, K/M/G/T powers of 1024) or 'ratio>=8' (fp32\n"
                    "bytes over the file's), under which the most accurate plan wins (never access-weighted)");
     app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
     app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
-    app.add_option("--plan-config", plan_config, "Plan: write the chosen plan here (JSON for edo-pack --config)");
+    app.add_option("--plan-config", plan_config,
+                   "Plan: write the chosen plan here (JSON for edo-pack --config; a model's: each table's tiers,\n"
+                   "E_t, bytes and share of lookups, the budget, its cap and the file's bytes)");
     app.add_option("--report-html", report_html,
                    "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
     app.add_option(
@@ -420,6 +425,7 @@ int main(int argc, char** argv) {
       "  edo-profile model.safetensors                  (every embedding table, then the total)\n"
       "  edo-profile model.safetensors --list-tables\n"
       "  edo-profile model.safetensors:embeddings.word_embeddings.weight\n"
+      "  edo-profile model.safetensors --freq-dir counts/ --plan --budget 'ratio>=8' --plan-config plan.json\n"
       "  python -c 'import numpy,sys; numpy.save(sys.stdout.buffer, numpy.eye(4, dtype=\"f4\"))' | edo-profile -",
       "edo-profile"};
   Profile tool;
