@@ -58,14 +58,17 @@ struct Pack {
                    "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. One table: the\n"
                    "most accurate plan under a size, packed and filled to within 1% of the cap, or the summary says\n"
                    "why not. A model under a size: every table's tiers chosen together to minimise the\n"
-                   "access-weighted error sum_t s_t E_t; under accuracy gates (no size): each table planned alone\n"
-                   "and packed at its smallest plan that meets them (a table without counts: w.* read as the plain\n"
-                   "metric) (docs/PACK.md, 'One budget for a model')");
+                   "access-weighted error sum_t s_t E_t (each table's recall@10 then measured on the file and\n"
+                   "printed); under accuracy gates (no size): each table planned alone and packed at its smallest\n"
+                   "plan that meets them (a table without counts: w.* read as the plain metric) (docs/PACK.md,\n"
+                   "'One budget for a model')");
     app.add_option("--plan-codecs", plan_codecs,
                    "--budget: codecs the plan's tiers may use, repeatable (default: one table, edo-profile --plan's\n"
                    "ladder, see edo-profile --help; a model, untrained codecs only: fp16, int8, int4, int2, bin and\n"
                    "int8/6/5/4/3/2 with scale=fp16)");
-    app.add_option("--plan-queries", plan_queries, "--budget: the plan's evaluation queries (default 1000)")
+    app.add_option("--plan-queries", plan_queries,
+                   "--budget: the plan's evaluation queries (default 1000; under a model's size\n"
+                   "budget, those of each table's recall@10 measured on the file)")
         ->check(CLI::PositiveNumber);
     app.add_option("--table-weight", table_weights,
                    "A model's --budget: NAME=W multiplies table NAME's share of lookups in the joint objective\n"
@@ -187,7 +190,7 @@ struct Pack {
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
     const auto weights = edo::cli::parse_table_weights(model, input, table_weights);
     edo::cli::apply_threads(threads);
-    const edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
+    edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
         model, budget, freq_files, weights, seed, plan_codecs,
         [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
           const bool quiet_before = quiet;
@@ -199,6 +202,7 @@ struct Pack {
     if (run.written > run.cap)
       EDO_FAIL("{}: the model file took {} bytes, {} over the budget's {}", output, run.written, run.written - run.cap,
                run.cap);
+    edo::cli::measure_joint_recall(run, model, output, freq_files, seed, plan_queries, edo::select_device(device));
     if (json) {
       nlohmann::json j = edo::model_report_json(model_report_);
       j["input"] = input;

@@ -181,7 +181,7 @@ struct Profile {
     app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
     app.add_option("--plan-config", plan_config,
                    "Plan: write the chosen plan here (JSON for edo-pack --config; a model's: each table's tiers,\n"
-                   "E_t, bytes and share of lookups, the budget, its cap and the file's bytes)");
+                   "E_t, recall@10 measured, bytes and share of lookups, the budget, its cap and the file's bytes)");
     app.add_option("--report-html", report_html,
                    "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
     app.add_option(
@@ -242,7 +242,7 @@ struct Profile {
     base.parameters = {{"freq_tables", freq_files.size()}};
     edo::TemporaryTables trial(plan_config.empty() ? input : plan_config);
     const std::string& trial_path = trial.add("plan");
-    const edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
+    edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
         sel, parsed, freq_files, weights, opt.seed, plan_opt.codecs,
         [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool) {
           edo::write_model_tables(
@@ -258,13 +258,13 @@ struct Profile {
                 return edo::pack_report_json(edo::pack_to_edo(table, out, one));
               },
               edo::model_provenance(base));
-          const auto bytes = static_cast<uint64_t>(std::filesystem::file_size(trial_path));
-          std::filesystem::remove(trial_path);
-          return bytes;
+          return static_cast<uint64_t>(std::filesystem::file_size(trial_path));
         });
     if (run.written > run.cap)
       EDO_FAIL("{}: the planned model file takes {} bytes, {} over the budget's {}", input, run.written,
                run.written - run.cap, run.cap);
+    // The last round's file holds the plan: its recall before it goes.
+    edo::cli::measure_joint_recall(run, sel, trial_path, freq_files, opt.seed, plan_opt.queries, opt.device);
     const nlohmann::json j = edo::cli::joint_budget_json(run, parsed);
     if (!plan_config.empty()) edo::cli::write_text_file(plan_config, j.dump(2) + "\n");
     if (json) {

@@ -8,7 +8,9 @@
 #include "model_cli.hpp"
 
 #include <edo/budget.hpp>
+#include <edo/eval.hpp>
 #include <edo/joint_plan.hpp>
+#include <edo/model_evaluate.hpp>
 #include <edo/pack.hpp>
 
 #include <charconv>
@@ -92,6 +94,25 @@ inline JointBudgetRun plan_model_budget(const io::ModelSelection& model, const B
     jopt.max_bytes = run.cap - headers - margin;
   }
   return run;
+}
+
+// Each table's recall@10 in the model file `file` the plan wrote, measured as
+// edo-eval MODEL FILE --freq-dir measures it (cos, `queries` rows drawn with
+// `seed`): w.recall@10 where the table has counts, recall@10 (the same, one
+// lookup a row) where not.
+inline void measure_joint_recall(JointBudgetRun& run, const io::ModelSelection& model, const std::string& file,
+                                 const std::map<std::string, std::string>& freq_files, uint64_t seed, uint64_t queries,
+                                 Device device) {
+  EvalOptions eo;
+  eo.metric = Metric::cos;
+  eo.ks = {10};
+  eo.queries = queries;
+  eo.seed = seed;
+  eo.device = device;
+  const ModelEval e = evaluate_model(model, file, freq_files, eo, {});
+  for (JointTablePlan& tp : run.plan.tables)
+    for (const ModelTableEval& t : e.tables)
+      if (t.name == tp.name) tp.recall = t.result.get("w.recall@10").value_or(t.result.at("recall@10"));
 }
 
 // The plan with its budget, cap and the file it made: edo-pack --json's

@@ -267,7 +267,7 @@ JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptio
 
 nlohmann::json to_json(const JointPlan& plan) {
   nlohmann::json tables = nlohmann::json::array();
-  for (const JointTablePlan& tp : plan.tables)
+  for (const JointTablePlan& tp : plan.tables) {
     tables.push_back({{"name", tp.name},
                       {"rows", tp.rows},
                       {"dim", tp.dim},
@@ -278,6 +278,8 @@ nlohmann::json to_json(const JointPlan& plan) {
                       {"error", tp.choice().error},
                       {"frontier_options", tp.frontier.size()},
                       {"tiers", plan_to_json(tp.choice().tiers)["tiers"]}});
+    if (tp.recall) tables.back()["w.recall@10"] = *tp.recall;
+  }
   return {{"max_data_bytes", plan.max_bytes},
           {"data_bytes", plan.bytes},
           {"weighted_error", plan.error},
@@ -309,13 +311,14 @@ std::string to_text(const JointPlan& plan) {
       "  joint plan: {} of {} data bytes, access-weighted error sum s_t E_t {:.4g} (every table at the same ratio: "
       "{:.4g})\n",
       plan.bytes, plan.max_bytes, plan.error, plan.uniform_error);
-  out += fmt::format("  {:<28} {:>10} {:>6} {:>7} {:>12} {:>12} {:>10}  {}\n", "table", "rows", "dim", "share", "fp32",
-                     "planned", "E_t", "tiers");
+  out += fmt::format("  {:<28} {:>10} {:>6} {:>7} {:>12} {:>12} {:>10} {:>9}  {}\n", "table", "rows", "dim", "share",
+                     "fp32", "planned", "E_t", "w.rec@10", "tiers");
   for (const JointTablePlan& tp : plan.tables) {
     std::string tiers;
     for (const TierSpec& t : tp.choice().tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
-    out += fmt::format("  {:<28} {:>10} {:>6} {:>6.2f}% {:>12} {:>12} {:>10.4g}  {}\n", tp.name, tp.rows, tp.dim,
-                       100 * tp.share, tp.fp32_bytes, tp.choice().bytes, tp.choice().error, tiers);
+    out += fmt::format("  {:<28} {:>10} {:>6} {:>6.2f}% {:>12} {:>12} {:>10.4g} {:>9}  {}\n", tp.name, tp.rows, tp.dim,
+                       100 * tp.share, tp.fp32_bytes, tp.choice().bytes, tp.choice().error,
+                       tp.recall ? fmt::format("{:.4f}", *tp.recall) : "-", tiers);
   }
   return out;
 }

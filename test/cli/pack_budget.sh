@@ -130,6 +130,13 @@ tables = j["tables"]
 json.dump(dict(j, tables=tables[:1]), open(sys.argv[1] + ".a", "w"))
 json.dump(dict(j, tables=tables + [dict(tables[0], name="c")]), open(sys.argv[1] + ".abc", "w"))
 PY
+# Each table's recall@10 in the plan, as edo-eval measures the file (w. where the table has counts).
+expect 0 "$build/edo-eval" "$work/model" "$work/cfg.edo" --freq-dir "$work/counts" --json -q
+"$py" - "$work/out" "$work/joint.json" <<'PY' || fail "the plan's recall@10 differs from edo-eval's"
+import json, sys
+ev, plan = json.load(open(sys.argv[1]))["tables"], json.load(open(sys.argv[2]))["tables"]
+assert plan[0]["w.recall@10"] == ev["a"]["w.recall@10"] and plan[1]["w.recall@10"] == ev["b"]["recall@10"], (plan, ev)
+PY
 expect 2 "$P" "$work/model" -o "$work/x.edo" --config "$work/joint.json.a" -q
 err_has "the plan has no table 'b'"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --config "$work/joint.json.abc" -q

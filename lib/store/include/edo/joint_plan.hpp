@@ -46,6 +46,9 @@ struct JointTablePlan {
   double weight = 1;                  // --table-weight
   std::vector<JointOption> frontier;  // the options no other beats in both bytes and error, cheapest first
   size_t chosen = 0;                  // index into frontier
+  // Recall@10 of the packed table, access-weighted by its counts (one lookup
+  // a row without), measured on the file written; nullopt until measured.
+  std::optional<double> recall;
   const JointOption& choice() const { return frontier[chosen]; }
 };
 
