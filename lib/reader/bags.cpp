@@ -92,9 +92,13 @@ void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
   for (uint64_t j = 0; j < dim; ++j) out[j] *= factor;
 }
 
-// Rows decoded at once: a buffer that stays in the core's cache, whatever
-// the bags' sizes.
+// Rows decoded at once: a buffer that stays in the core's cache (at most
+// 256 rows and 256 KiB, at least one row), whatever the bags' sizes.
 constexpr size_t kRowsAtOnce = 256;
+constexpr size_t kBufferBytes = size_t{1} << 18;
+size_t rows_at_once(uint64_t dim) {
+  return std::clamp<size_t>(kBufferBytes / (std::max<uint64_t>(dim, 1) * sizeof(float)), 1, kRowsAtOnce);
+}
 // Ids a GPU pooling window gathers at once (lookup_bags_device).
 constexpr size_t kDeviceRows = 65536;
 // Bags a helper claims at once.
@@ -111,17 +115,18 @@ void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
   // folded by one thread, so the sums do not depend on which. The rows of
   // consecutive small bags are decoded in one lookup (one resolve, one
   // prefetching gather per tier over all of them), then folded bag by bag.
+  const size_t at_once = rows_at_once(d);
   const auto pool_bags = [&](size_t chunk) {
     thread_local std::vector<float> rows;
-    rows.resize(kRowsAtOnce * d);
+    rows.resize(at_once * d);
     const size_t first = chunk * kBagsAtOnce, last = std::min(bags.count, first + kBagsAtOnce);
     for (size_t b = first; b < last;) {
       // Bags [b, e) whose ids fit the buffer together (at least bag b, in pieces if it is bigger).
       size_t e = b + 1;
-      while (e < last && bag_end(bags, e) - bag_begin(bags, b) <= kRowsAtOnce) ++e;
+      while (e < last && bag_end(bags, e) - bag_begin(bags, b) <= at_once) ++e;
       const size_t begin = bag_begin(bags, b), end = bag_end(bags, e - 1);
-      for (size_t at = begin; at < end; at += kRowsAtOnce) {
-        const size_t n = std::min(kRowsAtOnce, end - at);
+      for (size_t at = begin; at < end; at += at_once) {
+        const size_t n = std::min(at_once, end - at);
         lookup(bags.ids + at, n, rows.data());
         // Each bag's share of the rows [at, at + n): bags that start before `at` continue.
         for (size_t bag = b; bag < e; ++bag) {
