@@ -8,6 +8,7 @@
 #include <edo/eval.hpp>
 #include <edo/hash.hpp>
 #include <edo/io/files.hpp>
+#include <edo/io/memory_table.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/knn.hpp>
 #include <edo/make_codec.hpp>
@@ -33,23 +34,6 @@
 namespace edo {
 
 namespace {
-
-// A sample held in memory, read as a table by the evaluation engine.
-class MatrixTable final : public io::TableReader {
- public:
-  MatrixTable(std::string name, const float* data, uint64_t rows, uint64_t dim)
-      : TableReader(std::move(name), "memory"), data_(data) {
-    rows_ = rows;
-    dim_ = dim;
-  }
-  const float* rows_f32(uint64_t begin, uint64_t count) override {
-    check_range(begin, count);
-    return data_ + begin * dim_;
-  }
-
- private:
-  const float* data_;
-};
 
 struct LadderCodec {
   std::string spec;  // canonical, or a tier kind's word ("default", "zero")
@@ -181,7 +165,7 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
       c.sparse = parse_sparse_spec(s, dim);
       c.spec = format_sparse_spec(c.sparse);
       const uint64_t n = sample.ids.size();
-      MatrixTable t("plan sample", sample.x.data(), n, dim);
+      io::MemoryTable t("plan sample", {sample.x.data(), n, dim});
       c.values_per_row = sparse_expected_density(c.sparse, t, n) * static_cast<double>(dim);
       // An int4 row keeps an even count: one more value for about half the rows.
       if (c.sparse.values == SparseValues::int4) c.values_per_row += 0.5;
@@ -660,7 +644,7 @@ class SampleCodecs {
                lc.groups, n);
     }
     const std::vector<float> x = gather(members);
-    MatrixTable table("plan sample", x.data(), n, dim_);
+    io::MemoryTable table("plan sample", {x.data(), n, dim_});
     PackOptions po;
     po.tool = "edo-pack --plan";
     po.seed = opt_.seed;
@@ -807,7 +791,7 @@ class CandidateSearch {
         res_(res),
         ladder_(ladder),
         codecs_(ladder, sample.x, sample.freq, dim, opt),
-        original_("plan sample", sample.x.data(), sample.ids.size(), dim),
+        original_("plan sample", {sample.x.data(), sample.ids.size(), dim}),
         y_(sample.x.size()),
         seen_(eligible.size(), false) {
     eo_.metric = opt.metric;
@@ -874,7 +858,7 @@ class CandidateSearch {
           .push_back(s);
     for (size_t t = 0; t < c.tiers.size(); ++t)
       codecs_.decode(c.codec[t], members[t], {c.cuts[t], c.cuts[t + 1]}, y_.data());
-    MatrixTable decoded("plan candidate", y_.data(), n, dim_);
+    io::MemoryTable decoded("plan candidate", {y_.data(), n, dim_});
     const EvalResult r = evaluate(original_, decoded, eo_);
     const std::vector<GateOutcome> outcomes = check_gates(budget_, r);
     pc.evaluated = true;
@@ -903,7 +887,7 @@ class CandidateSearch {
   PlanResult& res_;
   const std::vector<LadderCodec>& ladder_;
   SampleCodecs codecs_;
-  MatrixTable original_;
+  io::MemoryTable original_;
   EvalOptions eo_;
   std::vector<float> y_;
   std::vector<const Candidate*> ruled_out_;
