@@ -21,6 +21,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 
 namespace {
 
@@ -31,6 +32,7 @@ struct Pack {
   edo::cli::ModelFlags model_flags;
   std::vector<std::string> tier_texts, budget_texts, plan_codecs, table_weights;
   uint64_t plan_queries = 1000;
+  std::optional<double> cold_weight;
   bool json = false, quiet = false, allow_nonfinite = false, allow_underflow = false, run_eval = false, force = false;
   int threads = 0;
   uint64_t seed = 0, train_rows = 65536;
@@ -64,12 +66,19 @@ struct Pack {
                    "'One budget for a model')");
     app.add_option("--plan-codecs", plan_codecs,
                    "--budget: codecs the plan's tiers may use, repeatable (default: one table, edo-profile --plan's\n"
-                   "ladder, see edo-profile --help; a model, untrained codecs only: fp16, int8, int4, int2, bin and\n"
-                   "int8/6/5/4/3/2 with scale=fp16)");
+                   "ladder, see edo-profile --help; a model, each table's candidates of --codec auto (edo-quantize\n"
+                   "--help): scalar and grouped codecs with fp16 scales, rot chains, tc, pq and rq with int8\n"
+                   "codebooks, a trained codec trained on 2048 sample rows and only on tiers of 256 rows or more)");
     app.add_option("--plan-queries", plan_queries,
                    "--budget: the plan's evaluation queries (default 1000; under a model's size\n"
                    "budget, those of each table's recall@10 measured on the file)")
         ->check(CLI::PositiveNumber);
+    app.add_option("--cold-weight", cold_weight,
+                   "A model's size --budget: the joint objective weighs each row by its count plus W x its table's\n"
+                   "mean count (default 1; 0: the counts alone, E_t exactly). A row's error costs its lookups and the\n"
+                   "queries it is a neighbour of, which its count does not see: at 0 the rarest rows get the\n"
+                   "cheapest codecs and recall@10 falls (docs/PACK.md, 'One budget for a model')")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--table-weight", table_weights,
                    "A model's --budget: NAME=W multiplies table NAME's share of lookups in the joint objective\n"
                    "(W > 0; repeatable)");
@@ -190,35 +199,32 @@ struct Pack {
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
     const auto weights = edo::cli::parse_table_weights(model, input, table_weights);
     edo::cli::apply_threads(threads);
-    edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
-        model, budget, freq_files, weights, seed, plan_codecs,
-        [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
-          const bool quiet_before = quiet;
-          quiet = quiet || quiet_round;
-          run_model(model, planned, true);
-          quiet = quiet_before;
-          return static_cast<uint64_t>(std::filesystem::file_size(output));
-        });
+    edo::ModelBudgetRun run =
+        edo::plan_model_budget(model, budget, {freq_files, weights, seed, plan_codecs, cold_weight.value_or(1.0)},
+                               [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
+                                 const bool quiet_before = quiet;
+                                 quiet = quiet || quiet_round;
+                                 run_model(model, planned, true);
+                                 quiet = quiet_before;
+                                 return static_cast<uint64_t>(std::filesystem::file_size(output));
+                               });
     if (run.written > run.cap)
       EDO_FAIL("{}: the model file took {} bytes, {} over the budget's {}", output, run.written, run.written - run.cap,
                run.cap);
-    edo::cli::measure_joint_recall(run, model, output, freq_files, seed, plan_queries, edo::select_device(device));
+    edo::measure_model_budget_recall(run, model, output, freq_files, seed, plan_queries, edo::select_device(device));
     if (json) {
       nlohmann::json j = edo::model_report_json(model_report_);
       j["input"] = input;
       j["output"] = output;
       j["written"] = true;
-      j["joint_plan"] = edo::cli::joint_budget_json(run, budget);
+      j["joint_plan"] = edo::model_budget_json(run, budget);
       std::puts(j.dump(2).c_str());
       return 0;
     }
     std::printf("%s -> %s: a model of %zu tables\n", input.c_str(), output.c_str(), model_report_.tables.size());
     std::fputs(edo::to_text(run.plan).c_str(), stdout);
     std::fputs(edo::model_report_text(model_report_).c_str(), stdout);
-    std::printf("  budget %s: the file %llu bytes of the %llu allowed (%.2f%%)\n",
-                budget.sizes.front().expression.c_str(), static_cast<unsigned long long>(run.written),
-                static_cast<unsigned long long>(run.cap),
-                100.0 * static_cast<double>(run.written) / static_cast<double>(run.cap));
+    std::fputs(edo::model_budget_text(run, budget).c_str(), stdout);
     return 0;
   }
 
@@ -228,8 +234,10 @@ struct Pack {
   // table meets the floors at the smallest plan of the ladder that does.
   int run_model_floor(const edo::io::ModelSelection& model, const edo::Budget& budget) {
     check_budget_flags(budget);
-    if (!table_weights.empty())
-      EDO_USAGE_FAIL("--table-weight weighs tables against each other under a size budget; a floor holds on each");
+    if (!table_weights.empty() || cold_weight)
+      EDO_USAGE_FAIL(
+          "--table-weight and --cold-weight weigh errors against each other under a size budget; a floor holds on "
+          "each table");
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
     edo::cli::apply_threads(threads);
     edo::PackOptions base = options({});
@@ -354,11 +362,13 @@ struct Pack {
     const edo::Budget budget = edo::parse_budget(budget_texts);
     if (const auto model = edo::cli::model_input(input, model_flags, quiet, "edo-pack")) {
       if (!budget_texts.empty()) return run_model_budget(*model, budget);
-      if (!table_weights.empty()) EDO_USAGE_FAIL("--table-weight goes with a model's --budget");
+      if (!table_weights.empty() || cold_weight)
+        EDO_USAGE_FAIL("--table-weight and --cold-weight go with a model's --budget");
       return config.empty() ? run_model(*model) : run_model_config(*model);
     }
     if (!budget_texts.empty()) check_budget_flags(budget);
-    if (!table_weights.empty()) EDO_USAGE_FAIL("--table-weight goes with a model's --budget");
+    if (!table_weights.empty() || cold_weight)
+      EDO_USAGE_FAIL("--table-weight and --cold-weight go with a model's --budget");
     if (budget_texts.empty() && (!plan_codecs.empty() || plan_queries != 1000))
       EDO_USAGE_FAIL("--plan-codecs and --plan-queries go with --budget");
     if (freq_args.size() > 1) EDO_USAGE_FAIL("--freq: one count file for one table ({} given)", freq_args.size());

@@ -145,6 +145,7 @@ struct Profile {
   std::vector<std::string> budget;
   std::string plan_config, plan_metric = "cos", report_html, freq_dir;
   std::vector<std::string> table_weights;
+  std::optional<double> cold_weight;
   edo::PlanOptions plan_opt;
   edo::cli::ModelFlags model;
   bool list_tables = false;
@@ -197,7 +198,8 @@ struct Profile {
         "group tiers (hash:buckets=B,k=K, qr:buckets=B, group:clusters=C,residual=R: fitted to the sample,\n"
         "a hash's buckets scaled to it) and, as the coldest of two or three tiers only, the dropped rows'\n"
         "fallbacks default, zero, centroids:C and nearest[:cos|l2] (never by default: they drop rows), e.g.\n"
-        "--plan-codecs int8 --plan-codecs centroids:64");
+        "--plan-codecs int8 --plan-codecs centroids:64. A model's joint plan: codecs only; default each table's\n"
+        "candidates of --codec auto, as edo-pack --help says");
     app.add_option("--plan-sample-rows", plan_opt.sample_rows, "Plan: rows of the evaluation sample (default 10000)")
         ->check(CLI::PositiveNumber);
     app.add_option("--plan-queries", plan_opt.queries, "Plan: evaluation queries (default 1000)")
@@ -209,6 +211,10 @@ struct Profile {
     app.add_option("--table-weight", table_weights,
                    "A model's --plan: NAME=W multiplies table NAME's share of lookups in the joint objective (W > 0;\n"
                    "repeatable), as edo-pack's");
+    app.add_option("--cold-weight", cold_weight,
+                   "A model's --plan: each row weighs its count plus W x its table's mean count in the joint\n"
+                   "objective (default 1; 0: the counts alone), as edo-pack's")
+        ->check(CLI::NonNegativeNumber);
     model.add_to(app);
     app.add_flag("--list-tables", list_tables,
                  "List a model's tables instead of profiling them (a safetensors file: its 2-D tensors, largest\n"
@@ -242,8 +248,8 @@ struct Profile {
     base.parameters = {{"freq_tables", freq_files.size()}};
     edo::TemporaryTables trial(plan_config.empty() ? input : plan_config);
     const std::string& trial_path = trial.add("plan");
-    edo::cli::JointBudgetRun run = edo::cli::plan_model_budget(
-        sel, parsed, freq_files, weights, opt.seed, plan_opt.codecs,
+    edo::ModelBudgetRun run = edo::plan_model_budget(
+        sel, parsed, {freq_files, weights, opt.seed, plan_opt.codecs, cold_weight.value_or(1.0)},
         [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool) {
           edo::write_model_tables(
               sel, trial_path,
@@ -264,8 +270,8 @@ struct Profile {
       EDO_FAIL("{}: the planned model file takes {} bytes, {} over the budget's {}", input, run.written,
                run.written - run.cap, run.cap);
     // The last round's file holds the plan: its recall before it goes.
-    edo::cli::measure_joint_recall(run, sel, trial_path, freq_files, opt.seed, plan_opt.queries, opt.device);
-    const nlohmann::json j = edo::cli::joint_budget_json(run, parsed);
+    edo::measure_model_budget_recall(run, sel, trial_path, freq_files, opt.seed, plan_opt.queries, opt.device);
+    const nlohmann::json j = edo::model_budget_json(run, parsed);
     if (!plan_config.empty()) edo::cli::write_text_file(plan_config, j.dump(2) + "\n");
     if (json) {
       std::fputs((j.dump(2) + "\n").c_str(), stdout);
@@ -274,10 +280,7 @@ struct Profile {
     std::printf("%s: a joint plan of %zu tables%s\n", input.c_str(), run.plan.tables.size(),
                 plan_config.empty() ? "" : (" -> " + plan_config).c_str());
     std::fputs(edo::to_text(run.plan).c_str(), stdout);
-    std::printf("  budget %s: the file %llu bytes of the %llu allowed (%.2f%%)\n",
-                j["budget"].get<std::string>().c_str(), static_cast<unsigned long long>(run.written),
-                static_cast<unsigned long long>(run.cap),
-                100.0 * static_cast<double>(run.written) / static_cast<double>(run.cap));
+    std::fputs(edo::model_budget_text(run, parsed).c_str(), stdout);
     return 0;
   }
 
@@ -287,8 +290,8 @@ struct Profile {
       EDO_USAGE_FAIL(
           "--freq and --shard take one table: name it as FILE:tensor or with --tables (a model's counts: --plan "
           "--freq-dir)");
-    if (!freq_dir.empty() || !table_weights.empty())
-      EDO_USAGE_FAIL("--freq-dir and --table-weight go with a model's --plan");
+    if (!freq_dir.empty() || !table_weights.empty() || cold_weight)
+      EDO_USAGE_FAIL("--freq-dir, --table-weight and --cold-weight go with a model's --plan");
     edo::cli::Progress progress("edo-profile", quiet);
     opt.progress = progress.callback();
     edo::ModelProfile m;
@@ -333,8 +336,8 @@ struct Profile {
       return list_model_tables(input, model.tables, json);
     }
     if (profiled_as_model(input, model.tables)) return plan ? run_model_plan(parsed) : run_model();
-    if (!freq_dir.empty() || !table_weights.empty())
-      EDO_USAGE_FAIL("--freq-dir and --table-weight go with a model's --plan; {} is one table", input);
+    if (!freq_dir.empty() || !table_weights.empty() || cold_weight)
+      EDO_USAGE_FAIL("--freq-dir, --table-weight and --cold-weight go with a model's --plan; {} is one table", input);
     if (!model.tables.empty()) EDO_USAGE_FAIL("--tables: {} is one table, not a model", input);
     auto table = edo::open_any_table(input, edo::io::Verify::all);
     nlohmann::json container;

@@ -6,7 +6,10 @@
 #include <edo/joint_plan.hpp>
 #include <edo/random.hpp>
 
+#include <edo/codec.hpp>
+
 #include <memory>
+#include <optional>
 
 using edo::test::code_of;
 using edo::test::error_of;
@@ -85,6 +88,121 @@ TEST_CASE("joint plan: a table's weight moves the bytes to it, and a budget unde
   CHECK(code_of([&] { edo::plan_joint(t.tables, opt); }) == edo::ExitCode::runtime);
   CHECK(error_of([&] { edo::plan_joint(t.tables, opt); }).find("smallest reachable model file is about bytes<=") !=
         std::string::npos);
-  opt.codecs = {"pq:m=4"};
+  opt.codecs = {"no-such-codec"};
   CHECK(code_of([&] { edo::plan_joint(t.tables, opt); }) == edo::ExitCode::usage);
+}
+
+namespace {
+
+// Rows near one of `kinds` random rows (noise of 1e-4): pq with 256 centroids
+// a subspace stores them almost exactly in a byte a subspace, where every
+// scalar codec pays bits for every value.
+void write_clustered_npy(const std::string& path, uint64_t rows, uint64_t dim, uint64_t kinds, uint64_t seed) {
+  edo::Rng rng(seed);
+  std::vector<float> centres(kinds * dim), x(rows * dim);
+  for (auto& v : centres) v = static_cast<float>(rng.uniform() * 2 - 1);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint64_t k = rng.below(kinds);
+    for (uint64_t d = 0; d < dim; ++d)
+      x[r * dim + d] = centres[k * dim + d] + static_cast<float>((rng.uniform() - 0.5) * 2e-4);
+  }
+  auto w = edo::io::create_table(path, rows, dim);
+  w->write_f32(x.data(), rows);
+  w->commit();
+}
+
+}  // namespace
+
+TEST_CASE("joint plan: the chooser's trained candidates are scored and picked where they are on the frontier") {
+  edo::test::TempDir dir;
+  write_clustered_npy(dir.file("c.npy"), 3000, 32, 16, 3);
+  edo::test::write_random_npy(dir.file("a.npy"), 3000, 32, 4);
+  edo::test::write_random_npy(dir.file("s.npy"), 200, 32, 5);  // too few rows to train pq or rq
+  const auto clustered = edo::io::open_table(dir.file("c.npy"));
+  const auto smooth = edo::io::open_table(dir.file("a.npy"));
+  const auto small = edo::io::open_table(dir.file("s.npy"));
+  const std::vector<edo::JointTable> tables = {
+      {"clustered", clustered.get(), {}, 1}, {"smooth", smooth.get(), {}, 1}, {"small", small.get(), {}, 1}};
+  edo::JointPlanOptions opt;
+  opt.max_bytes = (3000 + 3000 + 200) * 32 * 4 / 10;
+  const edo::JointPlan plan = edo::plan_joint(tables, opt);
+  REQUIRE(plan.tables.size() == 3);
+  const auto codecs_of = [](const edo::JointOption& o) {
+    std::string all;
+    for (const edo::TierSpec& t : o.tiers) all += t.codec + " ";
+    return all;
+  };
+  const auto trained = [](const std::string& codecs) {
+    return codecs.find("pq:") != std::string::npos || codecs.find("rq:") != std::string::npos ||
+           codecs.find("tc:") != std::string::npos || codecs.find("rot,") != std::string::npos;
+  };
+  bool frontier_has_pq = false;
+  for (const edo::JointOption& o : plan.tables[0].frontier)
+    frontier_has_pq = frontier_has_pq || codecs_of(o).find("pq:") != std::string::npos;
+  CHECK(frontier_has_pq);
+  INFO("clustered: " << codecs_of(plan.tables[0].choice()));
+  CHECK(trained(codecs_of(plan.tables[0].choice())));
+  CHECK(plan.tables[0].choice().error < 1e-4);
+  CHECK(plan.bytes <= opt.max_bytes);
+  // A trained codec's state is counted: an option's bytes are at least its codes'.
+  for (const edo::JointOption& o : plan.tables[0].frontier)
+    if (o.tiers.size() == 1) CHECK(o.bytes >= 3000 * edo::code_size(o.tiers[0].codec, 32));
+  // pq and rq train 256 centroids: a 200-row table never gets them.
+  for (const edo::JointOption& o : plan.tables[2].frontier) {
+    CHECK(codecs_of(o).find("pq:") == std::string::npos);
+    CHECK(codecs_of(o).find("rq:") == std::string::npos);
+  }
+  // A trained codec the user names for a table too small to train it: no codec left, said so.
+  opt.codecs = {"pq:m=8"};
+  CHECK(error_of([&] { edo::plan_joint({tables[2]}, opt); }).find("no codec of the plan's list") != std::string::npos);
+}
+
+TEST_CASE(
+    "joint plan: a second allocation on the same frontiers equals a fresh plan, and says what it could not afford") {
+  TwoTables t;
+  edo::JointPlanOptions opt;
+  opt.codecs = {"int8", "int4", "int2", "bin"};
+  opt.max_bytes = t.fp32 / 8;
+  edo::JointPlan plan = edo::plan_joint(t.tables, opt);
+  opt.max_bytes = t.fp32 / 5;
+  const edo::JointPlan fresh = edo::plan_joint(t.tables, opt);
+  edo::replan_joint(plan, opt.max_bytes, 0);
+  CHECK(plan.bytes == fresh.bytes);
+  CHECK(plan.error == fresh.error);
+  CHECK(plan.uniform_error == fresh.uniform_error);
+  for (size_t i = 0; i < plan.tables.size(); ++i) CHECK(plan.tables[i].chosen == fresh.tables[i].chosen);
+  // The cheapest move left costs more than the bytes left.
+  const std::optional<edo::JointStep> step = edo::cheapest_step(plan);
+  REQUIRE(step);
+  CHECK(step->more_bytes > opt.max_bytes - plan.bytes);
+  // With room for everything, every table takes its most precise option and no step is left.
+  edo::replan_joint(plan, t.fp32, 0);
+  CHECK_FALSE(edo::cheapest_step(plan));
+}
+
+TEST_CASE("joint plan: the cold weight adds the table's mean count to every row's; at 0 the objective is E_t") {
+  TwoTables t;
+  t.tables[0].freq = edo::test::zipf_counts(1000);
+  edo::JointPlanOptions opt;
+  opt.codecs = {"int8", "int4", "int2"};
+  opt.max_bytes = t.fp32 / 4;
+  opt.cold_weight = 0;
+  const edo::JointPlan plain = edo::plan_joint(t.tables, opt);
+  for (const edo::JointTablePlan& tp : plain.tables)
+    for (const edo::JointOption& o : tp.frontier) CHECK(o.objective == o.error);
+  CHECK(plain.objective == plain.error);
+  opt.cold_weight = 1;
+  const edo::JointPlan weighted = edo::plan_joint(t.tables, opt);
+  CHECK(weighted.cold_weight == 1);
+  // The counted table: rare rows weigh more than their counts, so the objective of a hot-slice option
+  // (rare rows in the cheaper codec) exceeds its E_t; the table without counts weighs every row alike.
+  bool hot_slice_seen = false;
+  for (const edo::JointOption& o : weighted.tables[0].frontier)
+    if (o.tiers.size() == 2) {
+      hot_slice_seen = true;
+      CHECK(o.objective > o.error);
+    }
+  CHECK(hot_slice_seen);
+  for (const edo::JointOption& o : weighted.tables[1].frontier)
+    CHECK(o.objective == doctest::Approx(o.error).epsilon(1e-12));
 }

@@ -144,7 +144,10 @@ std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_
   // random rotation pays (GloVe, docs/BENCHMARKS.md), and tc, the frontier
   // from 3.5 to 8.5 bits on GloVe and BIGANN, in quarter bits around 4.5
   // (a 256-wide token table: tc:bits=4.25 0.953 at 4.45 bits, the next
-  // candidate under 4.5 bits 0.944).
+  // candidate under 4.5 bits 0.944), and from 1 bit on the recommender
+  // tables of scripts/make_models.py (tc:bits=1 for every table of the
+  // Criteo-like model at 20.8x: recall@10 0.89, the joint plan's pq and rq
+  // cold tiers 0.76 at 16x; docs/BENCHMARKS.md, "Joint budget").
   std::vector<std::string> specs = {"bin",
                                     "int2",
                                     "int3",
@@ -166,7 +169,7 @@ std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_
     for (const char* s : {"rot,int3:scale=fp16", "rot,int4:scale=fp16", "rot,int5:scale=fp16", "rot,int6:scale=fp16",
                           "rot,int8:scale=fp16"})
       specs.emplace_back(s);
-    for (const char* b : {"3", "3.5", "4", "4.25", "4.5", "4.75", "5", "5.5", "6", "7", "8"})
+    for (const char* b : {"1", "1.5", "2", "2.5", "3", "3.5", "4", "4.25", "4.5", "4.75", "5", "5.5", "6", "7", "8"})
       specs.push_back(fmt::format("tc:bits={}", b));
   }
   // pq at 1, 2 and 4 bits a value and rq at 8 and 16 levels, int8 codebooks

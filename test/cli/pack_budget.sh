@@ -93,10 +93,28 @@ j = json.load(open(sys.argv[1]))["joint_plan"]
 size = os.path.getsize(sys.argv[2])
 assert j["file_bytes"] == size and size <= j["cap_bytes"] == (2000 * 16 + 2000 * 8) * 4 // 6, (j["file_bytes"], size)
 assert [t["name"] for t in j["tables"]] == ["a", "b"] and abs(sum(t["share"] for t in j["tables"]) - 1) < 1e-9, j
-assert j["weighted_error"] <= j["uniform_error"], j
+assert j["weighted_error"] <= j["uniform_error"] and j["cold_weight"] == 1 and j["objective"] > 0, j
 PY
 expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=6' --table-weight a=5 -q
 grep -q "joint plan:" "$work/out" || fail "no joint plan in the summary: $(cat "$work/out")"
+# A cap the frontiers cannot fill (fp16 and int8 only, 1.5x): every table at its most precise option, and
+# the summary and the JSON say why the file is under 99% of the cap.
+expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=1.5' --plan-codecs fp16 --plan-codecs int8 --json -q
+"$py" -c "
+import json; j = json.load(open('$work/out'))['joint_plan']
+assert j['cap_used'] < 0.99 and 'most precise option' in j['short_of_cap'], j
+assert all(t['tiers'] == [{'name': 'all', 'share': 'rest', 'codec': 'fp16', 'residency': 'host'}] or
+           [x['codec'] for x in t['tiers']] == ['fp16'] for t in j['tables']), j['tables']" ||
+  fail "no reason for a file under 99% of its cap"
+expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=1.5' --plan-codecs fp16 --plan-codecs int8 -q
+grep -q "under 99% of the cap: every table already has" "$work/out" || fail "no reason in the summary: $(cat "$work/out")"
+# A trained codec takes no table of fewer than 256 rows: one the user names alone for such a table leaves it
+# no codec, said with the table's name.
+mkdir "$work/small" && "$py" -c "
+import numpy as np; x = np.load('$work/t.npy'); np.save('$work/small/s.npy', x[:100]); np.save('$work/small/u.npy', x[:100, :8])"
+expect 1 "$P" "$work/small" -o "$work/x.edo" --budget 'ratio>=4' --plan-codecs pq:m=4 -q
+err_has "table s: no codec of the plan's list takes its sample (100 rows; a trained codec needs 256)"
+[ -e "$work/x.edo" ] && fail "a refused plan left its output"
 expect 1 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=100' -q
 err_has "smallest reachable model file is about bytes<="
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --budget 'ratio>=6' -q
@@ -108,7 +126,17 @@ err_has "not a chosen table"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --table-weight a=0 -q
 err_has "above 0"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --tier all:rest:int8 --table-weight a=2 -q
-err_has "goes with a model's --budget"
+err_has "go with a model's --budget"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --cold-weight -1 -q
+expect 2 "$P" "$work/model" -o "$work/x.edo" --tier all:rest:int8 --cold-weight 2 -q
+err_has "go with a model's --budget"
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --cold-weight 2 -q
+err_has "a floor holds on each"
+expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget 'ratio>=6' --cold-weight 2 -q
+err_has "go with a model's --budget"
+expect 2 "$R" "$work/t.npy" --plan --budget 'ratio>=6' --cold-weight 2 -q
+err_has "go with a model's --plan"
+[ -e "$work/x.edo" ] && fail "a refused run left its output"
 
 # ---- a model's plan for review: edo-profile writes the plan the one-run pack packs ---------
 "$py" -c "

@@ -5,12 +5,15 @@
 // the model's lookups (its counts' sum over all counts; a table without
 // counts counts one lookup a row), times its --table-weight; E_t =
 // sum_i f_i ||x_i - y_i||^2 / sum_i f_i ||x_i||^2 over its rows, estimated on
-// a seeded sample. E_t adds up tier by tier, so each table's options (one
-// codec, or a hot slice in a more precise codec over the rest) are scored
-// from one round trip of the sample per codec, reduced to their Pareto
-// front in (bytes, E_t), and the bytes go, step by step along each front's
-// lower convex hull, where they lower the sum most per byte; what is left
-// then goes to the front's points off the hull that lower the sum most.
+// a seeded sample. The allocation minimises the same sum with each row's
+// f_i raised by the cold weight (JointPlanOptions::cold_weight). E_t adds up
+// tier by tier, so each table's options (one codec, or a hot slice in a
+// more precise codec over the rest; the codecs the codec chooser's
+// candidates) are scored from one round trip of the sample per codec,
+// reduced to their Pareto front in (bytes, objective), and the bytes go,
+// step by step along each front's lower convex hull, where they lower the
+// sum most per byte; what is left then goes to the front's points off the
+// hull that lower the sum most.
 #pragma once
 
 #include <edo/io/table.hpp>
@@ -35,8 +38,9 @@ struct JointTable {
 
 struct JointOption {
   std::vector<TierSpec> tiers;
-  uint64_t bytes = 0;  // data bytes: codes, codec state and the id map
-  double error = 0;    // E_t on the sample
+  uint64_t bytes = 0;    // data bytes: codes, codec state and the id map
+  double error = 0;      // E_t on the sample
+  double objective = 0;  // the same with each row weighted by its count plus the cold weight's share
 };
 
 struct JointTablePlan {
@@ -44,7 +48,7 @@ struct JointTablePlan {
   uint64_t rows = 0, dim = 0, fp32_bytes = 0;
   double share = 0;                   // of the model's lookups
   double weight = 1;                  // --table-weight
-  std::vector<JointOption> frontier;  // the options no other beats in both bytes and error, cheapest first
+  std::vector<JointOption> frontier;  // the options no other beats in both bytes and objective, cheapest first
   size_t chosen = 0;                  // index into frontier
   // Recall@10 of the packed table, access-weighted by its counts (one lookup
   // a row without), measured on the file written; nullopt until measured.
@@ -57,25 +61,48 @@ struct JointPlanOptions {
   uint64_t header_bytes = 0;  // what the file takes beside them (for the message when nothing fits)
   uint64_t sample_rows = 4096;
   uint64_t seed = 0;
-  // Codecs a tier may use (untrained ones: a round trip of the sample scores them); empty: fp16, int8,
-  // int8/int6/int5/int4/int3/int2 with scale=fp16, int4, int2, bin.
+  // Codecs a tier may use, each scored by one round trip of the sample (a
+  // trained codec trained on it first; on tiers of at least 256 rows);
+  // empty: the codec chooser's candidates for each table (chooser_candidates).
   std::vector<std::string> codecs;
   std::vector<double> cuts = {1, 2, 5, 10, 20, 30, 40, 50, 60, 80};  // hot slices, percent of rows
+  // The objective weighs a row by its count plus cold_weight x its table's
+  // mean count (a table without counts: every row alike, whatever this is).
+  // A row's error costs a lookup of it, and also the queries it is a
+  // neighbour of, which its own count does not see: with 0 (E_t exactly)
+  // the rarest rows get the cheapest codecs and recall@10 falls
+  // (docs/PACK.md, "One budget for a model").
+  double cold_weight = 1;
 };
 
 struct JointPlan {
   std::vector<JointTablePlan> tables;
   uint64_t max_bytes = 0, bytes = 0;
-  double error = 0;  // sum_t weight_t s_t E_t
-  // The same sum with every table at the same ratio (its share of the data
-  // bytes by its fp32 bytes, the least error of its options under it): the
-  // loop a user writes today, for comparison.
+  double error = 0;      // sum_t weight_t s_t E_t
+  double objective = 0;  // the same sum of the options' objective, which the allocation minimises
+  double cold_weight = 1;
+  // sum_t weight_t s_t E_t with every table at the same ratio (its share of
+  // the data bytes by its fp32 bytes, the option of least objective under
+  // it): the loop a user writes today, for comparison.
   double uniform_error = 0;
 };
 
 // Throws edo::Error (runtime) when even every table's cheapest option is over
 // max_bytes, naming that smallest total.
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt);
+// The same frontiers allocated again under another max_bytes (the scoring,
+// the costly part, is not repeated); the same error as plan_joint's.
+void replan_joint(JointPlan& plan, uint64_t max_bytes, uint64_t header_bytes);
+
+// A table's move to a larger option of its frontier.
+struct JointStep {
+  std::string table;
+  size_t to = 0;  // index into its frontier
+  uint64_t more_bytes = 0;
+};
+// The move that costs the fewest bytes, nullopt when every table has its
+// most precise option: what a plan short of its cap could not afford.
+std::optional<JointStep> cheapest_step(const JointPlan& plan);
 
 nlohmann::json to_json(const JointPlan& plan);
 // A joint plan file (to_json's object, as edo-profile MODEL --plan-config
