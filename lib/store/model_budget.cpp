@@ -25,7 +25,7 @@ uint64_t header_allowance(size_t tables) { return 4096 + 2048 * tables; }
 // second tier (its manifest names the tier and its codec).
 uint64_t header_margin(size_t tables) { return 64 + 320 * tables; }
 
-std::string explain_short_of_cap(const ModelBudgetRun& run, uint64_t overshot_data_bytes) {
+std::string explain_short_of_cap(const ModelBudgetRun& run, uint64_t margin, uint64_t overshot_data_bytes) {
   const uint64_t left = run.cap - run.written;
   const std::optional<JointStep> step = cheapest_step(run.plan);
   if (!step)
@@ -33,9 +33,12 @@ std::string explain_short_of_cap(const ModelBudgetRun& run, uint64_t overshot_da
   std::string why = fmt::format(
       "the cheapest further step, table {} to its frontier's option {}, takes {} more bytes of data where {} are left",
       step->table, step->to, step->more_bytes, left);
+  if (step->more_bytes <= left)
+    why += fmt::format(" and {} of those are kept for the manifests, which grow when a table takes a second tier",
+                       std::min(margin, left));
   if (overshot_data_bytes)
-    why += fmt::format("; a plan of {} data bytes overshot the cap once written (its headers grew)",
-                       overshot_data_bytes);
+    why +=
+        fmt::format("; a plan of {} data bytes overshot the cap once written (its headers grew)", overshot_data_bytes);
   return why;
 }
 
@@ -76,8 +79,7 @@ ModelBudgetRun plan_model_budget(const io::ModelSelection& model, const Budget& 
   uint64_t overshot = 0;
   for (int round = 1; round < 3; ++round) {
     const uint64_t headers = run.written > run.plan.bytes ? run.written - run.plan.bytes : 0;
-    if (static_cast<double>(run.written) >= 0.99 * static_cast<double>(run.cap) || headers + margin >= run.cap)
-      break;
+    if (static_cast<double>(run.written) >= 0.99 * static_cast<double>(run.cap) || headers + margin >= run.cap) break;
     const uint64_t data = run.cap - headers - margin;
     if (data <= run.plan.max_bytes) break;
     JointPlan next = run.plan;
@@ -93,13 +95,13 @@ ModelBudgetRun plan_model_budget(const io::ModelSelection& model, const Budget& 
     run.written = written;
   }
   if (static_cast<double>(run.written) < 0.99 * static_cast<double>(run.cap))
-    run.short_of_cap = explain_short_of_cap(run, overshot);
+    run.short_of_cap = explain_short_of_cap(run, margin, overshot);
   return run;
 }
 
 void measure_model_budget_recall(ModelBudgetRun& run, const io::ModelSelection& model, const std::string& file,
-                                 const std::map<std::string, std::string>& freq_files, uint64_t seed,
-                                 uint64_t queries, Device device) {
+                                 const std::map<std::string, std::string>& freq_files, uint64_t seed, uint64_t queries,
+                                 Device device) {
   EvalOptions eo;
   eo.metric = Metric::cos;
   eo.ks = {10};
@@ -123,9 +125,9 @@ nlohmann::json model_budget_json(const ModelBudgetRun& run, const Budget& budget
 }
 
 std::string model_budget_text(const ModelBudgetRun& run, const Budget& budget) {
-  std::string out = fmt::format("  budget {}: the file {} bytes of the {} allowed ({:.2f}%)\n",
-                                budget.sizes.front().expression, run.written, run.cap,
-                                100.0 * static_cast<double>(run.written) / static_cast<double>(run.cap));
+  std::string out =
+      fmt::format("  budget {}: the file {} bytes of the {} allowed ({:.2f}%)\n", budget.sizes.front().expression,
+                  run.written, run.cap, 100.0 * static_cast<double>(run.written) / static_cast<double>(run.cap));
   if (!run.short_of_cap.empty()) out += fmt::format("  under 99% of the cap: {}\n", run.short_of_cap);
   return out;
 }

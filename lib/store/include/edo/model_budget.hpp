@@ -54,8 +54,8 @@ ModelBudgetRun plan_model_budget(const io::ModelSelection& model, const Budget& 
 // MODEL FILE --freq-dir measures it (cos, `queries` rows drawn with `seed`):
 // w.recall@10 where the table has counts, recall@10 where not.
 void measure_model_budget_recall(ModelBudgetRun& run, const io::ModelSelection& model, const std::string& file,
-                                 const std::map<std::string, std::string>& freq_files, uint64_t seed,
-                                 uint64_t queries, Device device);
+                                 const std::map<std::string, std::string>& freq_files, uint64_t seed, uint64_t queries,
+                                 Device device);
 
 // The plan with its budget, cap and the file it made: edo-pack --json's
 // joint_plan, and the file edo-profile --plan-config writes for edo-pack --config.
