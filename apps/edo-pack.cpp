@@ -60,7 +60,8 @@ struct Pack {
                    "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. One table: the\n"
                    "most accurate plan under a size, packed and filled to within 1% of the cap, or the summary says\n"
                    "why not. A model under a size: every table's tiers chosen together to minimise the\n"
-                   "access-weighted error sum_t s_t E_t (each table's recall@10 then measured on the file and\n"
+                   "access-weighted error sum_t s_t E_t (rows weighed by --cold-weight too), the file within 1% of\n"
+                   "the cap or the summary says why (each table's recall@10 then measured on the file and\n"
                    "printed); under accuracy gates (no size): each table planned alone and packed at its smallest\n"
                    "plan that meets them (a table without counts: w.* read as the plain metric) (docs/PACK.md,\n"
                    "'One budget for a model')");

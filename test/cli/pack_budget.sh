@@ -95,6 +95,9 @@ assert j["file_bytes"] == size and size <= j["cap_bytes"] == (2000 * 16 + 2000 *
 assert [t["name"] for t in j["tables"]] == ["a", "b"] and abs(sum(t["share"] for t in j["tables"]) - 1) < 1e-9, j
 assert j["weighted_error"] <= j["uniform_error"] and j["cold_weight"] == 1 and j["objective"] > 0, j
 PY
+# The plan scores its candidates (trained ones among them) two at a time: the same bytes at one thread.
+expect 0 "$P" "$work/model" -o "$work/m1.edo" --budget 'ratio>=6' --threads 1 -q
+cmp -s "$work/m.edo" "$work/m1.edo" || fail "a model's joint plan packed other bytes at one thread"
 expect 0 "$P" "$work/model" -o "$work/m.edo" --budget 'ratio>=6' --table-weight a=5 -q
 grep -q "joint plan:" "$work/out" || fail "no joint plan in the summary: $(cat "$work/out")"
 # A cap the frontiers cannot fill (fp16 and int8 only, 1.5x): every table at its most precise option, and
