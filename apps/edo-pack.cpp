@@ -76,10 +76,9 @@ struct Pack {
         ->check(CLI::PositiveNumber);
     app.add_option("--cold-weight", cold_weight,
                    "A model's size --budget: the joint objective weighs each row by its count plus W x its table's\n"
-                   "mean count (default 1; 0: the counts alone, E_t exactly). A row's error costs its lookups and the\n"
-                   "queries it is a neighbour of, which its count does not see: at 0 the rarest rows get the\n"
-                   "cheapest codecs and recall@10 falls (docs/PACK.md, 'One budget for a model')")
-        ->check(CLI::NonNegativeNumber);
+                   "mean count (W from 0 to 1e6, default 1; 0: the counts alone, E_t exactly). A row's error costs\n"
+                   "its lookups and the queries it is a neighbour of, which its count does not see: at 0 the rarest\n"
+                   "rows get the cheapest codecs and recall@10 falls (docs/PACK.md, 'One budget for a model')");
     app.add_option("--table-weight", table_weights,
                    "A model's --budget: NAME=W multiplies table NAME's share of lookups in the joint objective\n"
                    "(W > 0; repeatable)");
@@ -200,15 +199,15 @@ struct Pack {
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
     const auto weights = edo::cli::parse_table_weights(model, input, table_weights);
     edo::cli::apply_threads(threads);
-    edo::ModelBudgetRun run =
-        edo::plan_model_budget(model, budget, {freq_files, weights, seed, plan_codecs, cold_weight.value_or(1.0)},
-                               [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
-                                 const bool quiet_before = quiet;
-                                 quiet = quiet || quiet_round;
-                                 run_model(model, planned, true);
-                                 quiet = quiet_before;
-                                 return static_cast<uint64_t>(std::filesystem::file_size(output));
-                               });
+    edo::ModelBudgetRun run = edo::plan_model_budget(
+        model, budget, {freq_files, weights, seed, plan_codecs, edo::cli::checked_cold_weight(cold_weight)},
+        [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
+          const bool quiet_before = quiet;
+          quiet = quiet || quiet_round;
+          run_model(model, planned, true);
+          quiet = quiet_before;
+          return static_cast<uint64_t>(std::filesystem::file_size(output));
+        });
     if (run.written > run.cap)
       EDO_FAIL("{}: the model file took {} bytes, {} over the budget's {}", output, run.written, run.written - run.cap,
                run.cap);

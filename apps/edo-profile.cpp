@@ -213,8 +213,7 @@ struct Profile {
                    "repeatable), as edo-pack's");
     app.add_option("--cold-weight", cold_weight,
                    "A model's --plan: each row weighs its count plus W x its table's mean count in the joint\n"
-                   "objective (default 1; 0: the counts alone), as edo-pack's")
-        ->check(CLI::NonNegativeNumber);
+                   "objective (default 1; 0: the counts alone), as edo-pack's");
     model.add_to(app);
     app.add_flag("--list-tables", list_tables,
                  "List a model's tables instead of profiling them (a safetensors file: its 2-D tensors, largest\n"
@@ -249,7 +248,7 @@ struct Profile {
     edo::TemporaryTables trial(plan_config.empty() ? input : plan_config);
     const std::string& trial_path = trial.add("plan");
     edo::ModelBudgetRun run = edo::plan_model_budget(
-        sel, parsed, {freq_files, weights, opt.seed, plan_opt.codecs, cold_weight.value_or(1.0)},
+        sel, parsed, {freq_files, weights, opt.seed, plan_opt.codecs, edo::cli::checked_cold_weight(cold_weight)},
         [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool) {
           edo::write_model_tables(
               sel, trial_path,

@@ -11,6 +11,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <optional>
 
 namespace edo::cli {
 
@@ -32,6 +33,13 @@ inline std::map<std::string, double> parse_table_weights(const io::ModelSelectio
     weights[name] = v;
   }
   return weights;
+}
+
+// --cold-weight W: 0 to 1e6 (NaN and infinities refused), default 1.
+inline double checked_cold_weight(const std::optional<double>& w) {
+  if (!w) return 1.0;
+  if (!(*w >= 0 && *w <= 1e6)) EDO_USAGE_FAIL("--cold-weight {}: expected a number from 0 to 1e6", *w);
+  return *w;
 }
 
 }  // namespace edo::cli

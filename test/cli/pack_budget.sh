@@ -131,6 +131,8 @@ err_has "above 0"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --tier all:rest:int8 --table-weight a=2 -q
 err_has "go with a model's --budget"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --cold-weight -1 -q
+expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=6' --cold-weight inf -q
+expect 2 "$R" "$work/model" --plan --budget 'ratio>=6' --cold-weight nan -q
 expect 2 "$P" "$work/model" -o "$work/x.edo" --tier all:rest:int8 --cold-weight 2 -q
 err_has "go with a model's --budget"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --cold-weight 2 -q
