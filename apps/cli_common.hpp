@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <edo/build_info.hpp>
+#include <edo/byte_count.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
@@ -21,6 +22,7 @@
 #include <filesystem>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -202,35 +204,16 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
-// A byte count as users type it: 1073741824, 1G, 1g, 512M, 64K (powers of
-// 1024, either case; a trailing B or iB is allowed). Usage error naming `flag` otherwise.
+// A byte count as users type it (edo::parse_byte_count: 1073741824, 1G,
+// 512M, 1.5G, 2GiB). Usage error naming `flag` otherwise.
 inline uint64_t parse_byte_count(const std::string& flag, const std::string& text) {
-  size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    if (text.empty() || text[0] == '-' || text[0] == '+') throw std::invalid_argument("sign");
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    EDO_USAGE_FAIL("{} {}: not a byte count (e.g. 1073741824, 1G, 512M)", flag, text);
-  }
-  std::string unit = text.substr(used);
-  if (unit.ends_with("iB"))
-    unit.resize(unit.size() - 2);
-  else if (unit.size() > 1 && unit.back() == 'B')
-    unit.pop_back();
-  int shift = 0;
-  if (unit == "K" || unit == "k")
-    shift = 10;
-  else if (unit == "M" || unit == "m")
-    shift = 20;
-  else if (unit == "G" || unit == "g")
-    shift = 30;
-  else if (unit == "T" || unit == "t")
-    shift = 40;
-  else if (!unit.empty() && unit != "B")
-    EDO_USAGE_FAIL("{} {}: unknown unit '{}' (K, M, G or T, either case)", flag, text, unit);
-  if (value > (std::numeric_limits<uint64_t>::max() >> shift)) EDO_USAGE_FAIL("{} {}: too large", flag, text);
-  return static_cast<uint64_t>(value) << shift;
+  const std::optional<uint64_t> bytes = edo::parse_byte_count(text);
+  if (bytes) return *bytes;
+  const size_t unit = text.find_first_not_of("0123456789.eE+-");
+  if (unit != std::string::npos && unit > 0)
+    EDO_USAGE_FAIL("{} {}: unknown unit '{}' (K, M, G or T, either case, then optionally B or iB)", flag, text,
+                   text.substr(unit));
+  EDO_USAGE_FAIL("{} {}: not a byte count (e.g. 1073741824, 1G, 512M; below 2^63)", flag, text);
 }
 
 using edo::kMaxThreads;

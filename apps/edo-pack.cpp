@@ -74,14 +74,7 @@ struct Pack {
                    "--budget: the plan's evaluation queries (default 1000; under a model's size\n"
                    "budget, those of each table's recall@10 measured on the file)")
         ->check(CLI::PositiveNumber);
-    app.add_option("--cold-weight", cold_weight,
-                   "A model's size --budget: the joint objective weighs each row by its count plus W x its table's\n"
-                   "mean count (W from 0 to 1e6, default 1; 0: the counts alone, E_t exactly). A row's error costs\n"
-                   "its lookups and the queries it is a neighbour of, which its count does not see: at 0 the rarest\n"
-                   "rows get the cheapest codecs and recall@10 falls (docs/PACK.md, 'One budget for a model')");
-    app.add_option("--table-weight", table_weights,
-                   "A model's --budget: NAME=W multiplies table NAME's share of lookups in the joint objective\n"
-                   "(W > 0; repeatable)");
+    edo::cli::add_joint_weight_options(app, table_weights, cold_weight, "A model's size --budget");
     app.add_option("--freq", freq_args,
                    "Per-row access counts (npy or 'id count' text): the hot order and mass shares. A model's tables:\n"
                    "--freq NAME=counts.npy, repeated (NAME= is read as a table name only when it names a chosen table)")

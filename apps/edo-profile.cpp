@@ -208,12 +208,7 @@ struct Profile {
         ->check(CLI::IsMember({"cos", "ip", "l2"}));
     app.add_option("--freq-dir", freq_dir,
                    "A model's --plan: DIR/NAME.npy counts table NAME ('/' in a name written '__'), as edo-pack's");
-    app.add_option("--table-weight", table_weights,
-                   "A model's --plan: NAME=W multiplies table NAME's share of lookups in the joint objective (W > 0;\n"
-                   "repeatable), as edo-pack's");
-    app.add_option("--cold-weight", cold_weight,
-                   "A model's --plan: each row weighs its count plus W x its table's mean count in the joint\n"
-                   "objective (default 1; 0: the counts alone), as edo-pack's");
+    edo::cli::add_joint_weight_options(app, table_weights, cold_weight, "A model's --plan");
     model.add_to(app);
     app.add_flag("--list-tables", list_tables,
                  "List a model's tables instead of profiling them (a safetensors file: its 2-D tensors, largest\n"

@@ -35,6 +35,23 @@ inline std::map<std::string, double> parse_table_weights(const io::ModelSelectio
   return weights;
 }
 
+// --table-weight and --cold-weight, which weigh a model's joint plan
+// (`scope` says when they apply: "A model's size --budget", "A model's --plan").
+inline void add_joint_weight_options(CLI::App& app, std::vector<std::string>& table_weights,
+                                     std::optional<double>& cold_weight, const std::string& scope) {
+  app.add_option("--table-weight", table_weights,
+                 scope +
+                     ": NAME=W multiplies table NAME's share of lookups in the joint objective (W > 0;\n"
+                     "repeatable)");
+  app.add_option("--cold-weight", cold_weight,
+                 scope +
+                     ": the joint objective weighs each row by its count plus W x its table's mean\n"
+                     "count (W from 0 to 1e6, default 1; 0: the counts alone, E_t exactly). A row's error costs\n"
+                     "its lookups and the queries it is a neighbour of, which its count does not see: at 0 the\n"
+                     "rarest rows get the cheapest codecs and recall@10 falls (docs/PACK.md, 'One budget for a\n"
+                     "model')");
+}
+
 // --cold-weight W: 0 to 1e6 (NaN and infinities refused), default 1.
 inline double checked_cold_weight(const std::optional<double>& w) {
   if (!w) return 1.0;

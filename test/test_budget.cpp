@@ -3,6 +3,7 @@
 #include "test_util.hpp"
 
 #include <edo/budget.hpp>
+#include <edo/byte_count.hpp>
 #include <edo/io/table.hpp>
 
 #include <filesystem>
@@ -19,11 +20,19 @@ TEST_CASE("budget: sizes in bytes and powers of 1024, fractions rounded down, an
   CHECK(edo::parse_size(" 2G ") == 2147483648ull);
   CHECK(edo::parse_size("1T") == 1099511627776ull);
   CHECK(edo::parse_size("1.0009") == 1);
-  for (const char* bad : {"", "K", "-1", "+5", "0", "0.5", "1Q", "2GB", "1e30", "nan", "inf", "1 K"}) {
+  // One grammar with edo-lookup --max-resident (edo::parse_byte_count): B or iB may follow the unit.
+  CHECK(edo::parse_size("2GB") == 2147483648ull);
+  CHECK(edo::parse_size("2GiB") == 2147483648ull);
+  CHECK(edo::parse_size("512B") == 512);
+  CHECK(edo::parse_byte_count("0") == 0u);
+  CHECK_FALSE(edo::parse_byte_count("8E"));
+  CHECK_FALSE(edo::parse_byte_count("9000000T"));
+  for (const char* bad :
+       {"", "K", "B", "iB", "-1", "+5", "0", "0.5", "1Q", "2GBB", "1e30", "nan", "inf", "1 K", "1KK"}) {
     INFO(std::string(bad));
     CHECK(code_of([&] { edo::parse_size(bad); }) == edo::ExitCode::usage);
   }
-  CHECK(error_of([] { edo::parse_size("2GB"); }).find("size '2GB'") != std::string::npos);
+  CHECK(error_of([] { edo::parse_size("2GBB"); }).find("size '2GBB'") != std::string::npos);
 }
 
 TEST_CASE("budget: bytes and ratio are size caps, everything else an accuracy gate") {

@@ -4,6 +4,7 @@
 #include "pack_impl.hpp"
 
 #include <edo/budget.hpp>
+#include <edo/byte_count.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/tier.hpp>
@@ -48,39 +49,13 @@ constexpr uint32_t kMaxPacks = 6;
 
 uint64_t parse_size(std::string_view text) {
   const std::string_view s = split_gate(text).expression;  // no operator in a size: the text trimmed
-  size_t n = s.size();
-  double unit = 1;
-  if (n > 0) {
-    switch (s[n - 1]) {
-      case 'K':
-      case 'k':
-        unit = 1024.0;
-        break;
-      case 'M':
-      case 'm':
-        unit = 1024.0 * 1024;
-        break;
-      case 'G':
-      case 'g':
-        unit = 1024.0 * 1024 * 1024;
-        break;
-      case 'T':
-      case 't':
-        unit = 1024.0 * 1024 * 1024 * 1024;
-        break;
-      default:
-        break;
-    }
-    if (unit > 1) --n;
-  }
-  const std::optional<double> v = unsigned_number(s.substr(0, n));
-  if (!v)
-    EDO_USAGE_FAIL("size '{}': not a size (a number of bytes, or with K, M, G or T for powers of 1024: 2G, 1.5M)",
-                   text);
-  const double bytes = std::floor(*v * unit);
-  if (!(bytes >= 1) || bytes >= 9.2e18)
-    EDO_USAGE_FAIL("size '{}': {} bytes is out of range (1 byte to 2^63)", text, bytes);
-  return static_cast<uint64_t>(bytes);
+  const std::optional<uint64_t> bytes = parse_byte_count(s);
+  if (!bytes)
+    EDO_USAGE_FAIL(
+        "size '{}': not a size (a number of bytes, or with K, M, G or T for powers of 1024: 2G, 1.5M; below 2^63)",
+        text);
+  if (*bytes < 1) EDO_USAGE_FAIL("size '{}': {} bytes is out of range (1 byte to 2^63)", text, *bytes);
+  return *bytes;
 }
 
 void add_budget(Budget& budget, std::string_view text) {

@@ -72,7 +72,7 @@ expect 1 "$R" "$work/t.npy" --plan --budget 'bytes<=5000' -q "${L[@]}"
 err_has "smallest reachable file is about bytes<="
 expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'recall@10>=1' --budget 'ratio>=6' "${L[@]}"
 err_has "no plan meets w.recall@10 >= 1"
-for bad in 'bytes<=2GB' 'bytes<=-1' 'bytes<=' 'bytes>=1K' 'ratio<=4' 'ratio>=0' 'w.ratio>=8' 'w.bytes<=1M' 'recall@10>=x'; do
+for bad in 'bytes<=2GBB' 'bytes<=-1' 'bytes<=' 'bytes>=1K' 'ratio<=4' 'ratio>=0' 'w.ratio>=8' 'w.bytes<=1M' 'recall@10>=x'; do
   expect 2 "$P" "$work/t.npy" -o "$work/x.edo" --budget "$bad"
   err_has "'"
 done

@@ -1,0 +1,34 @@
+// Byte counts as users type them (edo/byte_count.hpp).
+#include <edo/byte_count.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace edo {
+
+std::optional<uint64_t> parse_byte_count(std::string_view text) {
+  if (text.ends_with("iB"))
+    text.remove_suffix(2);
+  else if (text.ends_with('B'))
+    text.remove_suffix(1);
+  double unit = 1;
+  if (!text.empty()) {
+    const std::string_view units = "KMGT", lower = "kmgt";
+    size_t u = units.find(text.back());
+    if (u == std::string_view::npos) u = lower.find(text.back());
+    if (u != std::string_view::npos) {
+      unit = std::ldexp(1.0, 10 * static_cast<int>(u + 1));
+      text.remove_suffix(1);
+    }
+  }
+  if (text.empty() || text.front() == '-' || text.front() == '+') return std::nullopt;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  const double bytes = std::floor(v * unit);
+  if (!(bytes < 9.2e18)) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
+}  // namespace edo
