@@ -267,7 +267,8 @@ struct LookupFlags {
                    "Ids at or beyond the table: error (default; the line is named), default (the file's default\n"
                    "vector: its default tier's, else zeros) or hash (from the file's hashed tier)")
         ->check(CLI::IsMember({"error", "default", "hash"}));
-    app.add_option("--batch", batch, "Ids looked up a call (default 65536)")->check(CLI::Range(1, 1 << 24));
+    app.add_option("--batch", batch, "Ids looked up a call (default 65536); with --offsets, bags pooled a call")
+        ->check(CLI::Range(1, 1 << 24));
     app.add_flag("--stats", stats,
                  "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
     app.add_option("--verify", verify,
@@ -375,12 +376,27 @@ void write_rows(const LookupFlags& f, const LookupTable& reader, const edo::io::
         f.weights_path.empty() ? std::vector<float>{} : edo::io::read_weights(f.weights_path, list.ids.size());
     const edo::Bags bags{offsets.ids.data(), offsets.ids.size(), list.ids.data(), list.ids.size(),
                          f.weights_path.empty() ? nullptr : weights.data()};
-    std::vector<float> pooled(bags.count * reader.dim());
-    reader.pool(bags, edo::parse_pool_mode(f.mode), pooled.data());
-    std::vector<int64_t> bag_ids(bags.count);  // --with-ids: a pooled row's bag number
-    for (size_t b = 0; b < bags.count; ++b) bag_ids[b] = static_cast<int64_t>(b);
+    const edo::PoolMode mode = edo::parse_pool_mode(f.mode);
+    edo::check_bags(bags, mode, reader.file()->path());
+    // Pooled --batch bags at a time, as rows are looked up: memory bounded
+    // by the batch, not by the number of bags.
     RowSink sink(f.output, text, f.with_ids, bags.count, reader.dim(), others);
-    sink.write(bag_ids.data(), pooled.data(), bags.count);
+    const size_t block = std::min<size_t>(f.batch, bags.count);
+    std::vector<float> pooled(block * reader.dim());
+    std::vector<int64_t> bag_ids(block), block_offsets(block);  // bag_ids: a pooled row's bag number (--with-ids)
+    for (size_t first = 0; first < bags.count; first += block) {
+      const size_t n = std::min(block, bags.count - first);
+      const auto start = static_cast<size_t>(bags.offsets[first]);
+      const size_t end = first + n < bags.count ? static_cast<size_t>(bags.offsets[first + n]) : bags.ids_count;
+      for (size_t b = 0; b < n; ++b) {
+        block_offsets[b] = bags.offsets[first + b] - bags.offsets[first];
+        bag_ids[b] = static_cast<int64_t>(first + b);
+      }
+      const edo::Bags part{block_offsets.data(), n, bags.ids + start, end - start,
+                           bags.weights ? bags.weights + start : nullptr};
+      reader.pool(part, mode, pooled.data());
+      sink.write(bag_ids.data(), pooled.data(), n);
+    }
     sink.commit();
     return;
   }

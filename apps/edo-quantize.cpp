@@ -115,7 +115,7 @@ edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReade
         "MODEL.edo --codec {} once, then each shard with --trained MODEL.edo",
         opt.spec, opt.spec);
   const edo::RowRange range = edo::cli::take_shard("edo-quantize", choice, table.rows(), opt.shard);
-  edo::cli::sample_source(opt.shard, table);
+  edo::cli::sample_source(opt.shard, table, f.source_hash);
   view = edo::row_range_view(table, range);
   opt.first_row = range.begin;
   return *view;

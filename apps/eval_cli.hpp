@@ -36,14 +36,17 @@ struct EvalFlags {
   uint64_t bags = 1000, bag_size = 20, dot_pairs = 2000;
   std::string report_json, report_md, report_html;
   uint64_t seed = 0;
+  CLI::Option* k_option_ = nullptr;  // --k, to tell a given k from the default
 
   // `with_seed`: edo-eval owns --seed; the tools share theirs.
   void add_to(CLI::App& app, bool with_seed) {
     app.add_option("--metric", metric, "k-NN metric: cos, ip or l2 (default cos)")
         ->check(CLI::IsMember({"cos", "ip", "l2"}));
-    app.add_option("--k", ks, "Neighbour counts for recall@k, comma separated (default 1,10,100)")
-        ->delimiter(',')
-        ->check(CLI::PositiveNumber);
+    k_option_ = app.add_option("--k", ks,
+                               "Neighbour counts for recall@k, comma separated (default 1,10,100); each below the\n"
+                               "table's rows")
+                    ->delimiter(',')
+                    ->check(CLI::PositiveNumber);
     app.add_option("--queries", queries, "Query rows sampled with the seed (default 1000)")->check(CLI::PositiveNumber);
     app.add_option("--query-file", query_file, "Query row ids, one a line (replaces --queries)");
     app.add_option("--labels", labels, "One integer class a line, one line a row: adds k-NN accuracy");
@@ -85,6 +88,13 @@ struct EvalFlags {
     o.device = device;
     o.metric = parse_metric(metric);
     o.ks = ks;
+    // A k the user gave that reaches the rows finds every row: recall 1 for
+    // any file, and any gate on it passes.
+    if (k_option_ && k_option_->count() > 0)
+      for (const uint64_t k : ks)
+        if (k >= rows)
+          EDO_USAGE_FAIL("--k {}: the table has {} rows; recall@k needs k below them (every row would count as found)",
+                         k, rows);
     o.queries = queries;
     o.seed = seed_value;
     o.bags = bags;

@@ -38,6 +38,7 @@ inline void add_shard_options(CLI::App& app, std::string& shard, uint32_t& shard
 // The flags of the tools that train and write shards (edo-quantize, edo-pack).
 struct ShardFlags {
   std::string shard, trained;
+  std::string source_hash = "sampled";
   uint32_t shard_count = 0;
   bool train_only = false;
 };
@@ -46,6 +47,12 @@ inline void add_shard_flags(CLI::App& app, ShardFlags& f, const char* train_only
   add_shard_options(app, f.shard, f.shard_count);
   app.add_flag("--train-only", f.train_only, train_only_help);
   app.add_option("--trained", f.trained, trained_help);
+  app.add_option("--source-hash", f.source_hash,
+                 "With --shard: how the shard names the table it was cut from, which merges compare: 'sampled'\n"
+                 "(default: its shape and every row of a table of up to 65,536 rows, else 65,536 rows or one a\n"
+                 "MiB, whichever is more) or 'full' (every row of any table: versions of a table that differ\n"
+                 "anywhere never merge; reads the whole table once a shard)")
+      ->check(CLI::IsMember({"sampled", "full"}));
 }
 
 namespace detail {
@@ -142,10 +149,12 @@ inline RowRange take_shard(const char* tool, const ShardChoice& s, uint64_t rows
   return r;
 }
 
-// A shard file's entry names its table by a sample of its rows (merges
+// A shard file's entry names its table by a digest of its rows (merges
 // compare it; edo/shard.hpp).
-inline void sample_source(nlohmann::json& entry, io::TableReader& table) {
-  entry[kSourceSampleKey] = fmt::format("{:016x}", source_sample_digest(table));
+inline void sample_source(nlohmann::json& entry, io::TableReader& table, const std::string& source_hash) {
+  const SourceHash how = parse_source_hash(source_hash);
+  entry[kSourceSampleKey] = fmt::format("{:016x}", source_digest(table, how));
+  if (how == SourceHash::full) entry[kSourceHashKey] = source_hash_name(how);
 }
 
 // --train-only, --trained and --shard of the tools that write through
@@ -191,7 +200,7 @@ class PackShards {
     if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
     check_shardable(opt, table.dim());  // before the shard line, so a refusal is one line
     const RowRange range = take_shard(tool, choice, table.rows(), opt.shard);
-    sample_source(opt.shard, table);
+    sample_source(opt.shard, table, f.source_hash);
     opt.first_row = range.begin;
     opt.shard_rows = range.size();
     if (opt.vocabulary) {  // --vocab names every row of the table; the shard stores its own

@@ -340,7 +340,7 @@ std::optional<edo::TrainedState> train_once(const Run& run) {
 void write_shard(Run& run, uint32_t i, const std::optional<edo::TrainedState>& trained, const std::string& path) {
   const edo::RowRange range = edo::shard_rows(run.rows, i, run.count);
   nlohmann::json entry = edo::shard_entry(i, run.count, range, run.rows);
-  entry[edo::kSourceSampleKey] = fmt::format("{:016x}", edo::source_sample_digest(*run.table));
+  entry[edo::kSourceSampleKey] = fmt::format("{:016x}", edo::source_digest(*run.table, edo::SourceHash::sampled));
   std::vector<std::string> words;
   if (!run.words.empty())
     words.assign(run.words.begin() + static_cast<int64_t>(range.begin),

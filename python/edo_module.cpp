@@ -91,11 +91,21 @@ py::array_t<float> output_rows(const py::object& given, size_t rows, uint64_t di
   return out;
 }
 
+// A copy of a caller's 1-D array, taken under the GIL: while the GIL is
+// released another thread may change the caller's array, so what was checked
+// is what is used (docs/PYTHON.md, "Threads").
+template <class T, class Array>
+std::vector<T> owned_copy(const Array& a) {
+  const T* p = a.data();
+  return std::vector<T>(p, p + a.shape(0));
+}
+
 py::array_t<float> lookup(const edo::Reader& r, const py::object& given, const py::object& out_given) {
-  const auto ids = integer_ids(given);
-  if (ids.ndim() != 1)
+  const auto given_ids = integer_ids(given);
+  if (given_ids.ndim() != 1)
     throw edo::Error("lookup: ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
-  const auto n = static_cast<size_t>(ids.shape(0));
+  const std::vector<int64_t> ids = owned_copy<int64_t>(given_ids);
+  const size_t n = ids.size();
   py::array_t<float> out = output_rows(out_given, n, r.dim());
   const int64_t* id = ids.data();
   // No policy serves a negative id (edo-lookup refuses them too): it is a
@@ -116,26 +126,29 @@ py::array_t<float> lookup(const edo::Reader& r, const py::object& given, const p
 py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_given, const py::object& ids_given,
                                const std::string& mode_name, const py::object& weights_given,
                                const py::object& out_given) {
-  const auto offsets = integer_ids(offsets_given);
-  const auto ids = integer_ids(ids_given);
-  if (offsets.ndim() != 1 || ids.ndim() != 1)
+  const auto given_offsets = integer_ids(offsets_given);
+  const auto given_ids = integer_ids(ids_given);
+  if (given_offsets.ndim() != 1 || given_ids.ndim() != 1)
     throw edo::Error("lookup_bags: offsets and ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
   const edo::PoolMode mode = edo::parse_pool_mode(mode_name);
-  py::array_t<float, py::array::c_style | py::array::forcecast> weights;
+  // Copies: the checks below and the pooling read the same numbers.
+  const std::vector<int64_t> offsets = owned_copy<int64_t>(given_offsets);
+  const std::vector<int64_t> ids = owned_copy<int64_t>(given_ids);
+  std::vector<float> weights;
   if (!weights_given.is_none()) {
-    weights = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
+    const auto given_weights = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
         py::module_::import("numpy").attr("asarray")(weights_given));
-    if (!weights || weights.ndim() != 1 || weights.shape(0) != ids.shape(0))
-      throw py::value_error("lookup_bags: weights: one number per id wanted (" + std::to_string(ids.shape(0)) +
-                            " ids)");
+    if (!given_weights || given_weights.ndim() != 1 || static_cast<size_t>(given_weights.shape(0)) != ids.size())
+      throw py::value_error("lookup_bags: weights: one number per id wanted (" + std::to_string(ids.size()) + " ids)");
+    weights = owned_copy<float>(given_weights);
   }
-  for (py::ssize_t i = 0; i < ids.shape(0); ++i)
-    if (ids.data()[i] < 0)
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0)
       throw edo::Error(
-          "lookup_bags: id " + std::to_string(ids.data()[i]) + " at position " + std::to_string(i) + " is negative",
-          __FILE__, __LINE__, edo::ExitCode::usage);
-  const edo::Bags bags{offsets.data(), static_cast<size_t>(offsets.shape(0)), ids.data(),
-                       static_cast<size_t>(ids.shape(0)), weights_given.is_none() ? nullptr : weights.data()};
+          "lookup_bags: id " + std::to_string(ids[i]) + " at position " + std::to_string(i) + " is negative", __FILE__,
+          __LINE__, edo::ExitCode::usage);
+  const edo::Bags bags{offsets.data(), offsets.size(), ids.data(), ids.size(),
+                       weights_given.is_none() ? nullptr : weights.data()};
   // Malformed offsets are a ValueError naming them, as numpy's own argument errors are.
   try {
     edo::check_bags(bags, mode, "lookup_bags");
@@ -203,6 +216,13 @@ class File {
     }
     return r.is_model() ? r.table(r.tables().front()) : r;
   }
+  // table_reader() kept alive for a call that releases the GIL: close() on
+  // another thread then drops this File's hold, never the Reader under the
+  // running decode, which is freed when the last call using it returns.
+  std::shared_ptr<const edo::Reader> table_lease() const {
+    const edo::Reader& r = table_reader();
+    return std::shared_ptr<const edo::Reader>(file_, &r);
+  }
   // Table `name` (a one-table file's own name, or a model's): KeyError when there is none.
   File table(const std::string& name) const {
     const edo::Reader& r = reader();
@@ -234,7 +254,8 @@ File open_file(const std::string& path, const std::string& unknown, const py::ob
 // f["name"]: a table of the file (File.table).
 py::object get_item(const File& f, const py::object& key) {
   if (py::isinstance<py::str>(key)) return py::cast(f.table(key.cast<std::string>()));
-  const edo::Reader& r = f.table_reader();
+  const std::shared_ptr<const edo::Reader> lease = f.table_lease();
+  const edo::Reader& r = *lease;
   if (py::isinstance<py::slice>(key)) {
     py::ssize_t start = 0, stop = 0, step = 0, length = 0;
     if (!key.cast<py::slice>().compute(static_cast<py::ssize_t>(r.rows()), &start, &stop, &step, &length))
@@ -309,7 +330,7 @@ PYBIND11_MODULE(edo, m) {
       .def(
           "lookup",
           [](const File& f, const py::object& ids, const py::object& out) {
-            return lookup(f.table_reader(), ids, out);
+            return lookup(*f.table_lease(), ids, out);
           },
           py::arg("ids"), py::arg("out") = py::none(),
           "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
@@ -320,7 +341,7 @@ PYBIND11_MODULE(edo, m) {
           "lookup_bags",
           [](const File& f, const py::object& offsets, const py::object& ids, const std::string& mode,
              const py::object& weights,
-             const py::object& out) { return lookup_bags(f.table_reader(), offsets, ids, mode, weights, out); },
+             const py::object& out) { return lookup_bags(*f.table_lease(), offsets, ids, mode, weights, out); },
           py::arg("offsets"), py::arg("ids"), py::arg("mode") = "sum", py::arg("weights") = py::none(),
           py::arg("out") = py::none(),
           "Bags of ids pooled, as torch.nn.EmbeddingBag(mode=...) with include_last_offset=False: bag b holds\n"
@@ -329,7 +350,7 @@ PYBIND11_MODULE(edo, m) {
           "empty bag gives zeros; out: an array of that shape to fill instead (as lookup's). Malformed\n"
           "offsets or weights are a ValueError naming them. The GIL is released while it runs.")
       .def(
-          "decode_all", [](const File& f) { return decode_all(f.table_reader()); },
+          "decode_all", [](const File& f) { return decode_all(*f.table_lease()); },
           "Every row as a float32 array (rows, dim)")
       .def("close", &File::close, "Unmap the file; later uses raise ValueError. Closing twice is allowed.")
       .def("__getitem__", &get_item, py::arg("key"),

@@ -442,6 +442,10 @@ void Container::validate(Verify verify) {
 
   manifest_ = parse_manifest(text, path);
   sections_ = parse_sections_table(manifest_, h, data_, path);
+  sections_by_name_.resize(sections_.size());
+  for (uint32_t i = 0; i < sections_by_name_.size(); ++i) sections_by_name_[i] = i;
+  std::sort(sections_by_name_.begin(), sections_by_name_.end(),
+            [&](uint32_t a, uint32_t b) { return sections_[a].name < sections_[b].name; });
   if (manifest_.contains(manifest_key::model)) {
     // A model file: its tables are validated as files of their own when opened.
     model_tables_ = validate_model_schema(manifest_, path, sections_);
@@ -470,9 +474,10 @@ Container Container::model_table(size_t i, Verify verify) const {
 }
 
 const SectionInfo* Container::find(std::string_view name) const {
-  for (const SectionInfo& s : sections_)
-    if (s.name == name) return &s;
-  return nullptr;
+  // A model of many tables looks up a section per table: no linear search.
+  const auto it = std::lower_bound(sections_by_name_.begin(), sections_by_name_.end(), name,
+                                   [&](uint32_t i, std::string_view n) { return sections_[i].name < n; });
+  return it != sections_by_name_.end() && sections_[*it].name == name ? &sections_[*it] : nullptr;
 }
 
 bool Container::has_section(std::string_view name) const { return find(name) != nullptr; }

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -62,6 +63,33 @@ extern "C" void edo_report_bus_error(int) {
 
 }  // namespace
 
+const char* special_file_kind(unsigned mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+void check_file_beside(const std::string& path, const std::string& dir, const std::string& named_by,
+                       bool follow_links_out) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // missing: the open that follows says so
+  if (S_ISLNK(st.st_mode) && !follow_links_out) {
+    std::error_code target_error, home_error;
+    const std::filesystem::path target = std::filesystem::canonical(path, target_error);
+    const std::filesystem::path home = std::filesystem::canonical(dir.empty() ? "." : dir, home_error);
+    if (target_error || home_error || target.parent_path() != home)
+      EDO_FAIL(
+          "{}: a symbolic link out of {} (named by {}); refused: pass --allow-external to follow links out of "
+          "a model's directory",
+          path, dir, named_by);
+  }
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    EDO_FAIL("{}: is not a regular file ({}; named by {})", path, special_file_kind(st.st_mode), named_by);
+}
+
 void report_bus_errors_as(const std::string& line) {
   g_bus_line_size.store(0, std::memory_order_release);
   const std::string text = line.substr(0, sizeof g_bus_line - 2) + "\n";
@@ -93,6 +121,10 @@ void CleanupOnSignal::disarm() {
 }
 
 void install_signal_cleanup() {
+  // Past a file-size limit (ulimit -f) a write fails with EFBIG, an error
+  // the run reports and rolls back like any other, instead of the signal
+  // ending the process with temporaries left and outputs half replaced.
+  ::signal(SIGXFSZ, SIG_IGN);
   for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
     struct sigaction old {};
     if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
@@ -113,7 +145,9 @@ Placement parse_placement(std::string_view name) {
 const char* placement_name(Placement placement) { return placement == Placement::memory ? "memory" : "mapped"; }
 
 MappedFile::MappedFile(const std::string& path, Placement placement) : path_(path), placement_(placement) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO waits for a writer, forever if none comes;
+  // such a file is refused below instead. A regular file ignores the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) EDO_FAIL("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -124,6 +158,10 @@ MappedFile::MappedFile(const std::string& path, Placement placement) : path_(pat
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     EDO_FAIL("{}: is a directory", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    EDO_FAIL("{}: is not a regular file ({}); give a file", path, special_file_kind(st.st_mode));
   }
   size_ = static_cast<uint64_t>(st.st_size);
   fd_ = fd;

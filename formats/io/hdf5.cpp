@@ -225,7 +225,7 @@ DType classify(hid_t type, const std::string& display) {
     if (size == 2) return DType::f16;
     if (size == 4) return DType::f32;
     if (size == 8) return DType::f64;
-    EDO_FAIL("{}: unsupported HDF5 element type: {}-byte float", display, size);
+    EDO_NOT_A_TABLE(NotATableReason::dtype, "{}: unsupported HDF5 element type: {}-byte float", display, size);
   }
   if (cls == H5T_INTEGER) {
     const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
@@ -239,10 +239,11 @@ DType classify(hid_t type, const std::string& display) {
       case 8:
         return is_signed ? DType::i64 : DType::u64;
       default:
-        EDO_FAIL("{}: unsupported HDF5 element type: {}-byte integer", display, size);
+        EDO_NOT_A_TABLE(NotATableReason::dtype, "{}: unsupported HDF5 element type: {}-byte integer", display, size);
     }
   }
-  EDO_FAIL("{}: unsupported HDF5 element type: {} (expected a float or integer dataset)", display, class_name(cls));
+  EDO_NOT_A_TABLE(NotATableReason::dtype, "{}: unsupported HDF5 element type: {} (expected a float or integer dataset)",
+                  display, class_name(cls));
 }
 
 // IEEE 754 binary16, little-endian: HDF5 1.10 has no predefined half type.
@@ -356,7 +357,9 @@ class Hdf5Reader final : public TableReader {
     if (!file_space_) EDO_FAIL("{}: cannot read the dataspace: {}", display, hdf5_error());
     const int ndims =
         H5Sget_simple_extent_type(file_space_.get()) == H5S_SIMPLE ? H5Sget_simple_extent_ndims(file_space_.get()) : 0;
-    if (ndims != 2) EDO_FAIL("{}: expected a 2-D dataset (rows, dim), got {} dimensions", display, ndims);
+    if (ndims != 2)
+      EDO_NOT_A_TABLE(NotATableReason::shape, "{}: expected a 2-D dataset (rows, dim), got {} dimensions", display,
+                      ndims);
     hsize_t dims[2] = {0, 0};
     H5Sget_simple_extent_dims(file_space_.get(), dims, nullptr);
     rows_ = dims[0];

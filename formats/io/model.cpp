@@ -1,4 +1,5 @@
 #include <edo/error.hpp>
+#include <edo/io/files.hpp>
 #include <edo/io/model.hpp>
 #include <edo/io/readers.hpp>
 #include <edo/io/safetensors.hpp>
@@ -56,8 +57,11 @@ std::vector<std::pair<std::string, std::string>> model_tensors(const std::string
   if (fs::is_directory(path)) {
     format = "npy directory";
     std::vector<std::string> files;
-    for (const fs::directory_entry& e : fs::directory_iterator(path))
-      if (e.is_regular_file() && e.path().extension() == ".npy") files.push_back(e.path().filename().string());
+    for (const fs::directory_entry& e : fs::directory_iterator(path)) {
+      if (e.path().extension() != ".npy") continue;
+      check_file_beside(e.path().string(), path, path, hdf5_input_policy().allow_external);
+      if (!e.is_directory()) files.push_back(e.path().filename().string());
+    }
     std::sort(files.begin(), files.end(), natural_less);
     for (const std::string& f : files) {
       // "a__b.npy" is table "a/b" (HDF5 names written as files, --freq-dir's rule).
@@ -141,18 +145,11 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
       c.table.rows = t->rows();
       c.table.dim = t->dim();
       if (is_integer(t->dtype())) c.why_not = "an integer tensor";
-    } catch (const Error& e) {
-      // A tensor of another shape or of a dtype edo does not read is no
-      // table, and is passed over; anything else (a damaged or missing file)
-      // is the input's error, said as a one-table run says it.
-      const std::string what = e.what();
-      if (what.find("not a table") != std::string::npos || what.find("-D") != std::string::npos)
-        c.why_not = "not 2-D (rows x dim)";
-      else if (what.find("does not read") != std::string::npos || what.find("unsupported") != std::string::npos ||
-               what.find("not supported") != std::string::npos)
-        c.why_not = "of a dtype edo does not read";
-      else
-        throw;
+    } catch (const NotATableError& e) {
+      // A well-formed tensor of another shape, dtype or layout is no table,
+      // and is passed over; any other error (a damaged, missing or
+      // unreadable tensor) is the input's, said as a one-table run says it.
+      c.why_not = not_a_table_reason_text(e.reason());
     }
     candidates.push_back(std::move(c));
   }

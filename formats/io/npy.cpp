@@ -224,7 +224,8 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
   } else {
     EDO_FAIL("{}: unsupported .npy format version {}.{}", path, bytes[6], bytes[7]);
   }
-  if (header_len > kMaxNpyHeaderBytes) EDO_FAIL("{}: .npy header length {} is too large", path, header_len);
+  if (header_len > kMaxNpyHeaderBytes)
+    EDO_FAIL("{}: .npy header length is more than {} bytes", path, kMaxNpyHeaderBytes);
   h.data_offset = prefix + header_len;
   if (h.data_offset > size || h.data_offset > file_size) EDO_FAIL("{}: .npy header is truncated", path);
 
@@ -238,7 +239,7 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
     const std::string key = p.string_literal();
     p.expect(':');
     if (key == "descr") {
-      if (p.peek('[')) EDO_FAIL("{}: structured .npy dtypes are not supported", path);
+      if (p.peek('[')) EDO_NOT_A_TABLE(NotATableReason::dtype, "{}: structured .npy dtypes are not supported", path);
       descr = p.string_literal();
       have_descr = true;
     } else if (key == "fortran_order") {
@@ -258,7 +259,9 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
   p.expect('}');
   if (!have_descr || !have_order || !have_shape)
     EDO_FAIL("{}: malformed .npy header: needs descr, fortran_order and shape", path);
-  if (fortran) EDO_FAIL("{}: Fortran-order .npy arrays are not supported; save with np.ascontiguousarray", path);
+  if (fortran)
+    EDO_NOT_A_TABLE(NotATableReason::layout,
+                    "{}: Fortran-order .npy arrays are not supported; save with np.ascontiguousarray", path);
   bool found = false;
   for (const auto& d : kDescrs) {
     if (descr == d.descr) {
@@ -268,9 +271,12 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
   }
   if (!found) {
     if (!descr.empty() && descr[0] == '>')
-      EDO_FAIL("{}: big-endian .npy data ('{}') is not supported; convert with arr.astype(arr.dtype.newbyteorder('<'))",
-               path, descr);
-    EDO_FAIL("{}: unsupported .npy dtype '{}' (supported: f2 f4 f8 i1 u1 i2 u2 i4 u4 i8 u8)", path, descr);
+      EDO_NOT_A_TABLE(
+          NotATableReason::dtype,
+          "{}: big-endian .npy data ('{}') is not supported; convert with arr.astype(arr.dtype.newbyteorder('<'))",
+          path, descr);
+    EDO_NOT_A_TABLE(NotATableReason::dtype,
+                    "{}: unsupported .npy dtype '{}' (supported: f2 f4 f8 i1 u1 i2 u2 i4 u4 i8 u8)", path, descr);
   }
   uint64_t count = 1;
   for (auto d : h.shape) {
@@ -290,7 +296,9 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
 }
 
 void require_npy_table(const NpyHeader& h, const std::string& path) {
-  if (h.shape.size() != 2) EDO_FAIL("{}: expected a 2-D array (rows, dim), got {} dimensions", path, h.shape.size());
+  if (h.shape.size() != 2)
+    EDO_NOT_A_TABLE(NotATableReason::shape, "{}: expected a 2-D array (rows, dim), got {} dimensions", path,
+                    h.shape.size());
   if (h.shape[0] == 0 || h.shape[1] == 0) EDO_FAIL("{}: empty table ({} x {})", path, h.shape[0], h.shape[1]);
 }
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <unordered_set>
 
 namespace edo::io {
@@ -87,12 +88,15 @@ std::map<std::string, std::string> read_index(const std::string& path) {
   if (j.is_discarded() || !j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     EDO_FAIL("{}: not a safetensors index (a JSON object with a \"weight_map\" object)", path);
   std::map<std::string, std::string> out;
+  std::set<std::string> checked;
   for (const auto& [name, file] : j["weight_map"].items()) {
     if (!file.is_string()) EDO_FAIL("{}: weight_map['{}'] is not a file name", path, name);
     const std::string shard = file.get<std::string>();
-    if (shard.find('/') != std::string::npos || shard == ".." || shard.empty())
+    if (shard.find('/') != std::string::npos || shard == "." || shard == ".." || shard.empty())
       EDO_FAIL("{}: weight_map['{}'] = '{}': shards must be files beside the index", path, name, shard);
     out[name] = directory_of(path) + "/" + shard;
+    if (checked.insert(shard).second)
+      check_file_beside(out[name], directory_of(path), path, hdf5_input_policy().allow_external);
   }
   return out;
 }
@@ -129,9 +133,13 @@ SafetensorsHeader parse_safetensors_header(const uint8_t* bytes, uint64_t size, 
   if (size < 8 || file_size < 8) EDO_FAIL("{}: not a safetensors file: shorter than its 8-byte header length", path);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
+  // The length is the file's content: a message never quotes it (a link to
+  // a secret would show the secret's first 8 bytes as a number).
   if (n > kMaxSafetensorsHeaderBytes)
-    EDO_FAIL("{}: safetensors header of {} bytes, more than the format's {}", path, n, kMaxSafetensorsHeaderBytes);
-  if (n > file_size - 8) EDO_FAIL("{}: safetensors header of {} bytes in a file of {}", path, n, file_size);
+    EDO_FAIL("{}: not a safetensors file: its header length is more than the format's {} bytes", path,
+             kMaxSafetensorsHeaderBytes);
+  if (n > file_size - 8)
+    EDO_FAIL("{}: not a safetensors file: its header length runs past the end of the file ({} bytes)", path, file_size);
   if (n > size - 8) EDO_FAIL("{}: the safetensors header is not all in memory", path);
   if (n == 0 || bytes[8] != '{') EDO_FAIL("{}: not a safetensors file: the header is not a JSON object", path);
   const nlohmann::json j = nlohmann::json::parse(bytes + 8, bytes + 8 + n, nullptr, false);
@@ -223,10 +231,12 @@ std::unique_ptr<TableReader> open_safetensors(const std::string& path, const std
   for (const SafetensorsTensor& t : h.tensors)
     if (t.name == wanted) pick = &t;
   if (!pick) EDO_FAIL("{}: no tensor '{}'; its 2-D tensors: {}", display, tensor, table_list(tables));
-  if (!pick->dtype) EDO_FAIL("{}: tensor '{}' is {}, which edo does not read", display, pick->name, pick->dtype_name);
+  if (!pick->dtype)
+    EDO_NOT_A_TABLE(NotATableReason::dtype, "{}: tensor '{}' is {}, which edo does not read", display, pick->name,
+                    pick->dtype_name);
   if (!is_table(*pick))
-    EDO_FAIL("{}: tensor '{}' has shape [{}], not a table (rows x dim)", display, pick->name,
-             fmt::join(pick->shape, ", "));
+    EDO_NOT_A_TABLE(NotATableReason::shape, "{}: tensor '{}' has shape [{}], not a table (rows x dim)", display,
+                    pick->name, fmt::join(pick->shape, ", "));
   const RowsLayout at{pick->shape[0], pick->shape[1], *pick->dtype, pick->begin};
   return open_mapped_rows(std::move(f), display, "safetensors", at);
 }

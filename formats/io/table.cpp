@@ -21,6 +21,18 @@
 
 namespace edo::io {
 
+const char* not_a_table_reason_text(NotATableReason reason) {
+  switch (reason) {
+    case NotATableReason::shape:
+      return "not 2-D (rows x dim)";
+    case NotATableReason::dtype:
+      return "of a dtype edo does not read";
+    case NotATableReason::layout:
+      return "stored in an order edo does not read (Fortran order)";
+  }
+  return "not a table";
+}
+
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::f16:

@@ -72,14 +72,36 @@ nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint6
   return {{"index", index}, {"count", count}, {"first_row", range.begin}, {"table_rows", table_rows}};
 }
 
-uint64_t source_sample_digest(io::TableReader& table) {
+SourceHash parse_source_hash(std::string_view name) {
+  if (name == "sampled") return SourceHash::sampled;
+  if (name == "full") return SourceHash::full;
+  EDO_USAGE_FAIL("--source-hash {}: expected sampled or full", name);
+}
+
+const char* source_hash_name(SourceHash how) { return how == SourceHash::full ? "full" : "sampled"; }
+
+uint64_t source_digest(io::TableReader& table, SourceHash how) {
   const uint64_t rows = table.rows(), dim = table.dim();
   const uint64_t shape[2] = {rows, dim};
   uint64_t h = XXH3_64bits(shape, sizeof shape);
-  const uint64_t n = std::min<uint64_t>(rows, 64);
+  const uint64_t row_bytes = dim * sizeof(float);
+  if (how == SourceHash::full) {
+    const uint64_t block = std::max<uint64_t>(1, io::kDefaultBlockBytes / row_bytes);
+    for (uint64_t begin = 0; begin < rows; begin += block) {
+      const uint64_t n = std::min(block, rows - begin);
+      const float* x = table.rows_f32(begin, n);
+      for (uint64_t r = 0; r < n; ++r) h = XXH3_64bits_withSeed(x + r * dim, row_bytes, h);
+    }
+    return h;
+  }
+  // Every row of a table of up to 65,536 rows; above, 65,536 rows or one a
+  // MiB, whichever is more: two versions that differ in a run of rows as
+  // long as the gap between sampled rows are told apart.
+  const uint64_t per_mib = (rows * row_bytes + (uint64_t{1} << 20) - 1) >> 20;
+  const uint64_t n = std::min<uint64_t>(rows, std::max<uint64_t>(kSourceSampleRows, per_mib));
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t row = n == 1 ? 0 : i * (rows - 1) / (n - 1);
-    h = XXH3_64bits_withSeed(table.rows_f32(row, 1), dim * sizeof(float), h);
+    h = XXH3_64bits_withSeed(table.rows_f32(row, 1), row_bytes, h);
   }
   return h;
 }
@@ -146,12 +168,13 @@ struct Shard {
   uint64_t index = 0, count = 0, first_row = 0, table_rows = 0;
   uint64_t digest = 0;
   std::string source_sample;  // the shard entry's kSourceSampleKey; empty in files written before it
+  std::string source_hash;    // the shard entry's kSourceHashKey: "full", or "sampled" when absent
 };
 
 constexpr const char* kDigestKey = "source_fp32_rows_xxh3";
 
 Shard open_shard(const std::string& path, io::Verify verify) {
-  Shard s{path, io::Container::open(path, verify), 0, 0, 0, 0, 0, {}};
+  Shard s{path, io::Container::open(path, verify), 0, 0, 0, 0, 0, {}, "sampled"};
   const nlohmann::json& m = s.c.manifest();
   const std::optional<ShardEntry> e = shard_entry_of(m, path);
   if (!e)
@@ -172,6 +195,10 @@ Shard open_shard(const std::string& path, io::Verify verify) {
   if (entry.contains(kSourceSampleKey)) {
     if (!entry[kSourceSampleKey].is_string()) EDO_FAIL("{}: manifest: \"{}\" is not a string", path, kSourceSampleKey);
     s.source_sample = entry[kSourceSampleKey].get<std::string>();
+  }
+  if (entry.contains(kSourceHashKey)) {
+    if (!entry[kSourceHashKey].is_string()) EDO_FAIL("{}: manifest: \"{}\" is not a string", path, kSourceHashKey);
+    s.source_hash = source_hash_name(parse_source_hash(entry[kSourceHashKey].get<std::string>()));
   }
   return s;
 }
@@ -275,6 +302,9 @@ void check_set(std::vector<Shard>& shards) {
       EDO_FAIL("{}: starts at row {}, where the shards before it end at row {} (overlap or gap)", s.path, s.first_row,
                next);
     next += s.c.rows();
+    if (s.source_hash != first.source_hash)
+      EDO_FAIL("{}: its source was hashed {} (--source-hash), {}'s {}: cut every shard with the same --source-hash",
+               s.path, s.source_hash, first.path, s.source_hash == "full" ? "sampled" : "full");
     if (s.source_sample != first.source_sample)
       EDO_FAIL(
           "{}: cut from another table than {} (their sampled rows differ{}): shards merge only with shards "

@@ -39,14 +39,27 @@ std::unique_ptr<io::TableReader> row_range_view(io::TableReader& table, RowRange
 // The manifest's "shard" entry of shard `index` of `count`.
 nlohmann::json shard_entry(uint32_t index, uint32_t count, RowRange range, uint64_t table_rows);
 
+// How a shard names the table it was cut from (--source-hash).
+enum class SourceHash : uint8_t {
+  sampled,  // the shape and kSourceSampleRows rows or one a MiB of fp32 bytes, whichever is more
+  full,     // the shape and every row
+};
+inline constexpr uint64_t kSourceSampleRows = 65536;
+SourceHash parse_source_hash(std::string_view name);  // "sampled" or "full"; else a usage error
+const char* source_hash_name(SourceHash how);
+
 // What says two shards were cut from the same table, whatever its file is
-// called: XXH3 of up to 64 rows spread evenly over the whole table (fp32
-// bytes; the first and the last among them) and its shape. Every shard run
-// reads the same rows, so shards of one table agree and shards of two
-// tables that share a file name do not. Stored as the shard entry's
-// "source_sample_xxh3" (docs/SCALE.md) and compared by merges.
-uint64_t source_sample_digest(io::TableReader& table);
+// called: XXH3 of its shape and of rows spread evenly over the whole table
+// (fp32 bytes; the first and the last among them): min(rows, max(65536,
+// ceil(rows * dim * 4 / 2^20))) of them when `sampled`, all when `full`.
+// Every shard run reads the same rows, so shards of one table agree and
+// shards of two tables that share a file name do not; two versions of a
+// table that differ only outside the sampled rows agree unless `full`.
+// Stored as the shard entry's "source_sample_xxh3" (docs/FORMAT.md 9.8,
+// with "source_hash": "full" when full) and compared by merges.
+uint64_t source_digest(io::TableReader& table, SourceHash how);
 inline constexpr const char* kSourceSampleKey = "source_sample_xxh3";
+inline constexpr const char* kSourceHashKey = "source_hash";
 
 // ---- train once (edo-quantize --train-only / --trained) ------------------------------
 

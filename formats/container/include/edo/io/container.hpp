@@ -243,6 +243,7 @@ class Container {
   ContainerHeader header_;
   nlohmann::json manifest_;
   std::vector<SectionInfo> sections_;
+  std::vector<uint32_t> sections_by_name_;  // indices into sections_, in name order: find() is a binary search
   std::vector<TierInfo> tiers_;
   std::vector<ModelTableInfo> model_tables_;
   uint64_t rows_ = 0;

@@ -95,9 +95,22 @@ class CleanupOnSignal {
 // to change the line (at most 1023 bytes are kept).
 void report_bus_errors_as(const std::string& line);
 
+// "a FIFO", "a character device", ... for a stat mode that is no regular file.
+const char* special_file_kind(unsigned mode);
+
+// A file a model input names beside itself (a shard an index names, a .npy
+// of a folder), checked before it is opened: a symbolic link whose target is
+// not in `dir` is refused unless `follow_links_out` (--allow-external: a
+// Hugging Face cache links its snapshots' files into blobs/), and so is
+// anything but a regular file (a FIFO would block the run). `named_by` says
+// what named it, for the message. A missing file passes (its open says so).
+void check_file_beside(const std::string& path, const std::string& dir, const std::string& named_by,
+                       bool follow_links_out);
+
 // Installs the handlers (signals the parent set to be ignored stay ignored).
 // Each handler removes every registered file, then ends the process by the
-// same signal, so the exit status still says how it ended.
+// same signal, so the exit status still says how it ended. SIGXFSZ is
+// ignored: a write past `ulimit -f` fails with EFBIG, reported as an error.
 void install_signal_cleanup();
 
 // Writes to "<dir>/.<name>.tmp-XXXXXX" and renames onto `path` in commit().

@@ -14,6 +14,7 @@
 // block size, never by the table.
 #pragma once
 
+#include <edo/error.hpp>
 #include <edo/io/limits.hpp>
 
 #include <cstddef>
@@ -29,6 +30,34 @@ namespace edo::io {
 enum class DType : uint8_t { f16, f32, f64, i8, u8, i16, u16, i32, u32, i64, u64, bf16, f8_e4m3, f8_e5m2 };
 
 const char* dtype_name(DType t);  // numpy-style: "float32", "uint8", ...
+
+// Why a well-formed tensor is no table edo reads: a value, so that a model's
+// reader can pass such tensors over by kind (never by the text of a message,
+// which holds the path) and treat every other error as the input's.
+enum class NotATableReason : uint8_t {
+  shape,   // not 2-D (rows x dim)
+  dtype,   // an element type edo does not read (bool, structured, big-endian, ...)
+  layout,  // stored in an order edo does not read (Fortran order)
+};
+const char* not_a_table_reason_text(NotATableReason reason);  // "not 2-D (rows x dim)", ...
+
+class NotATableError : public Error {
+ public:
+  NotATableError(NotATableReason reason, const std::string& message, const char* source_file, int source_line)
+      : Error(message, source_file, source_line), reason_(reason) {}
+  NotATableReason reason() const noexcept { return reason_; }
+
+ private:
+  NotATableReason reason_;
+};
+
+}  // namespace edo::io
+
+// EDO_NOT_A_TABLE(NotATableReason::shape, "{}: ...", path) throws edo::io::NotATableError (exit code 1).
+#define EDO_NOT_A_TABLE(reason, ...) \
+  throw ::edo::io::NotATableError((reason), ::fmt::format(__VA_ARGS__), __FILE__, __LINE__)
+
+namespace edo::io {
 size_t dtype_size(DType t);
 
 // Default block: 32 MiB of fp32 values.
