@@ -253,7 +253,8 @@ inline io::Hdf5InputPolicy& hdf5_policy() {
 inline void add_hdf5_policy_flags(CLI::App& app) {
   app.add_flag("--allow-external", detail::hdf5_policy().allow_external,
                "HDF5 inputs: accept external storage, external links and virtual datasets whose files are in\n"
-               "the input's own directory (refused by default: they read other local files)");
+               "the input's own directory (refused by default: they read other local files); model inputs:\n"
+               "follow symbolic links out of the model's directory (a Hugging Face cache's blobs/)");
   app.add_flag("--allow-fill", detail::hdf5_policy().allow_fill,
                "HDF5 inputs: accept a dataset that declares 1 GiB or more and stores less than 1/64 of it\n"
                "(the rest read as its fill value; refused by default)");

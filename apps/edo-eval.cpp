@@ -104,7 +104,11 @@ int evaluate_model_files(const std::string& original_path, const std::string& co
   const std::vector<edo::ModelGate> gates = edo::parse_model_gates(flags.gates, names);
   const auto freq_files = edo::cli::model_freq_files(sel, freq_args, freq_dir);
   if (!quiet && !model.tables.empty()) std::fprintf(stderr, "edo-eval: %s\n", edo::model_selection_text(sel).c_str());
-  const edo::EvalOptions eo = flags.options(0, flags.seed, dev);
+  // A --k at or beyond the largest table's rows is refused; a smaller table's
+  // recall@k at or beyond its own rows counts every row as found.
+  uint64_t largest = 0;
+  for (const auto& t : sel.tables) largest = std::max(largest, t.rows);
+  const edo::EvalOptions eo = flags.options(largest, flags.seed, dev);
   const edo::ModelEval e = edo::evaluate_model(sel, compressed_path, freq_files, eo, gates);
   const std::string recall = edo::cli::front_recall(flags.ks);
   const nlohmann::json j = edo::model_eval_json(e);

@@ -248,7 +248,9 @@ struct Pack {
           edo::Budget floor = budget;
           for (edo::Gate& g : floor.gates)
             if (opt.freq.empty() && g.metric.starts_with("w.")) g = edo::parse_gate(g.expression.substr(2));
-          const edo::BudgetPackReport r = edo::pack_to_budget(table, out, floor, plan_options(opt.freq), opt);
+          edo::PlanOptions table_plan = plan_options(opt.freq);
+          table_plan.refuse_k_beyond_rows = false;  // the floor holds for every table, tiny ones included
+          const edo::BudgetPackReport r = edo::pack_to_budget(table, out, floor, table_plan, opt);
           floors.push_back({{"name", t.name}, {"budget", edo::budget_report_json(r, floor)}});
           floors_text += fmt::format("  {}:\n{}", t.name, edo::budget_report_text(r, floor));
           return edo::pack_report_json(r.pack);

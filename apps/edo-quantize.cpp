@@ -195,9 +195,10 @@ struct Quantize {
           spec, spec);
   }
 
-  // Runs the chooser on `table` and prints its candidate table on stderr.
-  edo::CodecChoice choose(edo::io::TableReader& table) const {
+  // Runs the chooser on `table` (a model's: `in_model`) and prints its candidate table on stderr.
+  edo::CodecChoice choose(edo::io::TableReader& table, bool in_model = false) const {
     edo::ChooseOptions o;
+    o.refuse_k_beyond_rows = !in_model;  // a model's tiny tables meet a recall goal trivially
     o.metric = edo::parse_metric(eval_flags.metric);
     o.queries = eval_flags.queries;
     o.seed = seed;
@@ -256,7 +257,7 @@ struct Quantize {
         model, output,
         [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
           std::optional<edo::CodecChoice> chosen;
-          if (choosing) chosen = choose(table);  // each table its own codec
+          if (choosing) chosen = choose(table, true);  // each table its own codec
           edo::QuantizeOptions o = options_for(chosen);
           nlohmann::json choice_json =
               chosen ? nlohmann::json{{"codec_choice", edo::codec_choice_json(*chosen)}} : nlohmann::json::object();

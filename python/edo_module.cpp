@@ -93,7 +93,7 @@ py::array_t<float> output_rows(const py::object& given, size_t rows, uint64_t di
 
 // A copy of a caller's 1-D array, taken under the GIL: while the GIL is
 // released another thread may change the caller's array, so what was checked
-// is what is used (docs/PYTHON.md, "Threads").
+// is what is used (docs/PACK.md, "Python").
 template <class T, class Array>
 std::vector<T> owned_copy(const Array& a) {
   const T* p = a.data();
@@ -352,7 +352,9 @@ PYBIND11_MODULE(edo, m) {
       .def(
           "decode_all", [](const File& f) { return decode_all(*f.table_lease()); },
           "Every row as a float32 array (rows, dim)")
-      .def("close", &File::close, "Unmap the file; later uses raise ValueError. Closing twice is allowed.")
+      .def("close", &File::close,
+           "Unmap the file; later uses raise ValueError. A call running on another thread finishes on\n"
+           "the reader it started with (unmapped when it returns). Closing twice is allowed.")
       .def("__getitem__", &get_item, py::arg("key"),
            "f[i] (one row, (dim,); negative from the end), f[ids] (rows, as lookup()), f[a:b:c] (rows of the slice),\n"
            "f['name'] (the table of that name, as table())")

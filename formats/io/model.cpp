@@ -58,9 +58,9 @@ std::vector<std::pair<std::string, std::string>> model_tensors(const std::string
     format = "npy directory";
     std::vector<std::string> files;
     for (const fs::directory_entry& e : fs::directory_iterator(path)) {
-      if (e.path().extension() != ".npy") continue;
+      if (e.path().extension() != ".npy" || e.is_directory()) continue;  // a folder named x.npy is no table
       check_file_beside(e.path().string(), path, path, hdf5_input_policy().allow_external);
-      if (!e.is_directory()) files.push_back(e.path().filename().string());
+      files.push_back(e.path().filename().string());
     }
     std::sort(files.begin(), files.end(), natural_less);
     for (const std::string& f : files) {

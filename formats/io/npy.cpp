@@ -225,7 +225,7 @@ NpyHeader parse_npy_header(const uint8_t* bytes, uint64_t size, uint64_t file_si
     EDO_FAIL("{}: unsupported .npy format version {}.{}", path, bytes[6], bytes[7]);
   }
   if (header_len > kMaxNpyHeaderBytes)
-    EDO_FAIL("{}: .npy header length is more than {} bytes", path, kMaxNpyHeaderBytes);
+    EDO_FAIL("{}: .npy header length is too large (more than {} bytes)", path, kMaxNpyHeaderBytes);
   h.data_offset = prefix + header_len;
   if (h.data_offset > size || h.data_offset > file_size) EDO_FAIL("{}: .npy header is truncated", path);
 

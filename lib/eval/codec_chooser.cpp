@@ -264,7 +264,7 @@ struct Trial {
 Trial draw_trial(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
   Trial t{opt, table.path(), sample_indices(table.rows(), opt.sample_rows, opt.seed), {}, table.dim(), {}, {}};
   // recall@k of the sample's rows finds every row once k reaches them: any candidate would pass.
-  if (budget.goal != ChooseGoal::best_recall_within_bits && budget.k >= t.ids.size())
+  if (opt.refuse_k_beyond_rows && budget.goal != ChooseGoal::best_recall_within_bits && budget.k >= t.ids.size())
     EDO_USAGE_FAIL(
         "{}: auto:{}: k={} is not below the {} rows the candidates are scored on (every row would "
         "count as found); give a smaller k",

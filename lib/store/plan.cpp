@@ -434,7 +434,8 @@ bool no_more_precise(const std::vector<LadderCodec>& ladder, const Candidate& c,
 // The ks of the budget's recall@k, and 10. A k the budget names must be
 // below the `rows` it is scored on: at or beyond them every row counts as
 // found, and any plan would pass.
-std::vector<uint64_t> ks_of(const std::vector<Gate>& budget, uint64_t rows, const std::string& what) {
+std::vector<uint64_t> ks_of(const std::vector<Gate>& budget, uint64_t rows, const std::string& what,
+                            bool refuse_k_beyond_rows = true) {
   std::vector<uint64_t> ks = {10};
   for (const Gate& g : budget) {
     const size_t at = g.metric.rfind('@');
@@ -444,7 +445,7 @@ std::vector<uint64_t> ks_of(const std::vector<Gate>& budget, uint64_t rows, cons
     } catch (const std::exception&) {
       continue;
     }
-    if (ks.back() >= rows)
+    if (refuse_k_beyond_rows && ks.back() >= rows)
       EDO_USAGE_FAIL(
           "{}: budget '{}': k={} is not below the {} rows it is scored on (every row would count as "
           "found); give a smaller k",
@@ -807,7 +808,7 @@ class CandidateSearch {
         y_(sample.x.size()),
         seen_(eligible.size(), false) {
     eo_.metric = opt.metric;
-    eo_.ks = ks_of(budget_, sample.ids.size(), "plan sample");
+    eo_.ks = ks_of(budget_, sample.ids.size(), "plan sample", opt.refuse_k_beyond_rows);
     eo_.queries = opt.queries;
     eo_.seed = opt.seed;
     eo_.freq = sample.freq;
@@ -996,7 +997,7 @@ PlanCheck check_on_table(io::TableReader& table, const PlanOptions& opt, const P
   const std::unique_ptr<io::TableReader> packed = open_any_table(path);
   EvalOptions eo;
   eo.metric = opt.metric;
-  eo.ks = ks_of(res.budget, table.rows(), table.path());
+  eo.ks = ks_of(res.budget, table.rows(), table.path(), opt.refuse_k_beyond_rows);
   eo.queries = opt.queries;
   eo.seed = opt.seed;
   eo.freq = opt.freq;
@@ -1044,7 +1045,8 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
       hot_order(opt.freq.empty() ? detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms : opt.freq);
   const PlanSample sample = draw_sample(table, opt, order);
   res.sample_rows = sample.ids.size();
-  (void)ks_of(res.budget, sample.ids.size(), table.path());  // a k at or beyond the rows: refused before any work
+  (void)ks_of(res.budget, sample.ids.size(), table.path(),
+              opt.refuse_k_beyond_rows);  // a k at or beyond the rows: refused before any work
   const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path());
   for (const LadderCodec& l : ladder)
     res.ladder.push_back({l.spec, l.kind == TierKind::codec, l.code_size, l.state_bytes, l.sample_error});

@@ -76,6 +76,9 @@ struct ChooseOptions {
   bool allow_nonfinite = false, allow_underflow = false;
   // Empty: chooser_candidates(). Given: these specs (usage error on a bad one).
   std::vector<std::string> candidates;
+  // A recall goal's k at or beyond the sample's rows is a usage error (every
+  // row would count as found); false: allowed (a model's tiny tables).
+  bool refuse_k_beyond_rows = true;
   // Progress lines ("trying tc:bits=4 (3/12)"); empty for none.
   std::function<void(const std::string&)> note;
 };

@@ -149,6 +149,10 @@ struct PlanOptions {
   // (docs/PACK.md, "Planning"). false: the sample's word is taken (tests).
   bool check_on_table = true;
   uint32_t max_check_rounds = 4;
+  // A budget's recall@K with K at or beyond the rows it is scored on is a
+  // usage error (every row would count as found); false: allowed, as for a
+  // model's tables under one floor (a 3-row table's recall@10 is 1).
+  bool refuse_k_beyond_rows = true;
   std::function<void(const std::string&)> note;  // one line a tightening round; may be empty
 };
 
