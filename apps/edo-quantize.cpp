@@ -107,6 +107,8 @@ edo::io::TableReader& apply_shard_flags(const ShardFlags& f, edo::io::TableReade
     opt.seed = trained->seed;
   }
   const edo::cli::ShardChoice choice = edo::cli::resolve_shard(f.shard, f.shard_count);
+  if (!choice.active() && f.source_hash != "sampled")
+    EDO_USAGE_FAIL("--source-hash {}: it names the table a shard was cut from; give --shard I/N", f.source_hash);
   if (!choice.active()) return table;
   if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
   if (!trained && edo::make_codec(opt.spec, table.dim())->needs_training())

@@ -196,6 +196,8 @@ class PackShards {
       opt.trained = &trained_->tiers;
     }
     const ShardChoice choice = resolve_shard(f.shard, f.shard_count);
+    if (!choice.active() && f.source_hash != "sampled")
+      EDO_USAGE_FAIL("--source-hash {}: it names the table a shard was cut from; give --shard I/N", f.source_hash);
     if (!choice.active()) return;
     if (eval_wanted) EDO_USAGE_FAIL("--eval and --gate evaluate a whole table: run them on the merged file");
     check_shardable(opt, table.dim());  // before the shard line, so a refusal is one line

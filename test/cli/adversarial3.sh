@@ -196,6 +196,10 @@ expect 0 "$K" g10.npy -o f1.edo --tier all:rest:int8 --shard 1/2 --source-hash f
 expect 0 "$K" --merge f0.edo f1.edo -o mergedf.edo -q
 expect 1 "$K" --merge f0.edo q1.edo -o x.edo -q
 err_has "--source-hash"
+expect 2 "$K" g10.npy -o x.edo --tier all:rest:int8 --source-hash full -q
+err_has "give --shard I/N"
+expect 2 "$Q" g10.npy -o x.edo --codec int8 --source-hash full -q
+err_has "give --shard I/N"
 
 # --- 10. a FIFO where a regular file belongs is refused, never waited on
 mkfifo fifo.safetensors
