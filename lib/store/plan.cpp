@@ -824,7 +824,7 @@ class CandidateSearch {
   // 1,353 in 41 s, the chosen plan's w.recall@10 0.9467 against 0.9472).
   //
   // Under a byte cap only the kCapEvaluations plans of least estimated error
-  // are evaluated (estimate_errors(): each sample row's squared norm times
+  // are evaluated (least_estimated_error(): each sample row's squared norm times
   // its tier's codec's squared relative error on the sample, by the row's
   // count): a loose cap admits thousands of plans (a 5,000 x 32 table at
   // ratio>=2: 18,225, of which 5,831 were evaluated in 100 s), nearly all of
@@ -868,6 +868,9 @@ class CandidateSearch {
         const double e = ladder_[c.codec[t]].sample_error;
         estimate[i] += weight[s] * e * e;
       }
+      // A codec that refused the sample (error HUGE_VAL) on a zero row, or a
+      // non-finite value: last, and never a NaN in the sort.
+      if (!(estimate[i] < HUGE_VAL)) estimate[i] = HUGE_VAL;
     }
     std::vector<size_t> order(eligible_.size());
     std::iota(order.begin(), order.end(), size_t{0});
