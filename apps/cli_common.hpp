@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the command-line tools only: the error-to-exit-code mapping and
 // the --version text. Library code never includes this.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-eval: what did the compression cost? Recall, reconstruction error,
 // memory, optional label accuracy, with gates that fail a CI job (exit 3).
 #include "cli_common.hpp"

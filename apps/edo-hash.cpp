@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-hash: fit hashed or quotient-remainder tables to a trained table (the
 // rows answered by a few shared vectors addressed from their id), optionally
 // keeping the most frequent rows whole, written as a .edo every reader serves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-lookup: the reader library as a tool. Row ids in (text or npy, a file
 // or stdin), their rows out (npy, HDF5 or text, a file or stdout), decoded
 // by the same Reader::lookup a server links.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-pack: a tiered .edo file, each slice of the rows (hottest first) in its
 // own codec and residency, with a row-to-tier map for O(1) lookups.
 #include "cli_common.hpp"

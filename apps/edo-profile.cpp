@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-profile: what is this matrix, and where do its bytes go?
 #include "eval_cli.hpp"
 #include "joint_budget_cli.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-quantize: scalar and vector quantization of a table into a .edo file.
 #include "cli_common.hpp"
 #include "eval_cli.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-sparsify: prune what a table does not need, small values inside rows
 // (a sparse tier: csr or bitmap) and the rarest rows (answered by a fallback
 // tier), written as a .edo file every reader serves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-unpack: decode a .edo file back to fp32 rows.
 #include "cli_common.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The evaluation flags shared by edo-eval and the tools' --eval: one set of
 // options, one way to run the engine, gates and reports.
 #pragma once

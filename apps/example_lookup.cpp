@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader library in a few lines: open a .edo file, list its tiers, look up rows by id.
 //   example_lookup FILE.edo ID [ID ...]
 #include <edo/reader.hpp>

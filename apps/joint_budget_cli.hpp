@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model under one size budget on the command line (edo-pack MODEL
 // --budget, edo-profile MODEL --plan --budget; docs/PACK.md, "One budget for
 // a model"): the table weights. The planning rounds are the library's

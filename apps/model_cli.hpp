@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Models on the command line (docs/PACK.md, "Models"): --tables, the
 // selection line, per-table counts, and the summary of a model written.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What libgomp reads of the environment, settled before it matters.
 //
 // libgomp reads OMP_WAIT_POLICY, GOMP_SPINCOUNT and OMP_NUM_THREADS once, in

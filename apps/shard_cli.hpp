@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --shard I/N and the engines' environments (docs/SCALE.md): which shard a
 // process takes, and the one line that says so.
 #pragma once

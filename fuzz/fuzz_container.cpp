@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the .edo container reader: open (all structural and
 // schema checks), verify every section checksum, then touch every section
 // byte, so a check that lets a bad offset through shows up as an ASan report;

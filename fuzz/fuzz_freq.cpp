@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frequency files: the text form from memory, and the file reader (which also
 // takes .npy counts when the input starts with the .npy magic).
 #include "input_file.hpp"

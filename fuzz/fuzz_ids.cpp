@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Id lists (edo-lookup --ids): text and .npy from memory, and the file reader.
 #include "input_file.hpp"
 

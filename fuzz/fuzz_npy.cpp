@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The .npy header parser on raw bytes, then the reader on the same bytes as a file.
 #include "input_file.hpp"
 

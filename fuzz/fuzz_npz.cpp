@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // .npz archives: the only member, then a member named "a" (the seeds use it).
 #include "input_file.hpp"
 

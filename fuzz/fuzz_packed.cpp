@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for tiered .edo files: the container, then the row-to-tier
 // map (formats/container/rowmap.cpp: the packed map or its runs) and the lookup
 // addressing the reader does with it:

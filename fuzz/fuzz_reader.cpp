@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the reader library (lib/reader): the input opened as
 // a .edo file in memory by edo::Reader, which opens every tier by its kind
 // (codec tiers and their decoders, "default" shared vectors, csr and bitmap

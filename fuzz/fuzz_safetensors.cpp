@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors: the header parser on the raw bytes, then the bytes as a file:
 // every readable 2-D tensor opened and read through in bounded blocks, and
 // every group of edo's stored codes (a "NAME.codec" in __metadata__) decoded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shard-set files: the bytes as a set file, opened (every entry's checks run;
 // the shards it names do not exist, or are the fuzzer's own files).
 #include "input_file.hpp"

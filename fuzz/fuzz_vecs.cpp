@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The same bytes as .fvecs, .bvecs and .ivecs tables, and through read_ivecs().
 #include "input_file.hpp"
 

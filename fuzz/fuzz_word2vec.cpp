@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // word2vec / fastText vector files: the bytes as text and as binary, every
 // row read back in bounded blocks, the vocabulary one word a row.
 #include "input_file.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Word-task files (edo-eval --analogies, --similarity): both parsers on the
 // bytes, strict and skipping bad lines.
 #include <edo/error.hpp>

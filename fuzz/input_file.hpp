@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the fuzz targets: hands the fuzzer's bytes to code that opens
 // files by path, and reads a whole table back in bounded blocks.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for plan files, the JSON edo-pack reads back with
 // --config (written by edo-profile --plan --plan-config; docs/PACK.md, "Plan
 // files"); run by test/cli/fuzz_roundtrip.sh. The input is the file:

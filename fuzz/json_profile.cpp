@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for profile parts, the JSON edo-profile reads back with
 // --merge (written by edo-profile --shard I/N --json; docs/SCALE.md); run by
 // test/cli/fuzz_roundtrip.sh. The input is one part, or a JSON array of up

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the container fuzz targets: mutated inputs almost never get past
 // the header and manifest checksums, so each input is also tried "resealed",
 // with those checksums recomputed, to reach the checks behind them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer round-trip target for the codecs that train nothing (run by
 // test/cli/fuzz_roundtrip.sh, not by fuzz_parsers.sh): the input becomes a
 // small table (at most 64 x 64 finite floats: zeros, constant rows, values

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer round-trip target for shards (docs/SCALE.md; run by
 // test/cli/fuzz_roundtrip.sh): the input becomes a table just big enough for
 // N shards (2 to 4: shards split at multiples of 2048 rows, so 2048 (N - 1)

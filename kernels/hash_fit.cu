@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hashed tier fit's product A^T F A v in two grid-stride passes over a
 // block of rows: each (row, column) value of F A v, then each (slot, column)
 // sum over the slot's rows in row order, continued block after block, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/cuda/knn.cuh>
 #include <edo/cuda_check.hpp>
 

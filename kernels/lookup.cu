@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader's GPU lookup: one thread per output value, grid-stride.
 #include <edo/cuda/grid.cuh>
 #include <edo/cuda/lookup.cuh>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PCA kernels. Projection: one thread per output value, running the same
 // ordered sum as the CPU (codec_math.hpp). Covariance: a tiled product of
 // the centred rows with themselves, in double, each value summed over the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Product-quantization kernels: grid-stride loops over the functions of
 // pq_math.hpp, so each thread decides exactly as the CPU encoder does.
 #include <edo/cuda/grid.cuh>

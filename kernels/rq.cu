@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Residual-quantizer beam search on the GPU: one thread block per row, every
 // candidate of a level scored exactly with math::pq_sub_distance (the
 // function the CPU decides with), the next beam picked by block-wide

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar codec kernels: grid-stride loops over the per-group and per-unit
 // functions of codec_math.hpp, so each thread computes exactly what the CPU
 // reference computes for the same group or unit.

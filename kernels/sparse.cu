@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sparse tier decode: one warp per row, grid-stride over rows. Each warp
 // checks its row as the CPU does (lib/reader/sparse_tier.cpp), zero-fills it,
 // then scatters the stored values, each decoded by sparse_value(), so a row

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Type stubs of the edo module (python/edo_module.cpp): read .edo files into numpy."""
 
 from types import TracebackType

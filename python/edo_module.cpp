@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `edo` Python module: the reader library (edo::reader) for Python.
 //
 //   import edo

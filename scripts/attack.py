@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Reruns the third adversarial run's families (issue 55) against a build and
 prints one table: runs, clean errors, crashes, hangs, memory, silent bad
 outputs, data loss and escapes per family.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs edo's build and test dependencies from Debian packages.
 # Idempotent; needs no prompt. Run as root or with sudo available.
 set -euo pipefail

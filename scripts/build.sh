@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds edo (Release) into build/ (or $EDO_BUILD_DIR).
 # The compiler's full output goes to BUILD_DIR/build.log; stderr gets one line
 # saying what is built and where the log is, the progress every 10%, and on

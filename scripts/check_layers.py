@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks that every include of edo's library stays inside its target's link closure.
 
 Reads the edo_library(...) calls of CMakeLists.txt (name, DIR, KERNELS,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job, end to end on the bundled sample (GloVe 50d, the 10k most
 # frequent words, in frequency order): install and build, then profile the
 # table, plan tiers under an accuracy budget, pack, evaluate (with word

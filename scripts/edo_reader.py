@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """An independent .edo reader, written from docs/FORMAT.md alone, to show the spec is
 implementable and to cross-check the C++ reader and writer. Validation needs the standard
 library only; --decode needs numpy.

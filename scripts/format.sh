@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Formats every C++ and CUDA source git tracks with the root .clang-format,
 # or with --check lists the files that differ and exits 1 (ctest cli.format).
 # usage: scripts/format.sh [--check]

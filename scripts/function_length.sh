@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lists the functions of the library (lib/, formats/) and of the tools
 # (apps/) longer than a limit, in lines from the line that names the
 # function to its closing brace, as Universal Ctags reports them (--fields=+ne: start and end lines); exits 1

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates docs/CLI.md from the tools' own --help, so the reference never
 # drifts from the binaries. usage: scripts/gen_cli_doc.sh [BUILD_DIR]
 set -euo pipefail

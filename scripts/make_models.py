@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the models edo's tests, demo and benchmarks use (docs/PACK.md, "Models").
 
   make_models.py sample DATA_DIR OUT.safetensors

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Slurm launch of docs/SCALE.md, for real, on this machine: a private
 # single-node Slurm (munged, slurmctld and slurmd on localhost from Debian's
 # slurm-wlm packages, a SLURM_CONF and state in a temporary directory), an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs dependencies, builds, and runs the whole test suite through ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReaderOptions::max_resident: disk tiers read through a bounded page cache
 // give the mapped reader's rows, keep the process's resident set within the
 // budget on a file larger than it (pages evicted from the page cache first),

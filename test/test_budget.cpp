@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Budgets in bytes and ratios (edo/budget.hpp): the grammar, the file cap
 // they set, and edo-pack --budget's plan packed and filled toward the cap.
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The codec chooser (edo/codec_chooser.hpp): budgets, sizes, and its pick
 // against an exhaustive trial of every candidate through the real writer.
 #include "test_codecs_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU results must equal the CPU reference bit for bit. Skips (passes with a
 // message) when no GPU is present.
 #include <edo/make_codec.hpp>

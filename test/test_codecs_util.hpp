@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the codec tests: real data loading and codec round trips.
 #pragma once
 

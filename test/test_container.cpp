@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "test_container_edit.hpp"
 #include "test_util.hpp"
 

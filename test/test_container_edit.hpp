@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Edits of a container's bytes that keep every checksum valid, so a test
 // reaches the check it is aimed at (hostile-file tests).
 #pragma once

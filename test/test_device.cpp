@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Devices: the CUDA error check, the shared covariance routine, and the GPU
 // paths of edo-eval's k-NN and edo-profile's PCA against the CPU. GPU tests
 // have "cuda" in their names and skip when no GPU is present.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // evaluate(): exact values on constructed tables, consistency with knn(),
 // reproducibility, weighting and error handling.
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-unpack's FAISS output: faiss::read_index opens the file and its top-10
 // agrees with edo's exact search over the file's decoded rows (ties by score), for every
 // index kind (flat, QT_fp16 over the codes, IndexPQ with even and padded

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Gate parsing and checking, and the JSON / Markdown reports.
 #include "test_util.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Files written by older tools keep decoding to the same bytes
 // (test/data/golden/README.md says how each was made).
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hashed tiers: the fits against least-squares answers computed here
 // densely, the naive baseline, keep-top files, and bad specs and fits.
 #include "test_util.hpp"

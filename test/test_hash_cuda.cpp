@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hashed tier fits on the GPU (kernels/hash_fit.cu) must be the CPU's fits
 // bit for bit: the solver's products use hash_normal_row() and
 // hash_normal_add() in the same order on both. The GPU half skips (passes

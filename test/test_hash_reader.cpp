@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading hashed tiers: the hash against FORMAT.md 9.5, ids beyond the table
 // answered on request (UnknownIdPolicy::hash) with the shared decode, and
 // files whose hashed tier is malformed refused when opened.

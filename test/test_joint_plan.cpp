@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One size budget planned jointly over several tables (edo/joint_plan.hpp):
 // the bytes go to the table whose error falls fastest with them.
 #include "test_util.hpp"

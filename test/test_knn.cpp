@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact k-NN against the brute-force reference, against the published BIGANN
 // ground truth, and under exact ties, short tables, blocking and threads.
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model files (docs/FORMAT.md, section 10): several one-table files under
 // their names in one container, read in place.
 #include "test_container_edit.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model's evaluation: gates on tables and on the whole, shares of lookups,
 // the whole model's metrics, the reports.
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tier specs, tier slices, packing and planning.
 #include "test_util.hpp"
 

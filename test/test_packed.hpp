@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small tiered .edo of seeded random rows, for the reader tests.
 #pragma once
 

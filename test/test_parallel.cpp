@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small work runs on the calling thread (lib/core/include/edo/parallel.hpp): it opens no
 // parallel region, so libgomp, which creates its worker threads at the first
 // region of more than one thread, never creates them. ctest runs every test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The planner's sparse tiers and dropped-row fallbacks (centroids, nearest,
 // zero, default) as ladder entries: plans that pack, sparse byte estimates,
 // and what a nearest candidate decodes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Product quantization: pq, opq, rq codecs, edo's encoder against FAISS,
 // bit packing, state, determinism, k-means and asymmetric distance search.
 #include "test_codecs_util.hpp"

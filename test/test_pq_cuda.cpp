@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU PQ and RQ paths must give the CPU's codes, vectors and k-means bits. Skips
 // (passes with a message) when no GPU is present.
 #include "test_codecs_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Profile statistics against independently computed values: numpy (figures
 // below computed with numpy 1.24 in float64 from the same files) and small
 // hand-made tables.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader library: one-tier and tiered files, the id policy, hostile
 // row maps, and the GPU lookup (skipped without a GPU).
 #include "test_container_edit.hpp"

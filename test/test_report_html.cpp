@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTML report: one <svg> per chart it has data for, text escaped, and
 // nothing that reaches for the network or runs a script.
 #include "test_util.hpp"

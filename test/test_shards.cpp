@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shards through the library (docs/SCALE.md): the split rule, and a shard
 // set read by ShardSet answering lookups and row ranges across shard
 // boundaries exactly as the one-process file does.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sparse tiers (sparse.hpp): the spec, what each rule keeps, exact and
 // bounded round trips through the reader, and hostile sections.
 #include "test_util.hpp"

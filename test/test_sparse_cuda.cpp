@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sparse tiers decoded on the GPU (kernels/sparse.cu) must equal the CPU
 // decode bit for bit, and a hostile file must be the same error. Skips
 // (passes with a message) when no GPU is present.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fast paths of sparse tiers against their plain forms: the selection
 // (a bitwise nth-largest) against nth_element in magnitude order, the run
 // decode (eight values a step) against sparse_value() one at a time, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // io::Verify's three integrity modes on hand-made corrupt files: one byte
 // flipped in each section of a file with every kind of section a lookup
 // reads (a codec tier's codes and trained state, sparse rows, a hashed

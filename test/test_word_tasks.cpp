@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Word tasks (edo/word_tasks.hpp): Spearman's rho with ties, analogies on
 // hand-made tables whose answers are known, and the two file parsers.
 #include "test_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // share_work (lib/core/include/edo/work_share.hpp): every chunk runs once,
 // the caller never waits for a helper that has not started, errors come from
 // the lowest failing chunk, and lookups through it give the same rows with

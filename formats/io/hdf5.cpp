@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HDF5 datasets as tables: "file.h5:/group/dataset".
 //
 // Rows are read as hyperslabs that HDF5 itself converts to native float, so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rows in memory as a table (edo/io/memory_table.hpp).
 #include <edo/io/memory_table.hpp>
 

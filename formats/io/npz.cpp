@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NumPy .npz archives: one .npy member of a zip file, read through libzip.
 //
 // A deflated member cannot be seeked, so rows are streamed: reading forward

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Line-oriented text inputs (frequency files, id lists): the one way they
 // split lines, drop comments and quote a token in an error.
 #pragma once

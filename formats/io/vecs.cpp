@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TEXMEX .fvecs / .bvecs / .ivecs tables, read from a mapping.
 //
 // Every record repeats its dimension. The first one fixes the table's width;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // make_codec: the traits' decoders, with the trained codecs (pq, opq, rq,
 // pca, rot, tc) swapped for their full versions, which train and encode.
 #include "codec_impl.hpp"

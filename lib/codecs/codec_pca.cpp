@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pca:K,CODEC and rot,CODEC with their training (fit_pca: BLAS and LAPACK;
 // fit_rotation) and encoding.
 #include "pca_codec.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pq, opq and rq: codebooks trained with FAISS (or edo's k-means), encoded
 // and decoded by edo (pq.hpp), stored as float blobs that decode without
 // FAISS. docs/FORMAT.md ("Codec payloads: pq, opq, rq") has the layouts.

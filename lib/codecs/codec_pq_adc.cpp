@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Asymmetric distance search (pq.hpp): queries in full precision, rows as
 // codes, scored through per-query lookup tables.
 #include <edo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PQ encode, decode and k-means (pq.hpp): BLAS narrows, pq_sub_distance
 // decides, so the CPU, the GPU and any thread count give the same codes.
 #include <edo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tc:bits=B's training (fit_pca on the sample's directions: BLAS and LAPACK)
 // and encoding (tc_codec.hpp).
 #include "tc_codec.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // flat_l2_knn: FAISS 1.7's exhaustive L2 search (knn_L2sqr through
 // exhaustive_L2sqr_blas), float for float, on edo's threads. FAISS runs each
 // block's distance product in OpenBLAS's threads, then its distances in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte counts as users type them (edo/byte_count.hpp).
 #include <edo/byte_count.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // math::affine_params_search with a group in each lane of a SIMD register:
 // eight groups in AVX2 registers, or sixteen in AVX-512 registers where the
 // CPU runs AVX-512F (checked at run time). One group at a time, a search

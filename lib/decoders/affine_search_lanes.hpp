@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MSE search of int6 to int2 (math::affine_params_search) for eight
 // groups at once, one group a SIMD lane, on CPUs with AVX2 and F16C.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spec grammar, the traits table and the factory.
 #include "codec_impl.hpp"
 #include "pq_codecs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // dims:K,CODEC: structured pruning. Training keeps the K dimensions whose
 // variance over the sample is largest; encoding hands those K columns to
 // CODEC; decoding puts them back and fills every dropped dimension with its

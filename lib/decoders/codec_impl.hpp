@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to the codec sources: the per-codec factories the traits table
 // points at, and helpers for reading stage parameters and checking input.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scalar codecs (fp32, fp16, bf16, fp8, int8/6/5/4/3/2, bin): a plain reference
 // implementation built from the per-row functions in codec_math.hpp, a fast
 // CPU one (OpenMP across rows, SIMD within), and the CUDA one. The fast paths

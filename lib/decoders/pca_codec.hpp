@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pca:K,CODEC: projects rows onto K principal directions and hands the
 // projections to CODEC; decoding maps back to the input dimension.
 // rot,CODEC: the same linear map with K = dim and a seeded random

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pca and rot stages' decoders and the K of every transform stage (pca_codec.hpp).
 #include "pca_codec.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Projection onto a PCA basis and reconstruction from it (fixed-order fma
 // chains, CPU or GPU): what encoding and decoding a pca tier need, with no
 // BLAS or LAPACK, so the reader library can decode pca tiers. Fitting the

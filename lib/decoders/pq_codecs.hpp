@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decoding half of pq, opq and rq (FORMAT.md, "Codec payloads: pq,
 // opq, rq"): codebooks loaded from a file, rows decoded and scored (ADC)
 // without FAISS or BLAS, so the reader library links neither. Training and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decoding half of pq, opq and rq (pq_codecs.hpp): no FAISS, no BLAS.
 #include "pq_codecs.hpp"
 

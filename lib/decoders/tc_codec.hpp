@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tc:bits=B, transform coding: a row is stored as its length (an fp16 gain)
 // and its direction, whose coordinates in the principal basis of the
 // training sample's directions each get their own quantizer, with the row's

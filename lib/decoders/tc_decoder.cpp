@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // tc's parameters, state and decoding (tc_codec.hpp).
 #include "tc_codec.hpp"
 

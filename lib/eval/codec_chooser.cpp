@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The codec chooser behind `--codec auto:...` (edo/codec_chooser.hpp).
 #include <edo/codec_chooser.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JSON and Markdown reports of an evaluation and its gates.
 #include <edo/gates.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/checked.hpp>
 #include <edo/error.hpp>
 #include <edo/io/table.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model evaluated table by table: shares of lookups, the whole model's
 // metrics, gates per table and on the whole, and the reports.
 #include <edo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Neighbours of a few probe rows before and after compression, the side by
 // side view edo-eval --show-neighbours prints.
 #include <edo/error.hpp>

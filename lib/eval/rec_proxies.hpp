@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The recommender-table proxies of evaluate() (docs/EVAL.md, "Recommender
 // proxies"): per-bucket errors by access frequency, pooled bags, dot-product
 // fidelity and lookup shares. Internal to edo_eval: evaluate() feeds it the

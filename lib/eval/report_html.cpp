@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTML report: a page of inline SVG charts and tables, written from
 // numbers the tools already have. No scripts and no external resources, so
 // it opens anywhere, offline, and a CI artifact viewer shows it as it is.

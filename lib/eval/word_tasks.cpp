@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/single_threaded_blas.hpp>
 
 #include <edo/error.hpp>

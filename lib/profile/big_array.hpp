@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-row arrays of a streaming pass (row norms, row hashes): one value a
 // row of a table that may have billions, filled in parallel.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-profile of a model: each table's profile and the whole model's bytes.
 #include <edo/edo_file.hpp>
 #include <edo/human_bytes.hpp>

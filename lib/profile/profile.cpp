@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
 #include <edo/pca.hpp>

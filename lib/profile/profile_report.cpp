@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-profile's reports: a table's profile, a .edo container's summary and,
 // with --plan, the chosen plan, as text for people and JSON for machines.
 #include <edo/edo_file.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pooled lookups (Reader::lookup_bags): bags of ids summed, averaged or
 // max-pooled per bag, as torch.nn.EmbeddingBag and FBGEMM's table-batched
 // embeddings pool them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fallback kinds for dropped rows (docs/FORMAT.md 9.4): "zero", which
 // stores nothing, and "centroids:C", C shared vectors with each row's index
 // among them. (The third, "default", one shared vector, is in tiers.cpp.)

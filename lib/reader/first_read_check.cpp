@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "first_read_check.hpp"
 
 #include "page_cache.hpp"

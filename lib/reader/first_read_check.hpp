@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verify::small's deferred half: a tier's per-row payload sections checked
 // against their manifest checksums the first time a lookup reads the tier
 // (docs/PACK.md, "Integrity modes"). Internal to lib/reader.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hashed and group-shared tier kinds (hash.hpp): their specs, and the
 // views a reader opens.
 // A hashed tier is keyed by global id (TierView::keyed_by_id): the reader

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Grouping a block of resolved ids by tier (Reader::lookup): the ids of one
 // tier packed to the left, with their batch positions, in batch order.
 // Internal to the reader; here so that tests compare the fast path with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A bounded cache of a file's pages, read with io_uring or pread: how the reader serves
 // tiers marked "disk" under ReaderOptions::max_resident instead of through
 // the unbounded mapping (docs/PACK.md, "Bounded memory"). Internal to lib/reader.

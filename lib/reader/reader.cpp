@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader library: tiers opened by kind, ids resolved by the file's id
 // map, and batch lookup: ids grouped by tier, each tier gathering and
 // decoding its rows straight into place (tier.hpp).

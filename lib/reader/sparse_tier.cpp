@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sparse tier kind (sparse.hpp): its spec, and the view a reader opens.
 // Every row is checked as it is decoded (offsets in order and in range,
 // column indices below dim, mask bits matching the row's value count), so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reader's tier views by kind, opened by open_tier() (tiers.cpp).
 // Internal to lib/reader.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tier kinds a reader opens (a codec's code rows, one shared vector) and
 // the id maps (identity, the packed row map).
 #include "first_read_check.hpp"

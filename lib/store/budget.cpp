@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Budgets in bytes and ratios, and edo-pack TABLE --budget: the planner's
 // choice under a size cap, packed and filled toward the cap (docs/PACK.md,
 // "Budgets in bytes and ratios").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/code_export.hpp>
 #include <edo/codec.hpp>
 #include <edo/edo_file.hpp>

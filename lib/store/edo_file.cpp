@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/build_info.hpp>
 #include <edo/checked.hpp>
 #include <edo/edo_file.hpp>

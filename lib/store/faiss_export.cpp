@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
 #include <edo/faiss_export.hpp>

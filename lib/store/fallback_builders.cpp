@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writing half of the fallback kinds for dropped rows ("zero",
 // "centroids:C", "nearest"; "default" is in table_writer.cpp): docs/FORMAT.md 9.4.
 #include <edo/codec.hpp>

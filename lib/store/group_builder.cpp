@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writing half of group-shared tiers (hash.hpp, GroupSpec): each group's
 // base vector is the access-weighted mean of its rows (the least-squares
 // base for rows that keep no residual), groups come from k-means of the

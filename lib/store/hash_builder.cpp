@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writing half of the hashed tier kind (hash.hpp): shared tables fitted
 // by weighted least squares to the tier's trained rows, in prepare(), which
 // sees the whole input. The fits stream the table in blocks: memory is the

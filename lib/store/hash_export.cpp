@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-hash --export: a hashed tier's fitted tables as npy files and a JSON
 // description, so a training framework can start from the fit.
 #include <edo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One size budget over a model's tables: per-table frontiers of (bytes,
 // access-weighted error) and a greedy allocation by loss per byte
 // (docs/PACK.md, "One budget for a model").

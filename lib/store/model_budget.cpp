@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rounds of a model under one size budget (edo/model_budget.hpp).
 #include <edo/model_budget.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-eval of a model: each table against its namesake in a model file.
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>

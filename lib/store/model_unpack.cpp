@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-unpack of a model file: every table decoded into one safetensors or
 // HDF5 file under its name, one block of rows at a time.
 #include <edo/io/table.hpp>

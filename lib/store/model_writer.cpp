@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <edo/build_info.hpp>
 #include <edo/error.hpp>
 #include <edo/human_bytes.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tier specs, the hot order, tier slices and writing a tiered .edo file.
 #include "pack_impl.hpp"
 

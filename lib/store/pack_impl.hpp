@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Internal to lib/store: pack.cpp, plan.cpp and table_writer.cpp.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The planner: candidate tier plans, cheapest first, evaluated on a seeded
 // sample of rows until one meets the budget (docs/PACK.md, "Planning").
 #include "pack_impl.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tools' reports from computed results (edo/reports.hpp).
 #include <edo/report_html.hpp>
 #include <edo/reports.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pack_impl.hpp"
 
 #include <edo/build_info.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writing half of the sparse tier kind (sparse.hpp): which values of a
 // row are kept, how they are stored, and the sections streamed. The values
 // go straight into the file; offsets, column indices (or masks) and row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --sweep: one table, several codecs, one comparison (sweep.hpp).
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one .edo writer: tier builders by kind, the streaming passes, the
 // manifest, provenance and id map.
 #include "pack_impl.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reports of a written .edo file: edo-pack's tiers and residency, edo-quantize's
 // size, error and timing, as JSON and as the tools' text.
 #include <edo/edo_file.hpp>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A numpy model of the int2..int6 MSE range searches (issue 15): error and
 candidate evaluations of today's search against the search the issue was
 filed against, and against the cheaper searches that would fit a memory-speed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar codec throughput against its ceiling (memcpy of the same bytes) and
 // its peers (FAISS ScalarQuantizer, and numpy when the script passes its
 // figure in with --peer), all on one in-memory fp32 table of >= 1 GB.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact k-NN throughput against its ceiling (the sgemm rate OpenBLAS reaches
 // on this machine, measured here) and its peer (FAISS IndexFlatIP/L2 search),
 // on one seeded in-memory database and query set.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Serving throughput of one .edo next to its ceiling, in the same run: rows
 // (Reader::lookup) against a plain fp32 gather of the same rows from the
 // table in memory, and pooled bags (Reader::lookup_bags, sum) against an fp32

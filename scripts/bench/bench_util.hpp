@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the benchmark programs share: best-of-N wall-clock timing, seeded
 // Gaussian test data, peak resident memory, and the result table, which shows
 // every figure as a ratio to the ceiling measured in the same run.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the benchmarks (not one itself): best_of RUNS WORKDIR CMD...
 # prints the best of RUNS wall-clock seconds of CMD (its output discarded).
 best_of() {

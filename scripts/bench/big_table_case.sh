@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The case users bring: a table bigger than this machine's memory, end to end
 # (docs/BENCHMARKS.md, "A table bigger than memory"). Builds a seeded
 # synthetic fp32 table (default 47,000,000 x 128 = 24 GB) with Zipf lookup

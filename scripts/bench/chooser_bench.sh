@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 46, figure 2: the codec chooser (edo-quantize --codec auto:bits=B) on
 # four real tables of different kinds, at 4.5, 5, 6 and 8.5 bits a value,
 # against the best of llama.cpp's block quantizers at or under the same bits

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (issue 3): scalar codec encode/decode rates against memcpy of the
 # same bytes, FAISS ScalarQuantizer and numpy, all in one run.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark of edo-hash (docs/BENCHMARKS.md, "Hashing"):
 #  1. GloVe 10k x 50 with Zipf counts (row r counted 1/(r+1)) and BIGANN
 #     10k x 128 with uniform counts: at B = V/2, V/4, V/10, the naive hash

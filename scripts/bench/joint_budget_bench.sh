@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (issue 46): one size budget planned jointly over a model's tables
 # (edo-pack MODEL --budget 'ratio>=R') against the same ratio on every table,
 # on the synthetic recommender of scripts/make_models.py (the 26 Criteo

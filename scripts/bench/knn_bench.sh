@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (issue 4): exact 10-NN of 10,000 queries over 1,000,000 x 128 fp32
 # through edo::knn, against the OpenBLAS sgemm rate and FAISS IndexFlat search
 # measured in the same run, with edo's working memory.

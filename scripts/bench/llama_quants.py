@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """llama.cpp's block quantizers as the peer of edo's grouped codecs
 (issue 15, item 4): each GGML type quantized and dequantized by the `gguf`
 package's numpy implementation (gguf-py, the reference the llama.cpp project

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, item 4: edo's scalar and grouped codecs against llama.cpp's block
 # quantizers (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, MXFP4 from the `gguf` package's
 # numpy code, installed into a private venv: a peer, never a dependency) on

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Write a large synthetic float32 .npy table in chunks (bounded memory).
 
 usage: make_synthetic.py OUT.npy ROWS DIM [SEED]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (issue 45): a whole model in one run against the per-table runs a
 # user scripts today, on the synthetic recommender of scripts/make_models.py
 # (the 26 Criteo cardinalities, each capped at CAP rows, dim 64, Zipf counts).

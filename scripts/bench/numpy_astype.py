@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """numpy's fp32 -> fp16 conversion rates, the peers of edo's fp16 encode.
 
 usage: numpy_astype.py ROWS DIM REPEAT

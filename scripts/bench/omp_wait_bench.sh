@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # How long a small job takes while another process keeps one core busy, with
 # libgomp's spinning (GOMP_SPINCOUNT=300000, its default, which the tools
 # keep when a user sets it), with the tools' own default since 2026-12-06

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark of packed files (docs/BENCHMARKS.md, "Packed files"):
 #  1. the plan edo-profile --plan finds on GloVe 10k with Zipf counts for
 #     recall@10 >= 0.99 (access-weighted), packed and evaluated;

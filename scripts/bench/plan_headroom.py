@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Issue 15 item 3: how far scalar tiers can go on GloVe 10k with Zipf counts at w.recall@10 >= 0.99.
 
 Composes tiered tables from decoded single-codec files (edo-quantize + edo-unpack, plain and after a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark: edo's pq/opq/rq next to FAISS PQ, OPQ+PQ and RQ at 8x, 16x and
 # 32x compression (bits per vector = fp32 bits / ratio), recall@10 and
 # training time on each table, then edo's encoders against FAISS's on shared

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark: edo-profile on a large synthetic npy, against `cat FILE > /dev/null`
 # (the read ceiling from the page cache) in the same run, with peak resident memory.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lookup throughput of the Python module next to the C++ reader, same file,
 # same ids, same run (docs/BENCHMARKS.md, "Python"): GloVe 10k packed with Zipf
 # counts (5% fp16, 30% int8, rest int4), batches of 4096 ids drawn by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark (issue 3): peak resident memory of edo-quantize on a table larger
 # than half of this machine's memory (streaming must keep it under 1 GB).
 #

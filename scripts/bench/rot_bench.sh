@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The rot transform against the same codec unrotated: bytes a row, MSE and
 # cos recall@10 over 1000 query rows (edo-eval, seed 0), on GloVe 50d (a
 # trained embedding with a few outlying dimensions) and the BIGANN sample

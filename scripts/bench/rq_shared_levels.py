@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Would rq levels that share a codebook earn their place? (issue 15, item 2)
 
 usage: rq_shared_levels.py [DATA_DIR]   (default ../shared/data beside the checkout)

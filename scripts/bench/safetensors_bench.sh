@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark: reading safetensors tensors (F32 and BF16) through edo's reader,
 # against `cat FILE > /dev/null` of the same file (the read ceiling from the
 # page cache) and against the same table as .npy (edo's npy reader, the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Serving figures (docs/BENCHMARKS.md, "Pooled lookups"): rows and pooled bags
 from .edo files of a synthetic ROWS x 128 table, next to an fp32 gather of the
 same rows (the ceiling) and numpy's take, fancy indexing and add.reduceat (the

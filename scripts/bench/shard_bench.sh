@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark: a table encoded in N shards (edo-quantize --shard I/N, run
 # two at a time with xargs -P on this machine's cores) and merged
 # (edo-pack --merge), against one process on the same table in the same

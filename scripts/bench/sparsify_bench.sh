@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Benchmark of edo-sparsify (docs/BENCHMARKS.md, "Pruning"):
 #  1. value-pruning sweeps on GloVe 10k x 50 and BIGANN 10k x 128, next to
 #     dense int8, int4 and int4:group=32 in the same run;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Issue 15, item 2: training time of the trainable codecs' default settings on
 # seeded synthetic 65,536 x 384 and 65,536 x 768 tables (make_synthetic.py;
 # training time hardly depends on the values), next to FAISS's own

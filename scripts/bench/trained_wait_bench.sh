@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Trained codecs and a sweep while another process keeps one core busy: the
 # tools' default since 2026-12-06 (idle OpenMP threads sleep: they run
 # themselves again with OMP_WAIT_POLICY=PASSIVE, apps/openmp_environment.cpp)

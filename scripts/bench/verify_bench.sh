@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The cost of each integrity mode (docs/PACK.md, "Integrity modes";
 # docs/BENCHMARKS.md, "Integrity modes"): open time, the first batch's time
 # (small checks a tier's codes there) and lookups/s after, for

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Word tasks (issue 17) on GloVe 10k: analogy accuracy (3CosAdd, 3CosMul) and
 # WordSim-353 / SimLex-999 rho of fp32 and of the scalar, product, sparse,
 # hashed and packed forms, as drops next to their ratio; the smallest file

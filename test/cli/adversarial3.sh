@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The third adversarial run's findings (issue 55), one check each: a reader
 # closed or its bags changed under a running lookup (Python, under threads),
 # damaged tables dropped from a model, symlinks out of a model's directory,

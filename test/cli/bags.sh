@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Pooled lookups (Reader::lookup_bags): edo-lookup --offsets and the Python
 # module's lookup_bags pool the rows edo-unpack decodes, as
 # torch.nn.EmbeddingBag does (sum, mean, max; per-id weights with sum; an

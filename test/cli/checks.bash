@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the command-line tests (sourced; not a test itself: only *.sh are).
 # Sourced with a test's arguments (BUILD_DIR SOURCE_DIR) it sets $build and
 # $src to them and $work to a scratch folder removed at exit; otherwise the

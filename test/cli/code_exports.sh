@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Stored codes out of a .edo: edo-unpack --codes (safetensors: decoded by an
 # independent numpy dequantizer and read back by edo bit for bit) and
 # --to fbgemm (FBGEMM IntNBit rows, decoded by an independent numpy decoder

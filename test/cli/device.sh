@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --device on the tools that compute (edo-eval's k-NN, edo-profile's PCA,
 # edo-unpack's decoding; edo-quantize's and edo-pack's encoding elsewhere):
 # cpu always works; cuda runs on a GPU and agrees with the CPU, and without

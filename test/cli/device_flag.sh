@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --device on every tool (docs/CLI.md, "Conventions"): each lists it in
 # --help and refuses a device it does not know (exit 2); without a GPU,
 # --device cuda exits 1 with the same one line on every tool, prints

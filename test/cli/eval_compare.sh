@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-eval ORIGINAL a.edo b.edo ...: one table smallest first with the front
 # marked, every file's metrics equal to its own edo-eval run (the original's
 # k-NN reused), every gate on every file (exit 3 when one fails), JSON with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The tree matches .clang-format. Skips without clang-format 14 (the version
 # scripts/bootstrap.sh installs from Debian): other majors format differently.
 #   format.sh BUILD_DIR SOURCE_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # No function in lib/, formats/ or apps/ is longer than 120 lines (CONTRIBUTING in
 # README: measured by Universal Ctags). Skips without Universal Ctags.
 #   function_length.sh BUILD_DIR SOURCE_DIR

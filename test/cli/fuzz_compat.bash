@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the fuzz tests (fuzz_parsers.sh, fuzz_roundtrip.sh), not a test itself.
 #
 # clang before 15 cannot compile libstdc++'s std::source_location (it needs

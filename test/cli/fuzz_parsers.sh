@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds every fuzz/fuzz_NAME.cpp as a libFuzzer target over all of formats/
 # and the reader library (lib/reader with the decoders and lib/core it needs)
 # and runs each for a bounded time on a scratch copy of fuzz/corpus/NAME/.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the round-trip and JSON libFuzzer targets (fuzz/roundtrip_*.cpp,
 # fuzz/json_*.cpp: see fuzz/README.md) against the static libraries BUILD_DIR
 # already holds, and runs each for a bounded time on a scratch copy of its

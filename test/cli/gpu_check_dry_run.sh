@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/gpu-check.sh --dry-run on this build's binaries: the bundle a GPU
 # machine gets is made, its size (with the working tree) is under the 64 MiB
 # that travels, it unpacks, every binary finds its libraries in it and starts,

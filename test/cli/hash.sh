@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-hash from the command line: each scheme written and read back by
 # edo-unpack, reproducible whatever the thread count, --keep-top, --export,
 # --sweep, and bad input (one line, nothing written).

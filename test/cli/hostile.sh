@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # What an adversarial user does to the tools, one check per way it once
 # went wrong: outputs naming inputs, huge and tiny values, absurd thread
 # counts, resealed manifests, corrupt npz members, full disks, signals and

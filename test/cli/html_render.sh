@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Renders an HTML report with headless Chromium to a PNG (exit 77: skipped,
 # when Chromium is not installed). The page must draw: a PNG of the window
 # size, mostly white, with ink in it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The layers: every include of the library, its kernels and the programs that
 # link the reader alone stays inside its target's link closure, and every edo
 # symbol a library archive uses is defined inside that closure

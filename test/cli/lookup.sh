@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-lookup from the command line: for every tier kind its rows equal
 # edo-unpack's rows for the same ids (npy and text ids, npy, HDF5 and text
 # rows, stdin and stdout), the unknown-id policies, --stats, and bad input

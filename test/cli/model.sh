@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Models (docs/PACK.md, "Models"; FORMAT.md section 10): edo-quantize,
 # edo-pack, edo-sparsify and edo-hash take a model (a safetensors file, a
 # folder of .npy) and write one model file, each table the file a run over

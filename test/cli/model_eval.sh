@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-eval MODEL model.edo: each table against its namesake and the whole
 # model weighted by shares of lookups, gates per table and on the whole;
 # edo-profile MODEL: per-table sections and a total line; --list-tables.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Reading model files (docs/FORMAT.md section 10): edo-unpack writes every
 # table back under its name (safetensors, HDF5) bit for bit (fp32 codec), or
 # one with --table (npy); edo-lookup --table gives edo-unpack's rows (and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Budgets in bytes and ratios (docs/PACK.md, "Budgets in bytes and ratios"):
 # edo-pack TABLE --budget plans and packs in one run, the whole file at most
 # the cap and within 1% of it; edo-profile --plan takes the same budgets and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-pack and edo-profile --plan from the command line: tiers, config files,
 # evaluation with per-tier metrics, gates, and the exit codes of bad input.
 #   pack_cli.sh BUILD_DIR SOURCE_DIR

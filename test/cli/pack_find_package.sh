@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the build into a temporary prefix, builds test/find_package (a
 # separate CMake project using find_package(edo COMPONENTS reader)) against
 # it, checks that its example_lookup links the reader library alone, and that

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `pip install .` (pyproject.toml: scikit-build-core driving CMake, only the
 # Python module) into a fresh virtual environment, then the installed module
 # read from outside the source tree: its rows equal edo-unpack's. Skips (77)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-profile --plan with sparse tiers and dropped-row fallbacks in the
 # ladder: the chosen plan's config packs with edo-pack, and the sparse
 # estimate is near what edo-pack writes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The independent Python reader (scripts/edo_reader.py --decode) against the C++
 # one (edo-unpack): one-tier files of every codec family, tiered files from
 # edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, zero,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The edo Python module (python/edo_module.cpp, built into BUILD_DIR/python):
 # lookups and decode_all equal edo-unpack's rows for every tier kind, the
 # manifest and tiers read, bad ids and files raise edo.Error with edo's line.

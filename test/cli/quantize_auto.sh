@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-quantize --codec auto:bits=B | auto:recall=R[,k=K]: the chooser's
 # candidate table on stderr, the winner's own spelling in the file (read by
 # the independent reader), within the budget on disk; under --shard the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-quantize --sweep: several codecs in one run, nothing written; each
 # point's bytes are those of the file edo-quantize writes for that codec;
 # the text table is smallest first with the Pareto front marked; bad items

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every example of README.md runs as written: each ```sh block that calls the
 # tools through $B (the tour from the repository's root, as a new user runs
 # it; the main job and the conversions from a scratch folder holding

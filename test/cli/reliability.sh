@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The second adversarial run's findings, one check each (special files as
 # outputs, existing containers, thread counts from the environment, HDF5
 # values kept in other files, OpenMP's wait policy).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --report-html wherever a tool evaluates: edo-pack/-quantize --eval, edo-eval
 # (one file, with words; several files), the sweeps, edo-profile --plan. Each
 # page is self-contained (no network, no scripts) and holds one <svg> per

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Rewrites a .edo file's manifest and reseals it (the manifest and header
 checksums recomputed), for tests of hostile files whose checksums hold.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # safetensors input: F32, F16, BF16, F8_E4M3 and F8_E5M2 tensors read as
 # tables (values checked against numpy), edo-profile's listing, a sharded
 # model through its index, and hostile headers (one line naming the file,

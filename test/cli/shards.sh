@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Sharded runs (docs/SCALE.md): edo-quantize, edo-pack, edo-sparsify and
 # edo-hash --shard I/N (or the launcher's environment) and edo-pack --merge
 # give the file one process writes, byte for byte, for two and three uneven

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The conventions README.md promises for every tool hold on every tool: each
 # takes --help, --version, --threads, -q/--quiet and --json (and --device
 # where it computes), a run of each with them gives valid JSON on stdout and

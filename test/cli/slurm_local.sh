@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The Slurm launch of docs/SCALE.md on a private single-node Slurm
 # (scripts/slurm_local_test.sh): skipped (77) with the reason where the
 # packages are missing, the test is not root, or another slurmctld runs.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-sparsify from the command line: value pruning in both forms, row
 # dropping with the mean fallback, the size rule and --force, bad input.
 #   sparsify.sh BUILD_DIR SOURCE_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end checks of the command-line tools: exit codes, error lines,
 # nothing left behind, determinism, and agreement between tools.
 # usage: tools.sh BUILD_DIR SOURCE_DIR

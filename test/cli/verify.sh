@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integrity modes while serving (docs/PACK.md, "Integrity modes"): edo-lookup
 # --verify and the Python module's verify= on hand-made corrupt files, one
 # byte flipped in a hashed tier's table, the row map, a trained state

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # word2vec / fastText input: text with a header (.vec), GloVe's headerless
 # text (.txt) and word2vec binary (.bin) read back to the same float32 rows;
 # the words as the table's vocabulary (edo-eval's word tasks without

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # edo-eval's word tasks: analogy accuracy (3CosAdd, 3CosMul) and Spearman rho
 # on GloVe 10k against an independent numpy computation (to 1e-4), for the
 # full-precision table and an int4 file; gates on them; bad input (one line,

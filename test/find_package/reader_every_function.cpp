@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calls every public function of the reader library (edo::reader: the
 // reader, tier kinds, shard sets, sparse and hashed tiers, codec specs and
 // decoders, and what they stand on), so that linking this program against

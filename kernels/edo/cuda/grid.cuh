@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch geometry shared by the kernels: a grid-stride loop over `items`
 // with kThreads per block and a bounded number of blocks.
 #pragma once

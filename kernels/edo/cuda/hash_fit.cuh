@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launchers of the hashed tier fit's product A^T F A v (edo/hash.hpp,
 // lib/store/hash_builder.cpp). Pointers are device memory, non-owning;
 // launches are asynchronous on `stream`, the caller checks launch errors.

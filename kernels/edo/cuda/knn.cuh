@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuBLAS inner products for exact k-NN (lib/eval/knn.cpp does the selection
 // on the host). Host launchers only, so g++ can include this header.
 // Failures throw edo::Error (EDO_CUDA_TRY, edo/cuda_check.hpp).

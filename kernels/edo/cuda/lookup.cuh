@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launchers of the reader's lookup kernels. Pointers are device memory;
 // launches are asynchronous on `stream`, the caller checks launch errors.
 #pragma once

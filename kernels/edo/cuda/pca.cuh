@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launchers of the PCA kernels. Device pointers; components are
 // k x dim row-major. Asynchronous on `stream`; the caller checks launch errors.
 #pragma once

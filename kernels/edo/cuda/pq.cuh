@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launchers of the product-quantization kernels. Pointers are device
 // memory; launches are asynchronous on `stream` and the caller checks for
 // launch errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launcher of the residual-quantizer beam-search kernel. Pointers are
 // device memory; the launch is asynchronous on `stream` and the caller
 // checks for launch errors.

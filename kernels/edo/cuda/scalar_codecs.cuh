@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launchers of the scalar codec kernels. Pointers are device memory
 // (non-owning views); rows are contiguous, code rows are L.code_size bytes.
 // Launches are asynchronous on `stream`; the caller checks for launch errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Host launcher of the sparse tier decode (sparse.hpp, docs/FORMAT.md 9.3).
 // Pointers are device memory: non-owning views of slices of a tier's
 // sections. The launch is asynchronous on `stream`; the caller checks for

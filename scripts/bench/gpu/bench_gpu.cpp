@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo_bench_gpu: every GPU figure of edo next to its ceiling or its CPU
 // counterpart, measured in the same run (scripts/gpu-check.sh runs it;
 // docs/BENCHMARKS.md, "GPU", shows the figures).

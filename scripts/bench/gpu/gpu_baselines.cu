@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ceilings for edo_bench_gpu (see gpu_baselines.hpp). Kept apart from the
 // benchmark's host code because fmt does not compile under nvcc.
 #include "gpu_baselines.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ceilings edo_bench_gpu measures its figures against, in raw CUDA
 // (gpu_baselines.cu): a plain row gather, cuBLAS sgemm (opened with dlopen,
 // like kernels/knn.cu) and a probe of the kernel image this build carries.

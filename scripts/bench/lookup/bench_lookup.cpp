@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch lookup throughput of a packed .edo (mmapped, CPU; GPU when present)
 // next to a plain gather from the fp32 table in memory, in the same run, and
 // the time Reader::open takes.

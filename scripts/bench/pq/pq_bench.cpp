@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pq_bench: recall@10 and training time of edo's pq/opq/rq codecs next to
 // FAISS's ProductQuantizer, OPQ+PQ and ResidualQuantizer at the same bytes
 // per vector, on one table, in one run; then CPU encode throughput of edo's

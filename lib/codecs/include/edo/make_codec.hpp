@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Building a codec that trains and encodes: the training library's entry
 // (edo_codecs). A program that only reads .edo files builds decoders with
 // make_decoder (edo/codec.hpp) and never needs this.

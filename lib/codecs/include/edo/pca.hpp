@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Principal component analysis: fit on a seeded row sample, project to K
 // dimensions and back. Used by the pca:K codec stage and by edo-profile's
 // spectrum report.

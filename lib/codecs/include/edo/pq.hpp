@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Product quantization building blocks shared by the pq, opq and rq codecs
 // (docs/FORMAT.md, "Codec payloads: pq, opq, rq"): our own encoder, decoder
 // and k-means over FAISS-compatible codebooks, on the CPU or a GPU.

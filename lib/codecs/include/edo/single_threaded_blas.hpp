@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OpenBLAS's result depends on its thread count, and its threads fight edo's
 // OpenMP threads for the cores: while edo's own threads each run one GEMM,
 // OpenBLAS is pinned to one thread, and the setting is put back afterwards.

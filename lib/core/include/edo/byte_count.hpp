@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte counts as users type them (edo-pack --budget 'bytes<=2G', edo-lookup
 // --max-resident 1G): one grammar for every flag that takes one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Overflow-checked arithmetic for sizes read from untrusted files.
 #pragma once
 

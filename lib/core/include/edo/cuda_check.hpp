@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one check of a CUDA runtime or cuBLAS call: EDO_CUDA_TRY(expr) throws
 // edo::Error naming the call, the library's error text and the caller's
 // file and line. Only for code built with CUDA (.cu files, and .cpp files

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where compute runs. `auto` picks a GPU when the driver reports one; asking
 // for `cuda` without one is an error, never a silent fallback to the CPU.
 #pragma once

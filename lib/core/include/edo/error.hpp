@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one way edo reports errors: an exception that carries a message meant
 // for the user ("PATH: what is wrong"), the source location that threw it, and
 // the process exit code the tools map it to.

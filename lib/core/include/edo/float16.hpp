@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // IEEE binary16 and bfloat16 conversions shared by the CPU and the GPU.
 // Round-to-nearest-even, NaN stays NaN (quiet, sign and top payload bits
 // kept), overflow goes to infinity: the same results as F16C's vcvtps2ph and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OCP 8-bit floating point (E4M3FN and E5M2) conversions, compiled by g++ and
 // nvcc alike: the fp8 codecs (edo/codec_math.hpp) and the table formats that
 // store fp8 arrays (npy, safetensors) share them.

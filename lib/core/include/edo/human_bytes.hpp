@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Byte counts for people: decimal units (1 KB = 1000 B), as every report prints them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compute types shared across layers: metrics, row-major matrix views and
 // k-NN results. The reader ranks fallback rows by a Metric, the pq codecs'
 // training searches return KnnResults, and evaluation (edo/knn.hpp) searches

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // When a loop is worth a parallel region. Each region wakes every OpenMP
 // thread and ends at a barrier where idle threads spin (libgomp's default:
 // users do not set OMP_WAIT_POLICY, and a program cannot set it for itself,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic pseudo-random numbers and seeded sampling. std:: distributions
 // differ between standard libraries, so edo draws its own: the same seed gives
 // the same sample on every platform, build and thread count.

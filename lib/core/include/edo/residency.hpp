@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a tier's bytes are meant to live when served, a closed set every
 // layer names: the container's manifest, the reader, the planner, reports.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How many worker threads a run uses, from every source a count can come
 // from: a tool's --threads, the OMP_NUM_THREADS a user or a scheduler set,
 // and the cores this process may run on. One rule for all of them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rule for searches and fits that square values in float: a table whose
 // largest magnitude lies far from 1 (below 2^-32, or from 2^32) is worked on
 // times the power of two that brings it near 1. Multiplying by a power of two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sharing a serving call's work with idle cores without ever waiting for one.
 //
 // An OpenMP team starts every thread of the team and ends at a barrier: when

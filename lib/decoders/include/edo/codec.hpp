@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The codec registry: one grammar for codec specs, one traits table listing
 // every codec, and one interface (train / encode / decode / code_size) that
 // every codec implements, FAISS-quantizer style.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-element and per-group arithmetic of the scalar codecs, compiled by both
 // g++ (reference and fast CPU paths) and nvcc (kernels), so the CPU tests cover
 // what the GPU computes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fitted PCA basis and the two transforms a reader needs (the pca:K and rot
 // stages decode through pca_reconstruct). Fitting is edo/pca.hpp's, in the
 // training library.

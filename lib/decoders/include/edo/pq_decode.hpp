@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decoding PQ codes by their codebooks, what a reader needs of the pq family
 // (encoding and training are edo/pq.hpp's, in the training library).
 #pragma once

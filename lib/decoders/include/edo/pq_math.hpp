@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-element arithmetic of the product-quantization family (pq, opq, rq),
 // compiled by g++ and nvcc alike so the CPU tests cover what the kernels
 // compute.

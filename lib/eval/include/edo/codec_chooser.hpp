@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Choosing a codec for the user: edo-quantize's `--codec auto:bits=B` (the
 // best recall@10 within B bits a value) and `--codec auto:recall=R[,k=K]`
 // (the fewest bytes with recall@K >= R). A fixed list of codec spellings,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measures what compressing an embedding table costs: neighbour recall,
 // reconstruction error and, with labels, k-NN classification accuracy.
 // Every metric is defined in docs/EVAL.md, the record of what each number means.

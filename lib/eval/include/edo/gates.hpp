@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Quality gates ("recall@10 >= 0.95", "cos.min > 0.9") checked against an
 // EvalResult, and the reports (JSON, Markdown) that show metrics and gates.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact k-nearest-neighbour search: the ground truth every evaluation is
 // measured against.
 //

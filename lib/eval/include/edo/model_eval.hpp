@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model evaluated table by table (edo-eval MODEL model.edo): each table's
 // metrics, the whole model's (each metric weighted by the tables' shares of
 // lookups), gates per table and on the whole, and the reports. Definitions:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTML report (--report-html): one self-contained page, charts drawn as
 // inline SVG, no scripts, nothing fetched. What it shows and why: docs/EVAL.md,
 // "HTML report".

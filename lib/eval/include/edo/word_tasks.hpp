@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Word tasks in users' terms (edo-eval --analogies, --similarity; defined in
 // docs/EVAL.md, "Word tasks"): analogy accuracy by 3CosAdd and 3CosMul and
 // Spearman's rho of cosine against human similarity scores, each for one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-profile of a model (a model input, or a .edo model file): every table
 // profiled, one compact section each, and the whole model's bytes now and
 // under each codec (the tables' footprints summed).

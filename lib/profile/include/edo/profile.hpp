@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-profile's engine: what is in a table and where its bytes would go.
 //
 // One streaming pass over the table (bounded by the block size plus 12 bytes

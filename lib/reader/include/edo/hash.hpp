@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hashed tiers: rows answered by small shared tables addressed from each
 // row's global id, fitted to a trained table by least squares (edo-hash).
 // A tier kind (tier.hpp, TierKind::hashed); the byte layout and the hash,

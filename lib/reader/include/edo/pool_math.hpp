@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a bag's rows pool, value by value: one definition for the CPU's pooled
 // lookups (Reader::lookup_bags) and the GPU's pooling kernel
 // (kernels/lookup.cu), so the two give the same bits for the same rows.

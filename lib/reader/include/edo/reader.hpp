@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading a .edo file for serving: open by mmap, look up batches of row ids
 // into fp32, decode everything, per-tier statistics. Works on every .edo:
 // one tier (edo-quantize) or many (edo-pack). docs/PACK.md is the guide.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A shard set (docs/SCALE.md, FORMAT.md 9.9): a small JSON file naming the
 // shard files of one table with their row ranges and fingerprints, read as
 // that table without copying: each shard is mapped by its own Reader and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sparse tiers: rows pruned to their largest values, stored as CSR (column
 // indices) or as a bitmap (a dim-bit mask per row), values in fp32, fp16,
 // bf16, or int8/int4 with an affine (scale, offset) pair per row. A tier kind

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tier kinds and id maps: the two seams every kind of table plugs into
 // (docs/FORMAT.md, "Tier kinds" and "Id maps").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Budgets as --budget takes them (edo-pack, edo-profile --plan): accuracy
 // gates ("recall@10>=0.98", gates.hpp) and size budgets, "bytes<=2G" (the
 // whole file, every section counted, vocabulary included; K, M, G and T are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A one-tier .edo's codes in the layouts other tools read (edo-unpack
 // --codes, --to fbgemm). docs/PACK.md, "Stored codes in safetensors" and
 // "FBGEMM rows", gives each layout byte by byte.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compressed tables as .edo files: writing one from a table and a codec spec
 // (edo-quantize), and reading any .edo back as a table of fp32 rows
 // (edo-unpack, edo-eval, edo-profile).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A .edo as a FAISS index file that faiss::read_index opens and searches
 // (edo-unpack -o x.faiss). docs/PACK.md, "FAISS indexes", says which index
 // each file becomes and why.

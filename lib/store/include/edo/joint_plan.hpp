@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One size budget planned jointly over a model's tables (edo-pack MODEL
 // --budget 'bytes<=2G'; docs/PACK.md, "One budget for a model"): every
 // table's tiers chosen so that the model's access-weighted error,

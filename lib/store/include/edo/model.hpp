@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writing a model file (docs/FORMAT.md, section 10): each table of a model
 // input written on its own by a tool's one-table writer, then the tables
 // joined under their names. Memory is the one-table writer's: one table at

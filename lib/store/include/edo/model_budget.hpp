@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model under one size budget, planned and written (edo-pack MODEL
 // --budget 'bytes<=2G', edo-profile MODEL --plan --budget; docs/PACK.md, "One
 // budget for a model"): the joint plan (edo/joint_plan.hpp) scored once,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // edo-eval MODEL model.edo: each table of a model input against the table of
 // the same name in a model file, and the whole model (docs/EVAL.md, "Models").
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tiered .edo files (edo-pack) and the planner that chooses their tiers
 // under an accuracy budget (edo-profile --plan). docs/PACK.md is the guide.
 //

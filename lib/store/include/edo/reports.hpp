@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reports the tools print and write, made from results the library has
 // computed: the Pareto front of bytes against a quality metric, a sweep's
 // HTML page, a plan's HTML page and the comparison of several files against

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stored codes in safetensors (edo-unpack --codes; docs/PACK.md, "Stored
 // codes in safetensors"): how a one-tier file's code rows split into
 // tensors, and the reader that decodes such a file as a table. In the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tables bigger than one machine (docs/SCALE.md): a table split into N
 // contiguous row ranges, each encoded by its own process with a codec state
 // trained once, and the shard files merged into the file one process would

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The writing half of sparse tiers (edo/sparse.hpp has the layout and the
 // reader's half): which columns a row keeps, the density rule's fit, stored
 // values, and the planner's estimates.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sweeps: several codecs tried on one table in one run, each written to a
 // temporary .edo, evaluated and compared, then removed; the tools' --sweep.
 //

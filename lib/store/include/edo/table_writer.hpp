@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one writer of .edo tables: edo-quantize (one tier) and edo-pack (many)
 // both write through write_table(), which streams the input block by block
 // through one TierBuilder per tier and writes the manifest, provenance and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The .edo container: a 64-byte header, 64-byte-aligned named binary sections
 // and a JSON manifest. The byte-level specification is docs/FORMAT.md; this
 // header is its C++ face. Reading validates every offset, length and count

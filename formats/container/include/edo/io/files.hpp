@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small POSIX file helpers: a read-only mapping and an output file that only
 // appears under its final name once it is complete.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounds every layer checks a declared shape against, from the container up.
 #pragma once
 

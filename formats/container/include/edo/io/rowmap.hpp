@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The row-to-tier map of a tiered .edo file (docs/FORMAT.md, "Tiered
 // files"): which tier stores each table row, and where in that tier.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-row access counts ("frequency files") for a table of R rows.
 //
 // Two forms are read:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Row ids to look up (edo-lookup --ids). Two forms are read:
 //   - text, one id a line: a decimal integer >= 0 with optional whitespace
 //     around it; '#' starts a comment, blank lines are skipped;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rows already in memory, read as a table: a seeded sample scored by the
 // evaluation engine (evaluate() takes tables) without writing it to a file.
 #pragma once

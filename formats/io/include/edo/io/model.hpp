@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Models as input: many tables in one file or folder (docs/PACK.md,
 // "Models"). A safetensors file or a sharded model's .index.json, an .npz,
 // an HDF5 file or a directory of .npy files holds tensors; a model's tables

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NumPy .npy header: parsing (strict, bounded) and writing.
 #pragma once
 

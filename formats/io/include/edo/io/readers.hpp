@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-format reader and writer factories behind open_table()/create_table().
 // `display` is the name used in messages (the spec as the user wrote it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors (https://github.com/huggingface/safetensors): an 8-byte
 // little-endian header length N, N bytes of JSON, then the tensors' bytes.
 // The JSON maps each tensor name to {"dtype", "shape", "data_offsets":

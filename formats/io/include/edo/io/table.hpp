@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading and writing dense tables (rows x dim), whatever the file format.
 //
 // A table is addressed by a spec string:

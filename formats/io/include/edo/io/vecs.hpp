@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TEXMEX vector files (.fvecs, .bvecs, .ivecs): each record is a little-endian
 // int32 dimension followed by that many float32 / uint8 / int32 values.
 // As tables they open through open_table(); this header adds the whole-file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A vocabulary file: one token a line, line i naming row i.
 #pragma once
 

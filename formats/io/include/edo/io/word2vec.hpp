@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // word2vec and fastText vector files: a table plus its vocabulary.
 //
 // Text (word2vec's text form, fastText's .vec): a header line "ROWS DIM",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Word-task files for edo-eval (docs/EVAL.md, "Word tasks").
 //
 // Analogies, word2vec's questions-words.txt layout: lines ": SECTION" open a
