@@ -308,7 +308,7 @@ void check_set(std::vector<Shard>& shards) {
                s.path, s.source_hash, first.path, s.source_hash == "full" ? "sampled" : "full");
     if (s.source_sample != first.source_sample)
       EDO_FAIL(
-          "{}: cut from another table than {} (their sampled rows differ{}): shards merge only with shards "
+          "{}: cut from another table than {} (their hashed rows differ{}): shards merge only with shards "
           "of the same table",
           s.path, first.path,
           s.source_sample.empty() || first.source_sample.empty() ? ", or one was written by an older edo" : "");
