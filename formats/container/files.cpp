@@ -73,7 +73,18 @@ const char* special_file_kind(unsigned mode) {
   return "not a regular file";
 }
 
-void check_file_beside(const std::string& path, const std::string& dir, const std::string& named_by,
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    EDO_FAIL("{}: is not a regular file ({}); give a file", path, special_file_kind(st.st_mode));
+}
+
+void check_link_beside(const std::string& path, const std::string& dir, const std::string& named_by,
                        bool follow_links_out) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;  // missing: the open that follows says so
@@ -87,8 +98,6 @@ void check_file_beside(const std::string& path, const std::string& dir, const st
           "a model's directory",
           path, dir, named_by);
   }
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    EDO_FAIL("{}: is not a regular file ({}; named by {})", path, special_file_kind(st.st_mode), named_by);
 }
 
 void report_bus_errors_as(const std::string& line) {

@@ -60,7 +60,7 @@ std::vector<std::pair<std::string, std::string>> model_tensors(const std::string
     std::vector<std::string> files;
     for (const fs::directory_entry& e : fs::directory_iterator(path)) {
       if (e.path().extension() != ".npy" || e.is_directory()) continue;  // a folder named x.npy is no table
-      check_file_beside(e.path().string(), path, path, hdf5_input_policy().allow_external);
+      check_link_beside(e.path().string(), path, path, hdf5_input_policy().allow_external);
       files.push_back(e.path().filename().string());
     }
     std::sort(files.begin(), files.end(), natural_less);

@@ -97,7 +97,7 @@ std::map<std::string, std::string> read_index(const std::string& path) {
       EDO_FAIL("{}: weight_map['{}'] = '{}': shards must be files beside the index", path, name, shard);
     out[name] = directory_of(path) + "/" + shard;
     if (checked.insert(shard).second)
-      check_file_beside(out[name], directory_of(path), path, hdf5_input_policy().allow_external);
+      check_link_beside(out[name], directory_of(path), path, hdf5_input_policy().allow_external);
   }
   return out;
 }

@@ -233,6 +233,7 @@ std::unique_ptr<TableReader> open_table_of_format(const std::string& spec) {
   }
   const TableSpec s = split_table_spec(spec);
   if (!file_exists(s.file)) EDO_FAIL("{}: no such file", s.file);
+  require_regular_file(s.file);  // before any reader, sniff or library opens it
   std::string ext = lower_extension(s.file);
   if (!is_known_extension(ext)) ext = sniff_format(s.file);
   auto no_member = [&](const char* kind) {

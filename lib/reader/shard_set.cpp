@@ -28,6 +28,7 @@ std::optional<ShardEntry> shard_entry_of(const nlohmann::json& manifest, const s
 
 bool is_shard_set_file(const std::string& path) {
   // The key may follow others ("dim" sorts first) and any whitespace: the first 4 KiB.
+  if (!io::is_regular_file(path)) return false;  // a FIFO would block the read; the open that follows refuses it
   std::ifstream f(path, std::ios::binary);
   std::string text(4096, '\0');
   f.read(text.data(), static_cast<std::streamsize>(text.size()));

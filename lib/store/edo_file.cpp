@@ -3,6 +3,7 @@
 #include <edo/checked.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
+#include <edo/io/files.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/parallel.hpp>
 #include <edo/random.hpp>
@@ -102,6 +103,7 @@ const uint8_t* EdoTable::codes_of(uint64_t begin, uint64_t count) {
 }
 
 bool is_edo_file(const std::string& path) {
+  if (!io::is_regular_file(path)) return false;  // a FIFO would block the read; the open that follows refuses it
   std::ifstream f(path, std::ios::binary);
   uint8_t magic[8] = {};
   if (!f.read(reinterpret_cast<char*>(magic), 8)) return false;

@@ -432,26 +432,22 @@ bool no_more_precise(const std::vector<LadderCodec>& ladder, const Candidate& c,
   return true;
 }
 
-// The ks of the budget's recall@k, and 10. A k the budget names must be
-// below the `rows` it is scored on: at or beyond them every row counts as
-// found, and any plan would pass.
-std::vector<uint64_t> ks_of(const std::vector<Gate>& budget, uint64_t rows, const std::string& what,
-                            bool refuse_k_beyond_rows = true) {
-  std::vector<uint64_t> ks = {10};
-  for (const Gate& g : budget) {
-    const size_t at = g.metric.rfind('@');
-    if (at == std::string::npos) continue;
-    try {
-      ks.push_back(std::stoull(g.metric.substr(at + 1)));
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (refuse_k_beyond_rows && ks.back() >= rows)
-      EDO_USAGE_FAIL(
-          "{}: budget '{}': k={} is not below the {} rows it is scored on (every row would count as "
-          "found); give a smaller k",
-          what, g.expression, ks.back(), rows);
+// The k of a budget gate's recall@k; nullopt for a gate without one.
+std::optional<uint64_t> gate_k(const Gate& g) {
+  const size_t at = g.metric.rfind('@');
+  if (at == std::string::npos) return std::nullopt;
+  try {
+    return std::stoull(g.metric.substr(at + 1));
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
+}
+
+// The ks of the budget's recall@k, and 10.
+std::vector<uint64_t> ks_of(const std::vector<Gate>& budget) {
+  std::vector<uint64_t> ks = {10};
+  for (const Gate& g : budget)
+    if (const auto k = gate_k(g)) ks.push_back(*k);
   std::sort(ks.begin(), ks.end());
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
   return ks;
@@ -809,7 +805,7 @@ class CandidateSearch {
         y_(sample.x.size()),
         seen_(eligible.size(), false) {
     eo_.metric = opt.metric;
-    eo_.ks = ks_of(budget_, sample.ids.size(), "plan sample", opt.refuse_k_beyond_rows);
+    eo_.ks = ks_of(budget_);
     eo_.queries = opt.queries;
     eo_.seed = opt.seed;
     eo_.freq = sample.freq;
@@ -1001,7 +997,7 @@ PlanCheck check_on_table(io::TableReader& table, const PlanOptions& opt, const P
   const std::unique_ptr<io::TableReader> packed = open_any_table(path);
   EvalOptions eo;
   eo.metric = opt.metric;
-  eo.ks = ks_of(res.budget, table.rows(), table.path(), opt.refuse_k_beyond_rows);
+  eo.ks = ks_of(res.budget);
   eo.queries = opt.queries;
   eo.seed = opt.seed;
   eo.freq = opt.freq;
@@ -1049,8 +1045,15 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
       hot_order(opt.freq.empty() ? detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms : opt.freq);
   const PlanSample sample = draw_sample(table, opt, order);
   res.sample_rows = sample.ids.size();
-  (void)ks_of(res.budget, sample.ids.size(), table.path(),
-              opt.refuse_k_beyond_rows);  // a k at or beyond the rows: refused before any work
+  // A k the budget names at or beyond the sample's rows (the whole table's
+  // are no fewer) counts every row as found, and any plan would pass:
+  // refused before any work.
+  for (const Gate& g : res.budget)
+    if (const auto k = gate_k(g); k && opt.refuse_k_beyond_rows && *k >= sample.ids.size())
+      EDO_USAGE_FAIL(
+          "{}: budget '{}': k={} is not below the {} rows it is scored on (every row would count as found); give "
+          "a smaller k",
+          table.path(), g.expression, *k, sample.ids.size());
   const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path());
   for (const LadderCodec& l : ladder)
     res.ladder.push_back({l.spec, l.kind == TierKind::codec, l.code_size, l.state_bytes, l.sample_error});

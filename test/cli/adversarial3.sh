@@ -213,6 +213,11 @@ expect 1 timeout 60 "$K" fm -o x.edo --tier all:rest:int8 --freq-dir freqs -q
 err_has "not a regular file"
 expect 1 timeout 60 "$L" g8.edo --ids fifo.safetensors -q
 err_has "not a regular file"
+mkdir fifodir && cp g.npy fifodir/emb_a.npy && mkfifo fifodir/emb_b.npy fifo.emb
+expect 1 timeout 60 "$Q" fifodir -o x.edo --codec int8 -q
+err_has "not a regular file"
+expect 1 timeout 60 "$Q" fifo.emb -o x.edo --codec int8 -q  # an unfamiliar name: sniffed, never opened to wait
+err_has "not a regular file"
 
 # --- 11. a loose budget is met without searching every plan
 "$py" -c "import numpy as np; np.save('t5k.npy', np.random.default_rng(2).standard_normal((5000, 32)).astype(np.float32))"

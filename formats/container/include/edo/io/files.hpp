@@ -99,13 +99,22 @@ void report_bus_errors_as(const std::string& line);
 // "a FIFO", "a character device", ... for a stat mode that is no regular file.
 const char* special_file_kind(unsigned mode);
 
+// Refuses (an error naming `path`) an existing path that is not a regular
+// file: opening a FIFO to read waits for a writer, forever if none comes.
+// MappedFile makes the same check on its descriptor; readers that open by
+// name through a library (libzip, HDF5) call this first. A missing path
+// passes (its open says so).
+void require_regular_file(const std::string& path);
+// True when `path` exists and is a regular file (stat: never opens it). What
+// a format sniffer checks before it opens a path to read its first bytes.
+bool is_regular_file(const std::string& path);
+
 // A file a model input names beside itself (a shard an index names, a .npy
 // of a folder), checked before it is opened: a symbolic link whose target is
 // not in `dir` is refused unless `follow_links_out` (--allow-external: a
-// Hugging Face cache links its snapshots' files into blobs/), and so is
-// anything but a regular file (a FIFO would block the run). `named_by` says
-// what named it, for the message. A missing file passes (its open says so).
-void check_file_beside(const std::string& path, const std::string& dir, const std::string& named_by,
+// Hugging Face cache links its snapshots' files into blobs/). `named_by`
+// says what named it, for the message. A missing file passes (its open says so).
+void check_link_beside(const std::string& path, const std::string& dir, const std::string& named_by,
                        bool follow_links_out);
 
 // Installs the handlers (signals the parent set to be ignored stay ignored).
