@@ -21,7 +21,10 @@ struct Packed {
 
   // With `ids_by_frequency`, the counts fall with the id (as in a frequency-sorted
   // vocabulary), so each tier is one run of ids; otherwise the tiers interleave.
-  explicit Packed(const std::vector<std::string>& tiers, bool ids_by_frequency = false) : values(rows * dim) {
+  // `width` and `height`: the table's dim and rows.
+  explicit Packed(const std::vector<std::string>& tiers, bool ids_by_frequency = false, uint64_t width = 12,
+                  uint64_t height = 600)
+      : rows(height), dim(width), values(rows * dim) {
     Rng rng(1);
     for (auto& v : values) v = static_cast<float>(rng.uniform() - 0.5);
     auto w = io::create_table(dir.file("t.npy"), rows, dim);

@@ -2,6 +2,9 @@
 // Pooled lookups (Reader::lookup_bags): bags of ids summed, averaged or
 // max-pooled per bag, as torch.nn.EmbeddingBag and FBGEMM's table-batched
 // embeddings pool them.
+#include "pool_kernels.hpp"
+#include "reader_impl.hpp"
+
 #include <edo/error.hpp>
 #include <edo/parallel.hpp>
 #include <edo/reader.hpp>
@@ -66,7 +69,8 @@ void check_bags(const Bags& b, PoolMode mode, std::string_view what) {
 namespace {
 
 // Folds `n` decoded rows (ids [first, first + n) of the bag) into `out`,
-// value by value as the GPU's pooling kernel does (pool_math.hpp).
+// value by value as the GPU's pooling kernel does (pool_math.hpp): the
+// reference the pooled paths are held to.
 void fold(PoolMode mode, const float* rows, size_t n, const float* weights, uint64_t dim, bool first_rows, float* out) {
   for (size_t k = 0; k < n; ++k) {
     const float* row = rows + k * dim;
@@ -93,60 +97,81 @@ void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
   for (uint64_t j = 0; j < dim; ++j) out[j] *= factor;
 }
 
-// Rows decoded at once: a buffer that stays in the core's cache (at most
-// 256 rows and 256 KiB, at least one row), whatever the bags' sizes.
-constexpr size_t kRowsAtOnce = 256;
-constexpr size_t kBufferBytes = size_t{1} << 18;
-size_t rows_at_once(uint64_t dim) {
-  return std::clamp<size_t>(kBufferBytes / (std::max<uint64_t>(dim, 1) * sizeof(float)), 1, kRowsAtOnce);
-}
+// Ids a pooling stream resolves at once (and about the ids a helper claims):
+// its scratch (40 KiB) stays in the L2 cache, and the prefetches run ahead
+// across bags all the way through it.
+constexpr size_t kStreamIds = 2048;
 // Ids a GPU pooling window gathers at once (lookup_bags_device).
 constexpr size_t kDeviceRows = 65536;
-// Bags a helper claims at once.
-constexpr size_t kBagsAtOnce = 16;
 
 }  // namespace
+
+// Bags [b0, b1) pooled as one stream of ids: resolved kStreamIds at a time,
+// each id's row address noted, then every bag's runs of ids in one tier
+// handed to that tier (TierView::pool), in the bag's order, so each sum
+// sees the reference's rows in the reference's order.
+void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mode, float* out) const {
+  thread_local std::array<uint32_t, kStreamIds> tier;
+  thread_local std::array<uint64_t, kStreamIds> local;
+  thread_local std::array<const uint8_t*, kStreamIds> codes;
+  const uint32_t unknown = unknown_slot();
+  const size_t lo = bag_begin(bags, b0), hi = bag_end(bags, b1 - 1);
+  size_t bag = b0;
+  for (size_t at = lo; at == lo || at < hi; at += kStreamIds) {
+    const size_t m = std::min(kStreamIds, hi - at), piece_end = at + m;
+    resolve_ids(bags.ids + at, m, tier.data(), local.data(), at);
+    if (tiers.size() == 1) {
+      const TierView& only = *tiers[0];
+      for (size_t k = 0; k < m; ++k) codes[k] = tier[k] == 0 ? only.row_address(local[k]) : nullptr;
+    } else {
+      for (size_t k = 0; k < m; ++k) codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
+    }
+    // Every bag with ids in this piece; a bag that goes on past it is taken up again by the next.
+    for (; bag < b1; ++bag) {
+      const size_t begin = bag_begin(bags, bag), end = bag_end(bags, bag);
+      float* acc = out + static_cast<uint64_t>(bag) * dim;
+      for (size_t i = std::max(begin, at); i < std::min(end, piece_end);) {
+        const uint32_t t = tier[i - at];
+        size_t j = i + 1;
+        while (j < std::min(end, piece_end) && tier[j - at] == t) ++j;
+        TierRows run;
+        run.local = local.data() + (i - at);
+        run.weights = bags.weights ? bags.weights + i : nullptr;
+        run.n = j - i;
+        run.codes = codes.data() + (i - at);
+        run.ahead = piece_end - j;
+        run.dim = dim;
+        if (t < unknown)
+          tiers[t]->pool(run, mode, i == begin, acc);
+        else
+          detail::pool_vector(default_vector.data(), run, mode, i == begin, acc);
+        i = j;
+      }
+      if (end > piece_end) break;
+      finish_bag(mode, end - begin, dim, acc);
+    }
+  }
+}
 
 void Reader::lookup_bags(const Bags& bags, PoolMode mode, float* out) const {
   require_table("lookup_bags");
   check_bags(bags, mode, path());
   const uint64_t d = dim();
   std::fill(out, out + bags.count * d, 0.0f);
-  // Bags shared with idle cores a few at a time (share_work); each bag is
-  // folded by one thread, so the sums do not depend on which. The rows of
-  // consecutive small bags are decoded in one lookup (one resolve, one
-  // prefetching gather per tier over all of them), then folded bag by bag.
-  const size_t at_once = rows_at_once(d);
-  const auto pool_bags = [&](size_t chunk) {
-    thread_local std::vector<float> rows;
-    rows.resize(at_once * d);
-    const size_t first = chunk * kBagsAtOnce, last = std::min(bags.count, first + kBagsAtOnce);
-    for (size_t b = first; b < last;) {
-      // Bags [b, e) whose ids fit the buffer together (at least bag b, in pieces if it is bigger).
-      size_t e = b + 1;
-      while (e < last && bag_end(bags, e) - bag_begin(bags, b) <= at_once) ++e;
-      const size_t begin = bag_begin(bags, b), end = bag_end(bags, e - 1);
-      for (size_t at = begin; at < end; at += at_once) {
-        const size_t n = std::min(at_once, end - at);
-        lookup(bags.ids + at, n, rows.data());
-        // Each bag's share of the rows [at, at + n): bags that start before `at` continue.
-        for (size_t bag = b; bag < e; ++bag) {
-          const size_t lo = std::max(bag_begin(bags, bag), at), hi = std::min(bag_end(bags, bag), at + n);
-          if (lo >= hi) continue;
-          fold(mode, rows.data() + (lo - at) * d, hi - lo, bags.weights ? bags.weights + lo : nullptr, d,
-               lo == bag_begin(bags, bag), out + static_cast<uint64_t>(bag) * d);
-        }
-      }
-      for (size_t bag = b; bag < e; ++bag)
-        finish_bag(mode, bag_end(bags, bag) - bag_begin(bags, bag), d, out + static_cast<uint64_t>(bag) * d);
-      b = e;
-    }
-  };
-  const size_t chunks = (bags.count + kBagsAtOnce - 1) / kBagsAtOnce;
-  if (parallel_worth(static_cast<uint64_t>(bags.ids_count) * d))
-    share_work(chunks, pool_bags);
+  if (bags.count == 0) return;
+  // Runs of consecutive bags holding about kStreamIds ids (a bigger bag
+  // alone), shared with idle cores (share_work); each bag is pooled by one
+  // thread, so the sums do not depend on which.
+  std::vector<size_t> chunk{0};
+  for (size_t b = 1; b < bags.count; ++b)
+    if (bag_begin(bags, b) - bag_begin(bags, chunk.back()) >= kStreamIds) chunk.push_back(b);
+  chunk.push_back(bags.count);
+  const auto pool_chunk = [&](size_t c) { impl_->pool_bags(bags, chunk[c], chunk[c + 1], mode, out); };
+  const size_t chunks = chunk.size() - 1;
+  if (chunks > 1 && parallel_worth(static_cast<uint64_t>(bags.ids_count) * d))
+    share_work(chunks, pool_chunk);
   else
-    for (size_t c = 0; c < chunks; ++c) pool_bags(c);
+    for (size_t c = 0; c < chunks; ++c) pool_chunk(c);
 }
 
 void Reader::lookup_bags_device(const Bags& bags, PoolMode mode, float* out_device) const {

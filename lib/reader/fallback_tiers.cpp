@@ -2,6 +2,7 @@
 // The fallback kinds for dropped rows (docs/FORMAT.md 9.4): "zero", which
 // stores nothing, and "centroids:C", C shared vectors with each row's index
 // among them. (The third, "default", one shared vector, is in tiers.cpp.)
+#include "pool_kernels.hpp"
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
@@ -46,6 +47,11 @@ class ZeroTier final : public TierView {
   void decode_range(uint64_t, uint64_t count, float* out, Device) const override {
     std::fill(out, out + count * dim_, 0.0f);
   }
+  void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
+    thread_local std::vector<float> zeros;
+    zeros.resize(dim_);
+    detail::pool_vector(zeros.data(), rows, mode, first, acc);
+  }
 
  private:
   uint64_t dim_;
@@ -75,16 +81,28 @@ class CentroidTier final : public TierView {
   void decode_range(uint64_t begin, uint64_t count, float* out, Device) const override {
     for (uint64_t k = 0; k < count; ++k) copy_row(begin + k, out + k * dim_);
   }
+  // Each row's centroid folded as it is stored.
+  void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
+    for (size_t k = 0; k < rows.n; ++k) {
+      TierRows one = rows;
+      one.local = rows.local + k;
+      one.weights = rows.weights ? rows.weights + k : nullptr;
+      one.n = 1;
+      detail::pool_vector(centroid(rows.local[k]), one, mode, first && k == 0, acc);
+    }
+  }
+  const uint8_t* row_address(uint64_t local) const override { return assign_ + local * index_bytes_; }
 
  private:
   [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
 
-  void copy_row(uint64_t r, float* out) const {
+  const float* centroid(uint64_t r) const {
     uint32_t index = 0;
     std::memcpy(&index, assign_ + r * index_bytes_, index_bytes_);  // little-endian low bytes
     if (index >= count_) fail(fmt::format("row {} is assigned centroid {} of {}", r, index, count_));
-    std::memcpy(out, centroids_.data() + index * dim_, dim_ * sizeof(float));
+    return centroids_.data() + index * dim_;
   }
+  void copy_row(uint64_t r, float* out) const { std::memcpy(out, centroid(r), dim_ * sizeof(float)); }
 
   std::string path_;
   uint64_t dim_, count_ = 0;

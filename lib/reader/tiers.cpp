@@ -3,6 +3,7 @@
 // the id maps (identity, the packed row map).
 #include "first_read_check.hpp"
 #include "page_cache.hpp"
+#include "pool_kernels.hpp"
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
@@ -230,6 +231,7 @@ class CodecTier final : public TierView {
     } catch (const Error& e) {
       EDO_FAIL("{}", tier_error(path, info.name, e.what()));
     }
+    if (const std::optional<math::ScalarLayout> L = scalar_layout(*codec_)) format_ = detail::pool_row_format(*L);
   }
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
@@ -259,6 +261,19 @@ class CodecTier final : public TierView {
     cache_->read_direct(owner_, codes_offset_ + begin * stats_.code_size, codes.size(), codes.data());
     codec_->decode(codes.data(), count, out, opt);
   }
+  // Scalar codes decoded into the sums by the CPU path's kernel; the others
+  // (and rows read through the page cache) a few rows at a time.
+  void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
+    if (format_ && !cache_) {
+      if (check_) check_->ensure(cache_, owner_);
+      const detail::PoolRun run{rows.codes, rows.weights, rows.n, rows.ahead};
+      if (detail::pool_kernels(cpu_path()).scalar(*format_, run, mode, first, acc)) return;
+    }
+    TierView::pool(rows, mode, first, acc);
+  }
+  const uint8_t* row_address(uint64_t local) const override {
+    return cache_ ? nullptr : codes_ + local * stats_.code_size;
+  }
   const Codec* codec() const override { return codec_.get(); }
   const uint8_t* codes() const override { return codes_; }
   bool read_through(detail::PageCache& cache, size_t owner) override {
@@ -274,6 +289,7 @@ class CodecTier final : public TierView {
 
  private:
   std::unique_ptr<Codec> codec_;
+  std::optional<detail::PoolRowFormat> format_;  // scalar codecs the pooling kernels decode
   const uint8_t* codes_ = nullptr;
   uint64_t codes_offset_ = 0;  // in the file
   detail::PageCache* cache_ = nullptr;
@@ -310,6 +326,9 @@ class SharedVectorTier final : public TierView {
   void decode_range(uint64_t, uint64_t count, float* out, Device) const override {
     const size_t dim = vector_.size();
     for (uint64_t k = 0; k < count; ++k) std::memcpy(out + k * dim, vector_.data(), dim * sizeof(float));
+  }
+  void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
+    detail::pool_vector(vector_.data(), rows, mode, first, acc);
   }
   const float* shared_vector() const override { return vector_.data(); }
 

@@ -15,6 +15,7 @@
 
 #include <edo/device.hpp>
 #include <edo/io/container.hpp>
+#include <edo/pool_math.hpp>
 #include <edo/residency.hpp>
 
 #include <nlohmann/json.hpp>
@@ -113,6 +114,20 @@ class PageCache;
 class FirstReadCheck;
 }  // namespace detail
 
+// One bag's rows that lie in one tier, as a pooled lookup
+// (Reader::lookup_bags) hands them to the tier, in the bag's order.
+struct TierRows {
+  const uint64_t* local;  // local ids (table ids for a tier keyed by id), local[0..n)
+  const float* weights;   // per row (mode sum only), or null
+  size_t n = 0;
+  // Where each row's bytes begin (TierView::row_address), codes[0 .. n +
+  // ahead): the rows after the n are the ones the lookup pools next, in
+  // this tier or others (null where none), there to be prefetched.
+  const uint8_t* const* codes = nullptr;
+  size_t ahead = 0;
+  uint64_t dim = 0;  // the table's
+};
+
 // One tier of an open file: a view into the file's mapping, immutable after
 // opening, so any number of threads may decode from it at once.
 class TierView {
@@ -125,6 +140,17 @@ class TierView {
   // Local rows [begin, begin + count) into out, one after another, decoded
   // on `device` (cuda: codes copied in, rows copied out; an error without a GPU).
   virtual void decode_range(uint64_t begin, uint64_t count, float* out, Device device = Device::cpu) const = 0;
+  // Folds the rows into `acc` (one bag's dim sums) in order, each as
+  // pool_math.hpp folds a decoded row (mode max: `first` says acc holds no
+  // row yet, and the first row is taken as it is): lookup_bags_reference()'s
+  // bits. Kinds decode straight into the sums where they can (scalar codecs:
+  // the CPU path's kernels, pool_kernels.hpp; one shared vector; centroids);
+  // the default decodes a few rows at a time (gather) into a buffer that
+  // stays in the L1 cache and folds them.
+  virtual void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const;
+  // Where local row `local`'s bytes begin in memory (a scalar codec tier's
+  // code row), for prefetching; null where a row has no one place.
+  virtual const uint8_t* row_address(uint64_t /*local*/) const { return nullptr; }
   // A codec tier's codec and its code rows (local row i at codes() + i *
   // code_size); null for the other kinds.
   virtual const Codec* codec() const { return nullptr; }

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// The portable pooling kernels (CpuPath::portable: plain C++, the
+// reference's per-value functions) and the choice of a kernel table by
+// CPU path.
+#include "pool_kernels.hpp"
+
+#include <edo/codec_math.hpp>
+#include <edo/float16.hpp>
+#include <edo/float8.hpp>
+
+#include <array>
+#include <cstring>
+
+namespace edo::detail {
+namespace {
+
+float value_at(const PoolRowFormat& f, const uint8_t* code, uint32_t j, math::AffineParams p) {
+  const uint8_t* v = code + f.header_bytes;
+  switch (f.values) {
+    case PoolValues::f32:
+      return math::load_f32(v + 4 * size_t{j});
+    case PoolValues::f16: {
+      uint16_t h;
+      std::memcpy(&h, v + 2 * size_t{j}, sizeof h);
+      return half_bits_to_float(h);
+    }
+    case PoolValues::bf16: {
+      uint16_t h;
+      std::memcpy(&h, v + 2 * size_t{j}, sizeof h);
+      return bf16_bits_to_float(h);
+    }
+    case PoolValues::fp8:
+      return f.fp8_values[v[j]] * p.scale;
+    case PoolValues::affine8:
+      return math::affine_dequantize(v[j], p);
+    case PoolValues::affine4:
+      return math::affine_dequantize((v[j / 2] >> (j % 2 * 4)) & 15u, p);
+  }
+  return 0.0f;
+}
+
+math::AffineParams params_of(const PoolRowFormat& f, const uint8_t* code, uint32_t g) {
+  if (f.values == PoolValues::fp8) return {math::load_f32(code), 0.0f};
+  if (f.values != PoolValues::affine8 && f.values != PoolValues::affine4) return {};
+  if (!f.half_params) return math::load_affine(code, g);
+  uint16_t h[2];
+  std::memcpy(h, code + 4 * g, sizeof h);
+  return {half_bits_to_float(h[0]), half_bits_to_float(h[1])};
+}
+
+float apply(PoolMode mode, float acc, float v, const float* weight) {
+  if (mode == PoolMode::max) return math::pool_max(acc, v);
+  return weight ? math::pool_weighted_sum(acc, *weight, v) : math::pool_sum(acc, v);
+}
+
+bool portable_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc) {
+  const uint32_t group = f.groups > 1 ? f.group : f.dim;
+  for (size_t k = 0; k < run.n; ++k) {
+    const uint8_t* code = run.rows[k];
+    if (k + kPoolPrefetchRows < run.n + run.ahead && run.rows[k + kPoolPrefetchRows])
+      __builtin_prefetch(run.rows[k + kPoolPrefetchRows]);
+    const float* w = run.weights ? run.weights + k : nullptr;
+    const bool copy = mode == PoolMode::max && first && k == 0;
+    for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {
+      const math::AffineParams p = params_of(f, code, g);
+      const uint32_t end = begin + group < f.dim ? begin + group : f.dim;
+      for (uint32_t j = begin; j < end; ++j) {
+        const float v = value_at(f, code, j, p);
+        acc[j] = copy ? v : apply(mode, acc[j], v, w);
+      }
+    }
+  }
+  return true;
+}
+
+void portable_fold(PoolMode mode, const float* rows, size_t n, const float* weights, size_t dim, bool first,
+                   float* acc) {
+  for (size_t k = 0; k < n; ++k) {
+    const float* row = rows + k * dim;
+    if (mode == PoolMode::max && first && k == 0) {
+      std::memcpy(acc, row, dim * sizeof(float));
+      continue;
+    }
+    const float* w = weights ? weights + k : nullptr;
+    for (size_t j = 0; j < dim; ++j) acc[j] = apply(mode, acc[j], row[j], w);
+  }
+}
+
+}  // namespace
+
+const PoolKernels kPoolKernelsPortable = {CpuPath::portable, portable_scalar, portable_fold};
+
+const PoolKernels& pool_kernels(CpuPath path) {
+  switch (path) {
+    case CpuPath::avx512:
+      return kPoolKernelsAvx512;
+    case CpuPath::avx2:
+      return kPoolKernelsAvx2;
+    case CpuPath::portable:
+      break;
+  }
+  return kPoolKernelsPortable;
+}
+
+const float* fp8_value_table(bool e5m2) {
+  static const auto tables = [] {
+    std::array<std::array<float, 256>, 2> t{};
+    for (int c = 0; c < 256; ++c) {
+      t[0][c] = math::fp8_to_float(static_cast<uint8_t>(c), math::Fp8Format::e4m3);
+      t[1][c] = math::fp8_to_float(static_cast<uint8_t>(c), math::Fp8Format::e5m2);
+    }
+    return t;
+  }();
+  return tables[e5m2 ? 1 : 0].data();
+}
+
+std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& L) {
+  PoolRowFormat f{};
+  switch (L.kind) {
+    case math::ScalarKind::f32:
+      f.values = PoolValues::f32;
+      break;
+    case math::ScalarKind::f16:
+      f.values = PoolValues::f16;
+      break;
+    case math::ScalarKind::bf16:
+      f.values = PoolValues::bf16;
+      break;
+    case math::ScalarKind::fp8_e4m3:
+    case math::ScalarKind::fp8_e5m2:
+      f.values = PoolValues::fp8;
+      f.fp8_values = fp8_value_table(L.kind == math::ScalarKind::fp8_e5m2);
+      break;
+    case math::ScalarKind::int8:
+      f.values = PoolValues::affine8;
+      break;
+    case math::ScalarKind::int4:
+      f.values = PoolValues::affine4;
+      break;
+    default:  // int6, int5, int3, int2 and signs: decoded a row at a time (TierView::pool)
+      return std::nullopt;
+  }
+  f.dim = L.dim;
+  f.group = L.group;
+  f.groups = L.groups;
+  f.header_bytes = L.header_bytes;
+  f.code_size = L.code_size;
+  f.half_params = L.half_params;
+  return f;
+}
+
+}  // namespace edo::detail

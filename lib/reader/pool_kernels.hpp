@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pooled lookup's kernels (Reader::lookup_bags): code rows decoded
+// straight into a bag's sums, with no row buffer, one table of kernels per
+// CPU path (cpu_path.hpp), each in its own file built for its instruction
+// set. Internal to lib/reader.
+//
+// Every kernel gives lookup_bags_reference()'s bits: each value decoded with
+// the reference's operations (one fmaf for an affine code, an exact
+// conversion for fp16 and bf16, a table value times the scale for fp8), and
+// each sum kept in the reference's order (row after row, column by column),
+// with its operations (pool_math.hpp). Columns are independent, so sweeping
+// them in any blocks keeps the bits.
+//
+// The per-path files include no header with inline functions: the linker
+// keeps one copy of an inline function, and the copy built for AVX-512
+// could then serve a CPU without it.
+#pragma once
+
+#include <edo/cpu_path.hpp>
+#include <edo/pool_math.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace edo::detail {
+
+// How a scalar code row stores its values (math::ScalarLayout's facts the
+// kernels need, as plain data).
+enum class PoolValues : uint8_t {
+  f32,      // dim floats
+  f16,      // dim IEEE halves
+  bf16,     // dim bfloat16s
+  fp8,      // a float scale, then dim fp8 codes (fp8_values gives each code's value at scale 1)
+  affine8,  // per group (scale, offset) as floats or halves, then dim bytes: value = fmaf(q, scale, offset)
+  affine4,  // the same with two values a byte, low nibble first
+};
+
+struct PoolRowFormat {
+  PoolValues values;
+  uint32_t dim;
+  uint32_t group;         // affine: values per group (the last may be shorter); dim when row-wise
+  uint32_t groups;        // affine: ceil(dim / group)
+  uint32_t header_bytes;  // bytes before the values
+  uint32_t code_size;     // bytes a row
+  bool half_params;       // affine: (scale, offset) as two halves, 4 bytes a group
+  const float* fp8_values = nullptr;  // fp8: 256 values
+};
+
+// One bag's rows, or the part of them in one tier, in the bag's order.
+struct PoolRun {
+  const uint8_t* const* rows;  // rows[k] (k < n): row k's code
+  const float* weights;        // per row (mode sum only), or null
+  size_t n;
+  // rows[n .. n + ahead) are the addresses of the rows the stream pools
+  // next (possibly of other bags or tiers; null where none): the kernels
+  // prefetch from them, never read them otherwise.
+  size_t ahead;
+};
+
+// Rows ahead of the one being pooled whose codes are prefetched.
+inline constexpr size_t kPoolPrefetchRows = 16;
+
+struct PoolKernels {
+  CpuPath path;
+  // Folds the run's code rows (format f) into acc, the bag's dim sums;
+  // `first`: acc holds no row of the bag yet (mode max then takes the first
+  // row as it is). False when this path has no kernel for f (then nothing
+  // is read or written).
+  bool (*scalar)(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc);
+  // Folds n decoded rows (row k at rows + k * dim) into acc the same way.
+  void (*fold)(PoolMode mode, const float* rows, size_t n, const float* weights, size_t dim, bool first, float* acc);
+};
+
+extern const PoolKernels kPoolKernelsPortable;
+extern const PoolKernels kPoolKernelsAvx2;
+extern const PoolKernels kPoolKernelsAvx512;
+
+// The table for `path`.
+const PoolKernels& pool_kernels(CpuPath path);
+
+}  // namespace edo::detail
+
+namespace edo::math {
+struct ScalarLayout;
+}
+
+namespace edo::detail {
+
+// The kernels' view of a scalar codec's rows; nullopt for the kinds they do
+// not decode (int6, int5, int3, int2, signs: TierView::pool decodes those a
+// row at a time). Defined in pool_kernels.cpp, not in the per-path files.
+std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& layout);
+
+}  // namespace edo::detail
+
+namespace edo {
+struct TierRows;
+}
+
+namespace edo::detail {
+
+// Rows that are all `vector` (a shared vector, zeros, a centroid, the
+// default for unknown ids) folded into acc as TierView::pool folds rows
+// (tier_pool.cpp).
+void pool_vector(const float* vector, const TierRows& rows, PoolMode mode, bool first, float* acc);
+
+}  // namespace edo::detail

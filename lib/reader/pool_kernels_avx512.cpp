@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pooling kernels for AVX-512 F, BW and VL (CpuPath::avx512), 16 floats
+// a register; built with those instruction sets whatever the build's -march
+// (CMakeLists.txt), run only where cpu_path() allows. Affine groups that a
+// register of 16 would straddle go to the AVX2 kernels.
+#include "pool_kernels.hpp"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+namespace edo::detail {
+namespace {
+
+struct Lanes {
+  using V = __m512;
+  static constexpr uint32_t kWidth = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V set1(float v) { return _mm512_set1_ps(v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+
+  // Values [j, j + 16) of a code row (j a multiple of 16, in one group).
+  template <PoolValues K>
+  static V decode(const PoolRowFormat& f, const uint8_t* code, uint32_t j, float s, float o) {
+    const uint8_t* p = code + f.header_bytes;
+    if constexpr (K == PoolValues::f32) return _mm512_loadu_ps(p + 4 * size_t{j});
+    if constexpr (K == PoolValues::f16)
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * size_t{j})));
+    if constexpr (K == PoolValues::bf16) {
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * size_t{j}));
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+    }
+    if constexpr (K == PoolValues::fp8 || K == PoolValues::affine8) {
+      const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j)));
+      if constexpr (K == PoolValues::fp8)
+        return _mm512_mul_ps(_mm512_i32gather_ps(q, f.fp8_values, 4), _mm512_set1_ps(s));
+      else
+        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(s), _mm512_set1_ps(o));
+    }
+    // affine4: eight bytes, sixteen nibbles, low nibble first.
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + j / 2));
+    const __m128i nibble = _mm_set1_epi8(0x0f);
+    const __m128i q = _mm_unpacklo_epi8(_mm_and_si128(b, nibble), _mm_and_si128(_mm_srli_epi16(b, 4), nibble));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), _mm512_set1_ps(s), _mm512_set1_ps(o));
+  }
+};
+
+#include "pool_kernels_simd.inc"
+
+bool avx512_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc) {
+  if (!registers_in_groups(f)) return kPoolKernelsAvx2.scalar(f, run, mode, first, acc);
+  return simd_scalar(f, run, mode, first, acc);
+}
+
+}  // namespace
+
+const PoolKernels kPoolKernelsAvx512 = {CpuPath::avx512, avx512_scalar, simd_fold};
+
+}  // namespace edo::detail

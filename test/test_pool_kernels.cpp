@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pooled lookup's kernels on every CPU path this machine runs, against
+// the reference (lookup_bags_reference) bit for bit: every scalar codec the
+// kernels decode (and the widths they leave to a row buffer), every tier
+// kind, row widths that fill no register, every pooling mode.
+#include "test_packed.hpp"
+#include "test_util.hpp"
+
+#include <doctest/doctest.h>
+
+#include <edo/cpu_path.hpp>
+#include <edo/reader.hpp>
+#include <edo/tier.hpp>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using edo::test::Packed;
+
+namespace {
+
+// The CPU paths this machine runs, portable first.
+std::vector<edo::CpuPath> runnable_paths() {
+  std::vector<edo::CpuPath> paths;
+  for (const edo::CpuPath p : {edo::CpuPath::portable, edo::CpuPath::avx2, edo::CpuPath::avx512})
+    if (static_cast<uint8_t>(p) <= static_cast<uint8_t>(edo::cpu_path_supported())) paths.push_back(p);
+  return paths;
+}
+
+// Restores the process's path when a check fails half-way.
+struct PathGuard {
+  edo::CpuPath saved = edo::cpu_path();
+  ~PathGuard() { edo::set_cpu_path(saved); }
+};
+
+struct Bags {
+  std::vector<int64_t> offsets, ids;
+  std::vector<float> weights;
+  // Bags of 0 to 160 ids (one of 5,000, longer than a stream's piece), some repeated ids.
+  Bags(uint64_t rows, uint64_t seed) {
+    edo::Rng rng(seed);
+    for (size_t b = 0; b < 60; ++b) {
+      offsets.push_back(static_cast<int64_t>(ids.size()));
+      const uint64_t n = b == 17 ? 5000 : b % 9 == 4 ? 0 : rng.below(160);
+      for (uint64_t k = 0; k < n; ++k) {
+        ids.push_back(static_cast<int64_t>(rng.below(rows)));
+        weights.push_back(static_cast<float>(rng.uniform() * 3 - 1));
+      }
+    }
+  }
+  edo::Bags bags(bool weighted) const {
+    return {offsets.data(), offsets.size(), ids.data(), ids.size(), weighted ? weights.data() : nullptr};
+  }
+};
+
+// lookup_bags on every path equals the reference, every mode, bit for bit.
+void check_every_path(const edo::Reader& r, const Bags& b) {
+  PathGuard guard;
+  const uint64_t dim = r.dim();
+  for (const edo::PoolMode mode : {edo::PoolMode::sum, edo::PoolMode::mean, edo::PoolMode::max}) {
+    for (const bool weighted : {false, true}) {
+      if (weighted && mode != edo::PoolMode::sum) continue;
+      const std::string mode_name = edo::pool_mode_name(mode);
+      CAPTURE(mode_name);
+      CAPTURE(weighted);
+      std::vector<float> want(b.offsets.size() * dim), got(want.size());
+      r.lookup_bags_reference(b.bags(weighted), mode, want.data());
+      for (const edo::CpuPath path : runnable_paths()) {
+        const std::string path_name = edo::cpu_path_name(path);
+        CAPTURE(path_name);
+        edo::set_cpu_path(path);
+        std::fill(got.begin(), got.end(), -7.0f);
+        r.lookup_bags(b.bags(weighted), mode, got.data());
+        CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pool kernels: every scalar codec, on every CPU path, equals the reference bit for bit") {
+  MESSAGE("CPU paths run here: up to " << edo::cpu_path_name(edo::cpu_path_supported()));
+  // Kernels for fp32, fp16, bf16, fp8 and int8/int4 (row-wise, grouped, fp16 scales); the other widths and
+  // groups no register fits go through a row buffer. Widths: 17 (a tail of one value past a register of
+  // 16), 40 (groups of 8 that a register of 16 straddles), 128, 200 (a block of 128, then 64, then 8).
+  const std::vector<std::string> codecs = {
+      "fp32", "fp16", "bf16", "fp8", "fp8:e5m2", "int8", "int8:scale=fp16", "int8:group=8",
+      "int8:group=32,scale=fp16", "int8:group=12", "int4", "int4:group=8,scale=fp16", "int4:group=32",
+      "int6", "int3", "int2", "bin", "rot,int4"};
+  for (const uint64_t dim : {17u, 40u, 128u, 200u}) {
+    for (const std::string& codec : codecs) {
+      if (dim % 8 != 0 && codec.find("group") != std::string::npos) continue;
+      CAPTURE(dim);
+      CAPTURE(codec);
+      const Packed p({"all:rest:" + codec}, false, dim, 700);
+      const edo::Reader r = edo::Reader::open(p.path);
+      check_every_path(r, Bags(p.rows, dim));
+    }
+  }
+}
+
+TEST_CASE("pool kernels: every tier kind and mixed tiers, on every CPU path, equal the reference bit for bit") {
+  // Iterates edo::tier_kinds(), so a new kind is covered without a new test.
+  for (const edo::TierKindTraits& t : edo::tier_kinds()) {
+    CAPTURE(t.name);
+    const Packed p({"hot:rows=30%:int8:group=16,scale=fp16", std::string("cold:rest:") + t.example}, false, 24, 500);
+    check_every_path(edo::Reader::open(p.path), Bags(p.rows, 3));
+  }
+  const Packed p({"hot:rows=10%:fp16", "warm:rows=30%:int4", "csr:rows=20%:csr:density=0.5,values=fp16",
+                  "pq:rows=30%:pq:m=8,nbits=4", "cold:rest:centroids:4"},
+                 false, 32, 900);
+  check_every_path(edo::Reader::open(p.path), Bags(p.rows, 4));
+  // Unknown ids answered by the default vector, pooled in the same stream.
+  edo::ReaderOptions opt;
+  opt.unknown_ids = edo::UnknownIdPolicy::default_vector;
+  const edo::Reader r = edo::Reader::open(p.path, opt);
+  Bags outside(p.rows + 50, 6);
+  check_every_path(r, outside);
+}
+
+TEST_CASE("pool kernels: the CPU path is chosen at run time and named; one the CPU lacks is refused") {
+  PathGuard guard;
+  CHECK(edo::parse_cpu_path("avx2") == edo::CpuPath::avx2);
+  CHECK(edo::test::error_of([] { (void)edo::parse_cpu_path("sse9"); }).find("expected portable, avx2 or avx512") !=
+        std::string::npos);
+  edo::set_cpu_path(edo::CpuPath::portable);
+  CHECK(edo::cpu_path() == edo::CpuPath::portable);
+  if (edo::cpu_path_supported() != edo::CpuPath::avx512)
+    CHECK(edo::test::error_of([] { edo::set_cpu_path(edo::CpuPath::avx512); }).find("this CPU runs") !=
+          std::string::npos);
+}
