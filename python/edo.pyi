@@ -2,7 +2,7 @@
 """Type stubs of the edo module (python/edo_module.cpp): read .edo files into numpy."""
 
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Type, Union, overload
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Type, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -73,3 +73,6 @@ def open(
     max_resident: int = ...,
     placement: str = ...,
 ) -> File: ...
+
+def set_threads(threads: int) -> int: ...
+def cpu_path() -> Literal["avx512", "avx2", "portable"]: ...

@@ -14,6 +14,7 @@
 // edo.Error (a RuntimeError) with edo's one-line message; a closed file
 // raises ValueError, as Python's own files do. Stubs: python/edo.pyi.
 #include <edo/build_info.hpp>
+#include <edo/cpu_path.hpp>
 #include <edo/error.hpp>
 #include <edo/reader.hpp>
 #include <edo/threads.hpp>
@@ -378,4 +379,12 @@ PYBIND11_MODULE(edo, m) {
         "open; True too) or 'structure' (none; False too); max_resident: bound the resident bytes (bytes;\n"
         "0: no bound); placement: 'mapped' (the file mapped) or 'memory' (read at open into private memory\n"
         "with huge pages: faster random rows of a big table; docs/PACK.md, \"Serving\").");
+  m.def(
+      "set_threads", [](int threads) { return edo::limit_threads(threads); }, py::arg("threads"),
+      "Threads a lookup may use from now on (the calling one and helpers; 0: OMP_NUM_THREADS when set,\n"
+      "else every usable core), capped at the usable cores; returns the count in effect.");
+  m.def(
+      "cpu_path", [] { return std::string(edo::cpu_path_name(edo::cpu_path())); },
+      "The instruction set the pooled lookups' kernels use: 'avx512', 'avx2' or 'portable', the most\n"
+      "this CPU runs unless the environment's EDO_CPU_PATH asks for less.");
 }

@@ -85,10 +85,24 @@ TEST_CASE("pool kernels: every scalar codec, on every CPU path, equals the refer
   // Kernels for fp32, fp16, bf16, fp8 and int8/int4 (row-wise, grouped, fp16 scales); the other widths and
   // groups no register fits go through a row buffer. Widths: 17 (a tail of one value past a register of
   // 16), 40 (groups of 8 that a register of 16 straddles), 128, 200 (a block of 128, then 64, then 8).
-  const std::vector<std::string> codecs = {
-      "fp32", "fp16", "bf16", "fp8", "fp8:e5m2", "int8", "int8:scale=fp16", "int8:group=8",
-      "int8:group=32,scale=fp16", "int8:group=12", "int4", "int4:group=8,scale=fp16", "int4:group=32",
-      "int6", "int3", "int2", "bin", "rot,int4"};
+  const std::vector<std::string> codecs = {"fp32",
+                                           "fp16",
+                                           "bf16",
+                                           "fp8",
+                                           "fp8:e5m2",
+                                           "int8",
+                                           "int8:scale=fp16",
+                                           "int8:group=8",
+                                           "int8:group=32,scale=fp16",
+                                           "int8:group=12",
+                                           "int4",
+                                           "int4:group=8,scale=fp16",
+                                           "int4:group=32",
+                                           "int6",
+                                           "int3",
+                                           "int2",
+                                           "bin",
+                                           "rot,int4"};
   for (const uint64_t dim : {17u, 40u, 128u, 200u}) {
     for (const std::string& codec : codecs) {
       if (dim % 8 != 0 && codec.find("group") != std::string::npos) continue;

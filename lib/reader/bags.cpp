@@ -98,9 +98,9 @@ void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
 }
 
 // Ids a pooling stream resolves at once (and about the ids a helper claims):
-// its scratch (40 KiB) stays in the L2 cache, and the prefetches run ahead
-// across bags all the way through it.
-constexpr size_t kStreamIds = 2048;
+// its scratch (20 KiB, on the stack) stays in the L1 and L2 caches, and the
+// prefetches run ahead across bags all the way through it.
+constexpr size_t kStreamIds = 1024;
 // Ids a GPU pooling window gathers at once (lookup_bags_device).
 constexpr size_t kDeviceRows = 65536;
 
@@ -111,29 +111,31 @@ constexpr size_t kDeviceRows = 65536;
 // handed to that tier (TierView::pool), in the bag's order, so each sum
 // sees the reference's rows in the reference's order.
 void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mode, float* out) const {
-  thread_local std::array<uint32_t, kStreamIds> tier;
-  thread_local std::array<uint64_t, kStreamIds> local;
-  thread_local std::array<const uint8_t*, kStreamIds> codes;
+  std::array<uint32_t, kStreamIds> tier;
+  std::array<uint64_t, kStreamIds> local;
+  std::array<const uint8_t*, kStreamIds> codes;
   const uint32_t unknown = unknown_slot();
+  // Every id in tier 0 (one tier, and no unknown id answered by the default vector): a bag's ids are one run.
+  const bool one_tier = tiers.size() == 1 && options.unknown_ids != UnknownIdPolicy::default_vector;
   const size_t lo = bag_begin(bags, b0), hi = bag_end(bags, b1 - 1);
   size_t bag = b0;
   for (size_t at = lo; at == lo || at < hi; at += kStreamIds) {
     const size_t m = std::min(kStreamIds, hi - at), piece_end = at + m;
     resolve_ids(bags.ids + at, m, tier.data(), local.data(), at);
-    if (tiers.size() == 1) {
-      const TierView& only = *tiers[0];
-      for (size_t k = 0; k < m; ++k) codes[k] = tier[k] == 0 ? only.row_address(local[k]) : nullptr;
+    if (one_tier) {
+      tiers[0]->row_addresses(local.data(), m, codes.data());
     } else {
       for (size_t k = 0; k < m; ++k) codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
     }
     // Every bag with ids in this piece; a bag that goes on past it is taken up again by the next.
     for (; bag < b1; ++bag) {
       const size_t begin = bag_begin(bags, bag), end = bag_end(bags, bag);
+      const size_t stop = std::min(end, piece_end);
       float* acc = out + static_cast<uint64_t>(bag) * dim;
-      for (size_t i = std::max(begin, at); i < std::min(end, piece_end);) {
+      for (size_t i = std::max(begin, at); i < stop;) {
         const uint32_t t = tier[i - at];
-        size_t j = i + 1;
-        while (j < std::min(end, piece_end) && tier[j - at] == t) ++j;
+        size_t j = one_tier ? stop : i + 1;
+        while (j < stop && tier[j - at] == t) ++j;
         TierRows run;
         run.local = local.data() + (i - at);
         run.weights = bags.weights ? bags.weights + i : nullptr;

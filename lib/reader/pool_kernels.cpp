@@ -48,6 +48,16 @@ math::AffineParams params_of(const PoolRowFormat& f, const uint8_t* code, uint32
   return {half_bits_to_float(h[0]), half_bits_to_float(h[1])};
 }
 
+// As the SIMD paths' (pool_kernels_simd.inc, which says why it is written so).
+void prefetch_row(const uint8_t* p, uint32_t code_size) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  __builtin_prefetch(reinterpret_cast<const void*>(at));
+  if (code_size > 64) __builtin_prefetch(reinterpret_cast<const void*>(at + 64));
+  if (code_size > 128) __builtin_prefetch(reinterpret_cast<const void*>(at + 128));
+  if (code_size > 192) __builtin_prefetch(reinterpret_cast<const void*>(at + 192));
+  __builtin_prefetch(reinterpret_cast<const void*>(at + code_size - 1));
+}
+
 float apply(PoolMode mode, float acc, float v, const float* weight) {
   if (mode == PoolMode::max) return math::pool_max(acc, v);
   return weight ? math::pool_weighted_sum(acc, *weight, v) : math::pool_sum(acc, v);
@@ -57,8 +67,7 @@ bool portable_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, 
   const uint32_t group = f.groups > 1 ? f.group : f.dim;
   for (size_t k = 0; k < run.n; ++k) {
     const uint8_t* code = run.rows[k];
-    if (k + kPoolPrefetchRows < run.n + run.ahead && run.rows[k + kPoolPrefetchRows])
-      __builtin_prefetch(run.rows[k + kPoolPrefetchRows]);
+    if (k + kPoolPrefetchRows < run.n + run.ahead) prefetch_row(run.rows[k + kPoolPrefetchRows], f.code_size);
     const float* w = run.weights ? run.weights + k : nullptr;
     const bool copy = mode == PoolMode::max && first && k == 0;
     for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {

@@ -39,11 +39,11 @@ enum class PoolValues : uint8_t {
 struct PoolRowFormat {
   PoolValues values;
   uint32_t dim;
-  uint32_t group;         // affine: values per group (the last may be shorter); dim when row-wise
-  uint32_t groups;        // affine: ceil(dim / group)
-  uint32_t header_bytes;  // bytes before the values
-  uint32_t code_size;     // bytes a row
-  bool half_params;       // affine: (scale, offset) as two halves, 4 bytes a group
+  uint32_t group;                     // affine: values per group (the last may be shorter); dim when row-wise
+  uint32_t groups;                    // affine: ceil(dim / group)
+  uint32_t header_bytes;              // bytes before the values
+  uint32_t code_size;                 // bytes a row
+  bool half_params;                   // affine: (scale, offset) as two halves, 4 bytes a group
   const float* fp8_values = nullptr;  // fp8: 256 values
 };
 

@@ -274,6 +274,11 @@ class CodecTier final : public TierView {
   const uint8_t* row_address(uint64_t local) const override {
     return cache_ ? nullptr : codes_ + local * stats_.code_size;
   }
+  void row_addresses(const uint64_t* local, size_t n, const uint8_t** out) const override {
+    const uint64_t size = stats_.code_size;
+    const uint8_t* base = cache_ ? nullptr : codes_;
+    for (size_t k = 0; k < n; ++k) out[k] = base ? base + local[k] * size : nullptr;
+  }
   const Codec* codec() const override { return codec_.get(); }
   const uint8_t* codes() const override { return codes_; }
   bool read_through(detail::PageCache& cache, size_t owner) override {

@@ -151,6 +151,10 @@ class TierView {
   // Where local row `local`'s bytes begin in memory (a scalar codec tier's
   // code row), for prefetching; null where a row has no one place.
   virtual const uint8_t* row_address(uint64_t /*local*/) const { return nullptr; }
+  // row_address() of local[k] into out[k], for k < n.
+  virtual void row_addresses(const uint64_t* local, size_t n, const uint8_t** out) const {
+    for (size_t k = 0; k < n; ++k) out[k] = row_address(local[k]);
+  }
   // A codec tier's codec and its code rows (local row i at codes() + i *
   // code_size); null for the other kinds.
   virtual const Codec* codec() const { return nullptr; }
