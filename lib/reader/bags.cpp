@@ -104,6 +104,13 @@ constexpr size_t kStreamIds = 1024;
 // Ids a GPU pooling window gathers at once (lookup_bags_device).
 constexpr size_t kDeviceRows = 65536;
 
+// Whether every id is in [0, rows): a pass the compiler vectorizes.
+bool ids_inside(const int64_t* ids, size_t n, uint64_t rows) {
+  bool inside = true;
+  for (size_t k = 0; k < n; ++k) inside &= static_cast<uint64_t>(ids[k]) < rows;
+  return inside;
+}
+
 }  // namespace
 
 // Bags [b0, b1) pooled as one stream of ids: resolved kStreamIds at a time,
@@ -117,13 +124,21 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
   const uint32_t unknown = unknown_slot();
   // Every id in tier 0 (one tier, and no unknown id answered by the default vector): a bag's ids are one run.
   const bool one_tier = tiers.size() == 1 && options.unknown_ids != UnknownIdPolicy::default_vector;
+  const bool identity = one_tier && map->kind() == IdMapKind::identity && !keyed_any && !redirecting_any;
   const size_t lo = bag_begin(bags, b0), hi = bag_end(bags, b1 - 1);
   size_t bag = b0;
   for (size_t at = lo; at == lo || at < hi; at += kStreamIds) {
     const size_t m = std::min(kStreamIds, hi - at), piece_end = at + m;
-    resolve_ids(bags.ids + at, m, tier.data(), local.data(), at);
+    // Ids of an identity map that all lie in the table are their own local ids.
+    const uint64_t* locals = local.data();
+    if (identity && ids_inside(bags.ids + at, m, rows)) {
+      locals = reinterpret_cast<const uint64_t*>(bags.ids + at);
+      std::fill(tier.begin(), tier.begin() + m, 0u);
+    } else {
+      resolve_ids(bags.ids + at, m, tier.data(), local.data(), at);
+    }
     if (one_tier) {
-      tiers[0]->row_addresses(local.data(), m, codes.data());
+      tiers[0]->row_addresses(locals, m, codes.data());
     } else {
       for (size_t k = 0; k < m; ++k) codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
     }
@@ -137,7 +152,7 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
         size_t j = one_tier ? stop : i + 1;
         while (j < stop && tier[j - at] == t) ++j;
         TierRows run;
-        run.local = local.data() + (i - at);
+        run.local = locals + (i - at);
         run.weights = bags.weights ? bags.weights + i : nullptr;
         run.n = j - i;
         run.codes = codes.data() + (i - at);

@@ -51,11 +51,11 @@ math::AffineParams params_of(const PoolRowFormat& f, const uint8_t* code, uint32
 // As the SIMD paths' (pool_kernels_simd.inc, which says why it is written so).
 void prefetch_row(const uint8_t* p, uint32_t code_size) {
   const auto at = reinterpret_cast<uintptr_t>(p);
-  __builtin_prefetch(reinterpret_cast<const void*>(at));
-  if (code_size > 64) __builtin_prefetch(reinterpret_cast<const void*>(at + 64));
-  if (code_size > 128) __builtin_prefetch(reinterpret_cast<const void*>(at + 128));
-  if (code_size > 192) __builtin_prefetch(reinterpret_cast<const void*>(at + 192));
-  __builtin_prefetch(reinterpret_cast<const void*>(at + code_size - 1));
+  __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 2);
+  if (code_size > 64) __builtin_prefetch(reinterpret_cast<const void*>(at + 64), 0, 2);
+  if (code_size > 128) __builtin_prefetch(reinterpret_cast<const void*>(at + 128), 0, 2);
+  if (code_size > 192) __builtin_prefetch(reinterpret_cast<const void*>(at + 192), 0, 2);
+  __builtin_prefetch(reinterpret_cast<const void*>(at + code_size - 1), 0, 2);
 }
 
 float apply(PoolMode mode, float acc, float v, const float* weight) {
@@ -65,9 +65,10 @@ float apply(PoolMode mode, float acc, float v, const float* weight) {
 
 bool portable_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc) {
   const uint32_t group = f.groups > 1 ? f.group : f.dim;
+  const size_t ahead = pool_prefetch_rows(f.code_size);
   for (size_t k = 0; k < run.n; ++k) {
     const uint8_t* code = run.rows[k];
-    if (k + kPoolPrefetchRows < run.n + run.ahead) prefetch_row(run.rows[k + kPoolPrefetchRows], f.code_size);
+    if (k + ahead < run.n + run.ahead) prefetch_row(run.rows[k + ahead], f.code_size);
     const float* w = run.weights ? run.weights + k : nullptr;
     const bool copy = mode == PoolMode::max && first && k == 0;
     for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {

@@ -58,8 +58,16 @@ struct PoolRun {
   size_t ahead;
 };
 
-// Rows ahead of the one being pooled whose codes are prefetched.
-inline constexpr size_t kPoolPrefetchRows = 16;
+// How far ahead of the row being pooled the stream's rows are prefetched:
+// about kPoolPrefetchBytes of rows (30 rows of 136 bytes, 16 of 256), from 4
+// to 32 rows, into the L2 cache (prefetcht1: the L1's few line-fill buffers
+// dropped or stalled prefetches into it; measured, docs/BENCHMARKS.md
+// "Pooled lookups against torch and FBGEMM").
+inline constexpr size_t kPoolPrefetchBytes = 4096;
+constexpr size_t pool_prefetch_rows(uint32_t code_size) {
+  const size_t rows = kPoolPrefetchBytes / (code_size ? code_size : 1);
+  return rows < 4 ? 4 : rows > 32 ? 32 : rows;
+}
 
 struct PoolKernels {
   CpuPath path;
