@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <edo/build_info.hpp>
 #include <edo/byte_count.hpp>
+#include <edo/cpu_path.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/table.hpp>
@@ -97,9 +98,19 @@ inline int finish_stdout(const char* tool, int code) {
   return code == 0 ? static_cast<int>(ExitCode::runtime) : code;
 }
 
+// The CPU path the pooling kernels take (cpu_path.hpp), and the most this CPU runs.
+inline std::string cpu_path_text() {
+  const char* best = edo::cpu_path_name(edo::cpu_path_supported());
+  try {
+    return fmt::format("kernels {} (this CPU runs up to {})", edo::cpu_path_name(edo::cpu_path()), best);
+  } catch (const edo::Error&) {
+    return fmt::format("kernels: EDO_CPU_PATH names no path this CPU runs (up to {})", best);
+  }
+}
+
 inline std::string version_text(const char* tool) {
-  return fmt::format("{} {} (CUDA {}, CPU target '{}')", tool, EDO_VERSION_STRING, EDO_BUILD_CUDA_STRING,
-                     EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default");
+  return fmt::format("{} {} (CUDA {}, CPU target '{}', {})", tool, EDO_VERSION_STRING, EDO_BUILD_CUDA_STRING,
+                     EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default", cpu_path_text());
 }
 
 // Sets OpenMP's wait policy by running the tool again when the environment
@@ -138,6 +149,7 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body
   // that failed is not a failed run: its reports are the evidence).
   io::begin_output_transaction();
   try {
+    (void)cpu_path();  // an EDO_CPU_PATH this CPU cannot run is a usage error before any work
     code = body();
   } catch (const Error& e) {
     std::fprintf(stderr, "%s: error: %s\n", tool, e.what());

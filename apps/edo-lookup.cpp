@@ -185,7 +185,10 @@ nlohmann::json stats_json(const LookupTable& table, const std::vector<int64_t>& 
                       {"beyond_the_table", unknown},
                       {"tiers", tiers},
                       {"cache_capacity_bytes", reader.cache_capacity()},
-                      {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024}};
+                      {"peak_rss_bytes", static_cast<uint64_t>(ru.ru_maxrss) * 1024},
+                      {"cpu_path", edo::cpu_path_name(edo::cpu_path())},
+                      {"placement", edo::io::placement_name(table.first().options().placement)},
+                      {"huge_page_bytes", edo::huge_page_bytes()}};
   if (read_bytes >= 0) j["storage_read_bytes"] = read_bytes;
   return j;
 }
@@ -227,6 +230,9 @@ void print_stats(const LookupTable& table, const std::vector<int64_t>& ids, doub
   if (read_bytes >= 0)
     std::fprintf(stderr, "  read from storage: %.1f MB (page-cache misses); major page faults: %ld\n",
                  static_cast<double>(read_bytes) / 1e6, ru.ru_majflt);
+  std::fprintf(stderr, "  pooling kernels: %s; in huge pages: %.1f MB (--placement %s)\n",
+               edo::cpu_path_name(edo::cpu_path()), static_cast<double>(edo::huge_page_bytes()) / 1e6,
+               edo::io::placement_name(table.first().options().placement));
   std::fprintf(stderr, "  peak resident memory: %.1f MB\n", static_cast<double>(ru.ru_maxrss) / 1024.0);
 }
 
@@ -271,7 +277,8 @@ struct LookupFlags {
     app.add_option("--batch", batch, "Ids looked up a call (default 65536); with --offsets, bags pooled a call")
         ->check(CLI::Range(1, 1 << 24));
     app.add_flag("--stats", stats,
-                 "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, peak RSS");
+                 "On stderr: lookups, rows/s, lookups a tier, bytes read from storage, major page faults, the\n"
+                 "lookup kernels' CPU path (EDO_CPU_PATH), the process's bytes in huge pages, peak RSS");
     app.add_option("--verify", verify,
                    "Checksums checked (docs/PACK.md, \"Integrity modes\"): small (default: every section but the\n"
                    "tiers' per-row codes at open, a tier's codes at the first lookup that reads it), all (every\n"

@@ -24,6 +24,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -96,17 +97,25 @@ py::array_t<float> output_rows(const py::object& given, size_t rows, uint64_t di
 // A copy of a caller's 1-D array, taken under the GIL: while the GIL is
 // released another thread may change the caller's array, so what was checked
 // is what is used (docs/PACK.md, "Python").
-template <class T, class Array>
-std::vector<T> owned_copy(const Array& a) {
+// The copy goes to a buffer of this thread's that keeps its memory from call
+// to call (slot: one per argument of a call): a fresh vector of a batch's
+// ids was a fresh mapping each call, and the kernel's zeroing of its pages
+// took a tenth of a pooled lookup's time. Every argument is converted to an
+// array before the first copy, so no Python code (an __array__ calling back
+// into this module on this thread) runs between the copies and their use.
+template <class T, int Slot, class Array>
+std::span<const T> owned_copy(const Array& a) {
+  thread_local std::vector<T> buffer;
   const T* p = a.data();
-  return std::vector<T>(p, p + a.shape(0));
+  buffer.assign(p, p + a.shape(0));
+  return buffer;
 }
 
 py::array_t<float> lookup(const edo::Reader& r, const py::object& given, const py::object& out_given) {
   const auto given_ids = integer_ids(given);
   if (given_ids.ndim() != 1)
     throw edo::Error("lookup: ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
-  const std::vector<int64_t> ids = owned_copy<int64_t>(given_ids);
+  const std::span<const int64_t> ids = owned_copy<int64_t, 0>(given_ids);
   const size_t n = ids.size();
   py::array_t<float> out = output_rows(out_given, n, r.dim());
   const int64_t* id = ids.data();
@@ -133,17 +142,19 @@ py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_g
   if (given_offsets.ndim() != 1 || given_ids.ndim() != 1)
     throw edo::Error("lookup_bags: offsets and ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
   const edo::PoolMode mode = edo::parse_pool_mode(mode_name);
-  // Copies: the checks below and the pooling read the same numbers.
-  const std::vector<int64_t> offsets = owned_copy<int64_t>(given_offsets);
-  const std::vector<int64_t> ids = owned_copy<int64_t>(given_ids);
-  std::vector<float> weights;
+  py::array_t<float, py::array::c_style | py::array::forcecast> given_weights;
   if (!weights_given.is_none()) {
-    const auto given_weights = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
+    given_weights = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(
         py::module_::import("numpy").attr("asarray")(weights_given));
-    if (!given_weights || given_weights.ndim() != 1 || static_cast<size_t>(given_weights.shape(0)) != ids.size())
-      throw py::value_error("lookup_bags: weights: one number per id wanted (" + std::to_string(ids.size()) + " ids)");
-    weights = owned_copy<float>(given_weights);
+    if (!given_weights || given_weights.ndim() != 1 || given_weights.shape(0) != given_ids.shape(0))
+      throw py::value_error("lookup_bags: weights: one number per id wanted (" + std::to_string(given_ids.shape(0)) +
+                            " ids)");
   }
+  // Copies: the checks below and the pooling read the same numbers.
+  const std::span<const int64_t> offsets = owned_copy<int64_t, 1>(given_offsets);
+  const std::span<const int64_t> ids = owned_copy<int64_t, 2>(given_ids);
+  const std::span<const float> weights =
+      weights_given.is_none() ? std::span<const float>() : owned_copy<float, 3>(given_weights);
   for (size_t i = 0; i < ids.size(); ++i)
     if (ids[i] < 0)
       throw edo::Error(

@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace edo {
 
@@ -76,6 +79,19 @@ CpuPath cpu_path() {
 void set_cpu_path(CpuPath path) {
   require_supported(path, "");
   g_path.store(static_cast<uint8_t>(path), std::memory_order_relaxed);
+}
+
+uint64_t huge_page_bytes() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  uint64_t kib = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t value = 0;
+    if (!(fields >> key >> value)) continue;
+    if (key == "AnonHugePages:" || key == "FilePmdMapped:" || key == "ShmemPmdMapped:") kib += value;
+  }
+  return kib * 1024;
 }
 
 }  // namespace edo

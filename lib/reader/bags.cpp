@@ -121,10 +121,15 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
   std::array<uint32_t, kStreamIds> tier;
   std::array<uint64_t, kStreamIds> local;
   std::array<const uint8_t*, kStreamIds> codes;
+  std::array<uint32_t, kStreamIds> row_bytes;  // rows of several tiers: each row's size, for its prefetch
   const uint32_t unknown = unknown_slot();
   // Every id in tier 0 (one tier, and no unknown id answered by the default vector): a bag's ids are one run.
   const bool one_tier = tiers.size() == 1 && options.unknown_ids != UnknownIdPolicy::default_vector;
   const bool identity = one_tier && map->kind() == IdMapKind::identity && !keyed_any && !redirecting_any;
+  // One prefetch distance for the stream, from its widest rows (pool_kernels.hpp, PoolRun).
+  uint64_t widest = 0;
+  for (const auto& t : tiers) widest = std::max(widest, t->stats().code_size);
+  const auto prefetch_bytes = static_cast<uint32_t>(std::clamp<uint64_t>(widest, 64, uint64_t{1} << 20));
   const size_t lo = bag_begin(bags, b0), hi = bag_end(bags, b1 - 1);
   size_t bag = b0;
   for (size_t at = lo; at == lo || at < hi; at += kStreamIds) {
@@ -140,7 +145,10 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
     if (one_tier) {
       tiers[0]->row_addresses(locals, m, codes.data());
     } else {
-      for (size_t k = 0; k < m; ++k) codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
+      for (size_t k = 0; k < m; ++k) {
+        codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
+        row_bytes[k] = tier[k] < unknown ? static_cast<uint32_t>(tiers[tier[k]]->stats().code_size) : 0;
+      }
     }
     // Every bag with ids in this piece; a bag that goes on past it is taken up again by the next.
     for (; bag < b1; ++bag) {
@@ -157,6 +165,8 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
         run.n = j - i;
         run.codes = codes.data() + (i - at);
         run.ahead = piece_end - j;
+        run.prefetch_bytes = prefetch_bytes;
+        run.row_bytes = one_tier ? nullptr : row_bytes.data() + (i - at);
         run.dim = dim;
         if (t < unknown)
           tiers[t]->pool(run, mode, i == begin, acc);

@@ -65,10 +65,11 @@ float apply(PoolMode mode, float acc, float v, const float* weight) {
 
 bool portable_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc) {
   const uint32_t group = f.groups > 1 ? f.group : f.dim;
-  const size_t ahead = pool_prefetch_rows(f.code_size);
+  const size_t ahead = pool_prefetch_rows(run.prefetch_bytes);
   for (size_t k = 0; k < run.n; ++k) {
     const uint8_t* code = run.rows[k];
-    if (k + ahead < run.n + run.ahead) prefetch_row(run.rows[k + ahead], f.code_size);
+    if (k + ahead < run.n + run.ahead)
+      prefetch_row(run.rows[k + ahead], run.row_bytes ? run.row_bytes[k + ahead] : run.prefetch_bytes);
     const float* w = run.weights ? run.weights + k : nullptr;
     const bool copy = mode == PoolMode::max && first && k == 0;
     for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {
@@ -96,9 +97,26 @@ void portable_fold(PoolMode mode, const float* rows, size_t n, const float* weig
   }
 }
 
+bool portable_decode(const PoolRowFormat& f, const PoolRun& run, const uint64_t* dst, float* out) {
+  const uint32_t group = f.groups > 1 ? f.group : f.dim;
+  const size_t ahead = pool_prefetch_rows(run.prefetch_bytes);
+  for (size_t k = 0; k < run.n; ++k) {
+    const uint8_t* code = run.rows[k];
+    if (k + ahead < run.n + run.ahead)
+      prefetch_row(run.rows[k + ahead], run.row_bytes ? run.row_bytes[k + ahead] : run.prefetch_bytes);
+    float* row = out + dst[k] * f.dim;
+    for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {
+      const math::AffineParams p = params_of(f, code, g);
+      const uint32_t end = begin + group < f.dim ? begin + group : f.dim;
+      for (uint32_t j = begin; j < end; ++j) row[j] = value_at(f, code, j, p);
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-const PoolKernels kPoolKernelsPortable = {CpuPath::portable, portable_scalar, portable_fold};
+const PoolKernels kPoolKernelsPortable = {CpuPath::portable, portable_scalar, portable_fold, portable_decode};
 
 const PoolKernels& pool_kernels(CpuPath path) {
   switch (path) {

@@ -56,6 +56,13 @@ struct PoolRun {
   // next (possibly of other bags or tiers; null where none): the kernels
   // prefetch from them, never read them otherwise.
   size_t ahead;
+  // The most bytes a row of the stream takes, in any of its tiers: how far
+  // ahead to prefetch (one distance for the whole stream, so every row is
+  // prefetched once whatever its tier), and how many of each row's lines
+  // unless row_bytes gives each row's own size (rows of several tiers:
+  // row_bytes[0 .. n + ahead), beside rows).
+  uint32_t prefetch_bytes;
+  const uint32_t* row_bytes = nullptr;
 };
 
 // How far ahead of the row being pooled the stream's rows are prefetched:
@@ -78,6 +85,9 @@ struct PoolKernels {
   bool (*scalar)(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc);
   // Folds n decoded rows (row k at rows + k * dim) into acc the same way.
   void (*fold)(PoolMode mode, const float* rows, size_t n, const float* weights, size_t dim, bool first, float* acc);
+  // Decodes the run's code rows, row k into out + dst[k] * dim (weights
+  // unused): lookup()'s rows, with the same prefetching. False as scalar().
+  bool (*decode)(const PoolRowFormat& f, const PoolRun& run, const uint64_t* dst, float* out);
 };
 
 extern const PoolKernels kPoolKernelsPortable;

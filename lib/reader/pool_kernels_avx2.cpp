@@ -14,6 +14,8 @@ namespace {
 struct Lanes {
   using V = __m256;
   static constexpr uint32_t kWidth = 8;
+  static constexpr bool kNibblePairs = false;  // no decode_int4_pair
+  static void decode_int4_pair(const PoolRowFormat&, const uint8_t*, uint32_t, float, float, float, float, V&, V&) {}
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V set1(float v) { return _mm256_set1_ps(v); }
@@ -51,6 +53,6 @@ struct Lanes {
 
 }  // namespace
 
-const PoolKernels kPoolKernelsAvx2 = {CpuPath::avx2, simd_scalar, simd_fold};
+const PoolKernels kPoolKernelsAvx2 = {CpuPath::avx2, simd_scalar, simd_fold, simd_decode};
 
 }  // namespace edo::detail

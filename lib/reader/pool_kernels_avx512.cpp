@@ -15,6 +15,26 @@ namespace {
 struct Lanes {
   using V = __m512;
   static constexpr uint32_t kWidth = 16;
+  static constexpr bool kNibblePairs = true;
+
+  // int4 values [j, j + 32) (j a multiple of 32) as two registers, from one
+  // load of 16 bytes: each byte widened to a lane, its low and high nibbles
+  // split, then interleaved back into value order by two permutes; each
+  // register takes its own group's (scale, offset). The same values and the
+  // same fma as decode<affine4>, in half the instructions.
+  static void decode_int4_pair(const PoolRowFormat& f, const uint8_t* code, uint32_t j, float s0, float o0, float s1,
+                               float o1, V& lo, V& hi) {
+    const uint8_t* p = code + f.header_bytes + j / 2;
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m512i even = _mm512_and_si512(bytes, _mm512_set1_epi32(0x0f));  // values j, j+2, ..., j+30
+    const __m512i odd = _mm512_srli_epi32(bytes, 4);                        // values j+1, j+3, ..., j+31
+    const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    lo = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_permutex2var_epi32(even, first, odd)), _mm512_set1_ps(s0),
+                         _mm512_set1_ps(o0));
+    hi = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_permutex2var_epi32(even, second, odd)), _mm512_set1_ps(s1),
+                         _mm512_set1_ps(o1));
+  }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V set1(float v) { return _mm512_set1_ps(v); }
@@ -55,8 +75,13 @@ bool avx512_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bo
   return simd_scalar(f, run, mode, first, acc);
 }
 
+bool avx512_decode(const PoolRowFormat& f, const PoolRun& run, const uint64_t* dst, float* out) {
+  if (!registers_in_groups(f)) return kPoolKernelsAvx2.decode(f, run, dst, out);
+  return simd_decode(f, run, dst, out);
+}
+
 }  // namespace
 
-const PoolKernels kPoolKernelsAvx512 = {CpuPath::avx512, avx512_scalar, simd_fold};
+const PoolKernels kPoolKernelsAvx512 = {CpuPath::avx512, avx512_scalar, simd_fold, avx512_decode};
 
 }  // namespace edo::detail

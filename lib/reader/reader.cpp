@@ -292,6 +292,8 @@ void Reader::require_table(const char* what) const {
                  fmt::join(names.begin(), names.begin() + std::min<size_t>(names.size(), 20), ", "));
 }
 
+const ReaderOptions& Reader::options() const { return impl_->options; }
+
 const std::string& Reader::path() const { return impl_->container.path(); }
 uint64_t Reader::rows() const { return impl_->rows; }
 uint64_t Reader::dim() const { return impl_->dim; }

@@ -15,6 +15,7 @@
 #include <edo/tier.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace edo {
@@ -236,6 +237,7 @@ class CodecTier final : public TierView {
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
     if (check_) check_->ensure(cache_, owner_);
+    if (!cache_ && format_ && decode_rows(local, dst, n, out)) return;
     if (!cache_) return codec_->decode_gather(codes_, local, dst, n, out);
     // The rows' codes, read through the cache as one batch, then decoded as rows 0..n-1.
     const uint64_t size = stats_.code_size;
@@ -266,10 +268,24 @@ class CodecTier final : public TierView {
   void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
     if (format_ && !cache_) {
       if (check_) check_->ensure(cache_, owner_);
-      const detail::PoolRun run{rows.codes, rows.weights, rows.n, rows.ahead};
+      const detail::PoolRun run{rows.codes, rows.weights, rows.n, rows.ahead, rows.prefetch_bytes, rows.row_bytes};
       if (detail::pool_kernels(cpu_path()).scalar(*format_, run, mode, first, acc)) return;
     }
     TierView::pool(rows, mode, first, acc);
+  }
+  // Scalar rows by the CPU path's kernel, prefetched as the pooled lookup's
+  // are, a block of addresses at a time; false where it has none.
+  bool decode_rows(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const {
+    constexpr size_t kBlock = 512;
+    std::array<const uint8_t*, kBlock> rows;
+    const detail::PoolKernels& kernels = detail::pool_kernels(cpu_path());
+    for (size_t at = 0; at < n; at += kBlock) {
+      const size_t m = std::min(kBlock, n - at);
+      for (size_t k = 0; k < m; ++k) rows[k] = codes_ + local[at + k] * stats_.code_size;
+      const detail::PoolRun run{rows.data(), nullptr, m, 0, static_cast<uint32_t>(stats_.code_size)};
+      if (!kernels.decode(*format_, run, dst + at, out)) return false;  // the format's answer: at the first block
+    }
+    return true;
   }
   const uint8_t* row_address(uint64_t local) const override {
     return cache_ ? nullptr : codes_ + local * stats_.code_size;
@@ -369,7 +385,7 @@ class IdentityMap final : public IdMap {
 // an id resolves with two loads; without it (older files, or a tier of 2^32
 // rows or more) by the rank checkpoints and a count of at most 255 bytes.
 class RowMapIdMap final : public IdMap {
-  static constexpr size_t kResolveAhead = 16;
+  static constexpr size_t kResolveAhead = 32;
 
  public:
   RowMapIdMap(io::RowMap map, const uint8_t* local, uint64_t bytes)
@@ -385,11 +401,12 @@ class RowMapIdMap final : public IdMap {
     for (size_t k = 0; k < n; ++k) {
       // Ids are random rows: both map entries a few ids ahead are fetched
       // now, so their cache misses overlap the ones being resolved.
+      // Into the L2 cache, as the pooled rows (pool_kernels.hpp).
       if (k + kResolveAhead < n && local_) {
         const auto ahead = static_cast<uint64_t>(ids[k + kResolveAhead]);
         if (ahead < rows) {
-          __builtin_prefetch(bytes + ahead);
-          __builtin_prefetch(local_ + ahead * sizeof(uint32_t));
+          __builtin_prefetch(bytes + ahead, 0, 2);
+          __builtin_prefetch(local_ + ahead * sizeof(uint32_t), 0, 2);
         }
       }
       if (ids[k] < 0 || static_cast<uint64_t>(ids[k]) >= rows) {

@@ -12,8 +12,11 @@ offsets, same tables:
   FBGEMM     IntNBitTableBatchedEmbeddingBagsCodegen, int8 and int4, on the CPU
              (fbgemm-gpu-cpu)
   numpy      np.add.reduceat over a fancy-indexed fp32 gather
-  ceiling    torch.index_select of 136-byte rows (random reads of the bytes an
-             int8 row holds, nothing decoded)
+  gather     torch.index_select of the 136-byte rows (the bytes an int8 row
+             holds read and copied, nothing decoded or summed)
+  --kinds    the other tier kinds (bf16, fp8, grouped int8/int4 with fp16
+             scales, int3, pq, a sparse tier, a hashed tier, three tiers behind
+             a row map), each against torch's fp32 EmbeddingBag
 
 Tables ROWS x 128 of seeded normal values; batches of 4,096 bags of 1 to 100
 ids, Zipf(1.05) over a seeded permutation of the rows or uniform; sum pooling.
@@ -22,7 +25,7 @@ tensors are allocated with THP_MEM_ALLOC_ENABLE=1 (huge pages), numpy's are
 advised huge by numpy itself, edo's "memory" placement madvises its copy; the
 script prints the AnonHugePages of the process so that this can be checked.
 
-usage: pooled_peers.py --venv DIR [--rows 1000000,4000000] [--threads 1]
+usage: pooled_peers.py --venv DIR [--rows 1000000,4000000] [--threads 1] [--kinds]
                        [--busy] [--build build] [--work DIR] [--passes 5] [--json out.json]
 
 --venv: a virtual environment with torch and fbgemm-gpu-cpu from PyPI (the
@@ -40,6 +43,42 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIM = 128
 BAGS = 4096
+
+
+# Tier kinds beyond the peers' own formats (--kinds, on the first table size
+# only), each held against torch's fp32 EmbeddingBag: scalar codecs the
+# kernels decode, a width they decode a row at a time, product codes, a
+# sparse tier, a hashed one, and three tiers behind a row map.
+OTHER_CODECS = [("bf16", "bf16"), ("fp8", "fp8"), ("int8:group=32,scale=fp16", "int8-g32"),
+                ("int4:group=32,scale=fp16", "int4-g32"), ("int3", "int3"), ("pq:m=32", "pq32")]
+
+
+def other_kind_files(args, npy, rows):
+    import numpy as np
+    build = args.build
+    out = {}
+    sparse = os.path.join(args.work, f"t{rows}.csr.edo")
+    subprocess.run([f"{build}/edo-sparsify", npy, "-o", sparse, "--density", "0.25", "--values", "int8", "-q"],
+                   check=True)
+    out["csr"] = sparse
+    hashed = os.path.join(args.work, f"t{rows}.hash.edo")
+    subprocess.run([f"{build}/edo-hash", npy, "-o", hashed, "--scheme", f"hash:buckets={rows // 8}", "-q"],
+                   check=True)
+    out["hash"] = hashed
+    # Three tiers by Zipf counts over the same permutation the zipf ids use.
+    rng = np.random.default_rng(rows + 1)
+    lengths = rng.integers(1, 101, size=args.batches * BAGS)
+    perm = rng.permutation(rows)
+    freq = np.empty(rows, np.float64)
+    freq[perm] = 1.0 / np.arange(1, rows + 1) ** 1.05
+    np.save(os.path.join(args.work, "freq.npy"), freq)
+    del lengths
+    tiers = os.path.join(args.work, f"t{rows}.3tier.edo")
+    subprocess.run([f"{build}/edo-pack", npy, "-o", tiers, "-q", "--freq", os.path.join(args.work, "freq.npy"),
+                    "--tier", "hot:rows=5%:fp16", "--tier", "warm:rows=25%:int8", "--tier", "cold:rest:int4"],
+                   check=True)
+    out["3tier"] = tiers
+    return out
 
 
 def make_ids(rows, dist, batches, seed):
@@ -96,11 +135,16 @@ def run(args):
         npy = os.path.join(args.work, f"t{rows}.npy")
         np.save(npy, table)
         files = {}
-        for codec, name in (("int8", "int8"), ("int4", "int4"), ("fp16", "fp16")):
+        codecs = [("int8", "int8"), ("int4", "int4"), ("fp16", "fp16")]
+        if args.kinds and rows == args.rows[0]:
+            codecs += OTHER_CODECS
+        for codec, name in codecs:
             path = os.path.join(args.work, f"t{rows}.{name}.edo")
             if not os.path.exists(path):
                 subprocess.run([quantize, npy, "-o", path, "--codec", codec, "--quiet"], check=True)
             files[name] = path
+        if args.kinds and rows == args.rows[0]:
+            files.update(other_kind_files(args, npy, rows))
         os.remove(npy)
         w32 = torch.from_numpy(table).clone()
         del table
@@ -136,7 +180,9 @@ def run(args):
                 r = readers[key]
                 return lambda: [r.lookup_bags(o, i, mode="sum", out=out) for i, o in batches]
 
+            others = {f"edo {name}": edo_pass((name, "memory")) for name in files if name not in ("int8", "int4", "fp16")}
             passes = {
+                **others,
                 "edo int8": edo_pass(("int8", "memory")),
                 "edo int8 mapped": edo_pass(("int8", "mapped")),
                 "edo int4": edo_pass(("int4", "memory")),
@@ -150,7 +196,7 @@ def run(args):
                 "fbgemm int8": lambda: [tbe["int8"](i, o) for i, o in tb32],
                 "fbgemm int4": lambda: [tbe["int4"](i, o) for i, o in tb32],
                 "numpy fp32": lambda: [np.add.reduceat(np32[i], o, axis=0) for i, o in batches],
-                "ceiling 136 B": lambda: [torch.index_select(w8, 0, i) for i, _ in tb],
+                "gather 136 B": lambda: [torch.index_select(w8, 0, i) for i, _ in tb],
             }
             best = {k: float("inf") for k in passes}
             for _ in range(args.passes):
@@ -158,9 +204,10 @@ def run(args):
                     t0 = time.perf_counter()
                     fn()
                     best[k] = min(best[k], time.perf_counter() - t0)
-            bytes_of = {"edo int8": 136, "edo int8 mapped": 136, "edo int4": 72, "edo fp16": 256, "torch fp32": 512,
+            bytes_of = {k: readers[(k[4:], "memory")].file_bytes / rows for k in others}
+            bytes_of |= {"edo int8": 136, "edo int8 mapped": 136, "edo int4": 72, "edo fp16": 256, "torch fp32": 512,
                         "torch fp16": 256, "torch int8": 136, "torch int4": 68, "fbgemm int8": row_bytes["tbe_int8"],
-                        "fbgemm int4": row_bytes["tbe_int4"], "numpy fp32": 512, "ceiling 136 B": 136}
+                        "fbgemm int4": row_bytes["tbe_int4"], "numpy fp32": 512, "gather 136 B": 136}
             figures = {k: {"mids": total_ids / t / 1e6, "gbs": total_ids * bytes_of[k] / t / 1e9}
                        for k, t in best.items()}
             results.append({"rows": rows, "dist": dist, "threads": args.threads, "busy": args.busy,
@@ -177,23 +224,35 @@ RATIOS = [
     ("int4 / FBGEMM int4", "edo int4", "fbgemm int4"),
     ("fp16 / torch fp16", "edo fp16", "torch fp16"),
     ("int8 / torch fp32 EmbeddingBag", "edo int8", "torch fp32"),
-    ("int8 / ceiling", "edo int8", "ceiling 136 B"),
+    ("int8 / gather of its bytes", "edo int8", "gather 136 B"),
 ]
 
 
 def report(results):
-    lines = ["| rows | ids | " + " | ".join(r[0] for r in RATIOS) + " |",
-             "|---|---|" + "---|" * len(RATIOS)]
+    lines = ["| rows | ids | threads | load | " + " | ".join(r[0] for r in RATIOS) + " |",
+             "|---|---|---|---|" + "---|" * len(RATIOS)]
     for r in results:
         f = r["figures"]
         cells = [f"{f[a]['mids'] / f[b]['mids']:.2f}x" for _, a, b in RATIOS]
-        lines.append(f"| {r['rows']:,} | {r['dist']} | " + " | ".join(cells) + " |")
-    lines += ["", "| rows | ids | " + " | ".join(results[0]["figures"]) + " |",
-              "|---|---|" + "---|" * len(results[0]["figures"])]
+        load = "1 core busy" if r["busy"] else "idle"
+        lines.append(f"| {r['rows']:,} | {r['dist']} | {r['threads']} | {load} | " + " | ".join(cells) + " |")
+    kinds = [k for k in results[0]["figures"] if k.startswith("edo ") and k[4:] not in
+             ("int8", "int8 mapped", "int4", "fp16")]
+    if kinds:
+        lines += ["", "| rows | ids | " + " | ".join(f"{k} / torch fp32" for k in kinds) + " |",
+                  "|---|---|" + "---|" * len(kinds)]
+        for r in results:
+            f = r["figures"]
+            if not all(k in f for k in kinds):
+                continue
+            lines.append(f"| {r['rows']:,} | {r['dist']} | " +
+                         " | ".join(f"{f[k]['mids'] / f['torch fp32']['mids']:.2f}x" for k in kinds) + " |")
     for r in results:
         f = r["figures"]
-        lines.append(f"| {r['rows']:,} | {r['dist']} | " +
-                     " | ".join(f"{v['mids']:.1f} ({v['gbs']:.2f})" for v in f.values()) + " |")
+        lines += ["", f"{r['rows']:,} rows, {r['dist']} ids, {r['threads']} thread(s), "
+                  f"{'1 core busy' if r['busy'] else 'idle'}: M ids/s (GB/s of rows read)", "",
+                  "| " + " | ".join(f) + " |", "|" + "---|" * len(f),
+                  "| " + " | ".join(f"{v['mids']:.1f} ({v['gbs']:.2f})" for v in f.values()) + " |"]
     return "\n".join(lines)
 
 
@@ -206,6 +265,7 @@ def main():
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--passes", type=int, default=5)
     ap.add_argument("--busy", action="store_true")
+    ap.add_argument("--kinds", action="store_true", help="also the other tier kinds, on the first table size")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--work", default=None)
     ap.add_argument("--json", default=None)

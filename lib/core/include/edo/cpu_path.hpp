@@ -30,4 +30,9 @@ CpuPath cpu_path();
 // cannot run it. Not for use while lookups run on other threads.
 void set_cpu_path(CpuPath path);
 
+// Bytes of this process's memory in huge pages (anonymous and file-backed
+// transparent huge pages, /proc/self/smaps_rollup), or 0 where the system
+// does not say: what a lookup's --stats reports of its pages.
+uint64_t huge_page_bytes();
+
 }  // namespace edo

@@ -162,6 +162,8 @@ class Reader {
   Reader& operator=(Reader&&) noexcept;
 
   const std::string& path() const;
+  // What the file was opened with.
+  const ReaderOptions& options() const;
   // A model file (docs/FORMAT.md, section 10) holds several tables: tables()
   // names them in file order and table(name) reads one, as a Reader of its
   // own (sharing the mapping). A one-table file is the table named by its

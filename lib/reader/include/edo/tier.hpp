@@ -125,7 +125,9 @@ struct TierRows {
   // this tier or others (null where none), there to be prefetched.
   const uint8_t* const* codes = nullptr;
   size_t ahead = 0;
-  uint64_t dim = 0;  // the table's
+  uint32_t prefetch_bytes = 0;          // the most bytes a row of the lookup's tiers takes (how far ahead to prefetch)
+  const uint32_t* row_bytes = nullptr;  // each row's bytes, beside codes, when its tiers' rows differ
+  uint64_t dim = 0;                     // the table's
 };
 
 // One tier of an open file: a view into the file's mapping, immutable after
