@@ -100,8 +100,8 @@ void check_every_path(const edo::Reader& r, const Bags& b) {
 
 TEST_CASE("pool kernels: every scalar codec, on every CPU path, pools and looks up the reference's bits") {
   MESSAGE("CPU paths run here: up to " << edo::cpu_path_name(edo::cpu_path_supported()));
-  // Kernels for fp32, fp16, bf16, fp8 and int8/int4 (row-wise, grouped, fp16 scales); the other widths and
-  // groups no register fits go through a row buffer. Widths: 17 (a tail of one value past a register of
+  // Kernels for every scalar kind (row-wise, grouped, fp16 scales); groups no register fits (int8:group=12)
+  // and codecs of other families (rot) go through a row buffer. Widths: 17 (a tail of one value past a register of
   // 16), 40 (groups of 8 that a register of 16 straddles), 128, 200 (a block of 128, then 64, then 8).
   const std::vector<std::string> codecs = {"fp32",
                                            "fp16",
@@ -117,7 +117,9 @@ TEST_CASE("pool kernels: every scalar codec, on every CPU path, pools and looks 
                                            "int4:group=8,scale=fp16",
                                            "int4:group=32",
                                            "int6",
+                                           "int5:group=16,scale=fp16",
                                            "int3",
+                                           "int3:group=32",
                                            "int2",
                                            "bin",
                                            "rot,int4"};

@@ -35,13 +35,21 @@ float value_at(const PoolRowFormat& f, const uint8_t* code, uint32_t j, math::Af
       return math::affine_dequantize(v[j], p);
     case PoolValues::affine4:
       return math::affine_dequantize((v[j / 2] >> (j % 2 * 4)) & 15u, p);
+    case PoolValues::affine: {
+      const uint32_t bit = j * f.bits;
+      uint32_t word = v[bit / 8];
+      if (bit % 8 + f.bits > 8) word |= static_cast<uint32_t>(v[bit / 8 + 1]) << 8;
+      return math::affine_dequantize((word >> (bit % 8)) & ((1u << f.bits) - 1u), p);
+    }
+    case PoolValues::sign:
+      return math::sign_decode((v[j / 8] >> (j % 8)) & 1u, p.scale);
   }
   return 0.0f;
 }
 
 math::AffineParams params_of(const PoolRowFormat& f, const uint8_t* code, uint32_t g) {
-  if (f.values == PoolValues::fp8) return {math::load_f32(code), 0.0f};
-  if (f.values != PoolValues::affine8 && f.values != PoolValues::affine4) return {};
+  if (f.values == PoolValues::fp8 || f.values == PoolValues::sign) return {math::load_f32(code), 0.0f};
+  if (f.values != PoolValues::affine8 && f.values != PoolValues::affine4 && f.values != PoolValues::affine) return {};
   if (!f.half_params) return math::load_affine(code, g);
   uint16_t h[2];
   std::memcpy(h, code + 4 * g, sizeof h);
@@ -157,7 +165,8 @@ std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& L) {
     case math::ScalarKind::fp8_e4m3:
     case math::ScalarKind::fp8_e5m2:
       f.values = PoolValues::fp8;
-      f.fp8_values = fp8_value_table(L.kind == math::ScalarKind::fp8_e5m2);
+      f.fp8_e5m2 = L.kind == math::ScalarKind::fp8_e5m2;
+      f.fp8_values = fp8_value_table(f.fp8_e5m2);
       break;
     case math::ScalarKind::int8:
       f.values = PoolValues::affine8;
@@ -165,9 +174,17 @@ std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& L) {
     case math::ScalarKind::int4:
       f.values = PoolValues::affine4;
       break;
-    default:  // int6, int5, int3, int2 and signs: decoded a row at a time (TierView::pool)
-      return std::nullopt;
+    case math::ScalarKind::int6:
+    case math::ScalarKind::int5:
+    case math::ScalarKind::int3:
+    case math::ScalarKind::int2:
+      f.values = PoolValues::affine;
+      break;
+    case math::ScalarKind::sign:
+      f.values = PoolValues::sign;
+      break;
   }
+  f.bits = L.bits;
   f.dim = L.dim;
   f.group = L.group;
   f.groups = L.groups;

@@ -34,6 +34,8 @@ enum class PoolValues : uint8_t {
   fp8,      // a float scale, then dim fp8 codes (fp8_values gives each code's value at scale 1)
   affine8,  // per group (scale, offset) as floats or halves, then dim bytes: value = fmaf(q, scale, offset)
   affine4,  // the same with two values a byte, low nibble first
+  affine,   // the same with `bits` (2, 3, 5 or 6) a value, packed low bits first across bytes
+  sign,     // a float scale, then a bit a value (low bit first): value = bit ? -scale : scale
 };
 
 struct PoolRowFormat {
@@ -44,8 +46,29 @@ struct PoolRowFormat {
   uint32_t header_bytes;              // bytes before the values
   uint32_t code_size;                 // bytes a row
   bool half_params;                   // affine: (scale, offset) as two halves, 4 bytes a group
+  uint32_t bits = 0;                  // bits a value (affine)
   const float* fp8_values = nullptr;  // fp8: 256 values
+  bool fp8_e5m2 = false;              // fp8: the format (else e4m3)
 };
+
+// For a register of packed `bits`-bit values whose first value starts a
+// byte: value i's bytes (a 32-bit window from byte i * bits / 8) and its
+// shift in that window, as shuffle and shift tables (bits 0 to 8).
+struct PackedLanes {
+  uint8_t bytes[16][4];
+  uint32_t shift[16];
+};
+constexpr PackedLanes packed_lanes(uint32_t bits) {
+  PackedLanes t{};
+  for (uint32_t i = 0; i < 16; ++i) {
+    for (uint32_t k = 0; k < 4; ++k) t.bytes[i][k] = static_cast<uint8_t>(i * bits / 8 + k);
+    t.shift[i] = i * bits % 8;
+  }
+  return t;
+}
+inline constexpr PackedLanes kPackedLanes[9] = {packed_lanes(0), packed_lanes(1), packed_lanes(2),
+                                                packed_lanes(3), packed_lanes(4), packed_lanes(5),
+                                                packed_lanes(6), packed_lanes(7), packed_lanes(8)};
 
 // One bag's rows, or the part of them in one tier, in the bag's order.
 struct PoolRun {
@@ -105,9 +128,8 @@ struct ScalarLayout;
 
 namespace edo::detail {
 
-// The kernels' view of a scalar codec's rows; nullopt for the kinds they do
-// not decode (int6, int5, int3, int2, signs: TierView::pool decodes those a
-// row at a time). Defined in pool_kernels.cpp, not in the per-path files.
+// The kernels' view of a scalar codec's rows (every scalar kind). Defined in
+// pool_kernels.cpp, not in the per-path files.
 std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& layout);
 
 }  // namespace edo::detail

@@ -53,12 +53,48 @@ struct Lanes {
       const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * size_t{j}));
       return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
     }
-    if constexpr (K == PoolValues::fp8 || K == PoolValues::affine8) {
+    if constexpr (K == PoolValues::fp8) {
+      // Each code as the half of the same value (e5m2: the code is a half's
+      // high byte; e4m3: its exponent and mantissa a bit lower, the half
+      // 2^-8 of its value), converted exactly; NaN codes from the table.
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j));
+      const __m256i w = _mm256_cvtepu8_epi16(bytes), mag = _mm256_and_si256(w, _mm256_set1_epi16(0x7f));
+      __m512 v;
+      __mmask16 nan;
+      if (f.fp8_e5m2) {
+        v = _mm512_cvtph_ps(_mm256_slli_epi16(w, 8));
+        nan = _mm256_cmpgt_epi16_mask(mag, _mm256_set1_epi16(0x7c));
+      } else {
+        const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8),
+                                          _mm256_slli_epi16(mag, 7));
+        v = _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+        nan = _mm256_cmpeq_epi16_mask(mag, _mm256_set1_epi16(0x7f));
+      }
+      if (nan) v = _mm512_mask_i32gather_ps(v, nan, _mm512_cvtepu8_epi32(bytes), f.fp8_values, 4);
+      return _mm512_mul_ps(v, _mm512_set1_ps(s));
+    }
+    if constexpr (K == PoolValues::affine8) {
       const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + j)));
-      if constexpr (K == PoolValues::fp8)
-        return _mm512_mul_ps(_mm512_i32gather_ps(q, f.fp8_values, 4), _mm512_set1_ps(s));
-      else
-        return _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(s), _mm512_set1_ps(o));
+      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(s), _mm512_set1_ps(o));
+    }
+    if constexpr (K == PoolValues::affine) {
+      // 2 * bits bytes hold the sixteen values (j * bits is a whole byte);
+      // a masked load reads nothing past them, then each lane takes its
+      // value's 32-bit window (shuffle), shift and mask.
+      const auto need = static_cast<__mmask16>((1u << (2 * f.bits)) - 1);
+      const __m128i chunk = _mm_maskz_loadu_epi8(need, p + j * f.bits / 8);
+      const PackedLanes& t = kPackedLanes[f.bits];
+      const __m512i windows = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(chunk), _mm512_loadu_si512(t.bytes));
+      const __m512i q = _mm512_and_si512(_mm512_srlv_epi32(windows, _mm512_loadu_si512(t.shift)),
+                                         _mm512_set1_epi32(static_cast<int>((1u << f.bits) - 1)));
+      return _mm512_fmadd_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(s), _mm512_set1_ps(o));
+    }
+    if constexpr (K == PoolValues::sign) {
+      // Two bytes, sixteen bits: set bits give -scale.
+      uint16_t bits;
+      std::memcpy(&bits, p + j / 8, sizeof bits);
+      const __m512 scale = _mm512_set1_ps(s);
+      return _mm512_mask_blend_ps(static_cast<__mmask16>(bits), scale, _mm512_sub_ps(_mm512_setzero_ps(), scale));
     }
     // affine4: eight bytes, sixteen nibbles, low nibble first.
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + j / 2));
