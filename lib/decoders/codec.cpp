@@ -29,9 +29,14 @@ void Codec::decode_gather(const uint8_t* codes, const uint64_t* rows, const uint
   const size_t cs = code_size(), d = dim();
   // Up to 256 rows a chunk, fewer for wide rows: the buffers stay near 1 MiB
   // whatever dim a file declares.
+  // The buffers are this thread's, kept from call to call: fresh ones were
+  // fresh mappings each call, whose page faults cost a pooled lookup more
+  // than its decoding.
   const size_t chunk = std::clamp<size_t>((size_t{1} << 18) / d, 1, 256);
-  std::vector<uint8_t> gathered(std::min(chunk, n) * cs);
-  std::vector<float> decoded(std::min(chunk, n) * d);
+  thread_local std::vector<uint8_t> gathered;
+  thread_local std::vector<float> decoded;
+  gathered.resize(std::min(chunk, n) * cs);
+  decoded.resize(std::min(chunk, n) * d);
   for (size_t k0 = 0; k0 < n; k0 += chunk) {
     const size_t m = std::min(chunk, n - k0);
     for (size_t k = 0; k < m; ++k) std::memcpy(gathered.data() + k * cs, codes + rows[k0 + k] * cs, cs);

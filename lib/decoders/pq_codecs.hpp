@@ -55,6 +55,8 @@ class PqDecoder : public Codec, public AdcCodec {
   void train(const float* x, size_t n, uint64_t seed) override;
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override;
   void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const override;
+  void decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
+                     float* x) const override;
   std::vector<NamedBlob> state() const override;
   void load_state(const std::vector<NamedBlob>& blobs) override;
   size_t adc_table_size() const override { return static_cast<size_t>(g_.m) * g_.ksub; }
@@ -89,6 +91,8 @@ class RqDecoder : public Codec, public AdcCodec {
   void train(const float* x, size_t n, uint64_t seed) override;
   void encode(const float* x, size_t n, uint8_t* codes, const EncodeOptions& opt) const override;
   void decode(const uint8_t* codes, size_t n, float* x, const DecodeOptions& opt) const override;
+  void decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
+                     float* x) const override;
   std::vector<NamedBlob> state() const override;
   void load_state(const std::vector<NamedBlob>& blobs) override;
   size_t adc_table_size() const override { return static_cast<size_t>(p_.m) * ksub_; }

@@ -20,6 +20,39 @@
 
 namespace edo {
 
+void pq_decode_row(const math::PqGeometry& g, const float* codebooks, const uint8_t* code, float* x) {
+  // The geometry in locals, sub-spaces walked in order: pq_sub_begin and
+  // pq_sub_width's divisions, redone a sub-space (the copies may alias g),
+  // took most of a row's time.
+  const uint32_t m = g.m, nbits = g.nbits, ksub = g.ksub, dsub = g.dsub;
+  const uint32_t base = g.dim / m, extra = g.dim % m;
+  float* out = x;
+  for (uint32_t j = 0; j < m; ++j) {
+    const uint32_t c = math::pq_get_code(code, j, nbits);
+    const float* cent = codebooks + (static_cast<size_t>(j) * ksub + c) * dsub;
+    const uint32_t w = base + (j < extra ? 1u : 0u);  // math::pq_sub_width
+    // The usual widths as copies of a constant size (moves, where a copy of
+    // a width known only now was a call to the library's memmove a centroid).
+    switch (w) {
+      case 2:
+        std::memcpy(out, cent, 2 * sizeof(float));
+        break;
+      case 4:
+        std::memcpy(out, cent, 4 * sizeof(float));
+        break;
+      case 8:
+        std::memcpy(out, cent, 8 * sizeof(float));
+        break;
+      case 16:
+        std::memcpy(out, cent, 16 * sizeof(float));
+        break;
+      default:
+        std::memcpy(out, cent, w * sizeof(float));
+    }
+    out += w;
+  }
+}
+
 void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t* codes, size_t n, float* x,
                Device device) {
   if (n == 0) return;
@@ -39,12 +72,7 @@ void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t*
 #pragma omp parallel for schedule(static) if (n > 4096)
   for (int64_t ri = 0; ri < static_cast<int64_t>(n); ++ri) {
     const size_t r = static_cast<size_t>(ri);
-    const uint8_t* code = codes + r * g.code_size;
-    for (uint32_t j = 0; j < g.m; ++j) {
-      const uint32_t c = math::pq_get_code(code, j, g.nbits);
-      const float* cent = codebooks + (static_cast<size_t>(j) * g.ksub + c) * g.dsub;
-      std::memcpy(x + r * g.dim + math::pq_sub_begin(g, j), cent, math::pq_sub_width(g, j) * sizeof(float));
-    }
+    pq_decode_row(g, codebooks, codes + r * g.code_size, x + r * g.dim);
   }
 }
 
@@ -223,6 +251,15 @@ void PqDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
   unrotate(y.data(), n, x);
 }
 
+// pq rows decoded where they lie, no copies (opq: the default, which rotates a batch).
+void PqDecoder::decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
+                              float* x) const {
+  if (rotate_) return Codec::decode_gather(codes, rows, dst, n, x);
+  require_trained();
+  for (size_t k = 0; k < n; ++k)
+    pq_decode_row(g_, codebooks_.data(), codes + rows[k] * g_.code_size, x + dst[k] * dim_);
+}
+
 std::vector<NamedBlob> PqDecoder::state() const {
   require_trained();
   std::vector<NamedBlob> out = {{"pq.codebooks", {g_.m, g_.ksub, g_.dsub}, codebooks_, books_}};
@@ -360,6 +397,12 @@ void RqDecoder::decode(const uint8_t* codes, size_t n, float* x, const DecodeOpt
     const size_t r = static_cast<size_t>(ri);
     decode_row(codes + r * code_size_, x + r * dim_);
   }
+}
+
+void RqDecoder::decode_gather(const uint8_t* codes, const uint64_t* rows, const uint64_t* dst, size_t n,
+                              float* x) const {
+  require_trained();
+  for (size_t k = 0; k < n; ++k) decode_row(codes + rows[k] * code_size_, x + dst[k] * dim_);
 }
 
 std::vector<NamedBlob> RqDecoder::state() const {

@@ -126,6 +126,8 @@ bool portable_decode(const PoolRowFormat& f, const PoolRun& run, const uint64_t*
 
 const PoolKernels kPoolKernelsPortable = {CpuPath::portable, portable_scalar, portable_fold, portable_decode};
 
+void prefetch_code_row(const uint8_t* row, uint32_t bytes) { prefetch_row(row, bytes); }
+
 const PoolKernels& pool_kernels(CpuPath path) {
   switch (path) {
     case CpuPath::avx512:

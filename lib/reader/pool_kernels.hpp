@@ -120,6 +120,10 @@ extern const PoolKernels kPoolKernelsAvx512;
 // The table for `path`.
 const PoolKernels& pool_kernels(CpuPath path);
 
+// Prefetches a row of `bytes` bytes at `row` into the L2 cache, as the
+// kernels do (for the kinds decoded through a buffer, tier_pool.cpp).
+void prefetch_code_row(const uint8_t* row, uint32_t bytes);
+
 }  // namespace edo::detail
 
 namespace edo::math {

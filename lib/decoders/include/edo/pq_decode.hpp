@@ -14,5 +14,7 @@ namespace edo {
 // n code rows -> n rows of g.dim floats (a codebook gather; exact on every device).
 void pq_decode(const math::PqGeometry& g, const float* codebooks, const uint8_t* codes, size_t n, float* x,
                Device device = Device::cpu);
+// One row's code into x (g.dim floats), on the CPU: what pq_decode does for each row.
+void pq_decode_row(const math::PqGeometry& g, const float* codebooks, const uint8_t* code, float* x);
 
 }  // namespace edo
