@@ -97,6 +97,14 @@ void read_all(const edo::Reader& r) {
     r.lookup(ids.data(), n, out.data());
     consume(out);
   });
+  for (const edo::PoolMode mode : {edo::PoolMode::sum, edo::PoolMode::max})
+    step([&] {  // the same ids as three pooled bags (the pooling kernels)
+      const size_t n = std::min<uint64_t>(ids.size(), kMaxFloats / dim);
+      const std::vector<int64_t> offsets = {0, static_cast<int64_t>(n / 3), static_cast<int64_t>(2 * n / 3)};
+      std::vector<float> out(offsets.size() * dim);
+      r.lookup_bags({offsets.data(), offsets.size(), ids.data(), n, nullptr}, mode, out.data());
+      consume(out);
+    });
   for (size_t k = 0; k < 3 && k < ids.size(); ++k)  // the first few one at a time
     step([&] {
       std::vector<float> out(dim);

@@ -2,6 +2,10 @@
 #include <edo/cpu_path.hpp>
 #include <edo/error.hpp>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -31,8 +35,10 @@ CpuPath parse_cpu_path(std::string_view name) {
 CpuPath cpu_path_supported() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  if (!avx2) return CpuPath::portable;
+  // FMA and F16C from CPUID leaf 1 (clang's __builtin_cpu_supports knows no "f16c").
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool fma_f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_FMA) && (ecx & bit_F16C);
+  if (!__builtin_cpu_supports("avx2") || !fma_f16c) return CpuPath::portable;
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
     return CpuPath::avx512;
   return CpuPath::avx2;

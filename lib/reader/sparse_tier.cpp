@@ -453,6 +453,14 @@ class SparseTier final : public TierView {
     check_ = std::move(check);
     return true;
   }
+  // Where row `local`'s values begin (its offset read now: a pooled lookup
+  // notes every row's address before it pools, so these reads overlap, and
+  // the values are prefetched in its stream; a bitmap row's mask and a csr
+  // row's columns are prefetched by gather()). Not checked: only prefetched.
+  const uint8_t* row_address(uint64_t local) const override {
+    const uint64_t a = offset(local);
+    return a < nnz_ ? values_ + sparse_value_bytes(spec_.values, a & ~uint64_t{1}) : nullptr;
+  }
 
  private:
   [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }

@@ -94,8 +94,19 @@ wait_all() {
   [[ ! -e "$failed_mark" ]]
 }
 
+# The pooling kernels' per-CPU-path files take the instruction sets and the
+# no-contraction rule CMakeLists.txt gives them.
+source_flags() {  # source
+  case "$1" in
+    *_avx512.cpp) echo -ffp-contract=off -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl ;;
+    *_avx2.cpp) echo -ffp-contract=off -mavx2 -mfma -mf16c ;;
+    */pool_kernels.cpp) echo -ffp-contract=off ;;
+  esac
+}
 compile_object() {  # source object stamp
-  if "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer-no-link,address,undefined -c "$1" -o "$2.tmp" 2>"$2.log"; then
+  # shellcheck disable=SC2046 # the flags are words
+  if "$cxx" "${cxxflags[@]}" $(source_flags "$1") -fsanitize=fuzzer-no-link,address,undefined -c "$1" -o "$2.tmp" \
+    2>"$2.log"; then
     mv "$2.tmp" "$2" && echo "$3" >"$2.stamp"
   else
     echo "fuzz: cannot compile $1:"; cat "$2.log"; return 1
