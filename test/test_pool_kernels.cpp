@@ -135,6 +135,14 @@ TEST_CASE("pool kernels: every scalar codec, on every CPU path, pools and looks 
   }
 }
 
+TEST_CASE("pool kernels: a row 3,000 wide (sweeps, a buffer of one row) on every CPU path") {
+  for (const std::string codec : {"fp16", "int8:group=32,scale=fp16", "int4", "int3", "fp8", "pq:m=300,nbits=4"}) {
+    CAPTURE(codec);
+    const Packed p({"all:rest:" + codec}, false, 3000, 300);
+    check_every_path(edo::Reader::open(p.path), Bags(p.rows, 8));
+  }
+}
+
 TEST_CASE("pool kernels: every tier kind and mixed tiers, on every CPU path, equal the reference bit for bit") {
   // Iterates edo::tier_kinds(), so a new kind is covered without a new test.
   for (const edo::TierKindTraits& t : edo::tier_kinds()) {

@@ -126,9 +126,14 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
   // Every id in tier 0 (one tier, and no unknown id answered by the default vector): a bag's ids are one run.
   const bool one_tier = tiers.size() == 1 && options.unknown_ids != UnknownIdPolicy::default_vector;
   const bool identity = one_tier && map->kind() == IdMapKind::identity && !keyed_any && !redirecting_any;
-  // One prefetch distance for the stream, from its widest rows (pool_kernels.hpp, PoolRun).
+  // One prefetch distance for the stream, from its widest rows (pool_kernels.hpp, PoolRun);
+  // each row's own size (at least a line: tiers with no fixed row size say 0) for its lines.
   uint64_t widest = 0;
-  for (const auto& t : tiers) widest = std::max(widest, t->stats().code_size);
+  std::vector<uint32_t> size_of(tiers.size());
+  for (size_t t = 0; t < tiers.size(); ++t) {
+    widest = std::max(widest, tiers[t]->fetch_bytes());
+    size_of[t] = static_cast<uint32_t>(std::clamp<uint64_t>(tiers[t]->fetch_bytes(), 64, uint64_t{1} << 20));
+  }
   const auto prefetch_bytes = static_cast<uint32_t>(std::clamp<uint64_t>(widest, 64, uint64_t{1} << 20));
   const size_t lo = bag_begin(bags, b0), hi = bag_end(bags, b1 - 1);
   size_t bag = b0;
@@ -147,7 +152,7 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
     } else {
       for (size_t k = 0; k < m; ++k) {
         codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
-        row_bytes[k] = tier[k] < unknown ? static_cast<uint32_t>(tiers[tier[k]]->stats().code_size) : 0;
+        row_bytes[k] = tier[k] < unknown ? size_of[tier[k]] : 64;
       }
     }
     // Every bag with ids in this piece; a bag that goes on past it is taken up again by the next.

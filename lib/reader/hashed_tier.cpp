@@ -163,6 +163,14 @@ class HashedTier final : public TierView {
     if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
     for (uint64_t k = 0; k < count; ++k) decode_id(begin + k, out + k * dim_);
   }
+  // An id's first bucket (qr: its remainder row), for a pooled lookup's
+  // prefetches: a bucket row of dim floats.
+  const uint8_t* row_address(uint64_t id) const override {
+    const uint64_t bucket =
+        spec_.scheme == HashScheme::qr ? id % spec_.buckets : hash_bucket(id, 0, spec_.seed, spec_.buckets);
+    return reinterpret_cast<const uint8_t*>(buckets_.data() + bucket * dim_);
+  }
+  uint64_t fetch_bytes() const override { return dim_ * sizeof(float); }
 
  private:
   [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }

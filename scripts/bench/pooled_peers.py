@@ -59,11 +59,11 @@ def other_kind_files(args, npy, rows):
     out = {}
     sparse = os.path.join(args.work, f"t{rows}.csr.edo")
     subprocess.run([f"{build}/edo-sparsify", npy, "-o", sparse, "--density", "0.25", "--values", "int8", "-q"],
-                   check=True)
+                   check=True, stdout=subprocess.DEVNULL)
     out["csr"] = sparse
     hashed = os.path.join(args.work, f"t{rows}.hash.edo")
     subprocess.run([f"{build}/edo-hash", npy, "-o", hashed, "--scheme", f"hash:buckets={rows // 8}", "-q"],
-                   check=True)
+                   check=True, stdout=subprocess.DEVNULL)
     out["hash"] = hashed
     # Three tiers by Zipf counts over the same permutation the zipf ids use.
     rng = np.random.default_rng(rows + 1)
@@ -76,7 +76,7 @@ def other_kind_files(args, npy, rows):
     tiers = os.path.join(args.work, f"t{rows}.3tier.edo")
     subprocess.run([f"{build}/edo-pack", npy, "-o", tiers, "-q", "--freq", os.path.join(args.work, "freq.npy"),
                     "--tier", "hot:rows=5%:fp16", "--tier", "warm:rows=25%:int8", "--tier", "cold:rest:int4"],
-                   check=True)
+                   check=True, stdout=subprocess.DEVNULL)
     out["3tier"] = tiers
     return out
 
@@ -141,7 +141,8 @@ def run(args):
         for codec, name in codecs:
             path = os.path.join(args.work, f"t{rows}.{name}.edo")
             if not os.path.exists(path):
-                subprocess.run([quantize, npy, "-o", path, "--codec", codec, "--quiet"], check=True)
+                subprocess.run([quantize, npy, "-o", path, "--codec", codec, "--quiet"], check=True,
+                               stdout=subprocess.DEVNULL)
             files[name] = path
         if args.kinds and rows == args.rows[0]:
             files.update(other_kind_files(args, npy, rows))

@@ -123,5 +123,17 @@ printf '0\n2\n1\n' >bad_offsets.txt
 expect 1 "$build/edo-lookup" t.edo --ids ids.npy --offsets bad_offsets.txt -o bad.npy
 err_has "offsets: bag offset 2 (1) is below the one before it"
 [ -e bad.npy ] && fail "malformed bags left an output"
+# The kernels' CPU path: asked for by EDO_CPU_PATH, the same bits on every
+# path the machine runs (the portable one stands for a CPU without AVX2), named
+# by --version and --stats; a path that is no path is a usage error.
+for path in portable avx2 avx512; do
+  EDO_CPU_PATH=$path "$build/edo-lookup" --version 2>/dev/null | grep -q "kernels $path" || continue
+  expect 0 env EDO_CPU_PATH=$path "$build/edo-lookup" t.edo --ids ids.npy --offsets offsets.npy --mode mean \
+    -o "path_$path.npy" -q --stats
+  grep -q "pooling kernels: $path" "$work/err" || fail "--stats does not name the path $path"
+  cmp -s "path_$path.npy" mean.npy || fail "EDO_CPU_PATH=$path pools other bits"
+done
+expect 2 env EDO_CPU_PATH=sse9 "$build/edo-lookup" t.edo --ids ids.npy -o x.npy
+err_has "EDO_CPU_PATH=sse9: expected portable, avx2 or avx512"
 echo "bags: $failures failure(s)"
 [ "$failures" -eq 0 ]

@@ -153,6 +153,8 @@ class TierView {
   // Where local row `local`'s bytes begin in memory (a scalar codec tier's
   // code row), for prefetching; null where a row has no one place.
   virtual const uint8_t* row_address(uint64_t /*local*/) const { return nullptr; }
+  // The bytes from row_address() a prefetch should cover (a code row's).
+  virtual uint64_t fetch_bytes() const { return stats_.code_size; }
   // row_address() of local[k] into out[k], for k < n.
   virtual void row_addresses(const uint64_t* local, size_t n, const uint8_t** out) const {
     for (size_t k = 0; k < n; ++k) out[k] = row_address(local[k]);
