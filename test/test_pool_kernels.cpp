@@ -150,6 +150,12 @@ TEST_CASE("pool kernels: every tier kind and mixed tiers, on every CPU path, equ
     const Packed p({"hot:rows=30%:int8:group=16,scale=fp16", std::string("cold:rest:") + t.example}, false, 24, 500);
     check_every_path(edo::Reader::open(p.path), Bags(p.rows, 3));
   }
+  // Hashed tiers beyond the traits table's example: several weighted buckets a row, quotient-remainder.
+  for (const std::string hashed : {"hash:buckets=32,k=2,weights=1", "qr:buckets=16"}) {
+    CAPTURE(hashed);
+    const Packed p({"hot:rows=30%:int8", "cold:rest:" + hashed}, false, 24, 500);
+    check_every_path(edo::Reader::open(p.path), Bags(p.rows, 5));
+  }
   const Packed p({"hot:rows=10%:fp16", "warm:rows=30%:int4", "csr:rows=20%:csr:density=0.5,values=fp16",
                   "pq:rows=30%:pq:m=8,nbits=4", "cold:rest:centroids:4"},
                  false, 32, 900);
