@@ -9,6 +9,7 @@
 //
 //   reader_every_function FILE.edo
 #include <edo/codec.hpp>
+#include <edo/cpu_path.hpp>
 #include <edo/device.hpp>
 #include <edo/error.hpp>
 #include <edo/hash.hpp>
@@ -107,6 +108,16 @@ void one_file(const char* path) {
   int chunks = 0;
   edo::share_work(3, [&](size_t) { __atomic_add_fetch(&chunks, 1, __ATOMIC_RELAXED); });
   check(chunks == 3 && edo::share_threads() >= 1, "share_work");
+  // The kernels' CPU path: chosen at run time, settable down to portable, with the same rows.
+  const edo::CpuPath best = edo::cpu_path_supported();
+  check(edo::cpu_path() == best && edo::parse_cpu_path(edo::cpu_path_name(best)) == best &&
+            edo::huge_page_bytes() < (uint64_t{1} << 50),
+        "CPU path");
+  edo::set_cpu_path(edo::CpuPath::portable);
+  std::vector<float> portable(rows.size());
+  r.lookup(ids.data(), ids.size(), portable.data());
+  edo::set_cpu_path(best);
+  check(portable == rows && r.options().placement == edo::io::Placement::mapped, "portable path, options");
   check(!r.path().empty() && !r.tiers().empty() && r.residency_bytes().total() > 0 && r.file_bytes() > 0 &&
             r.default_vector().size() == r.dim() && r.container().rows() == r.rows(),
         "file facts");
