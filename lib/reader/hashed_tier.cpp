@@ -13,10 +13,13 @@
 #include <edo/hash.hpp>
 #include <edo/tier.hpp>
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 namespace edo {
 
@@ -118,6 +121,27 @@ std::string format_group_spec(const GroupSpec& s) {
 
 namespace {
 
+// Memory advised for transparent huge pages before anything touches it: a
+// table's random bucket rows then cost no page walk each (as torch's fp32
+// tables with THP). Advice only: without huge pages it is ordinary memory.
+template <class T>
+struct HugePageAllocator {
+  using value_type = T;
+  HugePageAllocator() = default;
+  template <class U>
+  explicit HugePageAllocator(const HugePageAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    ::madvise(p, bytes, MADV_HUGEPAGE);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) { ::munmap(p, n * sizeof(T)); }
+  bool operator==(const HugePageAllocator&) const { return true; }
+};
+using HugeFloats = std::vector<float, HugePageAllocator<float>>;
+
 // Tables are copied out of the mapping (whose alignment is only the
 // section's) once at open: B x dim floats, the size of what they replace
 // divided by the sharing.
@@ -175,10 +199,10 @@ class HashedTier final : public TierView {
  private:
   [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
 
-  std::vector<float> table(const io::Container& c, const io::TierInfo& info, const char* role, uint64_t rows) {
+  HugeFloats table(const io::Container& c, const io::TierInfo& info, const char* role, uint64_t rows) {
     const auto bytes = checked_mul(checked_mul(rows, dim_).value_or(UINT64_MAX), sizeof(float));
     const io::SectionView v = tier_section(c, info, role, bytes, stats_);
-    std::vector<float> t(rows * dim_);
+    HugeFloats t(rows * dim_);
     std::memcpy(t.data(), v.data, v.size);
     return t;
   }
@@ -189,7 +213,7 @@ class HashedTier final : public TierView {
   uint64_t dim_, rows_;
   HashSpec spec_;
   uint64_t quotient_rows_ = 0;
-  std::vector<float> buckets_, quotient_;
+  HugeFloats buckets_, quotient_;
   HashTables tables_;
 };
 
