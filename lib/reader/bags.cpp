@@ -68,29 +68,6 @@ void check_bags(const Bags& b, PoolMode mode, std::string_view what) {
 
 namespace {
 
-// Folds `n` decoded rows (ids [first, first + n) of the bag) into `out`,
-// value by value as the GPU's pooling kernel does (pool_math.hpp): the
-// reference the pooled paths are held to.
-void fold(PoolMode mode, const float* rows, size_t n, const float* weights, uint64_t dim, bool first_rows, float* out) {
-  for (size_t k = 0; k < n; ++k) {
-    const float* row = rows + k * dim;
-    if (mode == PoolMode::max) {
-      if (first_rows && k == 0) {
-        std::memcpy(out, row, dim * sizeof(float));
-        continue;
-      }
-      for (uint64_t j = 0; j < dim; ++j) out[j] = math::pool_max(out[j], row[j]);
-      continue;
-    }
-    if (weights) {
-      const float w = weights[k];
-      for (uint64_t j = 0; j < dim; ++j) out[j] = math::pool_weighted_sum(out[j], w, row[j]);
-    } else {
-      for (uint64_t j = 0; j < dim; ++j) out[j] = math::pool_sum(out[j], row[j]);
-    }
-  }
-}
-
 void finish_bag(PoolMode mode, size_t n, uint64_t dim, float* out) {
   if (mode != PoolMode::mean || n == 0) return;
   const float factor = math::pool_mean_factor(n);
@@ -126,15 +103,6 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
   // Every id in tier 0 (one tier, and no unknown id answered by the default vector): a bag's ids are one run.
   const bool one_tier = tiers.size() == 1 && options.unknown_ids != UnknownIdPolicy::default_vector;
   const bool identity = one_tier && map->kind() == IdMapKind::identity && !keyed_any && !redirecting_any;
-  // One prefetch distance for the stream, from its widest rows (pool_kernels.hpp, PoolRun);
-  // each row's own size (at least a line: tiers with no fixed row size say 0) for its lines.
-  uint64_t widest = 0;
-  std::vector<uint32_t> size_of(tiers.size());
-  for (size_t t = 0; t < tiers.size(); ++t) {
-    widest = std::max(widest, tiers[t]->fetch_bytes());
-    size_of[t] = static_cast<uint32_t>(std::clamp<uint64_t>(tiers[t]->fetch_bytes(), 64, uint64_t{1} << 20));
-  }
-  const auto prefetch_bytes = static_cast<uint32_t>(std::clamp<uint64_t>(widest, 64, uint64_t{1} << 20));
   const size_t lo = bag_begin(bags, b0), hi = bag_end(bags, b1 - 1);
   size_t bag = b0;
   for (size_t at = lo; at == lo || at < hi; at += kStreamIds) {
@@ -152,7 +120,7 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
     } else {
       for (size_t k = 0; k < m; ++k) {
         codes[k] = tier[k] < unknown ? tiers[tier[k]]->row_address(local[k]) : nullptr;
-        row_bytes[k] = tier[k] < unknown ? size_of[tier[k]] : 64;
+        row_bytes[k] = tier[k] < unknown ? fetch_bytes[tier[k]] : 64;
       }
     }
     // Every bag with ids in this piece; a bag that goes on past it is taken up again by the next.
@@ -170,7 +138,7 @@ void Reader::Impl::pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mo
         run.n = j - i;
         run.codes = codes.data() + (i - at);
         run.ahead = piece_end - j;
-        run.prefetch_bytes = prefetch_bytes;
+        run.prefetch_bytes = widest_fetch;
         run.row_bytes = one_tier ? nullptr : row_bytes.data() + (i - at);
         run.dim = dim;
         if (t < unknown)
@@ -262,12 +230,14 @@ void Reader::lookup_bags_reference(const Bags& bags, PoolMode mode, float* out) 
   const uint64_t d = dim();
   std::fill(out, out + bags.count * d, 0.0f);
   std::vector<float> row(d);
+  // Decoded rows folded value by value with pool_math.hpp's operations (the portable kernel's fold).
+  const auto reference_fold = detail::pool_kernels(CpuPath::portable).fold;
   for (size_t b = 0; b < bags.count; ++b) {
     const size_t begin = bag_begin(bags, b), end = bag_end(bags, b);
     float* o = out + b * d;
     for (size_t at = begin; at < end; ++at) {
       lookup(bags.ids + at, 1, row.data());
-      fold(mode, row.data(), 1, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
+      reference_fold(mode, row.data(), 1, bags.weights ? bags.weights + at : nullptr, d, at == begin, o);
     }
     finish_bag(mode, end - begin, d, o);
   }

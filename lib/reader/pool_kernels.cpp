@@ -14,46 +14,17 @@
 namespace edo::detail {
 namespace {
 
-float value_at(const PoolRowFormat& f, const uint8_t* code, uint32_t j, math::AffineParams p) {
-  const uint8_t* v = code + f.header_bytes;
-  switch (f.values) {
-    case PoolValues::f32:
-      return math::load_f32(v + 4 * size_t{j});
-    case PoolValues::f16: {
-      uint16_t h;
-      std::memcpy(&h, v + 2 * size_t{j}, sizeof h);
-      return half_bits_to_float(h);
-    }
-    case PoolValues::bf16: {
-      uint16_t h;
-      std::memcpy(&h, v + 2 * size_t{j}, sizeof h);
-      return bf16_bits_to_float(h);
-    }
-    case PoolValues::fp8:
-      return f.fp8_values[v[j]] * p.scale;
-    case PoolValues::affine8:
-      return math::affine_dequantize(v[j], p);
-    case PoolValues::affine4:
-      return math::affine_dequantize((v[j / 2] >> (j % 2 * 4)) & 15u, p);
-    case PoolValues::affine: {
-      const uint32_t bit = j * f.bits;
-      uint32_t word = v[bit / 8];
-      if (bit % 8 + f.bits > 8) word |= static_cast<uint32_t>(v[bit / 8 + 1]) << 8;
-      return math::affine_dequantize((word >> (bit % 8)) & ((1u << f.bits) - 1u), p);
-    }
-    case PoolValues::sign:
-      return math::sign_decode((v[j / 8] >> (j % 8)) & 1u, p.scale);
-  }
-  return 0.0f;
-}
-
-math::AffineParams params_of(const PoolRowFormat& f, const uint8_t* code, uint32_t g) {
-  if (f.values == PoolValues::fp8 || f.values == PoolValues::sign) return {math::load_f32(code), 0.0f};
-  if (f.values != PoolValues::affine8 && f.values != PoolValues::affine4 && f.values != PoolValues::affine) return {};
-  if (!f.half_params) return math::load_affine(code, g);
-  uint16_t h[2];
-  std::memcpy(h, code + 4 * g, sizeof h);
-  return {half_bits_to_float(h[0]), half_bits_to_float(h[1])};
+// The layout the format was made from (pool_row_format), for the codecs'
+// own per-value decode.
+math::ScalarLayout layout_of(const PoolRowFormat& f) {
+  return {static_cast<math::ScalarKind>(f.scalar_kind),
+          f.dim,
+          f.group,
+          f.groups,
+          f.bits,
+          f.header_bytes,
+          f.code_size,
+          f.half_params};
 }
 
 // As the SIMD paths' (pool_kernels_simd.inc, which says why it is written so).
@@ -71,8 +42,9 @@ float apply(PoolMode mode, float acc, float v, const float* weight) {
   return weight ? math::pool_weighted_sum(acc, *weight, v) : math::pool_sum(acc, v);
 }
 
+// Each value by math::decode_value, the codecs' own reference decode.
 bool portable_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc) {
-  const uint32_t group = f.groups > 1 ? f.group : f.dim;
+  const math::ScalarLayout L = layout_of(f);
   const size_t ahead = pool_prefetch_rows(run.prefetch_bytes);
   for (size_t k = 0; k < run.n; ++k) {
     const uint8_t* code = run.rows[k];
@@ -80,18 +52,16 @@ bool portable_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, 
       prefetch_row(run.rows[k + ahead], run.row_bytes ? run.row_bytes[k + ahead] : run.prefetch_bytes);
     const float* w = run.weights ? run.weights + k : nullptr;
     const bool copy = mode == PoolMode::max && first && k == 0;
-    for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {
-      const math::AffineParams p = params_of(f, code, g);
-      const uint32_t end = begin + group < f.dim ? begin + group : f.dim;
-      for (uint32_t j = begin; j < end; ++j) {
-        const float v = value_at(f, code, j, p);
-        acc[j] = copy ? v : apply(mode, acc[j], v, w);
-      }
+    for (uint32_t j = 0; j < f.dim; ++j) {
+      const float v = math::decode_value(L, code, j);
+      acc[j] = copy ? v : apply(mode, acc[j], v, w);
     }
   }
   return true;
 }
 
+// Also the reference's fold (Reader::lookup_bags_reference): decoded rows
+// value by value with pool_math.hpp's operations.
 void portable_fold(PoolMode mode, const float* rows, size_t n, const float* weights, size_t dim, bool first,
                    float* acc) {
   for (size_t k = 0; k < n; ++k) {
@@ -106,18 +76,13 @@ void portable_fold(PoolMode mode, const float* rows, size_t n, const float* weig
 }
 
 bool portable_decode(const PoolRowFormat& f, const PoolRun& run, const uint64_t* dst, float* out) {
-  const uint32_t group = f.groups > 1 ? f.group : f.dim;
+  const math::ScalarLayout L = layout_of(f);
   const size_t ahead = pool_prefetch_rows(run.prefetch_bytes);
   for (size_t k = 0; k < run.n; ++k) {
-    const uint8_t* code = run.rows[k];
     if (k + ahead < run.n + run.ahead)
       prefetch_row(run.rows[k + ahead], run.row_bytes ? run.row_bytes[k + ahead] : run.prefetch_bytes);
     float* row = out + dst[k] * f.dim;
-    for (uint32_t g = 0, begin = 0; begin < f.dim; ++g, begin += group) {
-      const math::AffineParams p = params_of(f, code, g);
-      const uint32_t end = begin + group < f.dim ? begin + group : f.dim;
-      for (uint32_t j = begin; j < end; ++j) row[j] = value_at(f, code, j, p);
-    }
+    for (uint32_t j = 0; j < f.dim; ++j) row[j] = math::decode_value(L, run.rows[k], j);
   }
   return true;
 }
@@ -152,40 +117,29 @@ const float* fp8_value_table(bool e5m2) {
   return tables[e5m2 ? 1 : 0].data();
 }
 
-std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& L) {
+PoolRowFormat pool_row_format(const math::ScalarLayout& L) {
+  // By the kind's family and width (math::scalar_kind_traits): a new
+  // integer width needs nothing here.
   PoolRowFormat f{};
-  switch (L.kind) {
-    case math::ScalarKind::f32:
-      f.values = PoolValues::f32;
+  switch (math::scalar_kind_traits(L.kind).family) {
+    case math::ScalarFamily::plain:
+      f.values = L.kind == math::ScalarKind::f32   ? PoolValues::f32
+                 : L.kind == math::ScalarKind::f16 ? PoolValues::f16
+                                                   : PoolValues::bf16;
       break;
-    case math::ScalarKind::f16:
-      f.values = PoolValues::f16;
-      break;
-    case math::ScalarKind::bf16:
-      f.values = PoolValues::bf16;
-      break;
-    case math::ScalarKind::fp8_e4m3:
-    case math::ScalarKind::fp8_e5m2:
+    case math::ScalarFamily::fp8:
       f.values = PoolValues::fp8;
-      f.fp8_e5m2 = L.kind == math::ScalarKind::fp8_e5m2;
+      f.fp8_e5m2 = math::fp8_format(L.kind) == math::Fp8Format::e5m2;
       f.fp8_values = fp8_value_table(f.fp8_e5m2);
       break;
-    case math::ScalarKind::int8:
-      f.values = PoolValues::affine8;
+    case math::ScalarFamily::affine:
+      f.values = L.bits == 8 ? PoolValues::affine8 : L.bits == 4 ? PoolValues::affine4 : PoolValues::affine;
       break;
-    case math::ScalarKind::int4:
-      f.values = PoolValues::affine4;
-      break;
-    case math::ScalarKind::int6:
-    case math::ScalarKind::int5:
-    case math::ScalarKind::int3:
-    case math::ScalarKind::int2:
-      f.values = PoolValues::affine;
-      break;
-    case math::ScalarKind::sign:
+    case math::ScalarFamily::sign:
       f.values = PoolValues::sign;
       break;
   }
+  f.scalar_kind = static_cast<uint8_t>(L.kind);
   f.bits = L.bits;
   f.dim = L.dim;
   f.group = L.group;

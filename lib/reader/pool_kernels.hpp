@@ -21,7 +21,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 
 namespace edo::detail {
 
@@ -46,7 +45,8 @@ struct PoolRowFormat {
   uint32_t header_bytes;              // bytes before the values
   uint32_t code_size;                 // bytes a row
   bool half_params;                   // affine: (scale, offset) as two halves, 4 bytes a group
-  uint32_t bits = 0;                  // bits a value (affine)
+  uint32_t bits = 0;                  // bits a value
+  uint8_t scalar_kind = 0;            // the math::ScalarKind (the portable path decodes by math::decode_value)
   const float* fp8_values = nullptr;  // fp8: 256 values
   bool fp8_e5m2 = false;              // fp8: the format (else e4m3)
 };
@@ -134,7 +134,7 @@ namespace edo::detail {
 
 // The kernels' view of a scalar codec's rows (every scalar kind). Defined in
 // pool_kernels.cpp, not in the per-path files.
-std::optional<PoolRowFormat> pool_row_format(const math::ScalarLayout& layout);
+PoolRowFormat pool_row_format(const math::ScalarLayout& layout);
 
 }  // namespace edo::detail
 

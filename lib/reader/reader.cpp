@@ -188,6 +188,10 @@ void Reader::Impl::load() {
     EDO_FAIL("{}: unknown ids by hash: the file has no hashed tier", path);
   if (options.max_resident > 0) bound_memory();
   if (options.device == Device::cuda) upload_gpu_tiers();
+  for (const auto& t : tiers) {
+    fetch_bytes.push_back(static_cast<uint32_t>(std::clamp<uint64_t>(t->fetch_bytes(), 64, uint64_t{1} << 20)));
+    widest_fetch = std::max(widest_fetch, fetch_bytes.back());
+  }
 }
 
 void Reader::Impl::upload_gpu_tiers() {

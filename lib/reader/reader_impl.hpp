@@ -216,6 +216,11 @@ struct Reader::Impl {
     share_work(blocks, run);
   }
 
+  // By tier: the bytes a prefetch of its row covers (TierView::fetch_bytes,
+  // at least a line), and the most of them: a pooled lookup's one prefetch
+  // distance (pool_kernels.hpp, PoolRun). Set by load().
+  std::vector<uint32_t> fetch_bytes;
+  uint32_t widest_fetch = 64;
   // Bags [b0, b1) of `bags` pooled into their rows of `out` (bags.cpp).
   void pool_bags(const Bags& bags, size_t b0, size_t b1, PoolMode mode, float* out) const;
 
