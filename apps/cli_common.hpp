@@ -224,8 +224,10 @@ inline uint64_t parse_byte_count(const std::string& flag, const std::string& tex
   if (bytes) return *bytes;
   const size_t unit = text.find_first_not_of("0123456789.eE+-");
   if (unit != std::string::npos && unit > 0)
-    EDO_USAGE_FAIL("{} {}: unknown unit '{}' (K, M, G or T, either case, then optionally B or iB)", flag, text,
-                   text.substr(unit));
+    EDO_USAGE_FAIL(
+        "{} {}: unknown unit '{}' (K, M, G or T, either case, alone or with iB for powers of 1024, with B for powers "
+        "of 1000)",
+        flag, text, text.substr(unit));
   EDO_USAGE_FAIL("{} {}: not a byte count (e.g. 1073741824, 1G, 512M; below 2^63)", flag, text);
 }
 

@@ -104,7 +104,8 @@ int evaluate_model_files(const std::string& original_path, const std::string& co
   for (const auto& t : sel.tables) names.push_back(t.name);
   const std::vector<edo::ModelGate> gates = edo::parse_model_gates(flags.gates, names);
   const auto freq_files = edo::cli::model_freq_files(sel, freq_args, freq_dir);
-  if (!quiet && !model.tables.empty()) std::fprintf(stderr, "edo-eval: %s\n", edo::model_selection_text(sel).c_str());
+  if (!quiet && !model.tables.empty())
+    std::fprintf(stderr, "edo-eval: %s\n", edo::model_selection_text(sel, model.verbose).c_str());
   // A --k at or beyond the largest table's rows is refused; a smaller table's
   // recall@k at or beyond its own rows counts every row as found.
   uint64_t largest = 0;

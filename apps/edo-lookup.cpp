@@ -289,9 +289,11 @@ struct LookupFlags {
                    "into private memory with transparent huge pages at open: faster random rows of a big table,\n"
                    "the whole file read and held; docs/PACK.md, \"Serving\")")
         ->check(CLI::IsMember({"mapped", "memory"}));
-    app.add_option("--max-resident", max_resident,
-                   "Bound the file's resident bytes (e.g. 1G, 512M): tiers marked disk are read by io_uring or pread\n"
-                   "through a page cache of what the other tiers and the id map leave (docs/PACK.md)");
+    app.add_option(
+        "--max-resident", max_resident,
+        "Bound the file's resident bytes (e.g. 1G or 1GiB, 500MB: docs/CLI.md, \"Sizes\"): tiers marked disk\n"
+        "are read by io_uring or pread through a page cache of what the other tiers and the id map leave\n"
+        "(docs/PACK.md)");
     app.add_option("--cache-io", cache_io,
                    "With --max-resident: read a batch's missing pages in one io_uring submission (auto, the\n"
                    "default, falls back to pread where the kernel refuses io_uring), or always pread or io_uring")

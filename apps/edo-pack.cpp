@@ -56,8 +56,8 @@ struct Pack {
                    "(edo-profile MODEL --plan --budget SIZE) gives each table its tiers, and names every chosen\n"
                    "table, no other");
     app.add_option("--budget", budget_texts,
-                   "Plan and pack in one run, instead of --tier or --config: 'bytes<=2G' (the whole file, K/M/G/T\n"
-                   "powers of 1024), 'ratio>=8' (fp32 bytes over the file's) or an accuracy gate\n"
+                   "Plan and pack in one run, instead of --tier or --config: 'bytes<=2G' (the whole file; 2G = 2GiB,\n"
+                   "2GB = 2e9: docs/CLI.md, \"Sizes\"), 'ratio>=8' (fp32 bytes over the file's) or an accuracy gate\n"
                    "('recall@10>=0.98', access-weighted with --freq); repeatable, all must hold. One table: the\n"
                    "most accurate plan under a size, packed and filled to within 1% of the cap, or the summary says\n"
                    "why not. A model under a size: every table's tiers chosen together to minimise the\n"

@@ -29,6 +29,17 @@ namespace {
 // Plus the groups of codes edo-unpack --codes wrote (a NAME.codec in __metadata__).
 int list_tensors(const std::string& path, bool json) {
   const auto tables = edo::io::list_safetensors_tables(path);
+  // Which of them a model run takes by default, and by which rule.
+  std::vector<std::string> floating;
+  try {
+    for (const edo::io::ModelTable& t : edo::io::select_model_tables(path, {"*"}).tables) floating.push_back(t.name);
+  } catch (const edo::Error&) {  // no 2-D floating tensor: nothing is taken by default
+  }
+  const auto default_reason = [&](const std::string& name) {
+    return std::find(floating.begin(), floating.end(), name) == floating.end()
+               ? std::string()
+               : edo::io::default_table_reason(name, floating);
+  };
   std::vector<std::pair<std::string, std::string>> codes;  // name, codec
   if (!path.ends_with(".index.json"))
     for (const auto& [key, value] : edo::io::open_safetensors_file(path).header.metadata)
@@ -40,18 +51,23 @@ int list_tensors(const std::string& path, bool json) {
                       {"file", t.file},
                       {"dtype", edo::io::dtype_name(t.dtype)},
                       {"shape", {t.rows, t.dim}},
-                      {"bytes", t.bytes}});
+                      {"bytes", t.bytes},
+                      {"default", !default_reason(t.name).empty()},
+                      {"why", default_reason(t.name)}});
     nlohmann::json groups = nlohmann::json::array();
     for (const auto& [name, codec] : codes) groups.push_back({{"name", name}, {"codec", codec}});
     std::puts(nlohmann::json{{"input", path}, {"tables", list}, {"codes", groups}}.dump(2).c_str());
     return 0;
   }
-  std::printf("%s: %zu 2-D tensors, largest first (profile one as %s:NAME)\n", path.c_str(), tables.size(),
-              path.c_str());
-  for (const auto& t : tables)
-    std::printf("  %-60s %12llu x %-7llu %-14s %14llu bytes\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
-                static_cast<unsigned long long>(t.dim), edo::io::dtype_name(t.dtype),
-                static_cast<unsigned long long>(t.bytes));
+  std::printf("%s: %zu 2-D tensors, largest first (profile one as %s:NAME; * a model run's default tables)\n",
+              path.c_str(), tables.size(), path.c_str());
+  for (const auto& t : tables) {
+    const std::string why = default_reason(t.name);
+    std::printf("%s %-60s %12llu x %-7llu %-14s %14llu bytes%s\n", why.empty() ? " " : "*", t.name.c_str(),
+                static_cast<unsigned long long>(t.rows), static_cast<unsigned long long>(t.dim),
+                edo::io::dtype_name(t.dtype), static_cast<unsigned long long>(t.bytes),
+                why.empty() ? "" : ("  (" + why + ")").c_str());
+  }
   for (const auto& [name, codec] : codes)
     std::printf("codes %s (%s, edo-unpack --codes): %s:%s reads them decoded\n", name.c_str(), codec.c_str(),
                 path.c_str(), name.c_str());
@@ -88,10 +104,15 @@ int list_model_tables(const std::string& path, const std::vector<std::string>& g
     std::puts(nlohmann::json{{"input", path}, {"tables", list}, {"skipped", skipped}}.dump(2).c_str());
     return 0;
   }
-  std::printf("%s (%s): %zu tables\n", path.c_str(), sel.format.c_str(), sel.tables.size());
-  for (const auto& t : sel.tables)
-    std::printf("  %-60s %12llu x %llu\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
-                static_cast<unsigned long long>(t.dim));
+  std::printf("%s (%s): %zu tables%s\n", path.c_str(), sel.format.c_str(), sel.tables.size(),
+              globs.empty() ? ", the default choice" : ", those --tables names");
+  std::vector<std::string> taken;
+  for (const auto& t : sel.tables) taken.push_back(t.name);
+  for (const auto& t : sel.tables) {
+    const std::string why = globs.empty() ? "  (" + edo::io::default_table_reason(t.name, taken) + ")" : "";
+    std::printf("  %-60s %12llu x %llu%s\n", t.name.c_str(), static_cast<unsigned long long>(t.rows),
+                static_cast<unsigned long long>(t.dim), why.c_str());
+  }
   for (const auto& [name, why] : sel.skipped) std::printf("  skipped %s: %s\n", name.c_str(), why.c_str());
   return 0;
 }
@@ -177,7 +198,7 @@ struct Profile {
         "measured; edo-pack MODEL --config of the plan file writes the same bytes");
     app.add_option("--budget", budget,
                    "What the plan must keep, repeatable: an accuracy gate such as 'recall@10>=0.98', or a size,\n"
-                   "'bytes<=2G' (the whole file edo-pack --config writes, K/M/G/T powers of 1024) or 'ratio>=8' (fp32\n"
+                   "'bytes<=2G' (the whole file edo-pack --config writes; 2G = 2GiB, 2GB = 2e9) or 'ratio>=8' (fp32\n"
                    "bytes over the file's), under which the most accurate plan wins (never access-weighted)");
     app.add_option("--max-bytes", plan_opt.max_bytes, "Plan: total bytes cap; the most accurate plan under it wins");
     app.add_option("--gpu-bytes", plan_opt.gpu_bytes, "Plan: cap on the bytes of gpu-resident tiers");
@@ -231,7 +252,7 @@ struct Profile {
           "a model's --plan: counts by --freq-dir; --freq, --shard, --max-bytes, --gpu-bytes and "
           "--report-html take one table");
     const edo::io::ModelSelection sel = edo::io::select_model_tables(input, model.tables);
-    if (!quiet) std::fprintf(stderr, "edo-profile: %s\n", edo::model_selection_text(sel).c_str());
+    if (!quiet) std::fprintf(stderr, "edo-profile: %s\n", edo::model_selection_text(sel, model.verbose).c_str());
     edo::cli::PathGuard().input(freq_dir).check();
     const auto freq_files = edo::cli::model_freq_files(sel, {}, freq_dir);
     const auto weights = edo::cli::parse_table_weights(sel, input, table_weights);
@@ -295,7 +316,7 @@ struct Profile {
       m = edo::profile_model_file(input, opt);
     } else {
       const edo::io::ModelSelection sel = edo::io::select_model_tables(input, model.tables);
-      if (!quiet) std::fprintf(stderr, "edo-profile: %s\n", edo::model_selection_text(sel).c_str());
+      if (!quiet) std::fprintf(stderr, "edo-profile: %s\n", edo::model_selection_text(sel, model.verbose).c_str());
       m = edo::profile_model(sel, opt);
     }
     std::fputs(json ? (edo::model_profile_json(m).dump(2) + "\n").c_str() : edo::model_profile_text(m).c_str(), stdout);

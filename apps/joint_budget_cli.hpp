@@ -46,16 +46,16 @@ inline void add_joint_weight_options(CLI::App& app, std::vector<std::string>& ta
                      "repeatable)");
   app.add_option("--cold-weight", cold_weight,
                  scope +
-                     ": the joint objective weighs each row by its count plus W x its table's mean\n"
-                     "count (W from 0 to 1e6, default 1; 0: the counts alone, E_t exactly). A row's error costs\n"
-                     "its lookups and the queries it is a neighbour of, which its count does not see: at 0 the\n"
-                     "rarest rows get the cheapest codecs and recall@10 falls (docs/PACK.md, 'One budget for a\n"
-                     "model')");
+                     ": a recall-oriented objective instead of sum w_t s_t E_t: each row weighs its\n"
+                     "count plus W x its table's mean count (W from 0 to 1e6; default 0, the counts alone). A\n"
+                     "row's error also costs the queries it is a neighbour of, which its count does not see: W = 1\n"
+                     "keeps recall@10 on rare rows. Plans and baselines are compared under the objective in use\n"
+                     "(docs/PACK.md, 'One budget for a model')");
 }
 
-// --cold-weight W: 0 to 1e6 (NaN and infinities refused), default 1.
+// --cold-weight W: 0 to 1e6 (NaN and infinities refused), default 0.
 inline double checked_cold_weight(const std::optional<double>& w) {
-  if (!w) return 1.0;
+  if (!w) return 0.0;
   if (!(*w >= 0 && *w <= 1e6)) EDO_USAGE_FAIL("--cold-weight {}: expected a number from 0 to 1e6", *w);
   return *w;
 }

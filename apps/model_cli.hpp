@@ -25,6 +25,7 @@ namespace edo::cli {
 
 struct ModelFlags {
   std::vector<std::string> tables;  // globs
+  bool verbose = false;             // every skipped tensor on its own line
   // Set by model_input() when a model's selection is one table, run as one:
   // its name, which the file records (FORMAT.md 5.1, "table_name").
   std::string chosen_table;
@@ -37,10 +38,13 @@ struct ModelFlags {
   void add_to(CLI::App& app) {
     app.add_option("--tables", tables,
                    "Tables of a model INPUT (a .safetensors or its .index.json, an .npz, an HDF5 file or a folder of\n"
-                   ".npy) to take, by name: GLOB[,GLOB...] ('*' and '?'). Default: the 2-D floating tensors whose\n"
-                   "name holds 'emb' or starts with 'lm_head' (all 2-D floating ones when none does). Several tables\n"
-                   "make a model file (one table under its name each); FILE:tensor is one table, as always")
+                   ".npy) to take, by name: GLOB[,GLOB...] ('*' and '?'), matching the whole name or any run of\n"
+                   "its '.'- or '/'-separated parts ('word*' takes embeddings.word_embeddings.weight); tensors a\n"
+                   "wildcard reaches that are no table are skipped. Default: the 2-D floating tensors whose name\n"
+                   "holds 'emb' or starts with 'lm_head' (all 2-D floating ones when none does). Several tables make\n"
+                   "a model file (one table under its name each); FILE:tensor is one table, as always")
         ->delimiter(',');
+    app.add_flag("--verbose", verbose, "A model INPUT: list every tensor skipped and why (default: one line, counted)");
   }
 };
 
@@ -61,10 +65,10 @@ inline std::optional<io::ModelSelection> model_input(std::string& input, ModelFl
       input = sel.tables.front().spec;
       flags.chosen_table = sel.tables.front().name;
     }
-    if (!quiet && narrowed) std::fprintf(stderr, "%s: %s\n", tool, model_selection_text(sel).c_str());
+    if (!quiet && narrowed) std::fprintf(stderr, "%s: %s\n", tool, model_selection_text(sel, flags.verbose).c_str());
     return std::nullopt;
   }
-  if (!quiet) std::fprintf(stderr, "%s: %s\n", tool, model_selection_text(sel).c_str());
+  if (!quiet) std::fprintf(stderr, "%s: %s\n", tool, model_selection_text(sel, flags.verbose).c_str());
   return sel;
 }
 

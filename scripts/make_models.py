@@ -9,6 +9,16 @@
       (3 x 8, F32), and two tensors a model also holds that are not embedding
       tables: "bias" (1-D) and "head.dense.weight" (16 x 50, no "emb").
 
+  make_models.py transformer DATA_DIR OUT.safetensors
+      A BERT-style encoder's tensors, named as Hugging Face names them:
+      "embeddings.word_embeddings.weight" (GloVe's 10,000 x 50 word vectors),
+      "embeddings.position_embeddings.weight" (512 x 50, the sinusoidal
+      position code of "Attention is all you need" at GloVe's scale),
+      "embeddings.token_type_embeddings.weight" (2 x 50, seeded), and the
+      rest of a 6-layer encoder at width 50 (attention, feed-forward and
+      pooler weights, biases, layer norms: 101 tensors that are no
+      embedding table), seeded.
+
   make_models.py criteo OUT_DIR [--cap ROWS] [--dim D] [--seed S] [--freq-dir DIR]
       A synthetic recommender of 26 tables C1..C26 with the cardinalities of
       the Criteo display-advertising dataset's 26 categorical features (as
@@ -70,6 +80,41 @@ def sample(data_dir, out):
     ])
 
 
+def transformer(data_dir, out):
+    data_dir = pathlib.Path(data_dir)
+    words = np.load(data_dir / "glove.6B.50d.10k.npy").astype(np.float32)
+    dim = words.shape[1]
+    scale = float(np.sqrt(np.mean(words ** 2)))
+    pos = np.arange(512, dtype=np.float64)[:, None]
+    rate = 1.0 / 10000 ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    positions = np.empty((512, dim), np.float64)
+    positions[:, 0::2] = np.sin(pos * rate)
+    positions[:, 1::2] = np.cos(pos * rate)
+    rng = np.random.default_rng(11)
+    tensors = [
+        ("embeddings.word_embeddings.weight", words),
+        ("embeddings.position_embeddings.weight", (positions * scale).astype(np.float32)),
+        ("embeddings.token_type_embeddings.weight", (rng.standard_normal((2, dim)) * scale).astype(np.float32)),
+        ("embeddings.LayerNorm.weight", np.ones(dim, np.float32)),
+        ("embeddings.LayerNorm.bias", np.zeros(dim, np.float32)),
+    ]
+    def dense(name, rows, cols):
+        tensors.append((name + ".weight", (rng.standard_normal((rows, cols)) * 0.02).astype(np.float32)))
+        tensors.append((name + ".bias", np.zeros(rows, np.float32)))
+    for layer in range(6):
+        at = f"encoder.layer.{layer}."
+        for part in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+            dense(at + part, dim, dim)
+        tensors.append((at + "attention.output.LayerNorm.weight", np.ones(dim, np.float32)))
+        tensors.append((at + "attention.output.LayerNorm.bias", np.zeros(dim, np.float32)))
+        dense(at + "intermediate.dense", 4 * dim, dim)
+        dense(at + "output.dense", dim, 4 * dim)
+        tensors.append((at + "output.LayerNorm.weight", np.ones(dim, np.float32)))
+        tensors.append((at + "output.LayerNorm.bias", np.zeros(dim, np.float32)))
+    dense("pooler.dense", dim, dim)
+    write_safetensors(out, tensors)
+
+
 def criteo(out_dir, cap=10000, dim=64, seed=0, freq_dir=None):
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,6 +141,9 @@ def criteo(out_dir, cap=10000, dim=64, seed=0, freq_dir=None):
 def main(argv):
     if len(argv) >= 3 and argv[0] == "sample":
         sample(argv[1], argv[2])
+        return 0
+    if len(argv) >= 3 and argv[0] == "transformer":
+        transformer(argv[1], argv[2])
         return 0
     if len(argv) >= 2 and argv[0] == "criteo":
         out, opts, rest = argv[1], {"--cap": 10000, "--dim": 64, "--seed": 0, "--freq-dir": None}, argv[2:]

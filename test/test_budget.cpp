@@ -13,7 +13,8 @@
 using edo::test::code_of;
 using edo::test::error_of;
 
-TEST_CASE("budget: sizes in bytes and powers of 1024, fractions rounded down, anything else refused") {
+TEST_CASE(
+    "budget: sizes in bytes, K/KiB powers of 1024 and KB of 1000, fractions rounded down, anything else refused") {
   CHECK(edo::parse_size("1000") == 1000);
   CHECK(edo::parse_size("2K") == 2048);
   CHECK(edo::parse_size("2k") == 2048);
@@ -21,9 +22,14 @@ TEST_CASE("budget: sizes in bytes and powers of 1024, fractions rounded down, an
   CHECK(edo::parse_size(" 2G ") == 2147483648ull);
   CHECK(edo::parse_size("1T") == 1099511627776ull);
   CHECK(edo::parse_size("1.0009") == 1);
-  // One grammar with edo-lookup --max-resident (edo::parse_byte_count): B or iB may follow the unit.
-  CHECK(edo::parse_size("2GB") == 2147483648ull);
+  // One grammar with edo-lookup --max-resident (edo::parse_byte_count), dd's
+  // and numfmt's: iB after the unit keeps 1024, B after it makes it 1000.
   CHECK(edo::parse_size("2GiB") == 2147483648ull);
+  CHECK(edo::parse_size("2GB") == 2000000000ull);
+  CHECK(edo::parse_size("2MB") == 2000000ull);
+  CHECK(edo::parse_size("1.5kB") == 1500ull);
+  CHECK(edo::parse_size("1TB") == 1000000000000ull);
+  CHECK(edo::parse_size("3MiB") == 3145728ull);
   CHECK(edo::parse_size("512B") == 512);
   CHECK(edo::parse_byte_count("0") == 0u);
   CHECK_FALSE(edo::parse_byte_count("8E"));
@@ -143,7 +149,10 @@ TEST_CASE("budget: a cap below the headers or the cheapest plan fails naming the
     };
     CHECK(code_of(fail) == edo::ExitCode::runtime);
     const std::string why = error_of(fail);
-    CHECK(why.find("smallest reachable file is about bytes<=") != std::string::npos);
+    // Under the headers: refused before any sample, with a floor; under the cheapest plan: its size.
+    CHECK(why.find(std::string(text) == "bytes<=100"
+                       ? "smallest reachable file is above bytes<="
+                       : "smallest reachable file is about bytes<=") != std::string::npos);
     CHECK(why.find(std::string(text) == "bytes<=100" ? "no rows stored" : "smallest plan") != std::string::npos);
   }
   CHECK(!std::filesystem::exists(t.dir.file("x.edo")));

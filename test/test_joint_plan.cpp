@@ -61,7 +61,9 @@ TEST_CASE("joint plan: the table whose error falls with bytes gets them, the one
   CHECK(b.choice().bytes == 6000);  // bin
   CHECK(a.choice().bytes > opt.max_bytes / 2);
   // The same ratio on both tables leaves the smooth one half the bytes: a larger weighted error.
-  CHECK(plan.error < 0.5 * plan.uniform_error);
+  CHECK(plan.error < 0.5 * plan.same_ratio_error);
+  CHECK(plan.objective == plan.error);  // no cold weight: the objective is E_t
+  CHECK(plan.exact);
   // Each frontier is a Pareto front: more bytes, less error.
   for (const edo::JointTablePlan& tp : plan.tables)
     for (size_t i = 1; i < tp.frontier.size(); ++i) {
@@ -83,6 +85,13 @@ TEST_CASE("joint plan: a table's weight moves the bytes to it, and a budget unde
   const edo::JointPlan counted = edo::plan_joint(t.tables, opt);
   CHECK(counted.tables[0].share == doctest::Approx(0.9));
   CHECK(counted.tables[0].choice().bytes >= even.tables[0].choice().bytes);
+  CHECK(counted.shares_by_counts);
+  // Counts on one table only: a count file's scale says nothing beside a table without one, so shares go by rows.
+  t.tables[1].freq.clear();
+  t.tables[0].freq.assign(1000, 1e6);
+  const edo::JointPlan mixed = edo::plan_joint(t.tables, opt);
+  CHECK_FALSE(mixed.shares_by_counts);
+  CHECK(mixed.tables[0].share == doctest::Approx(0.5));
 
   opt.max_bytes = 1000;
   opt.header_bytes = 500;
@@ -170,7 +179,7 @@ TEST_CASE(
   edo::replan_joint(plan, opt.max_bytes, 0);
   CHECK(plan.bytes == fresh.bytes);
   CHECK(plan.error == fresh.error);
-  CHECK(plan.uniform_error == fresh.uniform_error);
+  CHECK(plan.same_ratio_objective == fresh.same_ratio_objective);
   for (size_t i = 0; i < plan.tables.size(); ++i) CHECK(plan.tables[i].chosen == fresh.tables[i].chosen);
   // The cheapest move left costs more than the bytes left.
   const std::optional<edo::JointStep> step = edo::cheapest_step(plan);
@@ -206,4 +215,73 @@ TEST_CASE("joint plan: the cold weight adds the table's mean count to every row'
   CHECK(hot_slice_seen);
   for (const edo::JointOption& o : weighted.tables[1].frontier)
     CHECK(o.objective == doctest::Approx(o.error).epsilon(1e-12));
+}
+
+namespace {
+
+// A front of `n` options: bytes rising by random steps, objective falling by
+// random steps (not convex: the greedy's hull walk can miss points).
+std::vector<edo::JointOption> random_front(edo::Rng& rng, size_t n) {
+  std::vector<edo::JointOption> front;
+  uint64_t bytes = 1 + rng.below(50);
+  double objective = 1.0;
+  for (size_t i = 0; i < n; ++i) {
+    front.push_back({{}, bytes, objective, objective});
+    bytes += 1 + rng.below(60);
+    objective *= 0.3 + 0.65 * rng.uniform();
+  }
+  return front;
+}
+
+// The least weighted objective under `cap` by trying every combination.
+double brute_force(const edo::JointPlan& plan, uint64_t cap) {
+  double best = INFINITY;
+  std::vector<size_t> at(plan.tables.size(), 0);
+  for (;;) {
+    uint64_t bytes = 0;
+    double sum = 0;
+    for (size_t t = 0; t < at.size(); ++t) {
+      bytes += plan.tables[t].frontier[at[t]].bytes;
+      sum += plan.tables[t].weight * plan.tables[t].share * plan.tables[t].frontier[at[t]].objective;
+    }
+    if (bytes <= cap) best = std::min(best, sum);
+    size_t t = 0;
+    while (t < at.size() && ++at[t] == plan.tables[t].frontier.size()) at[t++] = 0;
+    if (t == at.size()) return best;
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "joint plan: the allocation is the least objective any choice of options reaches, never above the same ratio's") {
+  edo::Rng rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    edo::JointPlan plan;
+    const size_t tables = 2 + rng.below(3);
+    double shares = 0;
+    for (size_t t = 0; t < tables; ++t) {
+      edo::JointTablePlan tp;
+      tp.name = "t" + std::to_string(t);
+      tp.share = 0.05 + rng.uniform();
+      shares += tp.share;
+      tp.weight = rng.uniform() < 0.2 ? 2 : 1;
+      tp.frontier = random_front(rng, 2 + rng.below(6));
+      tp.fp32_bytes = tp.frontier.back().bytes + rng.below(200);
+      plan.tables.push_back(std::move(tp));
+    }
+    for (edo::JointTablePlan& tp : plan.tables) tp.share /= shares;
+    uint64_t least = 0, most = 0;
+    for (const edo::JointTablePlan& tp : plan.tables) {
+      least += tp.frontier.front().bytes;
+      most += tp.frontier.back().bytes;
+    }
+    const uint64_t cap = least + rng.below(most - least + 1);
+    edo::replan_joint(plan, cap, 0);
+    INFO("trial " << trial << " cap " << cap);
+    CHECK(plan.exact);
+    CHECK(plan.bytes <= cap);
+    CHECK(plan.objective == doctest::Approx(brute_force(plan, cap)).epsilon(1e-12));
+    if (plan.same_ratio_bytes <= cap) CHECK(plan.objective <= plan.same_ratio_objective * (1 + 1e-12));
+  }
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -177,6 +178,16 @@ TEST_CASE("model: inputs choose tables by name, skip what is no table, and say w
   CHECK(edo::io::glob_match("*", ""));
   CHECK(edo::io::glob_match("a*b*c", "aXbYbZc"));
   CHECK_FALSE(edo::io::glob_match("a*b", "aXbYc"));
+  // --tables: the whole name or any run of its '.'/'/' parts.
+  CHECK(edo::io::table_glob_match("word*", "embeddings.word_embeddings.weight"));
+  CHECK(edo::io::table_glob_match("position_embeddings", "bert.embeddings.position_embeddings.weight"));
+  CHECK(edo::io::table_glob_match("embeddings.word_embeddings", "bert.embeddings.word_embeddings.weight"));
+  CHECK(edo::io::table_glob_match("C1", "sparse/C1"));
+  CHECK_FALSE(edo::io::table_glob_match("C1", "C10"));
+  CHECK_FALSE(edo::io::table_glob_match("ord*", "embeddings.word_embeddings.weight"));  // parts start at a separator
+  CHECK_FALSE(edo::io::table_glob_match("word", "embeddings.word_embeddings.weight"));  // and end at one
+  CHECK(edo::io::is_literal_glob("C1"));
+  CHECK_FALSE(edo::io::is_literal_glob("C?"));
   const std::vector<std::string> names = {"a", "a=b", "c"};
   CHECK(edo::io::split_named_argument("a=b=x.npy", names)->first == "a=b");
   CHECK(edo::io::split_named_argument("a=x.npy", names)->second == "x.npy");
@@ -197,4 +208,26 @@ TEST_CASE("model: inputs choose tables by name, skip what is no table, and say w
   CHECK(edo::io::select_model_tables(dir.path().string(), {"dense", "emb_u*"}).tables.size() == 2);
   CHECK(
       throws_with([&] { (void)edo::io::select_model_tables(dir.path().string(), {"nothing*"}); }, "matches no tensor"));
+  // A wildcard reaching a tensor that is no table skips it with its reason; naming it exactly is an error.
+  {
+    // A 1-D .npy of 5 floats, written by hand: version 1.0, header padded to 128 bytes.
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }";
+    header.append(128 - 10 - header.size() - 1, ' ');
+    header += '\n';
+    std::ofstream f(dir.file("bias.npy"), std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    const char len[2] = {static_cast<char>(header.size()), 0};
+    f.write(len, 2);
+    f << header;
+    const float v[5] = {1, 1, 1, 1, 1};
+    f.write(reinterpret_cast<const char*>(v), sizeof v);
+  }
+  const edo::io::ModelSelection all = edo::io::select_model_tables(dir.path().string(), {"*"});
+  CHECK(all.tables.size() == 3);
+  REQUIRE(all.skipped.size() == 1);
+  CHECK(all.skipped[0].first == "bias");
+  CHECK(throws_with([&] { (void)edo::io::select_model_tables(dir.path().string(), {"bias"}); }, "not 2-D"));
+  CHECK(edo::io::default_table_reason("emb_items", {"emb_items", "dense"}) == "its name holds 'emb'");
+  CHECK(edo::io::default_table_reason("dense", {"emb_items", "dense"}).empty());
+  CHECK(edo::io::default_table_reason("dense", {"dense", "w"}).find("every 2-D one") != std::string::npos);
 }

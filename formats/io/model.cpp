@@ -113,6 +113,27 @@ bool glob_match(const std::string& glob, const std::string& name) {
   return g == glob.size();
 }
 
+bool table_glob_match(const std::string& glob, const std::string& name) {
+  const auto separator = [](char c) { return c == '.' || c == '/'; };
+  for (size_t a = 0; a <= name.size(); ++a) {
+    if (a > 0 && !separator(name[a - 1])) continue;
+    for (size_t b = name.size() + 1; b-- > a;)
+      if ((b == name.size() || separator(name[b])) && glob_match(glob, name.substr(a, b - a))) return true;
+  }
+  return false;
+}
+
+bool is_literal_glob(const std::string& glob) { return glob.find_first_of("*?") == std::string::npos; }
+
+std::string default_table_reason(const std::string& name, const std::vector<std::string>& tables) {
+  const auto by_name = [](const std::string& n) {
+    return n.find("emb") != std::string::npos || n.starts_with("lm_head");
+  };
+  if (by_name(name)) return name.starts_with("lm_head") ? "its name starts with 'lm_head'" : "its name holds 'emb'";
+  if (std::none_of(tables.begin(), tables.end(), by_name)) return "no table's name holds 'emb': every 2-D one taken";
+  return "";
+}
+
 bool is_model_spec(const std::string& spec) {
   if (spec.empty() || spec == "-") return false;
   std::error_code ec;
@@ -130,7 +151,7 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
     if (!seen.insert(name).second) EDO_FAIL("{}: two tensors are named '{}'", spec, name);
   for (const std::string& glob : globs) {
     const bool any =
-        std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return glob_match(glob, t.first); });
+        std::any_of(tensors.begin(), tensors.end(), [&](const auto& t) { return table_glob_match(glob, t.first); });
     if (!any) EDO_USAGE_FAIL("{}: --tables '{}' matches no tensor ({})", spec, glob, table_listing(tensors));
   }
   // Opening a tensor as a table reads its header only: shape and dtype.
@@ -155,28 +176,31 @@ ModelSelection select_model_tables(const std::string& spec, const std::vector<st
     candidates.push_back(std::move(c));
   }
   auto named = [&](const std::string& name) {
-    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return glob_match(g, name); });
+    return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return table_glob_match(g, name); });
   };
-  auto default_pick = [](const std::string& name) {
-    return name.find("emb") != std::string::npos || name.starts_with("lm_head");
+  auto named_exactly = [&](const std::string& name) {
+    return std::any_of(globs.begin(), globs.end(),
+                       [&](const std::string& g) { return is_literal_glob(g) && g == name; });
   };
-  const bool any_default = std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) {
-    return c.why_not.empty() && default_pick(c.table.name);
-  });
+  std::vector<std::string> two_d;
+  for (const Candidate& c : candidates)
+    if (c.why_not.empty()) two_d.push_back(c.table.name);
   for (Candidate& c : candidates) {
     if (!globs.empty()) {
       if (!named(c.table.name)) {
         sel.skipped.emplace_back(c.table.name, "not named by --tables");
         sel.passed_over_tables = sel.passed_over_tables || c.why_not.empty();
       } else if (!c.why_not.empty()) {
-        EDO_USAGE_FAIL("{}: tensor '{}' is {}, not a table edo compresses", spec, c.table.name, c.why_not);
+        if (named_exactly(c.table.name))
+          EDO_USAGE_FAIL("{}: tensor '{}' is {}, not a table edo compresses", spec, c.table.name, c.why_not);
+        sel.skipped.emplace_back(c.table.name, c.why_not);
       } else {
         sel.tables.push_back(std::move(c.table));
       }
     } else if (!c.why_not.empty()) {
       sel.skipped.emplace_back(c.table.name, c.why_not);
-    } else if (any_default && !default_pick(c.table.name)) {
-      sel.skipped.emplace_back(c.table.name, "its name has no 'emb' and does not start with 'lm_head'");
+    } else if (default_table_reason(c.table.name, two_d).empty()) {
+      sel.skipped.emplace_back(c.table.name, "not a default table (no 'emb' in its name, no 'lm_head' at its start)");
       sel.passed_over_tables = true;
     } else {
       sel.tables.push_back(std::move(c.table));

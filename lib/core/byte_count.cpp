@@ -9,17 +9,24 @@
 namespace edo {
 
 std::optional<uint64_t> parse_byte_count(std::string_view text) {
-  if (text.ends_with("iB"))
+  // dd's and numfmt's reading: "K" and "KiB" are powers of 1024, "KB" of 1000.
+  int base = 1024;
+  if (text.ends_with("iB")) {
     text.remove_suffix(2);
-  else if (text.ends_with('B'))
+  } else if (text.size() >= 2 && text.ends_with('B') &&
+             std::string_view("KMGTkmgt").find(text[text.size() - 2]) != std::string_view::npos) {
     text.remove_suffix(1);
+    base = 1000;
+  } else if (text.ends_with('B')) {
+    text.remove_suffix(1);
+  }
   double unit = 1;
   if (!text.empty()) {
     const std::string_view units = "KMGT", lower = "kmgt";
     size_t u = units.find(text.back());
     if (u == std::string_view::npos) u = lower.find(text.back());
     if (u != std::string_view::npos) {
-      unit = std::ldexp(1.0, 10 * static_cast<int>(u + 1));
+      unit = std::pow(static_cast<double>(base), static_cast<double>(u + 1));
       text.remove_suffix(1);
     }
   }

@@ -173,13 +173,16 @@ std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_
     for (const char* b : {"1", "1.5", "2", "2.5", "3", "3.5", "4", "4.25", "4.5", "4.75", "5", "5.5", "6", "7", "8"})
       specs.push_back(fmt::format("tc:bits={}", b));
   }
-  // pq at 1, 2 and 4 bits a value and rq at 8 and 16 levels, int8 codebooks
+  // pq at 1, 1.5, 2, 3 and 4 bits a value (the steps between tc's, whose
+  // d x d state a narrow table pays in full: without them a joint plan's
+  // table jumps from 1 bit to 2 and its neighbours take the bytes between)
+  // and rq at 8 and 16 levels, int8 codebooks
   // (a quarter of fp32's state at the same recall); rq in its fast training
   // (half the time for a little recall) and only where that (levels x width
   // x rows) stays within seconds: it is the frontier under 4 bits a value on
   // narrow tables, and at 10,000 x 128 its two trials took 3x all the others.
-  for (uint64_t bits : {1, 2, 4}) {
-    const uint64_t m = (bits * dim + 4) / 8;
+  for (const double bits : {1.0, 1.5, 2.0, 3.0, 4.0}) {
+    const auto m = static_cast<uint64_t>(std::llround(bits * static_cast<double>(dim) / 8));
     if (m >= 1 && m <= dim && n >= 256) specs.push_back(fmt::format("pq:m={},codebooks=int8", m));
   }
   for (uint64_t m : {8, 16})

@@ -6,6 +6,8 @@
 
 #include <edo/budget.hpp>
 #include <edo/byte_count.hpp>
+#include <edo/codec.hpp>
+#include <edo/codec_chooser.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
 #include <edo/tier.hpp>
@@ -53,7 +55,8 @@ uint64_t parse_size(std::string_view text) {
   const std::optional<uint64_t> bytes = parse_byte_count(s);
   if (!bytes)
     EDO_USAGE_FAIL(
-        "size '{}': not a size (a number of bytes, or with K, M, G or T for powers of 1024: 2G, 1.5M; below 2^63)",
+        "size '{}': not a size (a number of bytes, or with K, M, G or T: 2G and 2GiB powers of 1024, 2GB of 1000; "
+        "below 2^63)",
         text);
   if (*bytes < 1) EDO_USAGE_FAIL("size '{}': {} bytes is out of range (1 byte to 2^63)", text, *bytes);
   return *bytes;
@@ -377,7 +380,8 @@ class BudgetPacker {
   // The pack fits: true to pack again with the slack filled.
   bool fits() {
     fitted_ = rep_.tiers;
-    if (static_cast<double>(rep_.file_bytes) >= 0.99 * static_cast<double>(rep_.cap) || settled_) return false;
+    if (static_cast<double>(rep_.file_bytes) >= 0.99 * static_cast<double>(rep_.cap) || settled_ || rep_.plan.as_stored)
+      return false;
     if (rep_.packs >= kMaxPacks) {
       rep_.fill = fmt::format("stopped filling after {} packs", rep_.packs);
       return false;
@@ -458,11 +462,26 @@ BudgetCap apply_budget(io::TableReader& table, const Budget& budget, const PackO
   plan_opt.budget = budget.gates;
   // A size alone: the most accurate plan under it, by neighbours kept.
   if (plan_opt.budget.empty()) plan_opt.budget.push_back(parse_gate("recall@10>=0"));
+  plan_opt.size_only = budget.gates.empty();
   BudgetCap cap;
   if (budget.sizes.empty()) return cap;
   cap.probe = header_probe(table, pack_opt);
   cap.header_bytes = whole_file(cap.probe);
   cap.cap = budget_file_cap(budget, cap.probe.fp32_bytes, cap.probe.vocab_bytes);
+  if (cap.cap <= cap.header_bytes) {
+    // Refused before any sample is drawn: the smallest file is at least the
+    // header and the rows in the candidate of fewest bytes a row.
+    uint64_t least = UINT64_MAX;
+    for (const std::string& s : chooser_candidates(table.rows(), table.dim(), plan_opt.sample_rows))
+      least = std::min<uint64_t>(least, table.rows() * code_size(s, table.dim()));
+    std::string asked;
+    for (const SizeBudget& s : budget.sizes) asked += (asked.empty() ? "" : ", ") + s.expression;
+    EDO_FAIL(
+        "{}: budget {} allows {} bytes, below the {} bytes the header and manifest{} take with no rows stored; "
+        "the smallest reachable file is above {}",
+        table.path(), asked, cap.cap, cap.header_bytes, cap.probe.vocab_bytes ? " and vocabulary" : "",
+        cap_text(cap.header_bytes + least + kManifestBytesPerTier, cap.probe.fp32_bytes));
+  }
   const uint64_t reserve = cap.header_bytes + 3 * kManifestBytesPerTier;
   const uint64_t data = cap.cap > reserve ? cap.cap - reserve : 1;
   plan_opt.max_bytes = plan_opt.max_bytes ? std::min(plan_opt.max_bytes, data) : data;
@@ -498,7 +517,8 @@ nlohmann::json budget_report_json(const BudgetPackReport& rep, const Budget& bud
                       {"packs", rep.packs},
                       {"fill", rep.fill},
                       {"plan_candidates", rep.plan.candidates},
-                      {"plan_evaluated", rep.plan.tried.size()}};
+                      {"plan_evaluated", rep.plan.as_stored ? 0 : rep.plan.tried.size()},
+                      {"as_stored", rep.plan.as_stored}};
   if (rep.cap != UINT64_MAX) {
     j["cap_bytes"] = rep.cap;
     j["cap_used"] = rep.cap ? static_cast<double>(rep.file_bytes) / static_cast<double>(rep.cap) : 0.0;
@@ -519,6 +539,9 @@ std::string budget_report_text(const BudgetPackReport& rep, const Budget& budget
                        rep.file_bytes, rep.cap,
                        100.0 * static_cast<double>(rep.file_bytes) / static_cast<double>(rep.cap), rep.header_bytes);
   const PlanCandidate& c = rep.plan.tried[static_cast<size_t>(rep.plan.chosen)];
+  if (rep.plan.as_stored)
+    return out + fmt::format("  plan: {}, the table as stored (the cap holds it: no search)\n",
+                             format_tier_spec(c.tiers.front()));
   std::string tiers, metrics;
   for (const TierSpec& t : c.tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
   for (const auto& [name, value] : c.metrics)

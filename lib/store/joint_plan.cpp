@@ -4,6 +4,7 @@
 // (docs/PACK.md, "One budget for a model").
 #include "pack_impl.hpp"
 
+#include <edo/codec.hpp>
 #include <edo/codec_chooser.hpp>
 #include <edo/error.hpp>
 #include <edo/joint_plan.hpp>
@@ -34,6 +35,12 @@ constexpr uint64_t kJointMinTrainedRows = 256;
 // on (PackOptions::train_rows) make the estimate of its error, if anything,
 // too high.
 constexpr uint64_t kJointTrainRows = 2048;
+
+std::string tiers_text(const std::vector<TierSpec>& tiers) {
+  std::string out;
+  for (const TierSpec& t : tiers) out += (out.empty() ? "" : " ") + format_tier_spec(t);
+  return out;
+}
 
 // A codec's squared error on each sample row.
 struct ScoredCodec {
@@ -177,54 +184,169 @@ std::vector<size_t> hull_indices(const std::vector<JointOption>& front) {
   return hull;
 }
 
+// What a user does today, for comparison: every table under the same ratio
+// (its share of the cap by fp32 bytes), the option of least objective each
+// can have there (its cheapest when none fits its share).
+std::vector<size_t> same_ratio_choice(const std::vector<JointTablePlan>& tables, uint64_t max_bytes,
+                                      uint64_t fp32_total) {
+  std::vector<size_t> chosen;
+  for (const JointTablePlan& tp : tables) {
+    const double cap = static_cast<double>(max_bytes) * static_cast<double>(tp.fp32_bytes) /
+                       static_cast<double>(fp32_total ? fp32_total : 1);
+    size_t best = 0;
+    for (size_t i = 0; i < tp.frontier.size(); ++i)
+      if (static_cast<double>(tp.frontier[i].bytes) <= cap && tp.frontier[i].objective < tp.frontier[best].objective)
+        best = i;
+    chosen.push_back(best);
+  }
+  return chosen;
+}
+
+// Sum over tables of w_t s_t times `field` of each chosen option.
+double weighted_sum(const std::vector<JointTablePlan>& tables, const std::vector<size_t>& chosen,
+                    double JointOption::*field) {
+  double sum = 0;
+  for (size_t t = 0; t < tables.size(); ++t)
+    sum += tables[t].weight * tables[t].share * (tables[t].frontier[chosen[t]].*field);
+  return sum;
+}
+
 // Greedy by loss per byte along each table's hull: on a convex frontier the
 // best next step of each table only gets worse, so this is the Lagrangian
 // allocation, up to the last step that does not fit. Then what is left is
 // spent on the front's points off the hull: each round, the one move (a
-// table to a larger option that fits) that lowers the sum most.
-void allocate(JointPlan& plan, const std::vector<std::vector<size_t>>& hulls, uint64_t max_bytes) {
-  std::vector<size_t> step(plan.tables.size(), 0);
-  const auto gain_of = [](const JointTablePlan& tp, const JointOption& to) {
-    return tp.weight * tp.share * (tp.choice().objective - to.objective);
+// table to a larger option that fits) that lowers the sum most. Returns each
+// table's option; allocate_exact's plan when that is as good.
+std::vector<size_t> allocate_greedy(const JointPlan& plan, uint64_t max_bytes) {
+  const size_t T = plan.tables.size();
+  std::vector<size_t> chosen(T, 0), step(T, 0);
+  std::vector<std::vector<size_t>> hulls;
+  uint64_t bytes = 0;
+  for (const JointTablePlan& tp : plan.tables) {
+    hulls.push_back(hull_indices(tp.frontier));
+    bytes += tp.frontier.front().bytes;
+  }
+  const auto gain_of = [&](size_t t, size_t to) {
+    const JointTablePlan& tp = plan.tables[t];
+    return tp.weight * tp.share * (tp.frontier[chosen[t]].objective - tp.frontier[to].objective);
   };
   for (;;) {
     size_t best = SIZE_MAX;
     double best_gain = 0;
-    for (size_t t = 0; t < plan.tables.size(); ++t) {
+    for (size_t t = 0; t < T; ++t) {
       if (step[t] + 1 >= hulls[t].size()) continue;
-      const JointTablePlan& tp = plan.tables[t];
-      const JointOption& next = tp.frontier[hulls[t][step[t] + 1]];
-      const uint64_t more = next.bytes - tp.choice().bytes;
-      if (plan.bytes + more > max_bytes) continue;
-      const double gain = gain_of(tp, next) / static_cast<double>(more ? more : 1);
+      const size_t next = hulls[t][step[t] + 1];
+      const uint64_t more = plan.tables[t].frontier[next].bytes - plan.tables[t].frontier[chosen[t]].bytes;
+      if (bytes + more > max_bytes) continue;
+      const double gain = gain_of(t, next) / static_cast<double>(more ? more : 1);
       if (best == SIZE_MAX || gain > best_gain) {
         best = t;
         best_gain = gain;
       }
     }
     if (best == SIZE_MAX) break;
-    JointTablePlan& tp = plan.tables[best];
     const size_t to = hulls[best][++step[best]];
-    plan.bytes += tp.frontier[to].bytes - tp.choice().bytes;
-    tp.chosen = to;
+    bytes += plan.tables[best].frontier[to].bytes - plan.tables[best].frontier[chosen[best]].bytes;
+    chosen[best] = to;
   }
   for (;;) {
     size_t best = SIZE_MAX, best_to = 0;
     double best_gain = 0;
-    for (size_t t = 0; t < plan.tables.size(); ++t) {
+    for (size_t t = 0; t < T; ++t) {
       const JointTablePlan& tp = plan.tables[t];
-      for (size_t i = tp.chosen + 1; i < tp.frontier.size(); ++i)
-        if (plan.bytes + tp.frontier[i].bytes - tp.choice().bytes <= max_bytes &&
-            gain_of(tp, tp.frontier[i]) > best_gain) {
+      for (size_t i = chosen[t] + 1; i < tp.frontier.size(); ++i)
+        if (bytes + tp.frontier[i].bytes - tp.frontier[chosen[t]].bytes <= max_bytes && gain_of(t, i) > best_gain) {
           best = t;
           best_to = i;
-          best_gain = gain_of(tp, tp.frontier[i]);
+          best_gain = gain_of(t, i);
         }
     }
     if (best == SIZE_MAX) break;
-    JointTablePlan& tp = plan.tables[best];
-    plan.bytes += tp.frontier[best_to].bytes - tp.choice().bytes;
-    tp.chosen = best_to;
+    bytes += plan.tables[best].frontier[best_to].bytes - plan.tables[best].frontier[chosen[best]].bytes;
+    chosen[best] = best_to;
+  }
+  return chosen;
+}
+
+// Partial plans kept a table at most: beyond this the Pareto set of the
+// tables so far is thinned to the best plan a slice of the cap (a model of
+// 26 tables with fronts of 60 options stays far below it in practice).
+constexpr size_t kMaxPartialPlans = 1 << 14;
+
+// The least sum_t w_t s_t objective_t under max_bytes, exactly: the Pareto
+// set of (bytes, objective) over the tables taken so far, extended by each
+// option of the next table, pruned to what no other partial plan beats in
+// both and to what leaves room for the remaining tables' cheapest options.
+// `exact` is cleared when the set had to be thinned.
+std::vector<size_t> allocate_exact(const JointPlan& plan, uint64_t max_bytes, bool& exact) {
+  const size_t T = plan.tables.size();
+  std::vector<uint64_t> rest_min(T + 1, 0);  // the cheapest bytes of tables t..T-1
+  for (size_t t = T; t-- > 0;) rest_min[t] = rest_min[t + 1] + plan.tables[t].frontier.front().bytes;
+  struct Partial {
+    uint64_t bytes = 0;
+    double objective = 0;
+    uint32_t from = 0, option = 0;  // the partial plan of the tables before and this table's option
+  };
+  std::vector<std::vector<Partial>> layers(T + 1);
+  layers[0].push_back({});
+  exact = true;
+  for (size_t t = 0; t < T; ++t) {
+    const JointTablePlan& tp = plan.tables[t];
+    std::vector<Partial> next;
+    for (size_t p = 0; p < layers[t].size(); ++p)
+      for (size_t i = 0; i < tp.frontier.size(); ++i) {
+        const JointOption& o = tp.frontier[i];
+        const uint64_t bytes = layers[t][p].bytes + o.bytes;
+        if (bytes + rest_min[t + 1] > max_bytes) break;  // the front is cheapest first
+        next.push_back({bytes, layers[t][p].objective + tp.weight * tp.share * o.objective, static_cast<uint32_t>(p),
+                        static_cast<uint32_t>(i)});
+      }
+    std::sort(next.begin(), next.end(), [](const Partial& a, const Partial& b) {
+      return a.bytes != b.bytes ? a.bytes < b.bytes : a.objective < b.objective;
+    });
+    std::vector<Partial>& front = layers[t + 1];
+    for (const Partial& q : next)
+      if (front.empty() || q.objective < front.back().objective) front.push_back(q);
+    if (front.size() > kMaxPartialPlans) {
+      exact = false;
+      const double slice = static_cast<double>(max_bytes) / static_cast<double>(kMaxPartialPlans);
+      std::vector<Partial> thinned;
+      for (const Partial& q : front) {
+        const auto bucket = [&](const Partial& x) { return std::floor(static_cast<double>(x.bytes) / slice); };
+        if (!thinned.empty() && bucket(thinned.back()) == bucket(q))
+          thinned.back() = q;  // the front falls: the later point of a slice is the better one
+        else
+          thinned.push_back(q);
+      }
+      front = std::move(thinned);
+    }
+  }
+  std::vector<size_t> chosen(T, 0);
+  if (layers[T].empty()) return chosen;
+  // The last point of the final front has the least objective of all that fit.
+  uint32_t at = static_cast<uint32_t>(layers[T].size() - 1);
+  for (size_t t = T; t-- > 0;) {
+    const Partial& q = layers[t + 1][at];
+    chosen[t] = q.option;
+    at = q.from;
+  }
+  return chosen;
+}
+
+void allocate(JointPlan& plan, uint64_t max_bytes) {
+  bool exact = true;
+  std::vector<size_t> chosen = allocate_exact(plan, max_bytes, exact);
+  if (!exact) {
+    const std::vector<size_t> greedy = allocate_greedy(plan, max_bytes);
+    if (weighted_sum(plan.tables, greedy, &JointOption::objective) <
+        weighted_sum(plan.tables, chosen, &JointOption::objective))
+      chosen = greedy;
+  }
+  plan.exact = exact;
+  plan.bytes = 0;
+  for (size_t t = 0; t < plan.tables.size(); ++t) {
+    plan.tables[t].chosen = chosen[t];
+    plan.bytes += plan.tables[t].choice().bytes;
   }
 }
 
@@ -283,43 +405,98 @@ std::vector<JointOption> table_options(const TableSample& s, const std::vector<u
   return pareto_front(std::move(out));
 }
 
-// What a user does today, for comparison: every table under the same ratio
-// (its share of the cap by fp32 bytes), the least error each can have there.
-double uniform_error(const std::vector<JointTablePlan>& tables, uint64_t max_bytes, uint64_t fp32_total) {
-  double sum = 0;
-  for (size_t t = 0; t < tables.size(); ++t) {
-    const double cap = static_cast<double>(max_bytes) * static_cast<double>(tables[t].fp32_bytes) /
-                       static_cast<double>(fp32_total ? fp32_total : 1);
-    const JointOption* best = &tables[t].frontier.front();  // the cheapest, when nothing fits its share
-    for (const JointOption& o : tables[t].frontier)
-      if (static_cast<double>(o.bytes) <= cap && o.objective < best->objective) best = &o;
-    sum += tables[t].weight * tables[t].share * best->error;
+}  // namespace
+
+namespace {
+
+// Each table's share of the model's lookups: by counts when every table has
+// them, else by rows (a count file's scale says nothing beside a table
+// without one). Sets plan.shares_by_counts.
+std::vector<double> table_shares(const std::vector<JointTable>& tables, JointPlan& plan) {
+  plan.shares_by_counts =
+      std::all_of(tables.begin(), tables.end(), [](const JointTable& jt) { return !jt.freq.empty(); });
+  std::vector<double> shares;
+  double lookups = 0;
+  for (const JointTable& jt : tables) {
+    shares.push_back(plan.shares_by_counts ? std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0)
+                                           : static_cast<double>(jt.table->rows()));
+    lookups += shares.back();
   }
-  return sum;
+  for (double& s : shares) s /= lookups > 0 ? lookups : 1;
+  return shares;
 }
+
+JointTablePlan table_plan(const JointTable& jt, double share) {
+  JointTablePlan tp;
+  tp.name = jt.name;
+  tp.rows = jt.table->rows();
+  tp.dim = jt.table->dim();
+  tp.fp32_bytes = tp.rows * tp.dim * 4;
+  tp.share = share;
+  tp.weight = jt.weight;
+  return tp;
+}
+
+// The codec that keeps a table's values as its file stores them.
+const char* stored_codec(io::DType t) { return t == io::DType::f16 ? "fp16" : t == io::DType::bf16 ? "bf16" : "fp32"; }
 
 }  // namespace
 
+std::optional<JointPlan> plan_as_stored(const std::vector<JointTable>& tables, uint64_t max_bytes) {
+  JointPlan plan;
+  const std::vector<double> shares = table_shares(tables, plan);
+  uint64_t bytes = 0;
+  for (size_t t = 0; t < tables.size(); ++t) {
+    JointTablePlan tp = table_plan(tables[t], shares[t]);
+    const char* codec = stored_codec(tables[t].table->dtype());
+    const uint64_t table_bytes = tp.rows * code_size(codec, tp.dim);
+    tp.frontier.push_back({{tier("all", ShareKind::rest, 0, codec)}, table_bytes, 0, 0});
+    bytes += table_bytes;
+    plan.tables.push_back(std::move(tp));
+  }
+  if (bytes > max_bytes) return std::nullopt;
+  plan.max_bytes = max_bytes;
+  plan.bytes = bytes;
+  return plan;
+}
+
+std::optional<uint64_t> smallest_codes_bytes(const std::vector<JointTable>& tables, const JointPlanOptions& opt,
+                                             std::string& largest) {
+  uint64_t total = 0, most = 0;
+  for (const JointTable& jt : tables) {
+    const uint64_t rows = jt.table->rows(), dim = jt.table->dim();
+    const std::vector<std::string> specs =
+        opt.codecs.empty() ? chooser_candidates(rows, dim, opt.sample_rows) : opt.codecs;
+    std::optional<uint64_t> least;
+    for (const std::string& s : specs) {
+      try {
+        const uint64_t b = rows * code_size(s, dim);
+        if (!least || b < *least) least = b;
+      } catch (const Error&) {  // a spelling the plan itself will refuse, aloud
+        return std::nullopt;
+      }
+    }
+    if (!least) return std::nullopt;
+    total += *least;
+    if (*least >= most) {
+      most = *least;
+      largest = fmt::format("{} (at least {} bytes)", jt.name, *least);
+    }
+  }
+  return total;
+}
+
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt) {
   JointPlan plan;
-  double lookups = 0;
-  for (const JointTable& jt : tables)
-    lookups +=
-        jt.freq.empty() ? static_cast<double>(jt.table->rows()) : std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0);
-  for (const JointTable& jt : tables) {
+  const std::vector<double> shares = table_shares(tables, plan);
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const JointTable& jt = tables[t];
     const std::vector<uint64_t> order =
         hot_order(!jt.freq.empty() ? jt.freq : detail::digest_and_norms(*jt.table, true, io::kDefaultBlockBytes).norms);
     const std::vector<std::string> specs =
         opt.codecs.empty() ? chooser_candidates(jt.table->rows(), jt.table->dim(), opt.sample_rows) : opt.codecs;
     const TableSample s = score_sample(jt, order, opt, specs, !opt.codecs.empty());
-    JointTablePlan tp;
-    tp.name = jt.name;
-    tp.rows = jt.table->rows();
-    tp.dim = jt.table->dim();
-    tp.fp32_bytes = tp.rows * tp.dim * 4;
-    tp.share = (jt.freq.empty() ? static_cast<double>(tp.rows) : std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0)) /
-               (lookups > 0 ? lookups : 1);
-    tp.weight = jt.weight;
+    JointTablePlan tp = table_plan(jt, shares[t]);
     tp.frontier = table_options(s, order, opt);
     plan.tables.push_back(std::move(tp));
   }
@@ -329,30 +506,34 @@ JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptio
 }
 
 void replan_joint(JointPlan& plan, uint64_t max_bytes, uint64_t header_bytes) {
-  std::vector<std::vector<size_t>> hulls;  // each front's lower convex hull, as indices into it
-  uint64_t fp32_total = 0;
+  uint64_t fp32_total = 0, cheapest = 0;
+  const JointTablePlan* largest = nullptr;  // the table whose cheapest option takes the most
   plan.max_bytes = max_bytes;
-  plan.bytes = 0;
   for (JointTablePlan& tp : plan.tables) {
     tp.chosen = 0;
     tp.recall.reset();
-    hulls.push_back(hull_indices(tp.frontier));
-    plan.bytes += tp.frontier.front().bytes;
+    cheapest += tp.frontier.front().bytes;
     fp32_total += tp.fp32_bytes;
+    if (!largest || tp.frontier.front().bytes > largest->frontier.front().bytes) largest = &tp;
   }
-  if (plan.bytes > max_bytes)
+  if (cheapest > max_bytes)
     EDO_FAIL(
         "joint plan: the cheapest option of every table takes {} bytes of data together, over the {} the "
-        "budget leaves them: the smallest reachable model file is about bytes<={} (ratio {:.3g})",
-        plan.bytes, max_bytes, plan.bytes + header_bytes,
-        static_cast<double>(fp32_total) / static_cast<double>(plan.bytes + header_bytes));
-  allocate(plan, hulls, max_bytes);
-  plan.error = plan.objective = 0;
-  for (const JointTablePlan& tp : plan.tables) {
-    plan.error += tp.weight * tp.share * tp.choice().error;
-    plan.objective += tp.weight * tp.share * tp.choice().objective;
-  }
-  plan.uniform_error = uniform_error(plan.tables, max_bytes, fp32_total);
+        "budget leaves them: the smallest reachable model file is about bytes<={} (ratio {:.3g}); table {} "
+        "alone takes {} at its smallest ({})",
+        cheapest, max_bytes, cheapest + header_bytes,
+        static_cast<double>(fp32_total) / static_cast<double>(cheapest + header_bytes), largest->name,
+        largest->frontier.front().bytes, tiers_text(largest->frontier.front().tiers));
+  allocate(plan, max_bytes);
+  std::vector<size_t> chosen;
+  for (const JointTablePlan& tp : plan.tables) chosen.push_back(tp.chosen);
+  plan.error = weighted_sum(plan.tables, chosen, &JointOption::error);
+  plan.objective = weighted_sum(plan.tables, chosen, &JointOption::objective);
+  const std::vector<size_t> same_ratio = same_ratio_choice(plan.tables, max_bytes, fp32_total);
+  plan.same_ratio_objective = weighted_sum(plan.tables, same_ratio, &JointOption::objective);
+  plan.same_ratio_error = weighted_sum(plan.tables, same_ratio, &JointOption::error);
+  plan.same_ratio_bytes = 0;
+  for (size_t t = 0; t < plan.tables.size(); ++t) plan.same_ratio_bytes += plan.tables[t].frontier[same_ratio[t]].bytes;
 }
 
 std::optional<JointStep> cheapest_step(const JointPlan& plan) {
@@ -364,6 +545,17 @@ std::optional<JointStep> cheapest_step(const JointPlan& plan) {
     }
   return best;
 }
+
+namespace {
+
+// Each option of a table's front as [bytes, objective, tiers]: what the plan chose among.
+nlohmann::json frontier_json(const JointTablePlan& tp) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const JointOption& o : tp.frontier) out.push_back({o.bytes, o.objective, tiers_text(o.tiers)});
+  return out;
+}
+
+}  // namespace
 
 nlohmann::json to_json(const JointPlan& plan) {
   nlohmann::json tables = nlohmann::json::array();
@@ -378,16 +570,23 @@ nlohmann::json to_json(const JointPlan& plan) {
                       {"error", tp.choice().error},
                       {"objective", tp.choice().objective},
                       {"frontier_options", tp.frontier.size()},
+                      {"frontier", frontier_json(tp)},
                       {"tiers", plan_to_json(tp.choice().tiers)["tiers"]}});
     if (tp.recall) tables.back()["w.recall@10"] = *tp.recall;
   }
-  return {{"max_data_bytes", plan.max_bytes},
-          {"data_bytes", plan.bytes},
-          {"weighted_error", plan.error},
-          {"objective", plan.objective},
-          {"cold_weight", plan.cold_weight},
-          {"uniform_error", plan.uniform_error},
-          {"tables", tables}};
+  nlohmann::json j = {{"max_data_bytes", plan.max_bytes},
+                      {"data_bytes", plan.bytes},
+                      {"weighted_error", plan.error},
+                      {"objective", plan.objective},
+                      {"objective_name", objective_name(plan)},
+                      {"cold_weight", plan.cold_weight},
+                      {"shares", plan.shares_by_counts ? "counts" : "rows"},
+                      {"allocation", plan.exact ? "exact" : "thinned"},
+                      {"same_ratio_objective", plan.same_ratio_objective},
+                      {"same_ratio_error", plan.same_ratio_error},
+                      {"same_ratio_data_bytes", plan.same_ratio_bytes},
+                      {"tables", tables}};
+  return j;
 }
 
 std::optional<std::map<std::string, std::vector<TierSpec>>> read_joint_plan_file(const std::string& path) {
@@ -409,16 +608,22 @@ std::optional<std::map<std::string, std::vector<TierSpec>>> read_joint_plan_file
   return tiers;
 }
 
+std::string objective_name(const JointPlan& plan) {
+  return plan.cold_weight > 0 ? fmt::format("sum w_t s_t E_t with cold weight {:g}", plan.cold_weight)
+                              : "sum w_t s_t E_t";
+}
+
 std::string to_text(const JointPlan& plan) {
-  std::string out = fmt::format(
-      "  joint plan: {} of {} data bytes, access-weighted error sum s_t E_t {:.4g} (every table at the same ratio: "
-      "{:.4g})\n",
-      plan.bytes, plan.max_bytes, plan.error, plan.uniform_error);
+  std::string out =
+      fmt::format("  joint plan: {} of {} data bytes, objective {} = {:.4g}; every table at the same ratio: {:.4g}\n",
+                  plan.bytes, plan.max_bytes, objective_name(plan), plan.objective, plan.same_ratio_objective);
+  if (plan.cold_weight > 0)
+    out += fmt::format("  access-weighted error sum s_t E_t {:.4g} (same ratio: {:.4g})\n", plan.error,
+                       plan.same_ratio_error);
   out += fmt::format("  {:<28} {:>10} {:>6} {:>7} {:>12} {:>12} {:>10} {:>9}  {}\n", "table", "rows", "dim", "share",
                      "fp32", "planned", "E_t", "w.rec@10", "tiers");
   for (const JointTablePlan& tp : plan.tables) {
-    std::string tiers;
-    for (const TierSpec& t : tp.choice().tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
+    const std::string tiers = tiers_text(tp.choice().tiers);
     out += fmt::format("  {:<28} {:>10} {:>6} {:>6.2f}% {:>12} {:>12} {:>10.4g} {:>9}  {}\n", tp.name, tp.rows, tp.dim,
                        100 * tp.share, tp.fp32_bytes, tp.choice().bytes, tp.choice().error,
                        tp.recall ? fmt::format("{:.4f}", *tp.recall) : "-", tiers);

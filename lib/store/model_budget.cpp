@@ -68,7 +68,22 @@ ModelBudgetRun plan_model_budget(const io::ModelSelection& model, const Budget& 
   jopt.seed = opt.seed;
   jopt.codecs = opt.codecs;
   jopt.cold_weight = opt.cold_weight;
-  run.plan = plan_joint(tables, jopt);
+  // Budgets answered before any training: one the tables meet as stored, and
+  // one under the headers or the fewest bytes any codec takes.
+  std::string largest;
+  const std::optional<uint64_t> floor = smallest_codes_bytes(tables, jopt, largest);
+  if (run.cap <= allowance || (floor && *floor > jopt.max_bytes))
+    EDO_FAIL(
+        "{}: budget {} allows {} bytes: the tables' codes take at least {} bytes in their most compact codecs, "
+        "beside about {} of headers, so the smallest reachable model file is above bytes<={} (ratio {:.3g}); "
+        "the largest part is table {}",
+        model.path, budget.sizes.front().expression, run.cap, floor.value_or(0), allowance,
+        floor.value_or(0) + allowance, static_cast<double>(fp32) / static_cast<double>(floor.value_or(0) + allowance),
+        largest);
+  if (std::optional<JointPlan> stored = plan_as_stored(tables, jopt.max_bytes))
+    run.plan = std::move(*stored);
+  else
+    run.plan = plan_joint(tables, jopt);
   const auto tiers_of = [](const JointPlan& plan) {
     std::map<std::string, std::vector<TierSpec>> planned;
     for (const JointTablePlan& tp : plan.tables) planned[tp.name] = tp.choice().tiers;

@@ -26,12 +26,16 @@ io::ModelSelection model_eval_selection(const std::string& input, const std::str
   std::vector<std::string> chosen;
   for (const std::string& name : in_file)
     if (globs.empty() ||
-        std::any_of(globs.begin(), globs.end(), [&](const auto& g) { return io::glob_match(g, name); }))
+        std::any_of(globs.begin(), globs.end(), [&](const auto& g) { return io::table_glob_match(g, name); }))
       chosen.push_back(name);
   if (chosen.empty())
     EDO_USAGE_FAIL("--tables: nothing in {} matches (its tables: {})", compressed, fmt::join(in_file, ", "));
   // Tables by exact name: '*' and '?' in a name match themselves too.
   io::ModelSelection sel = io::select_model_tables(input, globs.empty() ? chosen : globs);
+  if (globs.empty())  // the file's names, which may also be parts of other tensors' names
+    std::erase_if(sel.tables, [&](const io::ModelTable& t) {
+      return std::find(chosen.begin(), chosen.end(), t.name) == chosen.end();
+    });
   for (const io::ModelTable& t : sel.tables)
     if (std::find(chosen.begin(), chosen.end(), t.name) == chosen.end())
       EDO_USAGE_FAIL("table '{}' of {} is not in {} (it holds {})", t.name, input, compressed,

@@ -154,12 +154,26 @@ std::string model_report_text(const ModelReport& rep) {
   return s;
 }
 
-std::string model_selection_text(const io::ModelSelection& selection) {
+std::string model_selection_text(const io::ModelSelection& selection, bool verbose) {
   std::string s = fmt::format("{} ({}): {} table{}", selection.path, selection.format, selection.tables.size(),
                               selection.tables.size() == 1 ? "" : "s");
   for (const io::ModelTable& t : selection.tables) s += fmt::format("\n  took    {} ({} x {})", t.name, t.rows, t.dim);
-  for (const auto& [name, why] : selection.skipped) s += fmt::format("\n  skipped {}: {}", name, why);
-  return s;
+  if (verbose || selection.skipped.size() <= 3) {
+    for (const auto& [name, why] : selection.skipped) s += fmt::format("\n  skipped {}: {}", name, why);
+    return s;
+  }
+  // A transformer holds a hundred tensors beside its tables: one line, counted by reason.
+  std::vector<std::pair<std::string, size_t>> reasons;
+  for (const auto& [name, why] : selection.skipped) {
+    auto at = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == why; });
+    if (at == reasons.end())
+      reasons.emplace_back(why, 1);
+    else
+      ++at->second;
+  }
+  std::string counted;
+  for (const auto& [why, n] : reasons) counted += fmt::format("{}{} {}", counted.empty() ? "" : "; ", n, why);
+  return s + fmt::format("\n  skipped {} tensors ({}); --verbose lists them", selection.skipped.size(), counted);
 }
 
 }  // namespace edo

@@ -1041,6 +1041,23 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
   res.order = opt.freq.empty() ? "norm" : "frequency";
   res.budget = weighted_budget(opt);
   check_reachable(res.budget);
+  if (opt.size_only && opt.max_bytes) {
+    const io::DType t = table.dtype();
+    const std::string stored = t == io::DType::f16 ? "fp16" : t == io::DType::bf16 ? "bf16" : "fp32";
+    const uint64_t bytes = rows * code_size(stored, dim);
+    if (bytes <= opt.max_bytes) {
+      PlanCandidate c;
+      c.tiers = {parse_tier_spec("all:rest:" + stored)};
+      c.bytes = bytes;
+      c.passed = true;
+      res.tried.push_back(std::move(c));
+      res.chosen = 0;
+      res.candidates = 1;
+      res.smallest_bytes = bytes;
+      res.as_stored = true;
+      return res;
+    }
+  }
   const std::vector<uint64_t> order =
       hot_order(opt.freq.empty() ? detail::digest_and_norms(table, true, io::kDefaultBlockBytes).norms : opt.freq);
   const PlanSample sample = draw_sample(table, opt, order);
@@ -1175,6 +1192,9 @@ nlohmann::json to_json(const PlanResult& plan) {
 }
 
 std::string to_text(const PlanResult& plan) {
+  if (plan.as_stored)
+    return fmt::format("plan: the byte cap holds the table as stored, {} bytes of data: {} (no search)\n",
+                       plan.tried.front().bytes, format_tier_spec(plan.tried.front().tiers.front()));
   std::string budget;
   for (const Gate& g : plan.budget) budget += (budget.empty() ? "" : ", ") + g.expression;
   std::string out = fmt::format(

@@ -81,8 +81,13 @@ m="$work/m.safetensors"
 expect 0 "$build/edo-profile" "$m" --list-tables
 "$py" - "$work/out" <<'PY' || fail "listing: $(cat "$work/out")"
 import sys
-lines = [l.split()[0] for l in open(sys.argv[1]).read().splitlines()[1:]]
-assert lines == ['model.embed.weight', 'model.embed16', 'model.embedbf16', 'e4', 'e5'], lines
+rows = [l.split() for l in open(sys.argv[1]).read().splitlines()[1:]]
+names = [r[1] if r[0] == '*' else r[0] for r in rows]
+assert names == ['model.embed.weight', 'model.embed16', 'model.embedbf16', 'e4', 'e5'], names
+# The default choice marked, with why: the names holding 'emb'.
+marked = [r[1] for r in rows if r[0] == '*']
+assert marked == ['model.embed.weight', 'model.embed16', 'model.embedbf16'], marked
+assert all("(its name holds 'emb')" in l for l in open(sys.argv[1]).read().splitlines()[1:] if l.startswith('*'))
 PY
 expect 0 "$build/edo-profile" "$m" --list-tables --json
 grep -q '"bfloat16"' "$work/out" || fail "--json listing has no bfloat16 tensor"
@@ -109,7 +114,9 @@ grep -q "b.weight" "$work/out" && grep -q "a.weight" "$work/out" || fail "index 
 # tensors named like embeddings); a missing tensor; a 1-D one; an unknown dtype.
 expect 0 "$Q" "$m" -o "$work/model.edo" --codec int8
 grep -q 'took    model.embed.weight (300 x 50)' "$work/err" || fail "the model's choice: $(cat "$work/err")"
-grep -q "skipped e4: its name has no 'emb'" "$work/err" || fail "e4's skip: $(cat "$work/err")"
+grep -q "skipped 4 tensors (2 not a default table" "$work/err" || fail "no one-line summary: $(cat "$work/err")"
+expect 0 "$Q" "$m" -o "$work/model.edo" --codec int8 --verbose
+grep -q "skipped e4: not a default table (no 'emb' in its name" "$work/err" || fail "e4's skip: $(cat "$work/err")"
 expect 1 "$Q" "$m:nope" -o "$work/x.edo" --codec int8
 err_has "no tensor 'nope'; its 2-D tensors: model.embed.weight"
 expect 1 "$Q" "$m:bias" -o "$work/x.edo" --codec int8

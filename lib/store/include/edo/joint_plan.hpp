@@ -67,13 +67,13 @@ struct JointPlanOptions {
   // empty: the codec chooser's candidates for each table (chooser_candidates).
   std::vector<std::string> codecs;
   std::vector<double> cuts = {1, 2, 5, 10, 20, 30, 40, 50, 60, 80};  // hot slices, percent of rows
-  // The objective weighs a row by its count plus cold_weight x its table's
-  // mean count (a table without counts: every row alike, whatever this is).
-  // A row's error costs a lookup of it, and also the queries it is a
-  // neighbour of, which its own count does not see: with 0 (E_t exactly)
-  // the rarest rows get the cheapest codecs and recall@10 falls
-  // (docs/PACK.md, "One budget for a model").
-  double cold_weight = 1;
+  // 0 (the default): the objective is sum_t w_t s_t E_t exactly. Above 0,
+  // a recall-oriented objective: each row weighs its count plus cold_weight
+  // x its table's mean count (a table without counts: every row alike,
+  // whatever this is), since a row's error also costs the queries it is a
+  // neighbour of, which its own count does not see (docs/PACK.md, "One
+  // budget for a model"). Plans and baselines are compared under it.
+  double cold_weight = 0;
 };
 
 struct JointPlan {
@@ -81,16 +81,35 @@ struct JointPlan {
   uint64_t max_bytes = 0, bytes = 0;
   double error = 0;      // sum_t weight_t s_t E_t
   double objective = 0;  // the same sum of the options' objective, which the allocation minimises
-  double cold_weight = 1;
-  // sum_t weight_t s_t E_t with every table at the same ratio (its share of
+  double cold_weight = 0;
+  bool shares_by_counts = false;  // s_t by counts (every table has them), else by rows
+  bool exact = true;              // the allocation is the least objective of the fronts (not thinned)
+  // The objective and error with every table at the same ratio (its share of
   // the data bytes by its fp32 bytes, the option of least objective under
-  // it): the loop a user writes today, for comparison.
-  double uniform_error = 0;
+  // it; its cheapest where none fits, so the sum may pass the cap): the
+  // loop a user writes today, for comparison.
+  double same_ratio_objective = 0, same_ratio_error = 0;
+  uint64_t same_ratio_bytes = 0;
 };
+
+// "sum w_t s_t E_t", with the cold weight when one is set: the objective in use.
+std::string objective_name(const JointPlan& plan);
 
 // Throws edo::Error (runtime) when even every table's cheapest option is over
 // max_bytes, naming that smallest total.
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt);
+
+// A budget the input meets as stored, answered without training: every
+// table in the codec that keeps its values exactly (fp16 and bf16 tables in
+// theirs, any other in fp32), nullopt when those bytes pass max_bytes.
+std::optional<JointPlan> plan_as_stored(const std::vector<JointTable>& tables, uint64_t max_bytes);
+
+// A floor under any plan's data bytes, known before training: each table's
+// rows in the candidate of fewest bytes a row (trained state not counted);
+// `largest` names the table that takes the most of it. nullopt when a
+// candidate named is not a codec (plan_joint says so).
+std::optional<uint64_t> smallest_codes_bytes(const std::vector<JointTable>& tables, const JointPlanOptions& opt,
+                                             std::string& largest);
 // The same frontiers allocated again under another max_bytes (the scoring,
 // the costly part, is not repeated); the same error as plan_joint's.
 void replan_joint(JointPlan& plan, uint64_t max_bytes, uint64_t header_bytes);

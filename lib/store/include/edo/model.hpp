@@ -95,7 +95,8 @@ nlohmann::json model_provenance(const WriteOptions& opt);
 nlohmann::json model_report_json(const ModelReport& rep);
 std::string model_report_text(const ModelReport& rep);
 
-// The tables a model selection took and skipped, one line each, for stderr.
-std::string model_selection_text(const io::ModelSelection& selection);
+// The tables a model selection took, one line each, and what it skipped: one
+// line each when `verbose` or three at most, else one line counted by reason.
+std::string model_selection_text(const io::ModelSelection& selection, bool verbose = false);
 
 }  // namespace edo

@@ -27,7 +27,7 @@ struct ModelBudgetOptions {
   std::map<std::string, double> weights;          // table name -> --table-weight
   uint64_t seed = 0;
   std::vector<std::string> codecs;  // --plan-codecs; empty: the chooser's candidates
-  double cold_weight = 1;           // --cold-weight (JointPlanOptions::cold_weight)
+  double cold_weight = 0;           // --cold-weight (JointPlanOptions::cold_weight)
 };
 
 struct ModelBudgetRun {

@@ -150,6 +150,10 @@ struct PlanOptions {
   // (docs/PACK.md, "Planning"). false: the sample's word is taken (tests).
   bool check_on_table = true;
   uint32_t max_check_rounds = 4;
+  // A size alone (apply_budget): when max_bytes holds the table as its file
+  // stores it (fp32, or fp16 / bf16 for tables of those), that is the plan,
+  // chosen before any sample is drawn (PlanResult::as_stored).
+  bool size_only = false;
   // A budget's recall@K with K at or beyond the rows it is scored on is a
   // usage error (every row would count as found); false: allowed, as for a
   // model's tables under one floor (a 3-row table's recall@10 is 1).
@@ -198,6 +202,7 @@ struct PlanResult {
   std::vector<Gate> search_budget;      // what the last search asked of the sample
   std::vector<PlanCheck> checks;        // each search's choice measured on the whole table
   bool unmet_on_table = false;          // a plan passed on the sample, none on the whole table
+  bool as_stored = false;               // the cap holds the table as stored: that plan, no search
 };
 
 PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt);

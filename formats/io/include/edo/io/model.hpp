@@ -35,18 +35,34 @@ struct ModelSelection {
 // .safetensors.index.json, .npz or .h5/.hdf5 file with no ":member".
 bool is_model_spec(const std::string& spec);
 
-// The tables of model `spec` (is_model_spec), chosen by `globs` ("*" and "?"
-// match any characters; a tensor is chosen when any glob matches its whole
-// name): a glob matching nothing, or a named tensor that is not a 2-D
-// floating table, is a usage error naming the file and listing its tables.
-// Without globs: the 2-D floating tensors whose name contains "emb" or
-// starts with "lm_head", and when none does, every 2-D floating tensor.
-// Every other tensor is listed in `skipped` with the reason. Duplicate
-// names (two shards naming one tensor) are an error.
+// The tables of model `spec` (is_model_spec), chosen by `globs`
+// (table_glob_match): a glob matching nothing is a usage error naming the
+// file and listing its tensors; a tensor a glob names exactly (no '*' or '?')
+// that is not a 2-D floating table is one too, while one a wildcard reaches
+// is skipped with its reason. Without globs: the 2-D floating tensors whose
+// name contains "emb" or starts with "lm_head", and when none does, every
+// 2-D floating tensor (default_table_reason says which rule took a table).
+// Every other tensor is listed in `skipped` with the reason. Duplicate names
+// (two shards naming one tensor) are an error.
 ModelSelection select_model_tables(const std::string& spec, const std::vector<std::string>& globs);
+
+// Why the default selection takes 2-D floating tensor `name` of a model
+// whose 2-D floating tensors are `tables`: a line, or empty when it does not.
+std::string default_table_reason(const std::string& name, const std::vector<std::string>& tables);
 
 // "*" and "?" glob match of a whole name.
 bool glob_match(const std::string& glob, const std::string& name);
+
+// --tables' rule (docs/PACK.md, "Models"): the glob matches the whole name or
+// any run of its whole parts, parts being what '.' and '/' separate. So
+// 'word*' takes "embeddings.word_embeddings.weight" (the run
+// "word_embeddings" or "word_embeddings.weight"), 'position_embeddings'
+// takes "bert.embeddings.position_embeddings.weight", and 'C1' takes "C1" or
+// "sparse.C1" but never "C10".
+bool table_glob_match(const std::string& glob, const std::string& name);
+
+// Whether `glob` has no '*' or '?': it names tensors, rather than reaching them.
+bool is_literal_glob(const std::string& glob);
 
 // Parses "NAME=VALUE" arguments whose NAME is one of `names` (a table of the
 // model): the value, or nullopt when the argument does not start with a
