@@ -12,6 +12,7 @@
 #include <edo/io/files.hpp>
 #include <edo/io/vocab.hpp>
 #include <edo/make_codec.hpp>
+#include <edo/model_choice.hpp>
 #include <edo/pack.hpp>
 #include <edo/shard.hpp>
 #include <edo/sweep.hpp>
@@ -199,7 +200,7 @@ struct Quantize {
   }
 
   // Runs the chooser on `table` (a model's: `in_model`) and prints its candidate table on stderr.
-  edo::CodecChoice choose(edo::io::TableReader& table, bool in_model = false) const {
+  edo::ChooseOptions chooser_options(bool in_model) const {
     edo::ChooseOptions o;
     o.refuse_k_beyond_rows = !in_model;  // a model's tiny tables meet a recall goal trivially
     o.metric = edo::parse_metric(eval_flags.metric);
@@ -209,7 +210,11 @@ struct Quantize {
     o.allow_nonfinite = allow_nonfinite;
     o.allow_underflow = allow_underflow;
     o.note = edo::cli::stderr_note("edo-quantize", quiet);
-    edo::CodecChoice c = edo::choose_codec(table, edo::parse_auto_spec(spec), o);
+    return o;
+  }
+
+  edo::CodecChoice choose(edo::io::TableReader& table) const {
+    edo::CodecChoice c = edo::choose_codec(table, edo::parse_auto_spec(spec), chooser_options(false));
     if (!quiet) std::fprintf(stderr, "edo-quantize: %s: %s", table.path().c_str(), edo::codec_choice_text(c).c_str());
     if (shard_flags.train_only && !edo::make_codec(c.spec(), table.dim())->needs_training())
       EDO_USAGE_FAIL(
@@ -255,12 +260,33 @@ struct Quantize {
     else if (!spec.empty())
       for (const edo::io::ModelTable& t : model.tables) edo::make_codec(spec, t.dim);  // usage errors first
     const edo::QuantizeOptions opt = options();
+    // auto:... on a model: one budget over the model's values, each table's pick from its own candidates.
+    std::map<std::string, edo::CodecChoice> picks;
+    if (choosing) {
+      std::vector<std::unique_ptr<edo::io::TableReader>> readers;
+      std::vector<edo::ModelChoiceTable> tables;
+      for (const edo::io::ModelTable& t : model.tables) {
+        readers.push_back(edo::open_any_table(t.spec, edo::io::Verify::all));
+        tables.push_back({t.name, readers.back().get(), {}});
+      }
+      const edo::ModelCodecChoice m =
+          edo::choose_model_codecs(tables, edo::parse_auto_spec(spec), chooser_options(true));
+      if (!quiet)
+        std::fprintf(stderr, "edo-quantize: %s: one choice for the model\n%s", input.c_str(),
+                     edo::model_codec_choice_text(m).c_str());
+      for (size_t t = 0; t < model.tables.size(); ++t) picks.emplace(model.tables[t].name, m.tables[t]);
+    }
     const edo::cli::ModelShards shards(shard_flags, model, output);
     const edo::ModelReport rep = edo::write_model_tables(
         model, output,
         [&](edo::io::TableReader& table, const edo::io::ModelTable& t, const std::string& out) {
           std::optional<edo::CodecChoice> chosen;
-          if (choosing) chosen = choose(table, true);  // each table its own codec
+          if (choosing) chosen = picks.at(t.name);
+          if (chosen && shard_flags.train_only && !edo::make_codec(chosen->spec(), table.dim())->needs_training())
+            EDO_USAGE_FAIL(
+                "--train-only --codec {}: the chooser picked {} for table {}, which trains nothing, so there is no "
+                "state to share: run each shard with --codec {}",
+                spec, chosen->spec(), t.name, chosen->spec());
           edo::QuantizeOptions o = options_for(chosen);
           nlohmann::json choice_json =
               chosen ? nlohmann::json{{"codec_choice", edo::codec_choice_json(*chosen)}} : nlohmann::json::object();

@@ -219,6 +219,7 @@ namespace {
 // options every trial shares.
 struct Trial {
   const ChooseOptions& opt;
+  io::TableReader* table;
   std::string input;
   std::vector<uint64_t> ids;
   std::vector<float> x;
@@ -266,7 +267,7 @@ struct Trial {
 };
 
 Trial draw_trial(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
-  Trial t{opt, table.path(), sample_indices(table.rows(), opt.sample_rows, opt.seed), {}, table.dim(), {}, {}};
+  Trial t{opt, &table, table.path(), sample_indices(table.rows(), opt.sample_rows, opt.seed), {}, table.dim(), {}, {}};
   // recall@k of the sample's rows finds every row once k reaches them: any candidate would pass.
   if (opt.refuse_k_beyond_rows && budget.goal != ChooseGoal::best_recall_within_bits && budget.k >= t.ids.size())
     EDO_USAGE_FAIL(
@@ -328,6 +329,47 @@ size_t pick_within_bits(const std::vector<ChooserRow>& rows, const std::vector<s
   return *best;
 }
 
+// Candidates within the sample's confidence interval of the best recall
+// (two standard errors of a recall@10 over its queries' 10 neighbours each,
+// at least kRecallTie) are told apart on a sample four times larger (the
+// whole table when that is fewer rows) with four times the queries: the best
+// recall there wins, a tie within half kRecallTie going to the smaller
+// relative error.
+void rescore_ties(CodecChoice& c, Trial& trial, const std::vector<size_t>& fit) {
+  double best = -1;
+  for (size_t i : fit)
+    if (c.candidates[i].outcome == CandidateOutcome::tried) best = std::max(best, c.candidates[i].recall);
+  const double found = static_cast<double>(std::max<uint64_t>(c.queries, 1)) * 10;
+  c.tie_window = std::max(kRecallTie, 2 * std::sqrt(best * (1 - best) / found));
+  std::vector<size_t> tied;
+  for (size_t i : fit)
+    if (c.candidates[i].outcome == CandidateOutcome::tried && c.candidates[i].recall >= best - c.tie_window)
+      tied.push_back(i);
+  if (tied.size() < 2) return;
+  ChooseOptions larger = trial.opt;
+  larger.sample_rows = trial.opt.sample_rows * 4;
+  larger.queries = trial.opt.queries * 4;
+  Trial wide = draw_trial(*trial.table, c.budget, larger);
+  for (size_t i : tied) {
+    ChooserRow copy = c.candidates[i];
+    wide.run(copy);
+    ChooserRow& r = c.candidates[i];
+    r.rescored = copy.outcome == CandidateOutcome::tried;
+    r.rescore_recall = copy.recall;
+    r.rescore_rel_error = copy.rel_error;
+  }
+  double wide_top = -1;
+  for (size_t i : tied)
+    if (c.candidates[i].rescored) wide_top = std::max(wide_top, c.candidates[i].rescore_recall);
+  std::optional<size_t> pick;
+  for (size_t i : tied)
+    if (c.candidates[i].rescored && c.candidates[i].rescore_recall >= wide_top - kRecallTie / 2 &&
+        (!pick || c.candidates[i].rescore_rel_error < c.candidates[*pick].rescore_rel_error))
+      pick = i;
+  if (pick) c.winner = *pick;
+  c.rescored_rows = wide.ids.size();
+}
+
 void choose_within_bits(CodecChoice& c, Trial& trial, const std::string& path) {
   std::vector<size_t> fit;
   bool any = false;
@@ -341,6 +383,7 @@ void choose_within_bits(CodecChoice& c, Trial& trial, const std::string& path) {
   }
   if (!any) fail_all_refused(c, path);
   c.winner = pick_within_bits(c.candidates, fit);
+  rescore_ties(c, trial, fit);
   const ChooserRow& w = c.candidates[c.winner];
   std::optional<size_t> other;  // the best recall but the winner's
   for (size_t i : fit)
@@ -351,6 +394,16 @@ void choose_within_bits(CodecChoice& c, Trial& trial, const std::string& path) {
                          fit.size(), c.budget.bits);
   if (!other) return;
   const ChooserRow& o = c.candidates[*other];
+  if (w.rescored) {
+    c.reason = fmt::format(
+        "recall@10 {:.4f} on a {}-row sample, the best of the {} candidates within {:.4f} (the first sample's "
+        "confidence interval) of its best recall ({:.4f}), scored again there; among the {} candidates within {} "
+        "bits a value",
+        w.rescore_recall, c.rescored_rows,
+        std::count_if(c.candidates.begin(), c.candidates.end(), [](const ChooserRow& r) { return r.rescored; }),
+        c.tie_window, std::max(w.recall, o.recall), fit.size(), c.budget.bits);
+    return;
+  }
   if (o.recall > w.recall)
     c.reason = fmt::format(
         "recall@10 {:.4f}, within {} of the best ({}, {:.4f}: a tie on this sample) with less relative error "
@@ -426,6 +479,36 @@ CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, con
   return c;
 }
 
+CodecChoice score_codec_candidates(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt,
+                                   double max_bits) {
+  const auto t0 = Clock::now();
+  if (table.rows() < 2)
+    EDO_FAIL("{}: {}: the chooser needs at least 2 rows to score neighbours", table.path(), budget.text);
+  CodecChoice c;
+  c.budget = budget;
+  c.rows = table.rows();
+  c.dim = table.dim();
+  c.metric = opt.metric;
+  c.candidates = sized_candidates(c.rows, c.dim, opt);
+  if (c.candidates.empty()) EDO_FAIL("{}: {}: no candidate codec takes {} columns", table.path(), budget.text, c.dim);
+  Trial trial = draw_trial(table, budget, opt);
+  c.sample_rows = trial.ids.size();
+  c.queries = std::min(opt.queries, c.sample_rows);
+  const bool bits = budget.goal == ChooseGoal::best_recall_within_bits;
+  size_t n = 0;
+  for (ChooserRow& r : c.candidates) {
+    ++n;
+    if (bits && r.bits > max_bits) continue;
+    note(opt, fmt::format("trying {} ({}/{}, {:.3f} bits a value)", r.spec, n, c.candidates.size(), r.bits));
+    trial.run(r);
+    if (!bits && r.outcome == CandidateOutcome::tried && r.recall >= budget.recall) break;
+  }
+  for (ChooserRow& r : c.candidates)
+    if (!bits && r.outcome == CandidateOutcome::over_budget) r.outcome = CandidateOutcome::larger_not_run;
+  c.seconds = seconds_since(t0);
+  return c;
+}
+
 std::string codec_choice_text(const CodecChoice& c) {
   const uint64_t k = c.budget.goal == ChooseGoal::best_recall_within_bits ? 10 : c.budget.k;
   std::string out = fmt::format(
@@ -441,6 +524,9 @@ std::string codec_choice_text(const CodecChoice& c) {
     const bool scored = r.outcome == CandidateOutcome::tried;
     std::string outcome = i == c.winner ? "chosen" : candidate_outcome_name(r.outcome);
     if (r.outcome == CandidateOutcome::refused) outcome += ": " + r.why;
+    if (r.rescored)
+      outcome += fmt::format(" (a near-tie: rescored on {} rows, recall {:.4f}, rel.error {:.5f})", c.rescored_rows,
+                             r.rescore_recall, r.rescore_rel_error);
     out +=
         fmt::format("{:<{}}  {:>10.3f}  {:>9}  {:>9}  {:>8}  {}\n", r.spec, width, r.bits,
                     scored ? fmt::format("{:.4f}", r.recall) : "-", scored ? fmt::format("{:.5f}", r.rel_error) : "-",
@@ -467,6 +553,7 @@ nlohmann::json codec_choice_json(const CodecChoice& c) {
     }
     if (r.outcome == CandidateOutcome::tried || r.outcome == CandidateOutcome::refused) j["seconds"] = r.seconds;
     if (!r.why.empty()) j["why"] = r.why;
+    if (r.rescored) j["rescored"] = {{"recall", r.rescore_recall}, {"rel_error", r.rescore_rel_error}};
     rows.push_back(std::move(j));
   }
   return {{"budget", c.budget.text},
@@ -477,6 +564,7 @@ nlohmann::json codec_choice_json(const CodecChoice& c) {
           {"sample_rows", c.sample_rows},
           {"queries", c.queries},
           {"seconds", c.seconds},
+          {"rescored_rows", c.rescored_rows},
           {"candidates", rows}};
 }
 

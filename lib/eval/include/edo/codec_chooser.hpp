@@ -102,6 +102,10 @@ struct ChooserRow {
   double rel_error = 0;  // relative Frobenius error on the sample (edo-eval's rel_fro), when tried
   double seconds = 0;    // training, encoding, decoding and scoring
   std::string why;       // a refusal's message
+  // Within kRecallTie of the best on the sample, so scored again on a sample
+  // four times larger (rescore_recall, rescore_rel_error) before choosing.
+  bool rescored = false;
+  double rescore_recall = 0, rescore_rel_error = 0;
 };
 
 struct CodecChoice {
@@ -112,6 +116,8 @@ struct CodecChoice {
   size_t winner = 0;                   // index into candidates
   std::string reason;                  // one sentence: why the winner won
   double seconds = 0;                  // the whole choice, sample read included
+  uint64_t rescored_rows = 0;          // the larger sample near-ties were scored on (0: none)
+  double tie_window = 0;               // recalls this close to the best were near-ties (rescore_ties)
   const std::string& spec() const { return candidates[winner].spec; }
 };
 
@@ -126,6 +132,13 @@ inline constexpr double kRecallTie = 0.001;
 // recall budget on the sample (naming the best). Same table, budget and
 // options give the same choice whatever the thread count.
 CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt);
+
+// The candidates of `table` scored as choose_codec scores them, none chosen
+// (winner 0): a bits budget, every candidate of at most `max_bits` bits a
+// value; a recall budget, in size order up to the first that reaches it.
+// What a model's choice (edo/model_choice.hpp) chooses among.
+CodecChoice score_codec_candidates(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt,
+                                   double max_bits);
 
 // The candidate table and the reason, one line a candidate, for stderr.
 std::string codec_choice_text(const CodecChoice& choice);
