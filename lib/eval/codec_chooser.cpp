@@ -452,10 +452,8 @@ void choose_reaching_recall(CodecChoice& c, Trial& trial, const std::string& pat
   if (smaller > 0) c.reason += fmt::format("; the {} smaller candidates reach at most {:.4f}", smaller, below);
 }
 
-}  // namespace
-
-CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
-  const auto t0 = Clock::now();
+// A choice with its candidates sized for `table`, none scored yet.
+CodecChoice sized_choice(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
   if (table.rows() < 2)
     EDO_FAIL("{}: {}: the chooser needs at least 2 rows to score neighbours", table.path(), budget.text);
   CodecChoice c;
@@ -463,8 +461,16 @@ CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, con
   c.rows = table.rows();
   c.dim = table.dim();
   c.metric = opt.metric;
-  c.candidates = sized_candidates(c.rows, c.dim, opt);  // the budget filters these before any trial
+  c.candidates = sized_candidates(c.rows, c.dim, opt);
   if (c.candidates.empty()) EDO_FAIL("{}: {}: no candidate codec takes {} columns", table.path(), budget.text, c.dim);
+  return c;
+}
+
+}  // namespace
+
+CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt) {
+  const auto t0 = Clock::now();
+  CodecChoice c = sized_choice(table, budget, opt);  // the budget filters these before any trial
   if (budget.goal == ChooseGoal::best_recall_within_bits && c.candidates.front().bits > budget.bits)
     EDO_FAIL("{}: {}: no candidate fits {} bits a value on {} x {} rows; the smallest is {} at {:.3f}", table.path(),
              budget.text, budget.bits, c.rows, c.dim, c.candidates.front().spec, c.candidates.front().bits);
@@ -482,15 +488,7 @@ CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, con
 CodecChoice score_codec_candidates(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt,
                                    double max_bits) {
   const auto t0 = Clock::now();
-  if (table.rows() < 2)
-    EDO_FAIL("{}: {}: the chooser needs at least 2 rows to score neighbours", table.path(), budget.text);
-  CodecChoice c;
-  c.budget = budget;
-  c.rows = table.rows();
-  c.dim = table.dim();
-  c.metric = opt.metric;
-  c.candidates = sized_candidates(c.rows, c.dim, opt);
-  if (c.candidates.empty()) EDO_FAIL("{}: {}: no candidate codec takes {} columns", table.path(), budget.text, c.dim);
+  CodecChoice c = sized_choice(table, budget, opt);
   Trial trial = draw_trial(table, budget, opt);
   c.sample_rows = trial.ids.size();
   c.queries = std::min(opt.queries, c.sample_rows);

@@ -155,17 +155,6 @@ TableSample score_sample(const JointTable& jt, const std::vector<uint64_t>& orde
   return s;
 }
 
-// The options no other beats in both bytes and error, cheapest first.
-std::vector<JointOption> pareto_front(std::vector<JointOption> opts) {
-  std::stable_sort(opts.begin(), opts.end(), [](const JointOption& a, const JointOption& b) {
-    return a.bytes != b.bytes ? a.bytes < b.bytes : a.objective < b.objective;
-  });
-  std::vector<JointOption> front;
-  for (JointOption& o : opts)
-    if (front.empty() || o.objective < front.back().objective) front.push_back(std::move(o));
-  return front;
-}
-
 // The indices of the front's points on its lower convex hull, cheapest first.
 std::vector<size_t> hull_indices(const std::vector<JointOption>& front) {
   std::vector<size_t> hull;
@@ -441,6 +430,16 @@ JointTablePlan table_plan(const JointTable& jt, double share) {
 const char* stored_codec(io::DType t) { return t == io::DType::f16 ? "fp16" : t == io::DType::bf16 ? "bf16" : "fp32"; }
 
 }  // namespace
+
+std::vector<JointOption> pareto_front(std::vector<JointOption> opts) {
+  std::stable_sort(opts.begin(), opts.end(), [](const JointOption& a, const JointOption& b) {
+    return a.bytes != b.bytes ? a.bytes < b.bytes : a.objective < b.objective;
+  });
+  std::vector<JointOption> front;
+  for (JointOption& o : opts)
+    if (front.empty() || o.objective < front.back().objective) front.push_back(std::move(o));
+  return front;
+}
 
 std::optional<JointPlan> plan_as_stored(const std::vector<JointTable>& tables, uint64_t max_bytes) {
   JointPlan plan;

@@ -30,13 +30,7 @@ std::vector<JointOption> candidate_front(const CodecChoice& c) {
     t.codec = r.spec;
     opts.push_back({{t}, r.file_bytes, loss, loss});
   }
-  std::stable_sort(opts.begin(), opts.end(), [](const JointOption& a, const JointOption& b) {
-    return a.bytes != b.bytes ? a.bytes < b.bytes : a.objective < b.objective;
-  });
-  std::vector<JointOption> front;
-  for (JointOption& o : opts)
-    if (front.empty() || o.objective < front.back().objective) front.push_back(std::move(o));
-  return front;
+  return pareto_front(std::move(opts));
 }
 
 size_t row_of(const CodecChoice& c, const std::string& spec) {

@@ -99,6 +99,10 @@ std::string objective_name(const JointPlan& plan);
 // max_bytes, naming that smallest total.
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt);
 
+// The options no other beats in both bytes and objective, cheapest first:
+// a front as replan_joint allocates over.
+std::vector<JointOption> pareto_front(std::vector<JointOption> opts);
+
 // A budget the input meets as stored, answered without training: every
 // table in the codec that keeps its values exactly (fp16 and bf16 tables in
 // theirs, any other in fp32), nullopt when those bytes pass max_bytes.
