@@ -10,6 +10,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
 
 namespace edo::detail {
 namespace {
@@ -43,6 +47,53 @@ float stored_gain(const float* x, size_t dim, float unit, const std::string& spe
         spec, opt.input.empty() ? std::string("input") : opt.input, row, norm, 65504.0 * unit, unit);
   }
   return units * unit;
+}
+
+// What tc's training computes before the rate enters: the directions' PCA
+// (basis rounded as the file stores it), the sample projected onto it and
+// its columns' statistics. The same sample gives the same fit at every
+// bits, so candidates of several rates scored on one sample (the codec
+// chooser, the joint plan) fit it once: the last few fits of samples up to
+// kTcFitCacheBytes are kept, keyed by the sample's values themselves.
+struct TcFit {
+  std::vector<float> mean, basis, z;
+  ColumnStats stats;
+};
+constexpr size_t kTcFitCacheBytes = size_t{8} << 20;
+constexpr size_t kTcFitCacheEntries = 2;
+
+struct TcFitCache {
+  struct Entry {
+    std::vector<float> sample;
+    size_t dim = 0;
+    uint64_t seed = 0;
+    std::shared_ptr<const TcFit> fit;
+  };
+  std::mutex mutex;
+  std::list<Entry> entries;  // most recent first
+
+  std::shared_ptr<const TcFit> find(const std::vector<float>& u, size_t dim, uint64_t seed) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = entries.begin(); it != entries.end(); ++it)
+      if (it->dim == dim && it->seed == seed && it->sample.size() == u.size() &&
+          std::memcmp(it->sample.data(), u.data(), u.size() * sizeof(float)) == 0) {
+        entries.splice(entries.begin(), entries, it);
+        return it->fit;
+      }
+    return nullptr;
+  }
+
+  void keep(const std::vector<float>& u, size_t dim, uint64_t seed, std::shared_ptr<const TcFit> fit) {
+    if (u.size() * sizeof(float) > kTcFitCacheBytes) return;
+    const std::lock_guard<std::mutex> lock(mutex);
+    entries.push_front({u, dim, seed, std::move(fit)});
+    if (entries.size() > kTcFitCacheEntries) entries.pop_back();
+  }
+};
+
+TcFitCache& tc_fit_cache() {
+  static TcFitCache cache;
+  return cache;
 }
 
 // Bits to coordinates by variance: each of `total` bits in turn goes to the
@@ -110,19 +161,31 @@ class TcCodec final : public TcDecoder {
     }
     const size_t m = u.size() / dim_;
     if (m == 0) EDO_FAIL("{}: training needs a nonzero row", spec());
-    const PcaModel model = fit_pca(u.data(), m, dim_, dim_, seed);
-    mean_ = model.mean;
-    // The file stores the basis in fp16 (half the state bytes, which a tier
-    // of a small table feels: 5 KB of a 50-wide tier's 10); training and
-    // encoding use the rounded values decoding will see.
-    std::vector<float> basis = model.components;
-    for (float& v : basis) v = half_bits_to_float(float_to_half_bits(v));
-    set_basis(std::move(basis));
-    std::vector<float> z(m * dim_);
+    std::shared_ptr<const TcFit> fit = tc_fit_cache().find(u, dim_, seed);
+    if (!fit) {
+      auto made = std::make_shared<TcFit>();
+      const PcaModel model = fit_pca(u.data(), m, dim_, dim_, seed);
+      made->mean = model.mean;
+      mean_ = made->mean;  // project() centres on it
+      // The file stores the basis in fp16 (half the state bytes, which a tier
+      // of a small table feels: 5 KB of a 50-wide tier's 10); training and
+      // encoding use the rounded values decoding will see.
+      made->basis = model.components;
+      for (float& v : made->basis) v = half_bits_to_float(float_to_half_bits(v));
+      set_basis(made->basis);
+      made->z.resize(m * dim_);
 #pragma omp parallel for schedule(static) if (parallel_worth(uint64_t{m} * dim_ * dim_))
-    for (int64_t r = 0; r < static_cast<int64_t>(m); ++r)
-      project(u.data() + static_cast<size_t>(r) * dim_, z.data() + static_cast<size_t>(r) * dim_);
-    const ColumnStats stats = column_stats(z.data(), m, dim_);
+      for (int64_t r = 0; r < static_cast<int64_t>(m); ++r)
+        project(u.data() + static_cast<size_t>(r) * dim_, made->z.data() + static_cast<size_t>(r) * dim_);
+      made->stats = column_stats(made->z.data(), m, dim_);
+      tc_fit_cache().keep(u, dim_, seed, made);
+      fit = std::move(made);
+    } else {
+      set_basis(fit->basis);
+    }
+    mean_ = fit->mean;
+    const std::vector<float>& z = fit->z;
+    const ColumnStats& stats = fit->stats;
     std::vector<uint32_t> bits = allocate_bits(stats.squares, p_.total);
     std::vector<float> center(dim_), spread(dim_, 0.0f), column(m);
     for (size_t j = 0; j < dim_; ++j) {

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <fstream>
@@ -43,7 +44,11 @@ std::string tiers_text(const std::vector<TierSpec>& tiers) {
 }
 
 // A codec's squared error on each sample row.
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 struct ScoredCodec {
+  double seconds = 0;  // training, encoding and decoding the sample
   std::string spec;
   uint64_t code_size = 0;
   uint64_t state_bytes = 0;  // its trained state in the file (each tier that uses it trains its own)
@@ -58,6 +63,7 @@ struct TableSample {
   double count_norm = 0;            // sum of count ||x||^2
   double weight_norm = 0;           // sum of weight ||x||^2
   std::vector<ScoredCodec> codecs;  // most bytes a row first
+  double read_seconds = 0;          // the sample read and its hot order
 };
 
 // One codec's round trip of the sample (trained on it first when it trains,
@@ -66,9 +72,10 @@ struct TableSample {
 std::optional<ScoredCodec> round_trip_sample(const JointTable& jt, const std::string& spec, const std::vector<float>& x,
                                              const std::vector<uint64_t>& ids, const JointPlanOptions& opt,
                                              bool explicit_codec) {
+  const auto t0 = Clock::now();
   const uint64_t dim = jt.table->dim(), n = ids.size();
   std::unique_ptr<Codec> codec = make_codec(spec, dim);
-  ScoredCodec c{codec->spec(), codec->code_size(), 0, codec->needs_training(), std::vector<double>(n)};
+  ScoredCodec c{0, codec->spec(), codec->code_size(), 0, codec->needs_training(), std::vector<double>(n)};
   EncodeOptions enc;
   enc.input = jt.name;
   enc.allow_underflow = true;
@@ -102,6 +109,7 @@ std::optional<ScoredCodec> round_trip_sample(const JointTable& jt, const std::st
     }
     c.row_error[i] = sq;
   }
+  c.seconds = seconds_since(t0);
   return c;
 }
 
@@ -115,6 +123,7 @@ TableSample score_sample(const JointTable& jt, const std::vector<uint64_t>& orde
   const uint64_t n = ids.size();
   std::vector<float> x(n * dim);
   TableSample s;
+  const auto t0 = Clock::now();
   const double mean_count =
       jt.freq.empty() ? 1.0 : std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0) / static_cast<double>(rows);
   for (uint64_t i = 0; i < n; ++i) {
@@ -127,6 +136,7 @@ TableSample score_sample(const JointTable& jt, const std::vector<uint64_t>& orde
     s.count_norm += s.count.back() * sq;
     s.weight_norm += s.weight.back() * sq;
   }
+  s.read_seconds = seconds_since(t0);
   // Candidates are independent: one a thread (codecs' own loops and BLAS then
   // run on it alone, so scores do not depend on the thread count), the
   // chooser's costliest (listed last) first.
@@ -260,7 +270,7 @@ std::vector<size_t> allocate_greedy(const JointPlan& plan, uint64_t max_bytes) {
 // Partial plans kept a table at most: beyond this the Pareto set of the
 // tables so far is thinned to the best plan a slice of the cap (a model of
 // 26 tables with fronts of 60 options stays far below it in practice).
-constexpr size_t kMaxPartialPlans = 1 << 14;
+constexpr size_t kMaxPartialPlans = 1 << 15;
 
 // The least sum_t w_t s_t objective_t under max_bytes, exactly: the Pareto
 // set of (bytes, objective) over the tables taken so far, extended by each
@@ -323,6 +333,7 @@ std::vector<size_t> allocate_exact(const JointPlan& plan, uint64_t max_bytes, bo
 }
 
 void allocate(JointPlan& plan, uint64_t max_bytes) {
+  const auto t0 = Clock::now();
   bool exact = true;
   std::vector<size_t> chosen = allocate_exact(plan, max_bytes, exact);
   if (!exact) {
@@ -332,6 +343,7 @@ void allocate(JointPlan& plan, uint64_t max_bytes) {
       chosen = greedy;
   }
   plan.exact = exact;
+  plan.allocate_seconds = seconds_since(t0);
   plan.bytes = 0;
   for (size_t t = 0; t < plan.tables.size(); ++t) {
     plan.tables[t].chosen = chosen[t];
@@ -488,15 +500,29 @@ std::optional<uint64_t> smallest_codes_bytes(const std::vector<JointTable>& tabl
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt) {
   JointPlan plan;
   const std::vector<double> shares = table_shares(tables, plan);
+  uint64_t fp32_total = 0;
+  for (const JointTable& jt : tables) fp32_total += jt.table->rows() * jt.table->dim() * 4;
   for (size_t t = 0; t < tables.size(); ++t) {
     const JointTable& jt = tables[t];
+    const auto t0 = Clock::now();
     const std::vector<uint64_t> order =
         hot_order(!jt.freq.empty() ? jt.freq : detail::digest_and_norms(*jt.table, true, io::kDefaultBlockBytes).norms);
-    const std::vector<std::string> specs =
+    std::vector<std::string> specs =
         opt.codecs.empty() ? chooser_candidates(jt.table->rows(), jt.table->dim(), opt.sample_rows) : opt.codecs;
+    // Sampling by need: a table of under 2% of the model's bytes moves the
+    // plan by little, so it skips rq, the costliest candidate to score (3 s
+    // of a 512 x 384 position table's 9).
+    if (opt.codecs.empty() && jt.table->rows() * jt.table->dim() * 4 * 50 < fp32_total)
+      std::erase_if(specs, [](const std::string& s) { return s.starts_with("rq:"); });
+    const double order_seconds = seconds_since(t0);
     const TableSample s = score_sample(jt, order, opt, specs, !opt.codecs.empty());
     JointTablePlan tp = table_plan(jt, shares[t]);
+    const auto t1 = Clock::now();
     tp.frontier = table_options(s, order, opt);
+    tp.seconds.emplace_back("hot order", order_seconds);
+    tp.seconds.emplace_back("sample read", s.read_seconds);
+    for (const ScoredCodec& c : s.codecs) tp.seconds.emplace_back(c.spec, c.seconds);
+    tp.seconds.emplace_back("options", seconds_since(t1));
     plan.tables.push_back(std::move(tp));
   }
   plan.cold_weight = opt.cold_weight;
@@ -548,6 +574,17 @@ std::optional<JointStep> cheapest_step(const JointPlan& plan) {
 namespace {
 
 // Each option of a table's front as [bytes, objective, tiers]: what the plan chose among.
+// Where the table's time went, costliest first, and its sum.
+nlohmann::json seconds_json(const JointTablePlan& tp) {
+  std::vector<std::pair<std::string, double>> parts = tp.seconds;
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  double total = 0;
+  for (const auto& [what, s] : parts) total += s;
+  nlohmann::json j = {{"total", total}, {"parts", nlohmann::json::array()}};
+  for (const auto& [what, s] : parts) j["parts"].push_back({what, s});
+  return j;
+}
+
 nlohmann::json frontier_json(const JointTablePlan& tp) {
   nlohmann::json out = nlohmann::json::array();
   for (const JointOption& o : tp.frontier) out.push_back({o.bytes, o.objective, tiers_text(o.tiers)});
@@ -570,6 +607,7 @@ nlohmann::json to_json(const JointPlan& plan) {
                       {"objective", tp.choice().objective},
                       {"frontier_options", tp.frontier.size()},
                       {"frontier", frontier_json(tp)},
+                      {"seconds", seconds_json(tp)},
                       {"tiers", plan_to_json(tp.choice().tiers)["tiers"]}});
     if (tp.recall) tables.back()["w.recall@10"] = *tp.recall;
   }
@@ -584,6 +622,7 @@ nlohmann::json to_json(const JointPlan& plan) {
                       {"same_ratio_objective", plan.same_ratio_objective},
                       {"same_ratio_error", plan.same_ratio_error},
                       {"same_ratio_data_bytes", plan.same_ratio_bytes},
+                      {"allocate_seconds", plan.allocate_seconds},
                       {"tables", tables}};
   return j;
 }

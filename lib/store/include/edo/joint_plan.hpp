@@ -54,6 +54,9 @@ struct JointTablePlan {
   // Recall@10 of the packed table, access-weighted by its counts (one lookup
   // a row without), measured on the file written; nullopt until measured.
   std::optional<double> recall;
+  // Seconds by step (hot order, sample read, each codec's round trip of the
+  // sample, the options): where a plan's time goes (to_json).
+  std::vector<std::pair<std::string, double>> seconds;
   const JointOption& choice() const { return frontier[chosen]; }
 };
 
@@ -84,6 +87,7 @@ struct JointPlan {
   double cold_weight = 0;
   bool shares_by_counts = false;  // s_t by counts (every table has them), else by rows
   bool exact = true;              // the allocation is the least objective of the fronts (not thinned)
+  double allocate_seconds = 0;
   // The objective and error with every table at the same ratio (its share of
   // the data bytes by its fp32 bytes, the option of least objective under
   // it; its cheapest where none fits, so the sum may pass the cap): the
