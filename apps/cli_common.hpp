@@ -217,6 +217,42 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Progress of a long job by stages (a model's joint plan): one line on
+// stderr every few seconds, a terminal or not (a CI log shows it too),
+// with the stage, the work done and an estimate of what is left; nothing
+// under --quiet.
+class StageProgress {
+ public:
+  StageProgress(std::string tool, bool quiet) : tool_(std::move(tool)), quiet_(quiet) {}
+  std::function<void(const std::string&, uint64_t, uint64_t)> callback() {
+    if (quiet_) return {};
+    return [this](const std::string& stage, uint64_t done, uint64_t total) { update(stage, done, total); };
+  }
+
+ private:
+  void update(const std::string& stage, uint64_t done, uint64_t total) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!started_) {
+      start_ = last_ = now;
+      started_ = true;
+      return;
+    }
+    if (now - last_ < std::chrono::seconds(5)) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    std::string left;
+    if (done > 0 && total > done)
+      left =
+          fmt::format(", about {:.0f} s left", elapsed * static_cast<double>(total - done) / static_cast<double>(done));
+    std::fprintf(stderr, "%s: %s: %llu of %llu (%.0f s%s)\n", tool_.c_str(), stage.c_str(),
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total), elapsed, left.c_str());
+  }
+  std::string tool_;
+  bool quiet_;
+  bool started_ = false;
+  std::chrono::steady_clock::time_point start_{}, last_{};
+};
+
 // A byte count as users type it (edo::parse_byte_count: 1073741824, 1G,
 // 512M, 1.5G, 2GiB). Usage error naming `flag` otherwise.
 inline uint64_t parse_byte_count(const std::string& flag, const std::string& text) {

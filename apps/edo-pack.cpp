@@ -193,8 +193,10 @@ struct Pack {
     const auto freq_files = edo::cli::checked_model_counts(model, input, output, freq_args, freq_dir);
     const auto weights = edo::cli::parse_table_weights(model, input, table_weights);
     edo::cli::apply_threads(threads);
+    edo::cli::StageProgress stages("edo-pack", quiet);
     edo::ModelBudgetRun run = edo::plan_model_budget(
-        model, budget, {freq_files, weights, seed, plan_codecs, edo::cli::checked_cold_weight(cold_weight)},
+        model, budget,
+        {freq_files, weights, seed, plan_codecs, edo::cli::checked_cold_weight(cold_weight), stages.callback()},
         [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool quiet_round) {
           const bool quiet_before = quiet;
           quiet = quiet || quiet_round;

@@ -264,8 +264,10 @@ struct Profile {
     base.parameters = {{"freq_tables", freq_files.size()}};
     edo::TemporaryTables trial(plan_config.empty() ? input : plan_config);
     const std::string& trial_path = trial.add("plan");
+    edo::cli::StageProgress stages("edo-profile", quiet);
     edo::ModelBudgetRun run = edo::plan_model_budget(
-        sel, parsed, {freq_files, weights, opt.seed, plan_opt.codecs, edo::cli::checked_cold_weight(cold_weight)},
+        sel, parsed,
+        {freq_files, weights, opt.seed, plan_opt.codecs, edo::cli::checked_cold_weight(cold_weight), stages.callback()},
         [&](const std::map<std::string, std::vector<edo::TierSpec>>& planned, bool) {
           edo::write_model_tables(
               sel, trial_path,

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <optional>
 
@@ -113,8 +114,15 @@ std::optional<ScoredCodec> round_trip_sample(const JointTable& jt, const std::st
   return c;
 }
 
+// Candidates scored so far over the whole plan, for JointPlanOptions::progress.
+struct ScoringProgress {
+  std::function<void(const std::string&, uint64_t, uint64_t)> report;
+  uint64_t done = 0, total = 0;
+  std::string stage;
+};
+
 TableSample score_sample(const JointTable& jt, const std::vector<uint64_t>& order, const JointPlanOptions& opt,
-                         const std::vector<std::string>& specs, bool explicit_codecs) {
+                         const std::vector<std::string>& specs, bool explicit_codecs, ScoringProgress& progress) {
   io::TableReader& table = *jt.table;
   const uint64_t rows = table.rows(), dim = table.dim();
   std::vector<uint64_t> place(rows);
@@ -151,6 +159,11 @@ TableSample score_sample(const JointTable& jt, const std::vector<uint64_t>& orde
       scored[i] = round_trip_sample(jt, specs[i], x, ids, opt, explicit_codecs);
     } catch (...) {
       failed[i] = std::current_exception();
+    }
+#pragma omp critical(edo_joint_progress)
+    {
+      ++progress.done;
+      if (progress.report) progress.report(progress.stage, progress.done, progress.total);
     }
   }
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -502,11 +515,9 @@ JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptio
   const std::vector<double> shares = table_shares(tables, plan);
   uint64_t fp32_total = 0;
   for (const JointTable& jt : tables) fp32_total += jt.table->rows() * jt.table->dim() * 4;
-  for (size_t t = 0; t < tables.size(); ++t) {
-    const JointTable& jt = tables[t];
-    const auto t0 = Clock::now();
-    const std::vector<uint64_t> order =
-        hot_order(!jt.freq.empty() ? jt.freq : detail::digest_and_norms(*jt.table, true, io::kDefaultBlockBytes).norms);
+  std::vector<std::vector<std::string>> table_specs;
+  ScoringProgress progress{opt.progress, 0, 0, {}};
+  for (const JointTable& jt : tables) {
     std::vector<std::string> specs =
         opt.codecs.empty() ? chooser_candidates(jt.table->rows(), jt.table->dim(), opt.sample_rows) : opt.codecs;
     // Sampling by need: a table of under 2% of the model's bytes moves the
@@ -514,8 +525,18 @@ JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptio
     // of a 512 x 384 position table's 9).
     if (opt.codecs.empty() && jt.table->rows() * jt.table->dim() * 4 * 50 < fp32_total)
       std::erase_if(specs, [](const std::string& s) { return s.starts_with("rq:"); });
+    progress.total += specs.size();
+    table_specs.push_back(std::move(specs));
+  }
+  for (size_t t = 0; t < tables.size(); ++t) {
+    const JointTable& jt = tables[t];
+    const auto t0 = Clock::now();
+    progress.stage =
+        fmt::format("joint plan: scoring candidates on table {} ({} of {})", jt.name, t + 1, tables.size());
+    const std::vector<uint64_t> order =
+        hot_order(!jt.freq.empty() ? jt.freq : detail::digest_and_norms(*jt.table, true, io::kDefaultBlockBytes).norms);
     const double order_seconds = seconds_since(t0);
-    const TableSample s = score_sample(jt, order, opt, specs, !opt.codecs.empty());
+    const TableSample s = score_sample(jt, order, opt, table_specs[t], !opt.codecs.empty(), progress);
     JointTablePlan tp = table_plan(jt, shares[t]);
     const auto t1 = Clock::now();
     tp.frontier = table_options(s, order, opt);

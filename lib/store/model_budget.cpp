@@ -68,6 +68,7 @@ ModelBudgetRun plan_model_budget(const io::ModelSelection& model, const Budget& 
   jopt.seed = opt.seed;
   jopt.codecs = opt.codecs;
   jopt.cold_weight = opt.cold_weight;
+  jopt.progress = opt.progress;
   // Budgets answered before any training: one the tables meet as stored, and
   // one under the headers or the fewest bytes any codec takes.
   std::string largest;

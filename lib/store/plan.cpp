@@ -829,6 +829,7 @@ class CandidateSearch {
   void run(size_t ladder_size) {
     if (opt_.max_bytes) {
       for (const size_t i : least_estimated_error(kCapEvaluations)) try_candidate(i);
+      rescore_near_ties();
       return;
     }
     for (size_t last = ladder_size; last-- > 0;) {
@@ -897,9 +898,53 @@ class CandidateSearch {
       pc.error = e.what();
     }
     res_.tried.push_back(std::move(pc));
+    tried_index_.push_back(i);
   }
 
-  void evaluate_candidate(const Candidate& c, PlanCandidate& pc) {
+  // Under a cap the plan of the largest margin wins; plans within the
+  // sample's confidence interval of it (two standard errors of its recall
+  // over the queries' k neighbours, at least 0.001) are evaluated again with
+  // four times the queries (the sample's rows at most; the 16 closest), and
+  // the largest margin there wins, the smaller plan on a tie
+  // (PlanCandidate::rescored).
+  static constexpr size_t kMaxRescored = 16;
+  void rescore_near_ties() {
+    if (res_.chosen < 0 || eo_.ks.empty()) return;
+    const PlanCandidate& best = res_.tried[static_cast<size_t>(res_.chosen)];
+    if (best.metrics.empty()) return;
+    const double p = std::clamp(best.metrics.front().second, 0.0, 1.0);
+    const double found =
+        static_cast<double>(std::min<uint64_t>(eo_.queries, sample_.ids.size())) * static_cast<double>(eo_.ks.front());
+    const double window = std::max(0.001, 2 * std::sqrt(p * (1 - p) / std::max(found, 1.0)));
+    std::vector<size_t> tied;
+    for (size_t k = 0; k < res_.tried.size(); ++k)
+      if (res_.tried[k].passed && !res_.tried[k].metrics.empty() &&
+          res_.tried[k].metrics.front().second >= best.metrics.front().second - window)
+        tied.push_back(k);
+    if (tied.size() < 2 || eo_.queries >= sample_.ids.size()) return;
+    // The closest kMaxRescored of them: each is a k-NN search over the sample.
+    std::stable_sort(tied.begin(), tied.end(), [&](size_t a, size_t b) {
+      return res_.tried[a].metrics.front().second > res_.tried[b].metrics.front().second;
+    });
+    if (tied.size() > kMaxRescored) tied.resize(kMaxRescored);
+    const uint64_t queries_before = eo_.queries;
+    eo_.queries = std::min<uint64_t>(queries_before * 4, sample_.ids.size());
+    std::optional<size_t> pick;
+    for (const size_t k : tied) {
+      PlanCandidate again;
+      evaluate_candidate(eligible_[tried_index_[k]], again, false);
+      res_.tried[k].rescored = again.metrics.front().second;
+      if (!pick || *res_.tried[k].rescored > *res_.tried[*pick].rescored ||
+          (*res_.tried[k].rescored == *res_.tried[*pick].rescored && res_.tried[k].bytes < res_.tried[*pick].bytes))
+        pick = k;
+    }
+    eo_.queries = queries_before;
+    res_.chosen = static_cast<int>(*pick);
+    res_.rescored_queries = std::min<uint64_t>(queries_before * 4, sample_.ids.size());
+  }
+
+  // `choose`: false to score only (a near-tie's second evaluation).
+  void evaluate_candidate(const Candidate& c, PlanCandidate& pc, bool choose = true) {
     const uint64_t n = sample_.ids.size();
     std::vector<std::vector<uint64_t>> members(c.tiers.size());
     for (uint64_t s = 0; s < n; ++s)
@@ -918,6 +963,7 @@ class CandidateSearch {
       pc.metrics.emplace_back(o.gate.metric, o.value);
       margin = std::min(margin, o.margin);
     }
+    if (!choose) return;
     if (!pc.passed || opt_.max_bytes) ruled_out_.push_back(&c);
     // Under a cap the larger margin wins, the smaller plan on a tie.
     const bool better = opt_.max_bytes ? margin > best_margin_ || (margin == best_margin_ && c.bytes < best_bytes_)
@@ -942,6 +988,7 @@ class CandidateSearch {
   std::vector<float> y_;
   std::vector<const Candidate*> ruled_out_;
   std::vector<bool> seen_;
+  std::vector<size_t> tried_index_;  // each res_.tried entry's index in eligible_
   double best_margin_ = -HUGE_VAL;
   uint64_t best_bytes_ = UINT64_MAX;
   uint64_t done_ = 0;
@@ -1158,6 +1205,7 @@ nlohmann::json to_json(const PlanResult& plan) {
     nlohmann::json jc = {
         {"tiers", specs}, {"bytes", c.bytes}, {"gpu_bytes", c.gpu_bytes}, {"passed", c.passed}, {"metrics", metrics}};
     if (!c.error.empty()) jc["error"] = c.error;
+    if (c.rescored) jc["rescored"] = *c.rescored;
     tried.push_back(jc);
   }
   nlohmann::json budget = nlohmann::json::array();
@@ -1171,6 +1219,8 @@ nlohmann::json to_json(const PlanResult& plan) {
                       {"candidates", plan.candidates},
                       {"over_cap", plan.over_cap},
                       {"dominated", plan.dominated},
+                      {"rescored_queries", plan.rescored_queries},
+                      {"as_stored", plan.as_stored},
                       {"tried", tried}};
   j["chosen"] = plan.chosen >= 0 ? nlohmann::json(plan.chosen) : nlohmann::json();
   nlohmann::json search = nlohmann::json::array();
@@ -1209,7 +1259,8 @@ std::string to_text(const PlanResult& plan) {
     const PlanCandidate& c = plan.tried[i];
     std::string tiers;
     for (const TierSpec& t : c.tiers) tiers += (tiers.empty() ? "" : " ") + format_tier_spec(t);
-    const std::string value = c.metrics.empty() ? "-" : fmt::format("{:.4f}", c.metrics.front().second);
+    std::string value = c.metrics.empty() ? "-" : fmt::format("{:.4f}", c.metrics.front().second);
+    if (c.rescored) value += fmt::format(" ({:.4f}*)", *c.rescored);
     out += fmt::format("  {:>3}  {:>12}  {:>5.2f}x  {:>5.1f}%  {:>10}  {:<4}  {}{}\n", i + 1, c.bytes,
                        fp32 / static_cast<double>(c.bytes), 100.0 * static_cast<double>(c.gpu_bytes) / fp32, value,
                        !c.error.empty() ? "err"
@@ -1221,6 +1272,9 @@ std::string to_text(const PlanResult& plan) {
       "  skipped: {} no more precise than a plan ruled out (failed, or under a byte cap evaluated), {} "
       "over the byte caps\n",
       plan.dominated, plan.over_cap);
+  if (plan.rescored_queries)
+    out += fmt::format("  * near-ties of the best, evaluated again with {} queries: the best there chosen\n",
+                       plan.rescored_queries);
   for (size_t i = 0; i < plan.checks.size(); ++i) {
     const PlanCheck& c = plan.checks[i];
     std::string tiers;

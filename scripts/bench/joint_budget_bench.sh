@@ -54,7 +54,7 @@ for r in 4 8 16; do
   /usr/bin/time -f '%e %M' -o "$work/t" "$P" "$work/m" -o "$work/j.edo" --freq-dir "$work/freq" \
     --budget "ratio>=$r" --json -q >"$work/j.json"
   read -r wall rss <"$work/t"
-  est=$(/usr/bin/python3 -c "import json; j = json.load(open('$work/j.json'))['joint_plan']; print(f'{j[\"weighted_error\"]:.3g} {j[\"uniform_error\"]:.3g}')")
+  est=$(/usr/bin/python3 -c "import json; j = json.load(open('$work/j.json'))['joint_plan']; print(f'{j[\"weighted_error\"]:.3g} {j[\"same_ratio_error\"]:.3g}')")
   read -r e w x <<<"$(measure "$work/j.edo")"
   printf '%-6s %-34s %10s %12s %7s %8s %9d\n' "${r}x" "joint plan" "$e" "$w" "$x" "$wall" $((rss / 1024))
   printf '%-6s %-34s %10s %12s %7s %8s %9s\n' "" "  (plan's estimates: joint, same-ratio)" "${est% *}" "${est#* }" "" "" ""

@@ -62,6 +62,19 @@ grep -q "size budget: a file of at most 21333 bytes" "$work/err" || fail "no siz
   fail "a size budget was read as a weighted metric"
 expect 0 "$P" "$work/t.npy" -o "$work/p8.edo" --freq "$work/z.npy" --config "$work/p8.json" -q
 [ "$(stat -c %s "$work/p8.edo")" -le $((fp32 / 6)) ] || fail "edo-profile's plan packs over the cap"
+# Near-ties of the best plan under a cap (within the sample's confidence interval) are evaluated again
+# with four times the queries, and the one chosen is among them (GloVe at 8x: 16 of them).
+expect 0 "$R" "$src/data-samples/glove.6B.50d.10k.npy" --plan --budget 'ratio>=8' --json -q
+"$py" -c "
+import json; p = json.load(open('$work/out'))['plan']
+again = [t for t in p['tried'] if 'rescored' in t]
+assert p['rescored_queries'] > 0 and len(again) >= 2 and 'rescored' in p['tried'][p['chosen']], p['rescored_queries']
+assert p['tried'][p['chosen']]['rescored'] == max(t['rescored'] for t in again)" || fail "planner near-ties"
+# A cap that holds the table as stored is that plan, with no search.
+expect 0 "$P" "$work/t.npy" -o "$work/stored.edo" --budget 'ratio>=0.5' --json -q
+"$py" -c "
+import json; j = json.load(open('$work/out'))['budget']
+assert j['as_stored'] and j['tiers'][0]['codec'] == 'fp32' and j['plan_evaluated'] == 0, j" || fail "as stored"
 
 # ---- bad input: one line, nothing written --------------------------------------------------
 expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'bytes<=100' "${L[@]}"

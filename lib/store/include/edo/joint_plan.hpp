@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -77,6 +78,9 @@ struct JointPlanOptions {
   // neighbour of, which its own count does not see (docs/PACK.md, "One
   // budget for a model"). Plans and baselines are compared under it.
   double cold_weight = 0;
+  // Called as candidates are scored: (stage, candidates scored, candidates
+  // in all), from one thread at a time.
+  std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };
 
 struct JointPlan {

@@ -28,6 +28,7 @@ struct ModelBudgetOptions {
   uint64_t seed = 0;
   std::vector<std::string> codecs;  // --plan-codecs; empty: the chooser's candidates
   double cold_weight = 0;           // --cold-weight (JointPlanOptions::cold_weight)
+  std::function<void(const std::string&, uint64_t, uint64_t)> progress;  // JointPlanOptions::progress
 };
 
 struct ModelBudgetRun {

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -177,6 +178,9 @@ struct PlanCandidate {
   bool passed = false;
   std::string error;                                    // a codec that could not be trained on its tier, etc.
   std::vector<std::pair<std::string, double>> metrics;  // the budget's metrics
+  // A near-tie under a byte cap: the first metric again with more queries
+  // (PlanResult::rescored_queries), which chose among the near-ties.
+  std::optional<double> rescored;
 };
 
 // A ladder entry as the search ranked it (edo-pack --budget fills a plan's
@@ -203,6 +207,7 @@ struct PlanResult {
   std::vector<PlanCheck> checks;        // each search's choice measured on the whole table
   bool unmet_on_table = false;          // a plan passed on the sample, none on the whole table
   bool as_stored = false;               // the cap holds the table as stored: that plan, no search
+  uint64_t rescored_queries = 0;        // the queries near-ties were evaluated again with (0: none)
 };
 
 PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt);
