@@ -373,6 +373,24 @@ TierSpec tier(const char* name, ShareKind share, double value, const std::string
   return t;
 }
 
+// The most rows at the head of the hot order whose ids form at most
+// kMaxWrittenRuns runs of one tier (the others the second's).
+uint64_t largest_run_slice(const std::vector<uint64_t>& order) {
+  const uint64_t rows = order.size();
+  std::vector<uint8_t> hot(rows, 0);
+  uint64_t changes = 0;  // places where a row's tier differs from the next row's
+  const auto differs = [&](uint64_t id) { return id + 1 < rows && hot[id] != hot[id + 1] ? 1 : 0; };
+  for (uint64_t k = 0; k < rows; ++k) {
+    const uint64_t id = order[k];
+    const uint64_t before = (id > 0 ? differs(id - 1) : 0) + differs(id);
+    hot[id] = 1;
+    const uint64_t after = (id > 0 ? differs(id - 1) : 0) + differs(id);
+    changes = changes + after - before;
+    if (changes + 1 > kMaxWrittenRuns) return k;
+  }
+  return rows;
+}
+
 // One codec for every row, or the hottest slice in a more precise codec over the rest.
 std::vector<JointOption> table_options(const TableSample& s, const std::vector<uint64_t>& order,
                                        const JointPlanOptions& opt) {
@@ -399,8 +417,19 @@ std::vector<JointOption> table_options(const TableSample& s, const std::vector<u
       const auto [error, objective] = errors([&](size_t) -> const ScoredCodec& { return c; });
       out.push_back({{tier("all", ShareKind::rest, 0, c.spec)}, rows * c.code_size + c.state_bytes, error, objective});
     }
-  for (const double pct : opt.cuts) {
-    const auto hot = static_cast<uint64_t>(std::llround(static_cast<double>(rows) * pct / 100));
+  // Hot slices: the percent cuts, and the largest slice whose id map stays
+  // runs (kMaxWrittenRuns; a few hundred bytes where a scattered 1% slice
+  // takes a map of every row, 5 KB a thousand rows), with its half and quarter:
+  // the few rows of largest norm or count in a precise codec, as a one-table
+  // budget's fill puts them.
+  std::vector<uint64_t> hot_rows;
+  for (const double pct : opt.cuts)
+    hot_rows.push_back(static_cast<uint64_t>(std::llround(static_cast<double>(rows) * pct / 100)));
+  const uint64_t run_cut = largest_run_slice(order);
+  for (const uint64_t h : {run_cut, run_cut / 2, run_cut / 4}) hot_rows.push_back(h);
+  std::sort(hot_rows.begin(), hot_rows.end());
+  hot_rows.erase(std::unique(hot_rows.begin(), hot_rows.end()), hot_rows.end());
+  for (const uint64_t hot : hot_rows) {
     if (hot == 0 || hot >= rows) continue;
     const uint64_t map = id_map_bytes(tier_of_rows(order, {0, hot, rows}).data(), rows, 2);
     for (size_t a = 0; a < L; ++a)
