@@ -500,7 +500,7 @@ CodecChoice score_codec_candidates(io::TableReader& table, const ChooseBudget& b
   size_t n = 0;
   for (ChooserRow& r : c.candidates) {
     ++n;
-    if (bits && r.bits > max_bits) continue;
+    if (bits && r.bits > max_bits && n > 1) continue;  // the smallest always: what the model's floor needs
     note(opt, fmt::format("trying {} ({}/{}, {:.3f} bits a value)", r.spec, n, c.candidates.size(), r.bits));
     trial.run(r);
     if (!bits && r.outcome == CandidateOutcome::tried && r.recall >= budget.recall) break;

@@ -83,10 +83,11 @@ ModelCodecChoice choose_model_codecs(const std::vector<ModelChoiceTable>& tables
     const auto cap = static_cast<uint64_t>(std::floor(model_bytes));
     if (least > cap)
       EDO_FAIL(
-          "{}: no choice fits {} bits a value over the model's {} values; the smallest is {:.3f} bits a value (each "
-          "table's smallest candidate), {} taking the most ({} at {} bytes): give auto:bits={:.2f} or more",
-          budget.text, budget.bits, m.values, static_cast<double>(least) * 8 / static_cast<double>(m.values),
-          largest->name, largest->frontier.front().tiers.front().codec, largest->frontier.front().bytes,
+          "{}: {}: no choice fits {} bits a value over the model's {} values; the smallest is {:.3f} bits a value "
+          "(each table's smallest candidate), {} taking the most ({} at {} bytes): give auto:bits={:.2f} or more",
+          tables[static_cast<size_t>(largest - plan.tables.data())].table->path(), budget.text, budget.bits, m.values,
+          static_cast<double>(least) * 8 / static_cast<double>(m.values), largest->name,
+          largest->frontier.front().tiers.front().codec, largest->frontier.front().bytes,
           std::ceil(static_cast<double>(least) * 800 / static_cast<double>(m.values)) / 100);
     replan_joint(plan, cap, 0);
   } else {
@@ -100,9 +101,25 @@ ModelCodecChoice choose_model_codecs(const std::vector<ModelChoiceTable>& tables
       return sum;
     };
     replan_joint(plan, most, 0);
-    if (weighted_recall() < budget.recall)
-      EDO_FAIL("{}: no choice reaches recall@{} >= {} over the model's lookups; the best is {:.4f}", budget.text,
-               budget.k, budget.recall, weighted_recall());
+    if (weighted_recall() < budget.recall) {
+      // The table that holds the model back most: the largest share of recall lost at its best candidate.
+      size_t worst = 0;
+      double worst_loss = -1, worst_recall = 0;
+      for (size_t t = 0; t < plan.tables.size(); ++t) {
+        const double r =
+            m.tables[t].candidates[row_of(m.tables[t], plan.tables[t].choice().tiers.front().codec)].recall;
+        if (plan.tables[t].share * (1 - r) > worst_loss) {
+          worst_loss = plan.tables[t].share * (1 - r);
+          worst = t;
+          worst_recall = r;
+        }
+      }
+      EDO_FAIL(
+          "{}: {}: no choice reaches recall@{} >= {} over the model's lookups; the best is {:.4f}, table {} losing "
+          "the most (recall@{} {:.4f} at its best candidate, share {:.2f}%)",
+          tables[worst].table->path(), budget.text, budget.k, budget.recall, weighted_recall(), plan.tables[worst].name,
+          budget.k, worst_recall, 100 * plan.tables[worst].share);
+    }
     uint64_t lo = least, hi = most;
     while (lo < hi) {
       const uint64_t mid = lo + (hi - lo) / 2;

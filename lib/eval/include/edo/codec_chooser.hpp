@@ -135,7 +135,8 @@ CodecChoice choose_codec(io::TableReader& table, const ChooseBudget& budget, con
 
 // The candidates of `table` scored as choose_codec scores them, none chosen
 // (winner 0): a bits budget, every candidate of at most `max_bits` bits a
-// value; a recall budget, in size order up to the first that reaches it.
+// value and the smallest whatever its bits; a recall budget, in size order
+// up to the first that reaches it.
 // What a model's choice (edo/model_choice.hpp) chooses among.
 CodecChoice score_codec_candidates(io::TableReader& table, const ChooseBudget& budget, const ChooseOptions& opt,
                                    double max_bits);
