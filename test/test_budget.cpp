@@ -151,7 +151,7 @@ TEST_CASE("budget: a cap below the headers or the cheapest plan fails naming the
     const std::string why = error_of(fail);
     // Under the headers: refused before any sample, with a floor; under the cheapest plan: its size.
     CHECK(why.find(std::string(text) == "bytes<=100"
-                       ? "smallest reachable file is above bytes<="
+                       ? "most compact codec takes about bytes<="
                        : "smallest reachable file is about bytes<=") != std::string::npos);
     CHECK(why.find(std::string(text) == "bytes<=100" ? "no rows stored" : "smallest plan") != std::string::npos);
   }

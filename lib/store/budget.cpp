@@ -469,8 +469,8 @@ BudgetCap apply_budget(io::TableReader& table, const Budget& budget, const PackO
   cap.header_bytes = whole_file(cap.probe);
   cap.cap = budget_file_cap(budget, cap.probe.fp32_bytes, cap.probe.vocab_bytes);
   if (cap.cap <= cap.header_bytes) {
-    // Refused before any sample is drawn: the smallest file is at least the
-    // header and the rows in the candidate of fewest bytes a row.
+    // Refused before any sample is drawn, with what a file of the table's
+    // rows in the candidate of fewest bytes a row would take.
     uint64_t least = UINT64_MAX;
     for (const std::string& s : chooser_candidates(table.rows(), table.dim(), plan_opt.sample_rows))
       least = std::min<uint64_t>(least, table.rows() * code_size(s, table.dim()));
@@ -478,7 +478,7 @@ BudgetCap apply_budget(io::TableReader& table, const Budget& budget, const PackO
     for (const SizeBudget& s : budget.sizes) asked += (asked.empty() ? "" : ", ") + s.expression;
     EDO_FAIL(
         "{}: budget {} allows {} bytes, below the {} bytes the header and manifest{} take with no rows stored; "
-        "the smallest reachable file is above {}",
+        "the table in its most compact codec takes about {}",
         table.path(), asked, cap.cap, cap.header_bytes, cap.probe.vocab_bytes ? " and vocabulary" : "",
         cap_text(cap.header_bytes + least + kManifestBytesPerTier, cap.probe.fp32_bytes));
   }

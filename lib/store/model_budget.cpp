@@ -76,7 +76,7 @@ ModelBudgetRun plan_model_budget(const io::ModelSelection& model, const Budget& 
   if (run.cap <= allowance || (floor && *floor > jopt.max_bytes))
     EDO_FAIL(
         "{}: budget {} allows {} bytes: the tables' codes take at least {} bytes in their most compact codecs, "
-        "beside about {} of headers, so the smallest reachable model file is above bytes<={} (ratio {:.3g}); "
+        "beside about {} of headers: the smallest model file the planner can make is about bytes<={} (ratio {:.3g}); "
         "the largest part is table {}",
         model.path, budget.sizes.front().expression, run.cap, floor.value_or(0), allowance,
         floor.value_or(0) + allowance, static_cast<double>(fp32) / static_cast<double>(floor.value_or(0) + allowance),

@@ -79,7 +79,7 @@ assert j['as_stored'] and j['tiers'][0]['codec'] == 'fp32' and j['plan_evaluated
 # ---- bad input: one line, nothing written --------------------------------------------------
 expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'bytes<=100' "${L[@]}"
 err_has "below the"
-err_has "smallest reachable file is above bytes<="
+err_has "most compact codec takes about bytes<="
 expect 1 "$P" "$work/t.npy" -o "$work/x.edo" --freq "$work/z.npy" --budget 'bytes<=5000' "${L[@]}"
 err_has "the smallest plan of the ladder takes"
 expect 1 "$R" "$work/t.npy" --plan --budget 'bytes<=5000' -q "${L[@]}"
@@ -134,7 +134,7 @@ expect 1 "$P" "$work/small" -o "$work/x.edo" --budget 'ratio>=1' --plan-codecs p
 err_has "table s: no codec of the plan's list takes its sample (100 rows; a trained codec needs 256)"
 [ -e "$work/x.edo" ] && fail "a refused plan left its output"
 expect 1 "$P" "$work/model" -o "$work/x.edo" --budget 'ratio>=100' -q
-err_has "smallest reachable model file is above bytes<="
+err_has "smallest model file the planner can make is about bytes<="
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --budget 'ratio>=6' -q
 err_has "not both"
 expect 2 "$P" "$work/model" -o "$work/x.edo" --budget 'recall@10>=0.9' --table-weight a=2 -q
