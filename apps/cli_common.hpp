@@ -109,8 +109,10 @@ inline std::string cpu_path_text() {
 }
 
 inline std::string version_text(const char* tool) {
-  return fmt::format("{} {} (CUDA {}, CPU target '{}', {})", tool, EDO_VERSION_STRING, EDO_BUILD_CUDA_STRING,
-                     EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default", cpu_path_text());
+  return fmt::format("{} {} (commit {}, {} build, CPU target '{}', {}, CUDA architectures {}, FAISS {})", tool,
+                     EDO_VERSION_STRING, EDO_BUILD_COMMIT_STRING, EDO_BUILD_TYPE_STRING,
+                     EDO_BUILD_MARCH_STRING[0] ? EDO_BUILD_MARCH_STRING : "default", cpu_path_text(),
+                     EDO_BUILD_CUDA_ARCHS_STRING, EDO_BUILD_FAISS_STRING[0] ? EDO_BUILD_FAISS_STRING : "unknown");
 }
 
 // Sets OpenMP's wait policy by running the tool again when the environment

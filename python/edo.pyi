@@ -2,7 +2,7 @@
 """Type stubs of the edo module (python/edo_module.cpp): read .edo files into numpy."""
 
 from types import TracebackType
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Type, Union, overload
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Type, TypedDict, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -76,3 +76,14 @@ def open(
 
 def set_threads(threads: int) -> int: ...
 def cpu_path() -> Literal["avx512", "avx2", "portable"]: ...
+
+class BuildInfo(TypedDict):
+    version: str
+    commit: str
+    build_type: str
+    cpu_target: str
+    cpu_path: Literal["avx512", "avx2", "portable"]
+    cuda_architectures: str
+    faiss: str
+
+def build_info() -> BuildInfo: ...

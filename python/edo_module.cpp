@@ -398,4 +398,20 @@ PYBIND11_MODULE(edo, m) {
       "cpu_path", [] { return std::string(edo::cpu_path_name(edo::cpu_path())); },
       "The instruction set the pooled lookups' kernels use: 'avx512', 'avx2' or 'portable', the most\n"
       "this CPU runs unless the environment's EDO_CPU_PATH asks for less.");
+  m.def(
+      "build_info",
+      [] {
+        py::dict d;
+        d["version"] = EDO_VERSION_STRING;
+        d["commit"] = EDO_BUILD_COMMIT_STRING;
+        d["build_type"] = EDO_BUILD_TYPE_STRING;
+        d["cpu_target"] = EDO_BUILD_MARCH_STRING;
+        d["cpu_path"] = std::string(edo::cpu_path_name(edo::cpu_path()));
+        d["cuda_architectures"] = EDO_BUILD_CUDA_ARCHS_STRING;
+        d["faiss"] = EDO_BUILD_FAISS_STRING;
+        return d;
+      },
+      "What the tools' --version says: the version, the commit it was built from ('unknown' outside git,\n"
+      "'+' after it when the tree had changes), the build type, the CPU target, the kernels' path in use,\n"
+      "the CUDA architectures ('no CUDA') and FAISS's version at build time.");
 }

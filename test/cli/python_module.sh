@@ -43,6 +43,12 @@ for name in ('tiers', 'sparse', 'hash'):
 with edo.open(f'{w}/tiers.edo') as f:
     whole = f.decode_all()
     assert f.shape == (10000, 50) and f.dtype == np.float32 and len(f) == 10000 and edo.__version__
+# The build, as the tools' --version says it.
+info = edo.build_info()
+assert info['version'] == edo.__version__ and info['cpu_path'] == edo.cpu_path(), info
+assert set(info) == {'version', 'commit', 'build_type', 'cpu_target', 'cpu_path', 'cuda_architectures', 'faiss'}, info
+assert info['commit'] and info['build_type'] and info['cuda_architectures'], info
+with edo.open(f'{w}/tiers.edo') as f:
     assert f[7].tobytes() == whole[7].tobytes() and f[-1].tobytes() == whole[-1].tobytes()
     assert f[10:20].tobytes() == whole[10:20].tobytes() and f[::-997].tobytes() == whole[::-997].tobytes()
     assert f[[3, 1]].tobytes() == whole[[3, 1]].tobytes()

@@ -16,6 +16,9 @@ P="$build/edo-profile"; Q="$build/edo-quantize"; U="$build/edo-unpack"; E="$buil
 for t in "$P" "$Q" "$U" "$E"; do
   expect 0 "$t" --help; grep -q "Examples" "$work/out" || fail "$t --help has no examples"
   expect 0 "$t" --version; grep -q "CUDA" "$work/out" || fail "$t --version lacks build options"
+  for part in "commit " " build, CPU target '" "kernels " "CUDA architectures " "FAISS "; do
+    grep -qF "$part" "$work/out" || fail "$t --version lacks '$part': $(cat "$work/out")"
+  done
   expect 2 "$t" --no-such-flag
 done
 expect 2 "$P"
