@@ -64,7 +64,7 @@ struct TableSample {
   double count_norm = 0;            // sum of count ||x||^2
   double weight_norm = 0;           // sum of weight ||x||^2
   std::vector<ScoredCodec> codecs;  // most bytes a row first
-  double read_seconds = 0;          // the sample read and its hot order
+  double read_seconds = 0;          // reading the sample
 };
 
 // One codec's round trip of the sample (trained on it first when it trains,
@@ -228,7 +228,7 @@ double weighted_sum(const std::vector<JointTablePlan>& tables, const std::vector
 // allocation, up to the last step that does not fit. Then what is left is
 // spent on the front's points off the hull: each round, the one move (a
 // table to a larger option that fits) that lowers the sum most. Returns each
-// table's option; allocate_exact's plan when that is as good.
+// table's option: allocate()'s fallback when the exact allocation was thinned.
 std::vector<size_t> allocate_greedy(const JointPlan& plan, uint64_t max_bytes) {
   const size_t T = plan.tables.size();
   std::vector<size_t> chosen(T, 0), step(T, 0);
