@@ -264,10 +264,10 @@ struct Quantize {
     std::map<std::string, edo::CodecChoice> picks;
     if (choosing) {
       std::vector<std::unique_ptr<edo::io::TableReader>> readers;
-      std::vector<edo::ModelChoiceTable> tables;
+      std::vector<edo::JointTable> tables;
       for (const edo::io::ModelTable& t : model.tables) {
         readers.push_back(edo::open_any_table(t.spec, edo::io::Verify::all));
-        tables.push_back({t.name, readers.back().get(), {}});
+        tables.push_back({t.name, readers.back().get(), {}, 1});
       }
       const edo::ModelCodecChoice m =
           edo::choose_model_codecs(tables, edo::parse_auto_spec(spec), chooser_options(true));

@@ -203,6 +203,17 @@ std::vector<std::string> chooser_candidates(uint64_t rows, uint64_t dim, uint64_
   return out;
 }
 
+double recall_tie_window(double p, double found) {
+  p = std::clamp(p, 0.0, 1.0);
+  return std::max(kRecallTie, 2 * std::sqrt(p * (1 - p) / std::max(found, 1.0)));
+}
+
+uint64_t least_code_bytes(const std::vector<std::string>& specs, uint64_t rows, uint64_t dim) {
+  uint64_t least = UINT64_MAX;
+  for (const std::string& s : specs) least = std::min<uint64_t>(least, rows * code_size(s, dim));
+  return least;
+}
+
 const char* candidate_outcome_name(CandidateOutcome o) {
   switch (o) {
     case CandidateOutcome::over_budget:
@@ -343,8 +354,7 @@ void rescore_ties(CodecChoice& c, Trial& trial, const std::vector<size_t>& fit) 
   double best = -1;
   for (size_t i : fit)
     if (c.candidates[i].outcome == CandidateOutcome::tried) best = std::max(best, c.candidates[i].recall);
-  const double found = static_cast<double>(std::max<uint64_t>(c.queries, 1)) * 10;
-  c.tie_window = std::max(kRecallTie, 2 * std::sqrt(best * (1 - best) / found));
+  c.tie_window = recall_tie_window(best, static_cast<double>(c.queries) * 10);
   std::vector<size_t> tied;
   for (size_t i : fit)
     if (c.candidates[i].outcome == CandidateOutcome::tried && c.candidates[i].recall >= best - c.tie_window)

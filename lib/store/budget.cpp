@@ -6,7 +6,6 @@
 
 #include <edo/budget.hpp>
 #include <edo/byte_count.hpp>
-#include <edo/codec.hpp>
 #include <edo/codec_chooser.hpp>
 #include <edo/error.hpp>
 #include <edo/io/files.hpp>
@@ -471,9 +470,8 @@ BudgetCap apply_budget(io::TableReader& table, const Budget& budget, const PackO
   if (cap.cap <= cap.header_bytes) {
     // Refused before any sample is drawn, with what a file of the table's
     // rows in the candidate of fewest bytes a row would take.
-    uint64_t least = UINT64_MAX;
-    for (const std::string& s : chooser_candidates(table.rows(), table.dim(), plan_opt.sample_rows))
-      least = std::min<uint64_t>(least, table.rows() * code_size(s, table.dim()));
+    const uint64_t least = least_code_bytes(chooser_candidates(table.rows(), table.dim(), plan_opt.sample_rows),
+                                            table.rows(), table.dim());
     std::string asked;
     for (const SizeBudget& s : budget.sizes) asked += (asked.empty() ? "" : ", ") + s.expression;
     EDO_FAIL(

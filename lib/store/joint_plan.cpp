@@ -452,23 +452,6 @@ std::vector<JointOption> table_options(const TableSample& s, const std::vector<u
 
 namespace {
 
-// Each table's share of the model's lookups: by counts when every table has
-// them, else by rows (a count file's scale says nothing beside a table
-// without one). Sets plan.shares_by_counts.
-std::vector<double> table_shares(const std::vector<JointTable>& tables, JointPlan& plan) {
-  plan.shares_by_counts =
-      std::all_of(tables.begin(), tables.end(), [](const JointTable& jt) { return !jt.freq.empty(); });
-  std::vector<double> shares;
-  double lookups = 0;
-  for (const JointTable& jt : tables) {
-    shares.push_back(plan.shares_by_counts ? std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0)
-                                           : static_cast<double>(jt.table->rows()));
-    lookups += shares.back();
-  }
-  for (double& s : shares) s /= lookups > 0 ? lookups : 1;
-  return shares;
-}
-
 JointTablePlan table_plan(const JointTable& jt, double share) {
   JointTablePlan tp;
   tp.name = jt.name;
@@ -479,9 +462,6 @@ JointTablePlan table_plan(const JointTable& jt, double share) {
   tp.weight = jt.weight;
   return tp;
 }
-
-// The codec that keeps a table's values as its file stores them.
-const char* stored_codec(io::DType t) { return t == io::DType::f16 ? "fp16" : t == io::DType::bf16 ? "bf16" : "fp32"; }
 
 }  // namespace
 
@@ -495,13 +475,26 @@ std::vector<JointOption> pareto_front(std::vector<JointOption> opts) {
   return front;
 }
 
+std::vector<double> lookup_shares(const std::vector<JointTable>& tables, bool& by_counts) {
+  by_counts = std::all_of(tables.begin(), tables.end(), [](const JointTable& jt) { return !jt.freq.empty(); });
+  std::vector<double> shares;
+  double lookups = 0;
+  for (const JointTable& jt : tables) {
+    shares.push_back(by_counts ? std::accumulate(jt.freq.begin(), jt.freq.end(), 0.0)
+                               : static_cast<double>(jt.table->rows()));
+    lookups += shares.back();
+  }
+  for (double& s : shares) s /= lookups > 0 ? lookups : 1;
+  return shares;
+}
+
 std::optional<JointPlan> plan_as_stored(const std::vector<JointTable>& tables, uint64_t max_bytes) {
   JointPlan plan;
-  const std::vector<double> shares = table_shares(tables, plan);
+  const std::vector<double> shares = lookup_shares(tables, plan.shares_by_counts);
   uint64_t bytes = 0;
   for (size_t t = 0; t < tables.size(); ++t) {
     JointTablePlan tp = table_plan(tables[t], shares[t]);
-    const char* codec = stored_codec(tables[t].table->dtype());
+    const char* codec = detail::stored_codec(tables[t].table->dtype());
     const uint64_t table_bytes = tp.rows * code_size(codec, tp.dim);
     tp.frontier.push_back({{tier("all", ShareKind::rest, 0, codec)}, table_bytes, 0, 0});
     bytes += table_bytes;
@@ -541,7 +534,7 @@ std::optional<uint64_t> smallest_codes_bytes(const std::vector<JointTable>& tabl
 
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt) {
   JointPlan plan;
-  const std::vector<double> shares = table_shares(tables, plan);
+  const std::vector<double> shares = lookup_shares(tables, plan.shares_by_counts);
   uint64_t fp32_total = 0;
   for (const JointTable& jt : tables) fp32_total += jt.table->rows() * jt.table->dim() * 4;
   std::vector<std::vector<std::string>> table_specs;

@@ -41,20 +41,13 @@ size_t row_of(const CodecChoice& c, const std::string& spec) {
 
 }  // namespace
 
-ModelCodecChoice choose_model_codecs(const std::vector<ModelChoiceTable>& tables, const ChooseBudget& budget,
+ModelCodecChoice choose_model_codecs(const std::vector<JointTable>& tables, const ChooseBudget& budget,
                                      const ChooseOptions& opt) {
   ModelCodecChoice m;
   m.budget = budget;
-  const bool by_counts =
-      std::all_of(tables.begin(), tables.end(), [](const ModelChoiceTable& t) { return !t.freq.empty(); });
-  double lookups = 0;
-  for (const ModelChoiceTable& t : tables) {
-    m.values += t.table->rows() * t.table->dim();
-    m.shares.push_back(by_counts ? std::accumulate(t.freq.begin(), t.freq.end(), 0.0)
-                                 : static_cast<double>(t.table->rows()));
-    lookups += m.shares.back();
-  }
-  for (double& s : m.shares) s /= lookups > 0 ? lookups : 1;
+  bool by_counts = false;
+  m.shares = lookup_shares(tables, by_counts);
+  for (const JointTable& t : tables) m.values += t.table->rows() * t.table->dim();
   const double model_bytes = budget.bits * static_cast<double>(m.values) / 8;
   JointPlan plan;
   for (size_t t = 0; t < tables.size(); ++t) {

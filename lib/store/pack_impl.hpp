@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal to lib/store: pack.cpp, plan.cpp and table_writer.cpp.
+// Internal to lib/store: pack.cpp, plan.cpp, joint_plan.cpp, budget.cpp and table_writer.cpp.
 #pragma once
 
 #include <edo/io/container.hpp>
@@ -22,6 +22,13 @@ struct TablePass {
   uint64_t digest = 0;
   std::vector<double> norms;
 };
+// The codec that keeps a table's values as its input stores them: fp16 and
+// bf16 tables in theirs, any other in fp32 (a size budget the input meets as
+// stored is planned so, with no sample: plan_tiers, plan_as_stored).
+inline const char* stored_codec(io::DType t) {
+  return t == io::DType::f16 ? "fp16" : t == io::DType::bf16 ? "bf16" : "fp32";
+}
+
 // The seeded sample a one-tier write trains on (`want` rows of the table,
 // row numbers in sample_rows): what --train-only draws, so it trains on the
 // same rows a whole-table run would.

@@ -4,6 +4,7 @@
 #include "pack_impl.hpp"
 
 #include <edo/codec.hpp>
+#include <edo/codec_chooser.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
@@ -912,10 +913,9 @@ class CandidateSearch {
     if (res_.chosen < 0 || eo_.ks.empty()) return;
     const PlanCandidate& best = res_.tried[static_cast<size_t>(res_.chosen)];
     if (best.metrics.empty()) return;
-    const double p = std::clamp(best.metrics.front().second, 0.0, 1.0);
     const double found =
         static_cast<double>(std::min<uint64_t>(eo_.queries, sample_.ids.size())) * static_cast<double>(eo_.ks.front());
-    const double window = std::max(0.001, 2 * std::sqrt(p * (1 - p) / std::max(found, 1.0)));
+    const double window = recall_tie_window(best.metrics.front().second, found);
     std::vector<size_t> tied;
     for (size_t k = 0; k < res_.tried.size(); ++k)
       if (res_.tried[k].passed && !res_.tried[k].metrics.empty() &&
@@ -1089,8 +1089,7 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
   res.budget = weighted_budget(opt);
   check_reachable(res.budget);
   if (opt.size_only && opt.max_bytes) {
-    const io::DType t = table.dtype();
-    const std::string stored = t == io::DType::f16 ? "fp16" : t == io::DType::bf16 ? "bf16" : "fp32";
+    const std::string stored = detail::stored_codec(table.dtype());
     const uint64_t bytes = rows * code_size(stored, dim);
     if (bytes <= opt.max_bytes) {
       PlanCandidate c;

@@ -127,6 +127,17 @@ struct CodecChoice {
 // draw of the queries alone, while their errors over every sample row do not.
 inline constexpr double kRecallTie = 0.001;
 
+// How close to the best a recall p over `found` neighbours (queries x k) is a
+// near-tie that more queries must decide: two standard errors of it,
+// 2 sqrt(p (1 - p) / found), and at least kRecallTie. The chooser and the
+// planner's search rescore such candidates.
+double recall_tie_window(double p, double found);
+
+// The fewest bytes `rows` rows take in any of `specs` (codes only, no
+// trained state): a floor under a plan's data before any training. Usage
+// error on a spec that is no codec.
+uint64_t least_code_bytes(const std::vector<std::string>& specs, uint64_t rows, uint64_t dim);
+
 // Chooses a codec for `table` within `budget`. Error (exit 1) when no
 // candidate fits a bits budget (naming the smallest) or none reaches a
 // recall budget on the sample (naming the best). Same table, budget and

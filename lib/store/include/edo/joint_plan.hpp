@@ -107,6 +107,11 @@ std::string objective_name(const JointPlan& plan);
 // max_bytes, naming that smallest total.
 JointPlan plan_joint(const std::vector<JointTable>& tables, const JointPlanOptions& opt);
 
+// Each table's share s_t of the model's lookups: by counts when every table
+// has them (`by_counts` set), else by rows (a count file's scale says nothing
+// beside a table without one). The joint plan's and the model chooser's rule.
+std::vector<double> lookup_shares(const std::vector<JointTable>& tables, bool& by_counts);
+
 // The options no other beats in both bytes and objective, cheapest first:
 // a front as replan_joint allocates over.
 std::vector<JointOption> pareto_front(std::vector<JointOption> opts);

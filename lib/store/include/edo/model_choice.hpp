@@ -6,23 +6,17 @@
 // share-weighted recall@10 is as high as it can be (a tiny table may take
 // more bits, stored whole when that is cheapest). auto:recall=R: the
 // fewest bytes whose share-weighted recall@K reaches R. Shares as the joint
-// plan's (edo/joint_plan.hpp): by counts when every table has them, else by rows.
+// plan's (lookup_shares): by counts when every table has them, else by rows.
 #pragma once
 
 #include <edo/codec_chooser.hpp>
-#include <edo/io/table.hpp>
+#include <edo/joint_plan.hpp>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace edo {
-
-struct ModelChoiceTable {
-  std::string name;
-  io::TableReader* table = nullptr;
-  std::vector<double> freq;  // counts, or empty
-};
 
 struct ModelCodecChoice {
   ChooseBudget budget;
@@ -41,7 +35,8 @@ struct ModelCodecChoice {
 // (bytes, share x (1 - recall)) fronts. Runtime error when no choice meets
 // the budget, naming the smallest reachable bits a value (or the best
 // recall) and the table that takes the most of it.
-ModelCodecChoice choose_model_codecs(const std::vector<ModelChoiceTable>& tables, const ChooseBudget& budget,
+// The tables' weights are not used: shares alone weigh them (lookup_shares).
+ModelCodecChoice choose_model_codecs(const std::vector<JointTable>& tables, const ChooseBudget& budget,
                                      const ChooseOptions& opt);
 
 // One line a table (its pick, bits and recall) and the model's line, for stderr.
