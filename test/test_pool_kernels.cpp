@@ -143,6 +143,21 @@ TEST_CASE("pool kernels: a row 3,000 wide (sweeps, a buffer of one row) on every
   }
 }
 
+TEST_CASE("pool kernels: pq rows folded from the codebooks, every width, on every CPU path") {
+  // Sub-spaces of 4, 8 and 16 columns with 8-bit codes are swept in registers (m a multiple of the sweep's
+  // sub-spaces or not: 40 / 4 = 10 sub-spaces, a sweep of 8 then two alone); 2 columns, uneven widths (17 / 5)
+  // and 4- or 6-bit codes row by row; opq (a rotation) through a row buffer.
+  const std::vector<std::pair<uint64_t, std::string>> cases = {
+      {128, "pq:m=32"}, {128, "pq:m=16"},       {128, "pq:m=8"},        {40, "pq:m=10"},
+      {64, "pq:m=32"},  {17, "pq:m=5,nbits=4"}, {48, "pq:m=8,nbits=6"}, {32, "opq:m=8"}};
+  for (const auto& [dim, codec] : cases) {
+    CAPTURE(dim);
+    CAPTURE(codec);
+    const Packed p({"all:rest:" + codec}, false, dim, 600);
+    check_every_path(edo::Reader::open(p.path), Bags(p.rows, dim + 1));
+  }
+}
+
 TEST_CASE("pool kernels: every tier kind and mixed tiers, on every CPU path, equal the reference bit for bit") {
   // Iterates edo::tier_kinds(), so a new kind is covered without a new test.
   for (const edo::TierKindTraits& t : edo::tier_kinds()) {
@@ -151,7 +166,7 @@ TEST_CASE("pool kernels: every tier kind and mixed tiers, on every CPU path, equ
     check_every_path(edo::Reader::open(p.path), Bags(p.rows, 3));
   }
   // Hashed tiers beyond the traits table's example: several weighted buckets a row, quotient-remainder.
-  for (const std::string hashed : {"hash:buckets=32,k=2,weights=1", "qr:buckets=16"}) {
+  for (const std::string hashed : {"hash:buckets=32", "hash:buckets=32,k=2,weights=1", "qr:buckets=16"}) {
     CAPTURE(hashed);
     const Packed p({"hot:rows=30%:int8", "cold:rest:" + hashed}, false, 24, 500);
     check_every_path(edo::Reader::open(p.path), Bags(p.rows, 5));

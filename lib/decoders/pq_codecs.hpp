@@ -62,6 +62,7 @@ class PqDecoder : public Codec, public AdcCodec {
   size_t adc_table_size() const override { return static_cast<size_t>(g_.m) * g_.ksub; }
   void adc_tables(const float* queries, size_t nq, float* tables) const override;
   void adc_inner_products(const float* table, const uint8_t* codes, size_t n, float* ip) const override;
+  std::optional<PqLayout> layout() const;  // pq_layout()
 
  protected:
   void require_trained() const;

@@ -260,6 +260,11 @@ void PqDecoder::decode_gather(const uint8_t* codes, const uint64_t* rows, const 
     pq_decode_row(g_, codebooks_.data(), codes + rows[k] * g_.code_size, x + dst[k] * dim_);
 }
 
+std::optional<PqLayout> PqDecoder::layout() const {
+  if (rotate_ || codebooks_.empty()) return std::nullopt;
+  return PqLayout{g_, codebooks_.data()};
+}
+
 std::vector<NamedBlob> PqDecoder::state() const {
   require_trained();
   std::vector<NamedBlob> out = {{"pq.codebooks", {g_.m, g_.ksub, g_.dsub}, codebooks_, books_}};
@@ -463,3 +468,12 @@ std::unique_ptr<Codec> make_rq_decoder(const SpecStage& stage, size_t dim, std::
 }
 
 }  // namespace edo::detail
+
+namespace edo {
+
+std::optional<PqLayout> pq_layout(const Codec& codec) {
+  if (const auto* pq = dynamic_cast<const detail::PqDecoder*>(&codec)) return pq->layout();
+  return std::nullopt;
+}
+
+}  // namespace edo

@@ -4,6 +4,7 @@
 // A hashed tier is keyed by global id (TierView::keyed_by_id): the reader
 // hands it table ids, not local ones, and it finds each id's rows of its
 // shared tables itself, so it stores nothing per row but optional weights.
+#include "pool_kernels.hpp"
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
@@ -186,6 +187,21 @@ class HashedTier final : public TierView {
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
     if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
     for (uint64_t k = 0; k < count; ++k) decode_id(begin + k, out + k * dim_);
+  }
+  // One bucket an id, unweighted: the bucket's row is the id's row, folded
+  // from where it lies by the CPU path's fold (no copy); the other schemes
+  // through a row buffer.
+  void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
+    if (spec_.scheme == HashScheme::qr || spec_.k != 1 || tables_.weights)
+      return TierView::pool(rows, mode, first, acc);
+    const detail::PoolKernels& kernels = detail::pool_kernels(cpu_path());
+    for (size_t k = 0; k < rows.n; ++k) {
+      detail::prefetch_stream_row(rows, k);
+      const float* bucket = rows.codes
+                                ? reinterpret_cast<const float*>(rows.codes[k])  // row_address(), hashed once
+                                : buckets_.data() + hash_bucket(rows.local[k], 0, spec_.seed, spec_.buckets) * dim_;
+      kernels.fold(mode, bucket, 1, rows.weights ? rows.weights + k : nullptr, dim_, first && k == 0, acc);
+    }
   }
   // An id's first bucket (qr: its remainder row), for a pooled lookup's
   // prefetches: a bucket row of dim floats.

@@ -27,7 +27,8 @@ math::ScalarLayout layout_of(const PoolRowFormat& f) {
           f.half_params};
 }
 
-// As the SIMD paths' (pool_kernels_simd.inc, which says why it is written so).
+// As the SIMD paths' prefetch_wide_row (pool_kernels_simd.inc, which says
+// why it is written so): every line of the row.
 void prefetch_row(const uint8_t* p, uint32_t code_size) {
   const auto at = reinterpret_cast<uintptr_t>(p);
   __builtin_prefetch(reinterpret_cast<const void*>(at), 0, 2);
@@ -35,6 +36,13 @@ void prefetch_row(const uint8_t* p, uint32_t code_size) {
   if (code_size > 128) __builtin_prefetch(reinterpret_cast<const void*>(at + 128), 0, 2);
   if (code_size > 192) __builtin_prefetch(reinterpret_cast<const void*>(at + 192), 0, 2);
   __builtin_prefetch(reinterpret_cast<const void*>(at + code_size - 1), 0, 2);
+  for (uint32_t off = 256; off + 1 < code_size; off += 64) {
+#if defined(__x86_64__)
+    asm volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(at + off)));
+#else
+    __builtin_prefetch(reinterpret_cast<const void*>(at + off), 0, 2);
+#endif
+  }
 }
 
 float apply(PoolMode mode, float acc, float v, const float* weight) {
@@ -87,9 +95,11 @@ bool portable_decode(const PoolRowFormat& f, const PoolRun& run, const uint64_t*
   return true;
 }
 
+#include "pool_kernels_pq.inc"
+
 }  // namespace
 
-const PoolKernels kPoolKernelsPortable = {CpuPath::portable, portable_scalar, portable_fold, portable_decode};
+const PoolKernels kPoolKernelsPortable = {CpuPath::portable, portable_scalar, portable_fold, portable_decode, pq_pool};
 
 void prefetch_code_row(const uint8_t* row, uint32_t bytes) { prefetch_row(row, bytes); }
 

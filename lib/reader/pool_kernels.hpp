@@ -89,7 +89,7 @@ struct PoolRun {
 };
 
 // How far ahead of the row being pooled the stream's rows are prefetched:
-// about kPoolPrefetchBytes of rows (30 rows of 136 bytes, 16 of 256), from 4
+// about kPoolPrefetchBytes of rows (30 rows of 136 bytes, 16 of 256, 8 of 512), from 4
 // to 32 rows, into the L2 cache (prefetcht1: the L1's few line-fill buffers
 // dropped or stalled prefetches into it; measured, docs/BENCHMARKS.md
 // "Pooled lookups against torch and FBGEMM").
@@ -98,6 +98,14 @@ constexpr size_t pool_prefetch_rows(uint32_t code_size) {
   const size_t rows = kPoolPrefetchBytes / (code_size ? code_size : 1);
   return rows < 4 ? 4 : rows > 32 ? 32 : rows;
 }
+
+// A pq codec's rows (no rotation): m codes of nbits bits, low bits first;
+// sub-space j (the first dim % m one column wider) takes its width from
+// centroid codebooks + (j * ksub + code) * dsub.
+struct PoolPqFormat {
+  uint32_t dim, m, nbits, ksub, dsub;
+  const float* codebooks;
+};
 
 struct PoolKernels {
   CpuPath path;
@@ -111,6 +119,8 @@ struct PoolKernels {
   // Decodes the run's code rows, row k into out + dst[k] * dim (weights
   // unused): lookup()'s rows, with the same prefetching. False as scalar().
   bool (*decode)(const PoolRowFormat& f, const PoolRun& run, const uint64_t* dst, float* out);
+  // Folds the run's pq code rows into acc as scalar() folds scalar ones.
+  void (*product)(const PoolPqFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc);
 };
 
 extern const PoolKernels kPoolKernelsPortable;
@@ -143,6 +153,11 @@ struct TierRows;
 }
 
 namespace edo::detail {
+
+// Prefetches, as the kernels do, the stream's row pool_prefetch_rows()
+// beyond row k of `rows` (nothing where the stream has no such row or no
+// addresses).
+void prefetch_stream_row(const TierRows& rows, size_t k);
 
 // Rows that are all `vector` (a shared vector, zeros, a centroid, the
 // default for unknown ids) folded into acc as TierView::pool folds rows

@@ -91,8 +91,11 @@ struct Lanes {
 
 #include "pool_kernels_simd.inc"
 
+// After the SIMD kernels, whose prefetch_row it calls.
+#include "pool_kernels_pq.inc"
+
 }  // namespace
 
-const PoolKernels kPoolKernelsAvx2 = {CpuPath::avx2, simd_scalar, simd_fold, simd_decode};
+const PoolKernels kPoolKernelsAvx2 = {CpuPath::avx2, simd_scalar, simd_fold, simd_decode, pq_pool};
 
 }  // namespace edo::detail

@@ -106,6 +106,9 @@ struct Lanes {
 
 #include "pool_kernels_simd.inc"
 
+// After the SIMD kernels, whose prefetch_row it calls.
+#include "pool_kernels_pq.inc"
+
 bool avx512_scalar(const PoolRowFormat& f, const PoolRun& run, PoolMode mode, bool first, float* acc) {
   if (!registers_in_groups(f)) return kPoolKernelsAvx2.scalar(f, run, mode, first, acc);
   return simd_scalar(f, run, mode, first, acc);
@@ -118,6 +121,6 @@ bool avx512_decode(const PoolRowFormat& f, const PoolRun& run, const uint64_t* d
 
 }  // namespace
 
-const PoolKernels kPoolKernelsAvx512 = {CpuPath::avx512, avx512_scalar, simd_fold, avx512_decode};
+const PoolKernels kPoolKernelsAvx512 = {CpuPath::avx512, avx512_scalar, simd_fold, avx512_decode, pq_pool};
 
 }  // namespace edo::detail

@@ -458,6 +458,8 @@ class SparseTier final : public TierView {
   // the values are prefetched in its stream; a bitmap row's mask and a csr
   // row's columns are prefetched by gather()). Not checked: only prefetched.
   const uint8_t* row_address(uint64_t local) const override {
+    if (masks_) __builtin_prefetch(masks_ + local * mask_bytes_, 0, 2);
+    if (params_) __builtin_prefetch(params_ + 8 * local, 0, 2);
     const uint64_t a = offset(local);
     return a < nnz_ ? values_ + sparse_value_bytes(spec_.values, a & ~uint64_t{1}) : nullptr;
   }

@@ -43,6 +43,13 @@ void TierView::pool(const TierRows& rows, PoolMode mode, bool first, float* acc)
 
 namespace detail {
 
+void prefetch_stream_row(const TierRows& rows, size_t k) {
+  if (!rows.codes) return;
+  const size_t at = k + pool_prefetch_rows(rows.prefetch_bytes);
+  if (at < rows.n + rows.ahead)
+    prefetch_code_row(rows.codes[at], rows.row_bytes ? rows.row_bytes[at] : rows.prefetch_bytes);
+}
+
 void pool_vector(const float* vector, const TierRows& rows, PoolMode mode, bool first, float* acc) {
   const PoolKernels& kernels = pool_kernels(cpu_path());
   for (size_t k = 0; k < rows.n; ++k)

@@ -233,6 +233,10 @@ class CodecTier final : public TierView {
       EDO_FAIL("{}", tier_error(path, info.name, e.what()));
     }
     if (const std::optional<math::ScalarLayout> L = scalar_layout(*codec_)) format_ = detail::pool_row_format(*L);
+    if (const std::optional<PqLayout> L = pq_layout(*codec_)) {
+      const math::PqGeometry& g = L->geometry;
+      pq_format_ = detail::PoolPqFormat{g.dim, g.m, g.nbits, g.ksub, g.dsub, L->codebooks};
+    }
   }
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
@@ -263,13 +267,15 @@ class CodecTier final : public TierView {
     cache_->read_direct(owner_, codes_offset_ + begin * stats_.code_size, codes.size(), codes.data());
     codec_->decode(codes.data(), count, out, opt);
   }
-  // Scalar codes decoded into the sums by the CPU path's kernel; the others
-  // (and rows read through the page cache) a few rows at a time.
+  // Scalar and pq codes decoded into the sums by the CPU path's kernels;
+  // the others (and rows read through the page cache) a few rows at a time.
   void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
-    if (format_ && !cache_) {
+    if ((format_ || pq_format_) && !cache_) {
       if (check_) check_->ensure(cache_, owner_);
       const detail::PoolRun run{rows.codes, rows.weights, rows.n, rows.ahead, rows.prefetch_bytes, rows.row_bytes};
-      if (detail::pool_kernels(cpu_path()).scalar(*format_, run, mode, first, acc)) return;
+      const detail::PoolKernels& kernels = detail::pool_kernels(cpu_path());
+      if (pq_format_) return kernels.product(*pq_format_, run, mode, first, acc);
+      if (kernels.scalar(*format_, run, mode, first, acc)) return;
     }
     TierView::pool(rows, mode, first, acc);
   }
@@ -310,7 +316,8 @@ class CodecTier final : public TierView {
 
  private:
   std::unique_ptr<Codec> codec_;
-  std::optional<detail::PoolRowFormat> format_;  // scalar codecs the pooling kernels decode
+  std::optional<detail::PoolRowFormat> format_;    // scalar codecs the pooling kernels decode
+  std::optional<detail::PoolPqFormat> pq_format_;  // pq codecs (no rotation) they fold
   const uint8_t* codes_ = nullptr;
   uint64_t codes_offset_ = 0;  // in the file
   detail::PageCache* cache_ = nullptr;

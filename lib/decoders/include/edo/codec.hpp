@@ -22,6 +22,7 @@
 #include <edo/codec_math.hpp>
 #include <edo/device.hpp>
 #include <edo/io/limits.hpp>
+#include <edo/pq_math.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -283,6 +284,15 @@ std::string canonical_spec(std::string_view spec, size_t dim);
 // The row layout of a plain scalar codec (fp32 ... bin), for kernels that
 // decode codes in place; nullopt for any other codec (pca chains, PQ, ...).
 std::optional<math::ScalarLayout> scalar_layout(const Codec& codec);
+
+// A pq codec's geometry and its codebooks (m x ksub x dsub floats, owned by
+// the codec), for kernels that fold centroids in place; nullopt for any
+// other codec (opq's rotation, rq, pca chains, ...) or an untrained one.
+struct PqLayout {
+  math::PqGeometry geometry;
+  const float* codebooks;
+};
+std::optional<PqLayout> pq_layout(const Codec& codec);
 
 // Largest input dimension any codec accepts: the widest table.
 inline constexpr size_t kMaxCodecDim = io::kMaxDim;
