@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace edo::cli {
@@ -126,6 +128,44 @@ void settle_openmp_environment(char** argv);
 inline constexpr char kBadThreadsVariable[] = "EDO_BAD_THREADS";
 static_assert(sizeof kBadThreadsVariable == sizeof "OMP_NUM_THREADS");
 
+// Edits (insertions, deletions, substitutions) between two option names.
+inline size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (--codex: did you mean --codec?)" for the first --flag on the command line that
+// the tool lacks and that is within a third of its length (at least 2
+// edits) of one it has; empty otherwise.
+inline std::string suggest_option(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") continue;
+    arg = arg.substr(0, arg.find('='));
+    if (std::find(names.begin(), names.end(), arg) != names.end()) continue;
+    const std::string* best = nullptr;
+    size_t best_edits = std::max<size_t>(2, arg.size() / 3) + 1;
+    for (const std::string& n : names)
+      if (const size_t d = edit_distance(arg, n); d < best_edits) best = &n, best_edits = d;
+    return best ? fmt::format(" ({}: did you mean {}?)", arg, *best) : std::string();
+  }
+  return {};
+}
+
 // Runs `body` and turns every way it can fail into one line on stderr and the
 // documented exit code: 1 runtime, 2 usage, 3 gate.
 template <class Body>
@@ -143,7 +183,8 @@ int run_tool(const char* tool, CLI::App& app, int argc, char** argv, Body&& body
   } catch (const CLI::CallForVersion& e) {
     return finish_stdout(tool, app.exit(e));
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "%s: error: %s (see %s --help)\n", tool, e.what(), tool);
+    std::fprintf(stderr, "%s: error: %s%s (see %s --help)\n", tool, e.what(), suggest_option(app, argc, argv).c_str(),
+                 tool);
     return static_cast<int>(ExitCode::usage);
   }
   int code = 0;

@@ -21,6 +21,16 @@ for t in "$P" "$Q" "$U" "$E"; do
   done
   expect 2 "$t" --no-such-flag
 done
+# A mistyped flag on every tool: one line, the closest flag it has.
+for pair in "edo-profile --freqq=3 --freq" "edo-quantize --codex --codec" "edo-sparsify --densty --density" \
+  "edo-hash --schem --scheme" "edo-pack --tierr --tier" "edo-eval --gates --gate" "edo-unpack --outpt --output" \
+  "edo-lookup --offset --offsets"; do
+  read -r tool typo want <<<"$pair"
+  expect 2 "$build/$tool" "$data" "$typo" x
+  err_has "(${typo%%=*}: did you mean $want?)"
+done
+expect 2 "$Q" "$data" --zzzzzz -o "$work/x.edo"   # nothing close: no guess
+grep -q "did you mean" "$work/err" && fail "a guess for --zzzzzz: $(cat "$work/err")"
 expect 2 "$P"
 expect 2 "$Q" "$data" -o "$work/x.edo"            # no --codec
 expect 2 "$Q" "$data" -o "$work/x.edo" --codec int9
