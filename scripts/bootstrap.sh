@@ -18,6 +18,7 @@ packages=(
   python3-venv                   # `pip install .` tested in a virtual environment (cli.pip_install)
   slurmctld slurmd slurm-client munge  # a private one-node Slurm runs the sharded pipeline (cli.slurm_local)
   chromium fonts-dejavu-core     # renders the HTML report headless in a test (cli.html_render)
+  help2man man-db                # man pages from each tool's --help, opened by a test (cli.package)
 )
 
 missing=()
