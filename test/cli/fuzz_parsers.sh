@@ -190,6 +190,7 @@ build_target() {  # name
 run_target() {  # name
   local name=$1 dir="$work/run/$1"
   build_target "$name" || return 1
+  [[ -z "${EDO_FUZZ_BUILD_ONLY:-}" ]] || return 0  # the build's fuzz target: built, not run
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
   if [[ -d "$src_dir/fuzz/corpus/$name" ]]; then cp -R "$src_dir/fuzz/corpus/$name/." "$dir/corpus/"; fi

@@ -132,9 +132,10 @@ if [[ -f "$link_txt" ]]; then
 else
   echo "fuzz_roundtrip: no $link_txt: linking the edo archives and their usual dependencies"
   for l in profile store eval codecs io reader decoders container core; do libs+=("$build_dir/libedo_$l.a"); done
-  libs+=(-lfaiss -llapack -lblas $(pkg-config --libs hdf5 libzip 2>/dev/null || echo -lhdf5 -lzip) -lfmt -lxxhash
+  libs+=(-lfaiss -llapack -lblas -lopenblas $(pkg-config --libs hdf5 libzip 2>/dev/null || echo -lhdf5 -lzip) -lfmt -lxxhash
     -lz -luring -lgomp)
-  if printf '%s\n' "${defines[@]}" | grep -q EDO_HAVE_CUDA; then
+  # A CUDA build's archives call the CUDA runtime (Ninja builds have no flags.make to say so).
+  if printf '%s\n' "${defines[@]}" | grep -q EDO_HAVE_CUDA || nm -u "$build_dir/libedo_core.a" 2>/dev/null | grep -c cudaFree >/dev/null; then
     cuda_lib=$(sed -n 's/^CUDAToolkit_LIBRARY_DIR:PATH=//p' "$build_dir/CMakeCache.txt" 2>/dev/null)
     libs+=(-L"${cuda_lib:-/usr/local/cuda/lib64}" -lcudart_static -ldl -lrt -lpthread)
   fi
@@ -190,6 +191,7 @@ build_target() {  # name
 run_target() {  # name
   local name=$1 dir="$work/run/$1"
   build_target "$name" || return 1
+  [[ -z "${EDO_FUZZ_BUILD_ONLY:-}" ]] || return 0  # the build's fuzz target: built, not run
   rm -rf "$dir"
   mkdir -p "$dir/corpus" "$dir/tmp"
   if [[ -d "$src_dir/fuzz/corpus/$name" ]]; then cp -R "$src_dir/fuzz/corpus/$name/." "$dir/corpus/"; fi
