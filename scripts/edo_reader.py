@@ -184,6 +184,12 @@ def validate(data, verify_sections=True):
     except (UnicodeDecodeError, ValueError) as e:
         raise Invalid("manifest is not valid JSON: %s" % e)
     require(isinstance(manifest, dict), "manifest is not a JSON object")
+    required = manifest.get("requires", [])
+    require(isinstance(required, list) and len(required) <= 64 and all(isinstance(f, str) for f in required),
+            '"requires" must be an array of at most 64 feature names')
+    for feature in required:
+        require(feature in FEATURES, "the file requires format feature %r, which this reader does not implement "
+                "(FORMAT.md 8.1)" % feature[:64])
 
     table = manifest.get("sections")
     require(isinstance(table, list) and len(table) == count, "bad sections table")
@@ -304,6 +310,9 @@ def open_table(data, manifest, sections, name, verify_sections=True):
 SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int6": 6, "int5": 5, "int4": 4, "int3": 3,
                "int2": 2, "bin": 1}
 TRANSFORMS = ("pca", "rot", "dims")
+# The format features (FORMAT.md 8.1) this reader implements: all but codec:tc.
+FEATURES = ("codec:int3", "codec:int5", "codec:int6", "codec:rot", "scale=fp16", "codebooks=fp16", "codebooks=int8",
+            "rowmap:runs")
 PQ_PARAMS = {"pq": ("m", "nbits", "train", "codebooks"), "opq": ("m", "nbits", "train", "codebooks"),
              "rq": ("m", "nbits", "beam", "train_beam", "refine", "codebooks")}
 

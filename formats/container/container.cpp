@@ -305,6 +305,24 @@ bool valid_section_name(std::string_view name) {
   return true;
 }
 
+// "requires" (FORMAT.md 8.1): an array of the names of features this reader
+// implements; any other name is refused, by name, before anything is decoded.
+void check_required_features(const json& manifest, const std::string& path) {
+  const json* names = member(manifest, manifest_key::required_features);
+  if (!names) return;
+  if (!names->is_array() || names->size() > kMaxRequiredFeatures)
+    EDO_FAIL("{}: manifest: \"requires\" must be an array of at most {} feature names", path, kMaxRequiredFeatures);
+  for (const json& name : *names) {
+    if (!name.is_string()) EDO_FAIL("{}: manifest: \"requires\" holds a value that is no feature name", path);
+    const std::string& feature = name.get_ref<const std::string&>();
+    if (std::find(std::begin(kFormatFeatures), std::end(kFormatFeatures), feature) == std::end(kFormatFeatures))
+      EDO_FAIL(
+          "{}: the file requires format feature '{}', which this reader does not implement (FORMAT.md 8.1): "
+          "read it with a newer edo",
+          path, feature.size() > 64 ? feature.substr(0, 64) + "..." : feature);
+  }
+}
+
 std::vector<TierInfo> validate_manifest_schema(const json& manifest, const std::string& path) {
   const json* format = member(manifest, manifest_key::format);
   if (!format || *format != kManifestFormat) EDO_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
@@ -442,6 +460,7 @@ void Container::validate(Verify verify) {
   check_zero(data_, *manifest_end, size_, "after the manifest", path);
 
   manifest_ = parse_manifest(text, path);
+  check_required_features(manifest_, path);
   sections_ = parse_sections_table(manifest_, h, data_, path);
   sections_by_name_.resize(sections_.size());
   for (uint32_t i = 0; i < sections_by_name_.size(); ++i) sections_by_name_[i] = i;

@@ -260,6 +260,37 @@ std::vector<SpecStage> parse_spec(std::string_view spec) {
   return parse_stages(spec, spec, 0);
 }
 
+namespace {
+
+void collect_format_features(std::string_view spec, std::vector<std::string>& out, int depth) {
+  std::vector<SpecStage> stages;
+  try {
+    stages = parse_spec(spec);
+  } catch (const Error&) {
+    return;  // a value that is no spec (a number, a word) names no feature
+  }
+  for (const SpecStage& st : stages) {
+    if (st.name == "int3" || st.name == "int5" || st.name == "int6" || st.name == "rot" || st.name == "tc")
+      out.push_back("codec:" + st.name);
+    for (const SpecParam& p : st.params) {
+      if ((p.key == "scale" && p.value == "fp16") || (p.key == "codebooks" && (p.value == "fp16" || p.value == "int8")))
+        out.push_back(p.key + "=" + p.value);
+      else if (depth < 4 && (p.key == "residual" || p.value.find_first_of(":,") != std::string::npos))
+        collect_format_features(p.value, out, depth + 1);  // a nested spec: a group tier's residual
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> spec_format_features(std::string_view spec) {
+  std::vector<std::string> out;
+  collect_format_features(spec, out, 0);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::string format_spec(const std::vector<SpecStage>& stages) {
   std::string out;
   for (const SpecStage& s : stages) {

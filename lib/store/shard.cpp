@@ -13,6 +13,7 @@
 #include <edo/shard.hpp>
 #include <edo/shard_set.hpp>
 #include <edo/sparse.hpp>
+#include <edo/table_writer.hpp>
 #include <edo/tier.hpp>
 
 #include <fmt/format.h>
@@ -437,6 +438,7 @@ uint64_t merge_shards(const std::vector<std::string>& paths, const std::string& 
   if (manifest.contains("rowmap") && rows > UINT32_MAX) manifest["rowmap"].erase("local");
   if (manifest.contains("vocab")) manifest["vocab"]["words"] = rows;
   manifest["provenance"][kDigestKey] = fmt::format("{:016x}", digest);
+  set_required_features(manifest);
   // The merged file is read back as a reader would before it is published.
   writer.finish(manifest, [&](const std::string& temp) {
     try {

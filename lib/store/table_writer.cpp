@@ -484,11 +484,27 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
     EDO_USAGE_FAIL(
         "--train-only: no tier trains or fits a state (each encodes its rows alone, or reads the table itself): "
         "run each shard without --trained");
-  writer.finish({{"rows", 0},
-                 {"dim", input.dim()},
-                 {"tiers", tiers},
-                 {"trained_only", true},
-                 {"provenance", provenance(input, opt, std::nullopt)}});
+  nlohmann::json manifest = {{"rows", 0},
+                             {"dim", input.dim()},
+                             {"tiers", tiers},
+                             {"trained_only", true},
+                             {"provenance", provenance(input, opt, std::nullopt)}};
+  set_required_features(manifest);
+  writer.finish(manifest);
+}
+
+void set_required_features(nlohmann::json& manifest) {
+  std::vector<std::string> names;
+  for (const nlohmann::json& tier : manifest.value("tiers", nlohmann::json::array()))
+    if (tier.contains("codec") && tier["codec"].is_string())
+      for (std::string& f : spec_format_features(tier["codec"].get<std::string>())) names.push_back(std::move(f));
+  if (manifest.contains("rowmap") && manifest["rowmap"].contains("runs")) names.emplace_back("rowmap:runs");
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.empty())
+    manifest.erase(io::manifest_key::required_features);
+  else
+    manifest[io::manifest_key::required_features] = names;
 }
 
 namespace {
@@ -615,6 +631,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   manifest["provenance"] = provenance(input, opt, digest);
   if (!opt.shard.is_null()) manifest["shard"] = opt.shard;
   for (const auto& [key, value] : opt.extra_manifest.items()) manifest[key] = value;
+  set_required_features(manifest);
   writer.finish(manifest);
 
   rep.host_bytes = rep.map_bytes;

@@ -149,5 +149,21 @@ fi
 
 # --- 10. small work stays on one thread: test/test_parallel.cpp checks it
 
+# --- 11. required format features (FORMAT.md 8.1): written by what a file uses, checked by name
+expect 0 "$Q" g.npy -o r3.edo --codec int3 -q
+expect 0 "$Q" g.npy -o r4.edo --codec rot,int4:scale=fp16 -q
+requires() { $py -c "import json,struct,sys; d=open(sys.argv[1],'rb').read(); o,l=struct.unpack_from('<QQ',d,24); \
+print(','.join(json.loads(d[o:o+l]).get('requires',[])))" "$1"; }
+[ "$(requires r3.edo)" = "codec:int3" ] || fail "int3 file requires '$(requires r3.edo)'"
+[ "$(requires r4.edo)" = "codec:rot,scale=fp16" ] || fail "rot,int4:scale=fp16 file requires '$(requires r4.edo)'"
+[ -z "$(requires q.edo)" ] || fail "an int8 file requires '$(requires q.edo)'"
+$py "$src/test/cli/reseal_manifest.py" r3.edo future.edo "m['requires'] = ['codec:int3', 'codec:int7']"
+for cmd in "$U future.edo -o x.npy" "$P future.edo" "$E g.npy future.edo" "$build/edo-lookup future.edo --ids -"; do
+  expect 1 $cmd </dev/null; err_has "future.edo: the file requires format feature 'codec:int7'"
+done
+$py "$src/test/cli/reseal_manifest.py" r3.edo badreq.edo "m['requires'] = 'codec:int3'"
+expect 1 "$U" badreq.edo -o x.npy; err_has "\"requires\" must be an array"
+no_leftovers .
+
 echo "hostile: $failures failure(s)"
 [ "$failures" -eq 0 ]

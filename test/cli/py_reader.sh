@@ -439,6 +439,18 @@ assert np.array_equal(cpp[1603], cpp[1234]), "edo-unpack: row 1603 is not row 12
 assert np.array_equal(by_id, cpp[[1603, 1234, 3]]), "by id: not edo-unpack's rows"
 PY
 
+# Required features (FORMAT.md 8.1): a file needing one this reader lacks is refused by its name, as
+# edo refuses an unknown one; files naming those it has (int3, rot, scale=fp16) decode.
+expect 0 "$Q" "$g" -o "$work/feat.edo" --codec rot,int3:scale=fp16 "${quick[@]}"
+expect 0 "$U" "$work/feat.edo" -o "$work/feat_cpp.npy" -q
+expect 0 "$py" "$reader" "$work/feat.edo" --decode "$work/feat_py.npy"
+"$py" -c 'import sys, numpy as n; a, b = n.load(sys.argv[1]), n.load(sys.argv[2]); sys.exit(int(a.shape != b.shape or
+  n.abs(a - b).max() > 1e-5 * n.abs(a).max()))' "$work/feat_cpp.npy" "$work/feat_py.npy" || fail "rot,int3:scale=fp16 differs"
+expect 0 "$Q" "$g" -o "$work/tc.edo" --codec tc:bits=2 "${quick[@]}"
+expect 1 "$py" "$reader" "$work/tc.edo" --decode "$work/x.npy"; err_has "format feature 'codec:tc'"
+expect 0 "$py" "$src/test/cli/reseal_manifest.py" "$work/feat.edo" "$work/future.edo" "m['requires'] = ['codec:int9']"
+expect 1 "$py" "$reader" "$work/future.edo" --decode "$work/x.npy"; err_has "format feature 'codec:int9'"
+
 [ ! -e "$work/x.npy" ] || fail "a refused file left an output"
 
 [ "$failures" = 0 ] || { echo "py_reader: $failures failure(s)"; exit 1; }

@@ -245,6 +245,11 @@ std::vector<SpecStage> parse_spec(std::string_view spec);
 // Prints stages in the grammar ("name:value:key=value,name2"), a value that
 // holds any of , : = [ ] in brackets, so parse_spec(format_spec(s)) == s.
 std::string format_spec(const std::vector<SpecStage>& stages);
+// The format features (io::kFormatFeatures, FORMAT.md 8.1) a tier stored
+// with this spec requires of a reader: "codec:int3", "scale=fp16", ... for
+// every stage and every spec nested in a parameter (a group tier's
+// residual), sorted, each once; empty for the features every 1.1 reader has.
+std::vector<std::string> spec_format_features(std::string_view spec);
 // Splits `text` at each `sep` outside square brackets (brackets nest): the one
 // splitter for codec specs and the specs that embed them (tier specs). Usage
 // error "WHAT 'TEXT': ..." on a ']' without its '[' or a '[' never closed.

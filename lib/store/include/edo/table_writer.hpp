@@ -260,4 +260,9 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
 void write_trained_layout(io::TableReader& input, const std::string& out_path, const TableLayout& layout,
                           const WriteOptions& opt);
 
+// Sets the manifest's "requires" (FORMAT.md 8.1) to the format features its
+// tiers' codecs and its row map use (spec_format_features, "rowmap:runs"), or
+// removes it when they use none: every writer calls it before finish().
+void set_required_features(nlohmann::json& manifest);
+
 }  // namespace edo

@@ -119,7 +119,18 @@ inline constexpr const char* table_name = "name";
 inline constexpr const char* table_section = "section";
 // A one-table file's own name, when taken from a model (FORMAT.md 5.1).
 inline constexpr const char* table_name_of_file = "table_name";
+// Optional: the format features (kFormatFeatures) a reader must implement to
+// decode the file, by name (FORMAT.md 8.1).
+inline constexpr const char* required_features = "requires";
 }  // namespace manifest_key
+// The format features a file may require (FORMAT.md 8.1), each an addition
+// within a minor version that a reader without it must refuse: what this
+// reader implements. A file naming any other is refused, naming it.
+inline constexpr std::string_view kFormatFeatures[] = {"codec:int3",     "codec:int5",     "codec:int6",
+                                                       "codec:rot",      "codec:tc",       "scale=fp16",
+                                                       "codebooks=fp16", "codebooks=int8", "rowmap:runs"};
+// Most names "requires" may hold: refused before anything is read by more.
+inline constexpr size_t kMaxRequiredFeatures = 64;
 // Most tables a model file may list: the directory is refused before
 // anything is sized by a larger count.
 inline constexpr uint64_t kMaxModelTables = 65536;
