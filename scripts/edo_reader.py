@@ -22,6 +22,10 @@ library only; --decode needs numpy.
                                          bit for bit, opq, pca and rot up to float rounding (sums in
                                          float64 here);
                                        - dims:K,CODEC: bit for bit as its codec;
+                                       - tc:bits=B (FORMAT.md 7.6): up to float rounding (the basis
+                                         sum in float64, the normal quantile from Python's own);
+                                       - a manifest's "requires" (FORMAT.md 8.1): every feature
+                                         named must be one this reader implements;
                                        - sparse tiers, csr|bitmap:RULE[,values=fp32|fp16|bf16|int8|int4]
                                          (FORMAT.md "Sparse tiers"): bit for bit, every row checked
                                        - fallback tiers (FORMAT.md 9.4): zero, centroids:C (the
@@ -50,6 +54,7 @@ Exit status 0 when the file is valid, 1 (with "FILE: problem" on stderr) when no
 """
 import argparse
 import json
+import math
 import re
 import struct
 import sys
@@ -310,9 +315,9 @@ def open_table(data, manifest, sections, name, verify_sections=True):
 SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int6": 6, "int5": 5, "int4": 4, "int3": 3,
                "int2": 2, "bin": 1}
 TRANSFORMS = ("pca", "rot", "dims")
-# The format features (FORMAT.md 8.1) this reader implements: all but codec:tc.
-FEATURES = ("codec:int3", "codec:int5", "codec:int6", "codec:rot", "scale=fp16", "codebooks=fp16", "codebooks=int8",
-            "rowmap:runs")
+# The format features (FORMAT.md 8.1) this reader implements: all of them.
+FEATURES = ("codec:int3", "codec:int5", "codec:int6", "codec:rot", "codec:tc", "scale=fp16", "codebooks=fp16",
+            "codebooks=int8", "rowmap:runs")
 PQ_PARAMS = {"pq": ("m", "nbits", "train", "codebooks"), "opq": ("m", "nbits", "train", "codebooks"),
              "rq": ("m", "nbits", "beam", "train_beam", "refine", "codebooks")}
 
@@ -385,8 +390,10 @@ class Codec:
             self.init_scalar(name, params)
         elif name in PQ_PARAMS:
             self.init_pq(name, params)
+        elif name == "tc":
+            self.init_tc(params)
         else:
-            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, pca, rot, dims)"
+            require(False, "codec %r: unknown codec %r (this reader decodes %s, pq, opq, rq, tc, pca, rot, dims)"
                     % (spec, name, ", ".join(SCALAR_BITS)))
 
     def init_scalar(self, name, params):
@@ -432,10 +439,60 @@ class Codec:
         if name == "opq":
             self.roles["opq.rotation"] = [self.d2, dim]
 
+    def init_tc(self, params):
+        """tc:bits=B (FORMAT.md 7.6): a row's binary16 gain, then round(B * dim) bits of coordinates."""
+        spec, dim = self.spec, self.dim
+        p = keyed_params(spec, "tc", params, ("bits",))
+        require("bits" in p, "codec %r: tc needs bits=B" % spec)
+        try:
+            b = float(p["bits"])
+        except ValueError:
+            b = float("nan")
+        require(1 <= b <= 12, "codec %r: bits=%s is not a number from 1 to 12" % (spec, p["bits"]))
+        require(dim <= 2048, "codec %r: tc takes tables of at most 2048 columns" % spec)
+        self.kind, self.total = "tc", int(math.floor(b * dim + 0.5))  # round half away from zero (positive)
+        self.code_size = 2 + (self.total + 7) // 8
+        self.roles = {"tc.unit": [1], "tc.mean": [dim], "tc.basis": [dim, dim], "tc.bits": [dim],
+                      "tc.center": [dim], "tc.spread": [dim]}
+
+    def decode_tc(self, codes, state):
+        import numpy as np
+        from statistics import NormalDist
+
+        spec, dim, n = self.spec, self.dim, codes.shape[0]
+        unit, bits = float(state["tc.unit"][0]), state["tc.bits"]
+        mantissa, _ = math.frexp(unit)
+        require(unit >= 2.0 ** -126 and mantissa == 0.5, "codec %r: tc.unit %r is no power of two from 2^-126" % (spec, unit))
+        require(bool(np.all(bits == np.floor(bits)) and np.all((bits >= 0) & (bits <= 12))),
+                "codec %r: tc.bits holds a value that is no whole number from 0 to 12" % spec)
+        require(int(bits.sum()) == self.total, "codec %r: tc.bits sums to %d, not %d" % (spec, int(bits.sum()), self.total))
+        require(bool(np.all(state["tc.spread"] >= 0)), "codec %r: tc.spread holds a negative value" % spec)
+        bits = bits.astype(np.int64)
+        gain = codes[:, :2].copy().view("<f2").astype(np.float32)[:, 0] * np.float32(unit)
+        stream = np.unpackbits(codes[:, 2:], axis=1, bitorder="little")
+        quantiles = {}  # cells L -> the standard normal quantiles of their midpoints, in float64
+        z = np.empty((n, dim), dtype=np.float32)
+        at = 0
+        for j in range(dim):
+            w = int(bits[j])
+            levels_of = 1 << w
+            if levels_of not in quantiles:
+                normal = NormalDist()
+                quantiles[levels_of] = np.array([normal.inv_cdf((q + 0.5) / levels_of) for q in range(levels_of)]) \
+                    if w else np.zeros(1)
+            q = (stream[:, at:at + w].astype(np.int64) << np.arange(w)).sum(axis=1) if w else np.zeros(n, np.int64)
+            levels = (float(state["tc.center"][j]) + float(state["tc.spread"][j]) * quantiles[levels_of]).astype(np.float32)
+            z[:, j] = levels[q]
+            at += w
+        y = (z.astype(np.float64) @ state["tc.basis"].astype(np.float64)).astype(np.float32)
+        return (gain[:, None] * (y + state["tc.mean"][None, :])).astype(np.float32)
+
     def decode(self, codes, state):
         import numpy as np
 
         n = codes.shape[0]
+        if self.kind == "tc":
+            return self.decode_tc(codes, state)
         if self.kind in ("pca", "rot"):
             mean, basis = ("pca.mean", "pca.components") if self.kind == "pca" else ("rot.mean", "rot.matrix")
             y = self.inner.decode(codes, state).astype(np.float64)
