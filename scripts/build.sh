@@ -3,8 +3,9 @@
 # Configures and builds edo (Release) into build/ (or $EDO_BUILD_DIR).
 # The compiler's full output goes to BUILD_DIR/build.log; stderr gets one line
 # saying what is built and where the log is, the progress every 10%, and on
-# failure the log's last lines. A first build took 10 minutes on two cores
-# with one of them busy (CUDA kernels included; README.md has the figures).
+# failure the log's last lines. A first build took 7 to 19 minutes on the
+# project's 2-core VMs (CUDA kernels and the libFuzzer targets included;
+# docs/DEVELOPING.md, "Build and test times", has each measurement).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="${EDO_BUILD_DIR:-build}"
@@ -12,8 +13,8 @@ jobs="${EDO_JOBS:-$(nproc)}"
 mkdir -p "$build_dir"
 log="$build_dir/build.log"
 start=$(date +%s)
-echo "build: edo (Release) in $build_dir with $jobs jobs; a first build takes about 10 minutes on 2 cores;" \
-  "the full output is in $log" >&2
+echo "build: edo (Release) in $build_dir with $jobs jobs; a first build took 7 to 19 minutes on 2 cores" \
+  "(docs/DEVELOPING.md); the full output is in $log" >&2
 if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" && cmake --build "$build_dir" -j "$jobs"; } \
   > >(tee "$log" | awk '
         match($0, /^\[ *[0-9]+%\]/) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The conventions README.md promises for every tool hold on every tool: each
+# The conventions docs/CLI.md promises for every tool hold on every tool: each
 # takes --help, --version, --threads, -q/--quiet and --json (and --device
 # where it computes), a run of each with them gives valid JSON on stdout and
 # nothing on stderr, and progress (training passes included) never goes to a
