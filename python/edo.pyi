@@ -12,6 +12,9 @@ __version__: str
 class Error(RuntimeError):
     """edo's error: one line naming the file and the problem."""
 
+class UsageError(Error, ValueError):
+    """A usage mistake: an edo.Error that is also a ValueError."""
+
 IdArray = Union[npt.NDArray[np.integer[Any]], Sequence[int]]
 
 class File:

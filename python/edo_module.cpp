@@ -300,11 +300,22 @@ PYBIND11_MODULE(edo, m) {
   edo::limit_threads(0);
   static py::exception<edo::Error> error(m, "Error", PyExc_RuntimeError);
   error.doc() = "edo's error: one line naming the file and the problem.";
+  // A usage mistake (a mode, placement or policy edo does not have, ids of
+  // the wrong shape) is both an edo.Error and a ValueError, as Python's own
+  // functions answer a bad argument.
+  static py::object usage_error = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc("edo.UsageError", "A usage mistake: an edo.Error that is also a ValueError.",
+                                py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr));
+  if (!usage_error) throw py::error_already_set();
+  m.attr("UsageError") = usage_error;
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const edo::Error& e) {
-      error(e.what());
+      if (e.code() == edo::ExitCode::usage)
+        PyErr_SetString(usage_error.ptr(), e.what());
+      else
+        error(e.what());
     }
   });
   py::class_<File>(m, "File",

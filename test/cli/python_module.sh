@@ -78,6 +78,21 @@ for call, text in ((lambda: edo.open(f'{w}/tiers.edo').lookup(np.array([10000]))
         raise SystemExit(f'no error for {text}')
     except edo.Error as e:
         assert text in str(e), (text, str(e))
+# Usage mistakes are ValueErrors too (edo.UsageError); file problems are not.
+f = edo.open(f'{w}/tiers.edo')
+for call in (lambda: f.lookup_bags(np.array([0]), np.array([1]), mode='avg'),
+             lambda: edo.open(f'{w}/tiers.edo', placement='zz'), lambda: edo.open(f'{w}/tiers.edo', unknown='maybe')):
+    try:
+        call()
+        raise SystemExit('a usage mistake passed')
+    except ValueError as e:
+        assert isinstance(e, edo.Error) and isinstance(e, edo.UsageError), type(e)
+try:
+    edo.open(f'{w}/missing.edo')
+except ValueError:
+    raise SystemExit('a missing file is a ValueError')
+except edo.Error:
+    pass
 PY
 # Another interpreter that cannot load the module is told which one to use.
 "$py" "$build/python/edo.py" 2>"$work/err" && fail "edo.py did not refuse"
