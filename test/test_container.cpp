@@ -2,6 +2,7 @@
 #include "test_container_edit.hpp"
 #include "test_util.hpp"
 
+#include <edo/codec.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 #include <edo/io/vocab.hpp>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <numeric>
+#include <set>
 
 using namespace edo;
 using namespace edo::io;
@@ -597,4 +599,20 @@ TEST_CASE("container: a vocabulary section reads back, and malformed ones are na
   CHECK(error("none.edo", "a\nb\nc\nd\n", {{"section", "words"}, {"words", 4}}).find("words") != std::string::npos);
   CHECK(error("huge.edo", std::string(5000, 'x') + "\nb\nc\nd\n", ok).find("longer than 4096") != std::string::npos);
   CHECK(test::error_of([] { vocab_section_bytes({"a\nb"}); }).find("line break") != std::string::npos);
+}
+
+TEST_CASE("required features: every name a codec spec yields is one the container accepts, and each is yielded") {
+  // The writer's names (spec_format_features) and the reader's list (io::kFormatFeatures) are kept in two
+  // layers; this ties them: a name written that a reader refused would make edo's own files unreadable.
+  std::set<std::string> yielded;
+  for (const char* spec : {"int3", "int5:group=16", "int6:scale=fp16", "rot,int4:scale=fp16", "tc:bits=3",
+                           "pq:m=8,codebooks=fp16", "rq:m=4,codebooks=int8", "group:groups=8:residual=[int3:group=8]",
+                           "int8", "fp16", "pq:m=8", "csr:density=0.5,values=int8", "hash:buckets=64"})
+    for (const std::string& f : edo::spec_format_features(spec)) yielded.insert(f);
+  yielded.insert("rowmap:runs");  // from the row map, not a spec
+  std::set<std::string> accepted(std::begin(edo::io::kFormatFeatures), std::end(edo::io::kFormatFeatures));
+  CHECK(yielded == accepted);
+  CHECK(edo::spec_format_features("int8").empty());
+  CHECK(edo::spec_format_features("rot,int4:scale=fp16") == std::vector<std::string>{"codec:rot", "scale=fp16"});
+  CHECK(edo::spec_format_features("group:groups=8:residual=[int3:group=8]") == std::vector<std::string>{"codec:int3"});
 }
