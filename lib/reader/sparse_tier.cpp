@@ -455,8 +455,10 @@ class SparseTier final : public TierView {
   }
   // Where row `local`'s values begin (its offset read now: a pooled lookup
   // notes every row's address before it pools, so these reads overlap, and
-  // the values are prefetched in its stream; a bitmap row's mask and a csr
-  // row's columns are prefetched by gather()). Not checked: only prefetched.
+  // the values are prefetched in its stream). A bitmap row's mask and its
+  // scales are prefetched here, with the address, about a thousand ids
+  // before the row is pooled; a csr row's columns by gather(). Not checked:
+  // only prefetched.
   const uint8_t* row_address(uint64_t local) const override {
     if (masks_) __builtin_prefetch(masks_ + local * mask_bytes_, 0, 2);
     if (params_) __builtin_prefetch(params_ + 8 * local, 0, 2);

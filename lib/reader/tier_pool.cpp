@@ -28,14 +28,11 @@ void TierView::pool(const TierRows& rows, PoolMode mode, bool first, float* acc)
   }
   const detail::PoolKernels& kernels = detail::pool_kernels(cpu_path());
   // Rows with an address (rows.codes) are prefetched as the kernels'
-  // stream is: each chunk the rows `ahead` beyond it, so that a call's
+  // stream is: each chunk the rows as far beyond it, so that a call's
   // chunks and the calls of a stream keep as many in flight.
-  const size_t stream = rows.n + rows.ahead;
-  const size_t ahead = rows.codes ? detail::pool_prefetch_rows(rows.prefetch_bytes) : 0;
   for (size_t at = 0; at < rows.n; at += at_once) {
     const size_t m = std::min(at_once, rows.n - at);
-    for (size_t k = at + ahead; rows.codes && k < std::min(at + m + ahead, stream); ++k)
-      detail::prefetch_code_row(rows.codes[k], rows.row_bytes ? rows.row_bytes[k] : rows.prefetch_bytes);
+    for (size_t k = at; k < at + m; ++k) detail::prefetch_stream_row(rows, k);
     gather(rows.local + at, dst.data(), m, buffer.data());
     kernels.fold(mode, buffer.data(), m, rows.weights ? rows.weights + at : nullptr, dim, first && at == 0, acc);
   }

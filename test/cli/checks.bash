@@ -22,3 +22,7 @@ err_has() {
   [ "$(wc -l <"$work/err")" -eq 1 ] || fail "stderr is not one line: $(cat "$work/err")"
   grep -qF -- "$1" "$work/err" || fail "stderr lacks '$1': $(cat "$work/err")"
 }
+# sh_blocks FILE DIR: each ```sh block of the Markdown FILE, in order, into DIR/1.sh, DIR/2.sh, ...
+sh_blocks() {
+  awk -v dir="$2" '/^```sh$/ { inside = 1; n++; next } /^```$/ { inside = 0 } inside { print > (dir "/" n ".sh") }' "$1"
+}

@@ -7,8 +7,7 @@
 set -uo pipefail
 source "$(dirname "$0")/checks.bash" "$@"  # build, src, work (removed at exit), expect, fail, err_has
 mkdir -p "$work/blocks"
-awk -v dir="$work/blocks" '/^```sh$/ { inside = 1; n++; next } /^```$/ { inside = 0 } inside { print > (dir "/" n ".sh") }' \
-  "$src/docs/GUIDE.md"
+sh_blocks "$src/docs/GUIDE.md" "$work/blocks"
 ran=0
 for block in "$work"/blocks/*.sh; do
   grep -q '^B=build;' "$block" || { fail "docs/GUIDE.md block $(basename "$block") does not start B=build;"; continue; }

@@ -27,8 +27,7 @@ with open("vectors.vec", "w") as f:
     for w, row in zip(words, g):
         f.write(w + " " + " ".join(repr(float(v)) for v in row) + "\n")
 PY
-awk -v dir="$work/blocks" '/^```sh$/ { inside = 1; n++; next } /^```$/ { inside = 0 } inside { print > (dir "/" n ".sh") }' \
-  "$src/README.md"
+sh_blocks "$src/README.md" "$work/blocks"
 ran=0
 for block in "$work"/blocks/*.sh; do
   grep -q '\$B/' "$block" || continue  # bootstrap, build and test commands: run by CI itself
