@@ -32,6 +32,7 @@ struct Packed {
     w->commit();
     auto table = io::open_table(dir.file("t.npy"));
     PackOptions opt;
+    opt.allow_larger_sparse = true;  // narrow rows: a sparse tier may take more than dense
     for (const std::string& t : tiers) opt.tiers.push_back(parse_tier_spec(t));
     opt.freq.resize(rows);
     for (uint64_t r = 0; r < rows; ++r)

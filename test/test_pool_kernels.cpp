@@ -183,6 +183,24 @@ TEST_CASE("pool kernels: every tier kind and mixed tiers, on every CPU path, equ
   check_every_path(r, outside);
 }
 
+TEST_CASE("pool kernels: sparse rows (bitmap folded from the mask, csr placed), every value kind, on every CPU path") {
+  // Widths below, at and past a register, one over 256 (csr columns of two bytes); dense and sparse rows.
+  const std::vector<std::pair<uint64_t, std::string>> cases = {
+      {17, "bitmap:density=0.5"}, {24, "csr:density=0.2"},  {24, "bitmap:density=0.3"}, {41, "bitmap:density=0.9"},
+      {128, "csr:density=0.25"},  {300, "csr:density=0.1"}, {300, "bitmap:density=0.3"}};
+  for (const auto& [dim, form] : cases) {
+    for (const char* values : {"fp32", "fp16", "bf16", "int8", "int4"}) {
+      const std::string spec = form + ",values=" + values;
+      CAPTURE(dim);
+      CAPTURE(spec);
+      const Packed p({"hot:rows=20%:fp16", "cold:rest:" + spec}, false, dim, 300);
+      check_every_path(edo::Reader::open(p.path), Bags(p.rows, dim));
+      const Packed alone({"all:rest:" + spec}, false, dim, 200);
+      check_every_path(edo::Reader::open(alone.path), Bags(alone.rows, dim + 1));
+    }
+  }
+}
+
 TEST_CASE("pool kernels: the CPU path is chosen at run time and named; one the CPU lacks is refused") {
   PathGuard guard;
   CHECK(edo::parse_cpu_path("avx2") == edo::CpuPath::avx2);

@@ -171,6 +171,7 @@ class HashedTier final : public TierView {
                          : "a hash tier has exactly one section, 'buckets'");
     buckets_ = table(c, info, "buckets", spec_.buckets);
     tables_ = {buckets_.data(), nullptr, 0, nullptr, rows_, dim_};
+    bucket_format_ = detail::pool_row_format(*scalar_layout(*make_decoder("fp32", dim_)));
     if (spec_.weights) {
       tables_.weights =
           tier_section(c, info, "weights", checked_mul(checked_mul(rows_, spec_.k).value_or(UINT64_MAX), 2), stats_)
@@ -188,18 +189,20 @@ class HashedTier final : public TierView {
     if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
     for (uint64_t k = 0; k < count; ++k) decode_id(begin + k, out + k * dim_);
   }
-  // One bucket an id, unweighted: the bucket's row is the id's row, folded
-  // from where it lies by the CPU path's fold (no copy); the other schemes
-  // through a row buffer.
+  // One bucket an id, unweighted: the bucket's row is the id's row, an
+  // fp32 row folded from where it lies by the CPU path's fp32 kernel (no
+  // copy); the other schemes through a row buffer.
   void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
     if (spec_.scheme == HashScheme::qr || spec_.k != 1 || tables_.weights)
       return TierView::pool(rows, mode, first, acc);
     const detail::PoolKernels& kernels = detail::pool_kernels(cpu_path());
+    if (rows.codes) {  // row_address(): each id's bucket row, hashed once
+      const detail::PoolRun run{rows.codes, rows.weights, rows.n, rows.ahead, rows.prefetch_bytes, rows.row_bytes};
+      if (kernels.scalar(bucket_format_, run, mode, first, acc)) return;
+    }
     for (size_t k = 0; k < rows.n; ++k) {
       detail::prefetch_stream_row(rows, k);
-      const float* bucket = rows.codes
-                                ? reinterpret_cast<const float*>(rows.codes[k])  // row_address(), hashed once
-                                : buckets_.data() + hash_bucket(rows.local[k], 0, spec_.seed, spec_.buckets) * dim_;
+      const float* bucket = buckets_.data() + hash_bucket(rows.local[k], 0, spec_.seed, spec_.buckets) * dim_;
       kernels.fold(mode, bucket, 1, rows.weights ? rows.weights + k : nullptr, dim_, first && k == 0, acc);
     }
   }
@@ -231,6 +234,7 @@ class HashedTier final : public TierView {
   uint64_t quotient_rows_ = 0;
   HugeFloats buckets_, quotient_;
   HashTables tables_;
+  detail::PoolRowFormat bucket_format_{};  // a bucket row as the kernels read it (fp32)
 };
 
 // Rows of one group share its base vector, each adding its own residual

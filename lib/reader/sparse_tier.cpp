@@ -6,13 +6,16 @@
 // opening stays independent of the table's rows. decode_range on a GPU
 // runs the same checks and the same per-value math there (kernels/sparse.cu).
 #include "first_read_check.hpp"
+#include "pool_kernels.hpp"
 #include "tier_kinds.hpp"
 
 #include <edo/checked.hpp>
 #include <edo/codec.hpp>
+#include <edo/cpu_path.hpp>
 #include <edo/device.hpp>
 #include <edo/error.hpp>
 #include <edo/float16.hpp>
+#include <edo/pool_math.hpp>
 #include <edo/sparse.hpp>
 #include <edo/tier.hpp>
 
@@ -288,6 +291,67 @@ constexpr std::array<std::array<int8_t, 8>, 256> kExpandLanes = [] {
   }
 }
 
+// How a pooled row meets the bag's sums (pool_math.hpp): added, added
+// times its weight, the larger kept, or taken as it is (mode max's first).
+enum class FoldOp : uint8_t { sum, weighted, max, copy };
+
+template <FoldOp O>
+[[gnu::always_inline]] inline float fold_value(float acc, float v, float w) {
+  if constexpr (O == FoldOp::sum) return math::pool_sum(acc, v);
+  if constexpr (O == FoldOp::weighted) return math::pool_weighted_sum(acc, w, v);
+  if constexpr (O == FoldOp::max) return math::pool_max(acc, v);
+  return v;
+}
+
+// A bitmap row, as expand_mask() expands it, folded straight into acc (the
+// bag's dim sums) with fold_value()'s operations: its clear bits are +0
+// there as in the decoded row, so the sums keep the reference's bits. Eight
+// columns a step in registers unless `portable` (CpuPath::portable); the
+// last dim % 8 and the portable path one column a step.
+template <FoldOp O>
+[[gnu::always_inline]] inline void expand_fold(const uint8_t* mask, uint64_t dim, const float* run, float w,
+                                               bool portable, float* acc) {
+  uint64_t byte = 0, pos = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  if (!portable) {
+    const __m256 weight = _mm256_set1_ps(w);
+    // Columns [8 b, 8 b + 8) from values [at, ...).
+    const auto step = [&](uint64_t b, uint32_t bits, uint64_t at) {
+      const __m256i lanes =
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kExpandLanes[bits].data())));
+      const __m256 v = _mm256_blendv_ps(_mm256_setzero_ps(), _mm256_permutevar8x32_ps(_mm256_loadu_ps(run + at), lanes),
+                                        _mm256_castsi256_ps(lanes));
+      const __m256 a = _mm256_loadu_ps(acc + 8 * b);
+      __m256 r = v;
+      if constexpr (O == FoldOp::sum) r = _mm256_add_ps(a, v);
+      if constexpr (O == FoldOp::weighted) r = _mm256_fmadd_ps(weight, v, a);
+      if constexpr (O == FoldOp::max) r = _mm256_blendv_ps(a, v, _mm256_cmp_ps(a, v, _CMP_LT_OQ));  // a < v ? v : a
+      _mm256_storeu_ps(acc + 8 * b, r);
+    };
+    // 64 columns a word: each step's first value counted from the word, so
+    // the steps do not wait on one another's counts.
+    for (; 8 * byte + 64 <= dim; byte += 8) {
+      uint64_t word;
+      std::memcpy(&word, mask + byte, 8);
+      for (uint32_t i = 0; i < 8; ++i)
+        step(byte + i, static_cast<uint32_t>(word >> (8 * i)) & 0xffu,
+             pos + static_cast<uint64_t>(std::popcount(word & ((uint64_t{1} << (8 * i)) - 1))));
+      pos += static_cast<uint64_t>(std::popcount(word));
+    }
+    for (; 8 * byte + 8 <= dim; ++byte) {
+      step(byte, mask[byte], pos);
+      pos += static_cast<uint64_t>(std::popcount(mask[byte]));
+    }
+  }
+#endif
+  (void)portable;
+  for (uint64_t c = 8 * byte; c < dim; ++c) {
+    const uint32_t bit = (mask[c / 8] >> (c % 8)) & 1u;
+    acc[c] = fold_value<O>(acc[c], std::bit_cast<float>(std::bit_cast<uint32_t>(run[pos]) & (0u - bit)), w);
+    pos += bit;
+  }
+}
+
 }  // namespace
 
 void sparse_decode_run(SparseValues v, const uint8_t* values, uint64_t first, uint64_t count, math::AffineParams p,
@@ -430,6 +494,7 @@ class SparseTier final : public TierView {
       masks_end_ = masks_ + info.rows * mask_bytes_;
     }
     if (affine) params_ = section(c, info, "params", checked_mul(info.rows, uint64_t{8}));
+    values_end_ = values_ + sparse_value_bytes(spec_.values, nnz_ & ~uint64_t{1});
     if (offset(0) != 0 || offset(info.rows) != nnz_)
       fail(fmt::format("offsets run from {} to {}, the tier holds {} values", offset(0), offset(info.rows), nnz_));
   }
@@ -453,6 +518,10 @@ class SparseTier final : public TierView {
     check_ = std::move(check);
     return true;
   }
+  void pool(const TierRows& rows, PoolMode mode, bool first, float* acc) const override {
+    if (check_) check_->ensure();
+    for_kind([&]<SparseValues V>() { pool_rows<V>(rows, mode, first, acc); });
+  }
   // Where row `local`'s values begin (its offset read now: a pooled lookup
   // notes every row's address before it pools, so these reads overlap, and
   // the values are prefetched in its stream). A bitmap row's mask and its
@@ -464,6 +533,20 @@ class SparseTier final : public TierView {
     if (params_) __builtin_prefetch(params_ + 8 * local, 0, 2);
     const uint64_t a = offset(local);
     return a < nnz_ ? values_ + sparse_value_bytes(spec_.values, a & ~uint64_t{1}) : nullptr;
+  }
+  // The offsets, one random line a row, fetched 16 rows ahead of the loads
+  // that read them.
+  void row_addresses(const uint64_t* local, size_t n, const uint8_t** out) const override {
+    constexpr size_t kAhead = 16;
+    for (size_t k = 0; k < n; ++k) {
+      if (k + kAhead < n) __builtin_prefetch(offsets_ + local[k + kAhead] * offset_bytes_, 0, 2);
+      out[k] = row_address(local[k]);
+    }
+  }
+  // A row's values at the tier's mean count (the stream's prefetch
+  // distance, and the bytes prefetched from each row's address).
+  uint64_t fetch_bytes() const override {
+    return std::max<uint64_t>(sparse_value_bytes(spec_.values, mean_row_values() + 1), 1);
   }
 
  private:
@@ -507,6 +590,63 @@ class SparseTier final : public TierView {
     }
   }
 
+  // The pooled lookup's rows in the bag's sums. A bitmap row's values are
+  // decoded (staged) a row ahead and expanded along its mask straight into
+  // the sums (expand_fold); a csr row is placed (scattered into a zeroed
+  // row that stays in the L1 cache) a row ahead and folded by the CPU
+  // path's kernel. A row ahead: loaded straight after they were stored,
+  // the values waited on store forwarding. The stream's rows are
+  // prefetched as the kernels prefetch code rows (pool_kernels.hpp), their
+  // columns too; their masks and scales were, with their addresses.
+  template <SparseValues V>
+  void pool_rows(const TierRows& rows, PoolMode mode, bool first, float* acc) const {
+    constexpr size_t kLag = 3, kRing = 4;
+    const SparseRows s = view();
+    const detail::PoolKernels& kernels = detail::pool_kernels(cpu_path());
+    const bool portable = kernels.path == CpuPath::portable;
+    const size_t run_floats = s.run_floats(), ahead = detail::pool_prefetch_rows(rows.prefetch_bytes);
+    thread_local std::vector<float> scratch;
+    if (scratch.size() < kRing * run_floats) scratch.resize(kRing * run_floats);
+    const auto staged = [&](size_t k) { return scratch.data() + k % kRing * run_floats; };
+    // Row k checked and staged (csr: placed) into staged(k).
+    const auto stage = [&](size_t k) {
+      const uint64_t r = rows.local[k];
+      return s.stage<V>(r, staged(k)) && (s.masks || s.place<V>(r, nullptr, staged(k)));
+    };
+    bool ok[kRing];
+    for (size_t k = 0; k < std::min(rows.n, kLag); ++k) ok[k] = stage(k);
+    for (size_t k = 0; k < rows.n; ++k) {
+      if (rows.codes && k + ahead < rows.n + rows.ahead) prefetch_stream_row<V>(rows.codes[k + ahead]);
+      if (k + kLag < rows.n) ok[(k + kLag) % kRing] = stage(k + kLag);
+      if (!ok[k % kRing]) corrupt(rows.local[k]);
+      const float* w = rows.weights ? rows.weights + k : nullptr;
+      if (!s.masks) {
+        kernels.fold(mode, staged(k), 1, w, s.dim, first && k == 0, acc);
+        continue;
+      }
+      const uint8_t* mask = s.masks + rows.local[k] * s.mask_bytes;
+      if (mode == PoolMode::max)
+        first&& k == 0 ? expand_fold<FoldOp::copy>(mask, s.dim, staged(k), 0.0f, portable, acc)
+                       : expand_fold<FoldOp::max>(mask, s.dim, staged(k), 0.0f, portable, acc);
+      else if (w)
+        expand_fold<FoldOp::weighted>(mask, s.dim, staged(k), *w, portable, acc);
+      else
+        expand_fold<FoldOp::sum>(mask, s.dim, staged(k), 0.0f, portable, acc);
+    }
+  }
+
+  // A stream's row at `at` (its row_address()): its values, and a csr
+  // row's columns, prefetched; nothing for another tier's row.
+  template <SparseValues V>
+  void prefetch_stream_row(const uint8_t* at) const {
+    if (at < values_ || at >= values_end_) return;
+    detail::prefetch_code_row(at, static_cast<uint32_t>(fetch_bytes()));
+    if (!indices_) return;
+    const auto bytes = static_cast<uint64_t>(at - values_);
+    const uint64_t a = V == SparseValues::int4 ? 2 * bytes : bytes / sparse_value_bytes(V, 1);
+    detail::prefetch_code_row(indices_ + a * index_bytes_, static_cast<uint32_t>(mean_row_values() * index_bytes_));
+  }
+
   // The CPU decode's view of the sections, taken by value by each loop.
   SparseRows view() const {
     return SparseRows{dim_,    nnz_,     offset_bytes_, mask_bytes_, index_bytes_, offsets_,
@@ -514,6 +654,7 @@ class SparseTier final : public TierView {
   }
 
   uint64_t offset(uint64_t r) const { return view().offset(r); }
+  uint64_t mean_row_values() const { return stats_.rows ? (nnz_ + stats_.rows - 1) / stats_.rows : 0; }
 
   // fn.template operator()<V>() for the tier's value kind V, a constant there.
   template <class Fn>
@@ -606,7 +747,7 @@ class SparseTier final : public TierView {
   uint32_t index_bytes_ = 0;
   uint64_t mask_bytes_ = 0;  // a bitmap row's
   const uint8_t *offsets_ = nullptr, *values_ = nullptr, *indices_ = nullptr, *masks_ = nullptr, *params_ = nullptr;
-  const uint8_t* masks_end_ = nullptr;
+  const uint8_t *masks_end_ = nullptr, *values_end_ = nullptr;
   std::shared_ptr<const detail::FirstReadCheck> check_;  // io::Verify::small
 };
 
