@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The reader's GPU lookup: one thread per output value, grid-stride.
+// The reader's GPU lookup: gathers one thread per output value, grid-stride;
+// pooling straight from code rows one warp a bag.
 #include <edo/cuda/grid.cuh>
 #include <edo/cuda/lookup.cuh>
 
@@ -47,7 +48,73 @@ __global__ void pool_kernel(PoolMode mode, const float* __restrict__ rows, const
   }
 }
 
+// One warp a bag, each lane kLaneColumns of every sweep of 32 *
+// kLaneColumns columns: the sums stay in registers across the bag's rows,
+// and each row's values are decoded where they are added.
+constexpr uint32_t kLaneColumns = 4;
+constexpr uint32_t kWarp = 32;
+
+// Bag rows [begin, end) of the window into o (its dim sums), lane `lane` of its warp.
+__device__ void pool_bag_codes(PoolMode mode, const DeviceCodeTier* __restrict__ tiers,
+                               const uint32_t* __restrict__ tier, const uint64_t* __restrict__ local, uint64_t begin,
+                               uint64_t end, bool first, uint64_t count, const float* __restrict__ weights,
+                               uint32_t dim, uint32_t lane, float* __restrict__ o) {
+  for (uint32_t sweep = 0; sweep < dim; sweep += kWarp * kLaneColumns) {
+    float acc[kLaneColumns];
+#pragma unroll
+    for (uint32_t c = 0; c < kLaneColumns; ++c) {
+      const uint32_t j = sweep + c * kWarp + lane;
+      acc[c] = first || j >= dim ? 0.0f : o[j];
+    }
+    for (uint64_t r = begin; r < end; ++r) {
+      const DeviceCodeTier t = tiers[tier[r]];
+      const uint8_t* code = t.codes + local[r] * t.layout.code_size;
+      const bool take = mode == PoolMode::max && first && r == begin;
+      const float w = weights ? weights[r] : 0.0f;
+#pragma unroll
+      for (uint32_t c = 0; c < kLaneColumns; ++c) {
+        const uint32_t j = sweep + c * kWarp + lane;
+        if (j >= dim) continue;
+        const float v = math::decode_value(t.layout, code, j);
+        if (take)
+          acc[c] = v;
+        else if (mode == PoolMode::max)
+          acc[c] = math::pool_max(acc[c], v);
+        else
+          acc[c] = weights ? math::pool_weighted_sum(acc[c], w, v) : math::pool_sum(acc[c], v);
+      }
+    }
+#pragma unroll
+    for (uint32_t c = 0; c < kLaneColumns; ++c) {
+      const uint32_t j = sweep + c * kWarp + lane;
+      if (j >= dim) continue;
+      o[j] = mode == PoolMode::mean && count > 0 ? acc[c] * math::pool_mean_factor(count) : acc[c];
+    }
+  }
+}
+
+__global__ void pool_codes_kernel(PoolMode mode, const DeviceCodeTier* __restrict__ tiers,
+                                  const uint32_t* __restrict__ tier, const uint64_t* __restrict__ local,
+                                  const uint64_t* __restrict__ begin, const uint64_t* __restrict__ end,
+                                  const uint8_t* __restrict__ first, const uint64_t* __restrict__ count,
+                                  const float* __restrict__ weights, size_t bags, uint32_t dim,
+                                  float* __restrict__ out) {
+  const uint32_t lane = threadIdx.x % kWarp;
+  const size_t warps = size_t{gridDim.x} * blockDim.x / kWarp;
+  for (size_t b = (blockIdx.x * size_t{blockDim.x} + threadIdx.x) / kWarp; b < bags; b += warps) {
+    pool_bag_codes(mode, tiers, tier, local, begin[b], end[b], first[b], count[b], weights, dim, lane, out + b * dim);
+  }
+}
+
 }  // namespace
+
+void pool_codes(PoolMode mode, const DeviceCodeTier* tiers, const uint32_t* tier, const uint64_t* local,
+                const uint64_t* begin, const uint64_t* end, const uint8_t* first, const uint64_t* count,
+                const float* weights, size_t bags, uint32_t dim, float* out, cudaStream_t stream) {
+  if (bags == 0 || dim == 0) return;
+  pool_codes_kernel<<<grid_blocks(bags * kWarp), kThreads, 0, stream>>>(mode, tiers, tier, local, begin, end, first,
+                                                                        count, weights, bags, dim, out);
+}
 
 void pool_rows(PoolMode mode, const float* rows, const uint64_t* begin, const uint64_t* end, const uint8_t* first,
                const uint64_t* count, const float* weights, size_t bags, size_t dim, float* out, cudaStream_t stream) {

@@ -10,7 +10,8 @@
 #                                            libraries in it, every binary starts, the GPU tests are reachable
 # There (a bare GPU machine; the repository plus the carried .gpu-bundle/):
 #   scripts/gpu-check.sh [--quick]           unpack, print GPU/driver/runtime/architecture, run the GPU tests, the
-#                                            command-line tools on the GPU and edo_bench_gpu; write gpu-check.json
+#                                            command-line tools on the GPU and edo_bench_gpu (and beside it torch's
+#                                            EmbeddingBag, where a Python with a CUDA torch is found); write gpu-check.json
 #                                            and gpu-check.txt (and logs) to --out (default: $OUT, else gpu-check-out/)
 #   full run: under 5 minutes on an H200; --quick (tests, one figure per kernel): under 2 minutes; --train adds the
 #   trainable codecs' default training on 65,536 x 384 and x 768 tables, GPU against the host's CPU (train.json,
@@ -376,6 +377,18 @@ run_checks() {
       --json "$out/bench.json" --markdown "$out/gpu-check.md" >"$out/bench.log" 2>&1 || bench_rc=$?
     sed -n '/^figure /,$p' "$out/bench.log" | tee -a "$summary"
     [ "$bench_rc" = 0 ] || { report "bench FAILED (exit $bench_rc; 5: a GPU result differed from the CPU; log bench.log)"; tail -5 "$out/bench.log" | tee -a "$summary"; status=failed; }
+    # The pooled lookup's peer: torch's EmbeddingBag on the same GPU, where a Python with a CUDA torch is found.
+    local py torch_py=""
+    for py in python3 /opt/torch/.venv/bin/python3; do
+      command -v "$py" >/dev/null && "$py" -c 'import torch, numpy; assert torch.cuda.is_available()' 2>/dev/null && { torch_py=$py; break; }
+    done
+    if [ -n "$torch_py" ] && [ "$quick" = 0 ]; then
+      report "peer: torch EmbeddingBag on the GPU (scripts/bench/gpu/torch_bags.py, $torch_py)"
+      timeout 120 "$torch_py" "$repo/scripts/bench/gpu/torch_bags.py" --edo-json "$out/bench.json" \
+        --json "$out/torch_bags.json" 2>&1 | tee -a "$summary" || report "peer: torch_bags.py failed (not a check)"
+    elif [ -z "$torch_py" ]; then
+      report "peer: no Python with a CUDA torch here: torch's EmbeddingBag not timed"
+    fi
   fi
 
   # Issue 15, item 2's training figures (--train, full runs only): minutes, so a run of their own.

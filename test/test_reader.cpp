@@ -493,14 +493,10 @@ TEST_CASE("reader: malformed bags are errors naming the offsets, unknown ids fol
   }
 }
 
-TEST_CASE("reader: GPU pooled bags equal the CPU's bit for bit, every mode (skipped without a GPU)") {
-  if (!edo::cuda_available()) {
-    MESSAGE("skipped: no GPU");
-    return;
-  }
-  const Packed p(kGpuTiers);
+// lookup_bags_device against lookup_bags on the file's ids below `ids_below`.
+static void check_gpu_bags(const Packed& p, uint64_t ids_below) {
   const edo::Reader r = open_on_gpu(p);
-  const RandomBags rb(400, p.rows + 10, 6);  // some ids past the table: the default vector
+  const RandomBags rb(400, ids_below, 6);
   // One bag bigger than a GPU window (65,536 ids), folded in pieces.
   std::vector<int64_t> big_ids(70000), big_offsets{0, 3, 3, 69990};
   for (size_t i = 0; i < big_ids.size(); ++i) big_ids[i] = static_cast<int64_t>((i * 7919) % p.rows);
@@ -521,6 +517,22 @@ TEST_CASE("reader: GPU pooled bags equal the CPU's bit for bit, every mode (skip
         CHECK(std::memcmp(cpu.data(), gpu.data(), cpu.size() * sizeof(float)) == 0);
       }
     }
+  }
+}
+
+TEST_CASE("reader: GPU pooled bags equal the CPU's bit for bit, every mode (skipped without a GPU)") {
+  if (!edo::cuda_available()) {
+    MESSAGE("skipped: no GPU");
+    return;
+  }
+  // Rows of host tiers (decoded rows, then pooled), and every tier resident
+  // on a table wider than a warp's sweep of 128 columns (pooled straight
+  // from the codes).
+  const Packed mixed(kGpuTiers);
+  const Packed resident({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "cold:rest:int4:group=32,scale=fp16:gpu"},
+                        false, 200, 700);
+  for (const Packed* file : {&mixed, &resident}) {
+    check_gpu_bags(*file, file == &mixed ? file->rows + 10 : file->rows);  // mixed: ids past the table too
   }
 }
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace edo {
@@ -182,10 +183,20 @@ void Reader::lookup_bags_device(const Bags& bags, PoolMode mode, float* out_devi
   const uint64_t d = dim();
   if (bags.count == 0) return;
   // Windows of consecutive bags of at most kDeviceRows ids (a bigger bag
-  // alone, in pieces): rows gathered and decoded by lookup_device(), then
-  // folded by the pooling kernel.
+  // alone, in pieces). A window whose rows all lie in resident tiers is
+  // pooled straight from their codes (cuda::pool_codes); any other has its
+  // rows gathered and decoded by lookup_device(), then folded by the
+  // pooling kernel.
   const size_t window_rows = std::min(kDeviceRows, std::max<size_t>(bags.ids_count, 1));
-  DeviceBuffer rows(window_rows * d * sizeof(float));
+  std::vector<cuda::DeviceCodeTier> resident(impl_->unknown_slot() + 1, cuda::DeviceCodeTier{{}, nullptr});
+  for (size_t t = 0; t < impl_->device_tiers.size(); ++t)
+    if (impl_->device_tiers[t]) resident[t] = {impl_->device_tiers[t]->layout, impl_->device_tiers[t]->device_codes()};
+  DeviceBuffer d_resident(resident.size() * sizeof(cuda::DeviceCodeTier));
+  d_resident.upload(resident.data(), d_resident.bytes());
+  std::vector<uint32_t> tier(window_rows);
+  std::vector<uint64_t> local(window_rows);
+  DeviceBuffer d_tier(window_rows * sizeof(uint32_t)), d_local(window_rows * sizeof(uint64_t));
+  std::unique_ptr<DeviceBuffer> rows;  // decoded rows, for the windows that need them
   DeviceBuffer d_begin(kDeviceRows * sizeof(uint64_t)), d_end(kDeviceRows * sizeof(uint64_t));
   DeviceBuffer d_count(kDeviceRows * sizeof(uint64_t)), d_first(kDeviceRows);
   DeviceBuffer d_weights(bags.weights ? window_rows * sizeof(float) : 1);
@@ -205,16 +216,33 @@ void Reader::lookup_bags_device(const Bags& bags, PoolMode mode, float* out_devi
         first.push_back(bag_begin(bags, bag) >= at);
         count.push_back(bag_end(bags, bag) <= at + n ? bag_end(bags, bag) - bag_begin(bags, bag) : 0);
       }
-      if (n > 0) lookup_device(bags.ids + at, n, rows.as<float>());
+      impl_->resolve_ids(bags.ids + at, n, tier.data(), local.data(), at);
+      const bool from_codes =
+          std::all_of(tier.begin(), tier.begin() + n, [&](uint32_t t) { return resident[t].codes != nullptr; });
+      if (from_codes && n > 0) {
+        d_tier.upload(tier.data(), n * sizeof(uint32_t));
+        d_local.upload(local.data(), n * sizeof(uint64_t));
+      } else if (n > 0) {
+        if (!rows) rows = std::make_unique<DeviceBuffer>(window_rows * d * sizeof(float));
+        lookup_device(bags.ids + at, n, rows->as<float>());
+      }
       d_begin.upload(begin.data(), begin.size() * sizeof(uint64_t));
       d_end.upload(end.data(), end.size() * sizeof(uint64_t));
       d_count.upload(count.data(), count.size() * sizeof(uint64_t));
       d_first.upload(first.data(), first.size());
       if (bags.weights && n > 0) d_weights.upload(bags.weights + at, n * sizeof(float));
-      cuda::pool_rows(mode, rows.as<float>(), d_begin.as<uint64_t>(), d_end.as<uint64_t>(), d_first.as<uint8_t>(),
-                      d_count.as<uint64_t>(), bags.weights ? d_weights.as<float>() : nullptr, e - b, d,
-                      out_device + static_cast<uint64_t>(b) * d);
-      check_cuda_launch("pool_rows");
+      const float* weights = bags.weights ? d_weights.as<float>() : nullptr;
+      float* out = out_device + static_cast<uint64_t>(b) * d;
+      if (from_codes) {
+        cuda::pool_codes(mode, d_resident.as<cuda::DeviceCodeTier>(), d_tier.as<uint32_t>(), d_local.as<uint64_t>(),
+                         d_begin.as<uint64_t>(), d_end.as<uint64_t>(), d_first.as<uint8_t>(), d_count.as<uint64_t>(),
+                         weights, e - b, static_cast<uint32_t>(d), out);
+        check_cuda_launch("pool_codes");
+      } else {
+        cuda::pool_rows(mode, rows->as<float>(), d_begin.as<uint64_t>(), d_end.as<uint64_t>(), d_first.as<uint8_t>(),
+                        d_count.as<uint64_t>(), weights, e - b, d, out);
+        check_cuda_launch("pool_rows");
+      }
     }
     b = e;
   }

@@ -30,6 +30,22 @@ void scatter_rows(const float* rows, const uint64_t* dst, size_t n, size_t dim, 
 void pool_rows(PoolMode mode, const float* rows, const uint64_t* begin, const uint64_t* end, const uint8_t* first,
                const uint64_t* count, const float* weights, size_t bags, size_t dim, float* out,
                cudaStream_t stream = 0);
+// A tier whose code rows lie in device memory (a scalar codec's), as the
+// fused pooling kernel reads it; codes null for a tier that has none there.
+struct DeviceCodeTier {
+  math::ScalarLayout layout;
+  const uint8_t* codes;
+};
+// Pooling straight from code rows (Reader::lookup_bags_device when every
+// row of the window lies in a resident tier): bag b folds rows [begin[b],
+// end[b]) of the window, row r being local row local[r] of tiers[tier[r]],
+// each value decoded by math::decode_value into the bag's sums, which stay
+// in registers (one warp a bag, a lane 4 columns of each 128). The same
+// order and functions as pool_rows() on decoded rows, so the same bits;
+// first, count and weights as there.
+void pool_codes(PoolMode mode, const DeviceCodeTier* tiers, const uint32_t* tier, const uint64_t* local,
+                const uint64_t* begin, const uint64_t* end, const uint8_t* first, const uint64_t* count,
+                const float* weights, size_t bags, uint32_t dim, float* out, cudaStream_t stream = 0);
 // Waits for the device and returns the first error of the launches before.
 // (fmt does not build under nvcc, so lib/ turns errors into edo::Error.)
 cudaError_t synchronize();
