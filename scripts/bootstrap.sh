@@ -16,6 +16,7 @@ packages=(
   python3-numpy                  # independent cross-checks in tests and benchmarks
   pybind11-dev python3-dev       # the edo Python module (python/)
   python3-venv                   # `pip install .` tested in a virtual environment (cli.pip_install)
+  python3-pytest python3-mypy    # the Python tests (test/python) and the stubs checked against the module (stubtest, mypy)
   slurmctld slurmd slurm-client munge  # a private one-node Slurm runs the sharded pipeline (cli.slurm_local)
   chromium fonts-dejavu-core     # renders the HTML report headless in a test (cli.html_render)
   help2man man-db                # man pages from each tool's --help, opened by a test (cli.package)

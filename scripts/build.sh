@@ -28,6 +28,6 @@ if ! { cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@" && cmake --bui
 fi
 sleep 0.2
 echo "build: done in $(( $(date +%s) - start )) s." >&2
-if ls "$build_dir"/python/edo.*.so >/dev/null 2>&1; then
+if ls "$build_dir"/python/edo/_edo.*.so >/dev/null 2>&1; then
   echo "build: the Python module: PYTHONPATH=$build_dir/python /usr/bin/python3 -c 'import edo; print(edo.__version__)'" >&2
 fi

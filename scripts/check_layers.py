@@ -7,7 +7,7 @@ INTERNAL, PUBLIC and PRIVATE dependencies), assigns every header to the
 target whose folder holds it (DIR/include/edo/... public, DIR/*.hpp private,
 kernels/edo/cuda/NAME.cuh to the target that builds kernels/NAME.cu), and
 checks each source and header of each target, each kernel, and each program
-that links the reader alone (apps/example_lookup.cpp, python/edo_module.cpp):
+that links the reader alone (apps/example_lookup.cpp, python/_edo_module.cpp):
 an include of a header owned by a target outside the includer's link closure
 fails, naming the file, line and both targets. With BUILD_DIR, the built
 archives are checked the same way at the symbol level: every edo symbol a

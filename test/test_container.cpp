@@ -231,6 +231,35 @@ TEST_CASE("container: a newer minor version opens, an unknown major does not") {
   CHECK(contains(t.open_error(with_header(t.valid, [](ContainerHeader& h) { h.major = 0; })), "not supported"));
 }
 
+TEST_CASE("container: each refusal says its kind: corrupt, I/O or unsupported (edo::ErrorKind)") {
+  Corrupt t;
+  const auto kind_of = [&](const std::string& bytes) {
+    const std::string path = t.dir.file("kind.edo");
+    write_bytes(path, bytes);
+    try {
+      Container::open(path, Verify::all);
+    } catch (const edo::Error& e) {
+      CHECK(e.code() == edo::ExitCode::runtime);
+      return e.kind();
+    }
+    FAIL("opened");
+    return edo::ErrorKind::other;
+  };
+  std::string bad_magic = t.valid, bad_section = t.valid;
+  bad_magic[1] = 'X';
+  bad_section[70] ^= 1;  // a section's payload: its checksum fails
+  CHECK(kind_of(bad_magic) == edo::ErrorKind::corrupt);
+  CHECK(kind_of(t.valid.substr(0, 10)) == edo::ErrorKind::corrupt);
+  CHECK(kind_of(bad_section) == edo::ErrorKind::corrupt);
+  CHECK(kind_of(with_header(t.valid, [](ContainerHeader& h) { h.major = 2; })) == edo::ErrorKind::unsupported);
+  try {
+    Container::open(t.dir.file("missing.edo"), Verify::all);
+    FAIL("opened");
+  } catch (const edo::Error& e) {
+    CHECK(e.kind() == edo::ErrorKind::io);
+  }
+}
+
 TEST_CASE("container: corrupt headers are rejected with a message naming the file") {
   Corrupt t;
   std::string bad_magic = t.valid;

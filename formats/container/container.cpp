@@ -65,14 +65,14 @@ const json* member(const json& object, const char* key) {
 const std::string& string_member(const json& object, const char* key, const std::string& where,
                                  const std::string& path) {
   const json* v = member(object, key);
-  if (!v || !v->is_string()) EDO_FAIL("{}: manifest: {}\"{}\" must be a string", path, where, key);
+  if (!v || !v->is_string()) EDO_CORRUPT_FAIL("{}: manifest: {}\"{}\" must be a string", path, where, key);
   return v->get_ref<const std::string&>();
 }
 
 uint64_t unsigned_member(const json& object, const char* key, const std::string& where, const std::string& path) {
   const json* v = member(object, key);
   const auto value = v ? as_u64(*v) : std::nullopt;
-  if (!value) EDO_FAIL("{}: manifest: {}\"{}\" must be a non-negative integer", path, where, key);
+  if (!value) EDO_CORRUPT_FAIL("{}: manifest: {}\"{}\" must be a non-negative integer", path, where, key);
   return *value;
 }
 
@@ -105,7 +105,7 @@ int json_depth(std::string_view text) {
 // the last silently, and other readers might keep the first.
 json parse_manifest(std::string_view text, const std::string& path) {
   if (json_depth(text) > kMaxManifestDepth)
-    EDO_FAIL("{}: manifest nests deeper than {} levels", path, kMaxManifestDepth);
+    EDO_CORRUPT_FAIL("{}: manifest nests deeper than {} levels", path, kMaxManifestDepth);
   std::vector<std::set<std::string>> keys_by_object;
   uint64_t values = 0;
   const json::parser_callback_t on_event = [&](int, json::parse_event_t event, json& parsed) {
@@ -118,7 +118,7 @@ json parse_manifest(std::string_view text, const std::string& path) {
         // Parsed JSON takes 10-30 times the bytes of its text: bound what a
         // manifest within the size cap can cost in memory.
         if (++values > kMaxManifestValues)
-          EDO_FAIL("{}: manifest has more than {} JSON values", path, kMaxManifestValues);
+          EDO_CORRUPT_FAIL("{}: manifest has more than {} JSON values", path, kMaxManifestValues);
     }
     switch (event) {
       case json::parse_event_t::object_start:
@@ -129,7 +129,7 @@ json parse_manifest(std::string_view text, const std::string& path) {
         break;
       case json::parse_event_t::key:
         if (!keys_by_object.back().insert(parsed.get<std::string>()).second)
-          EDO_FAIL("{}: manifest has a duplicate key \"{}\"", path, parsed.get<std::string>());
+          EDO_CORRUPT_FAIL("{}: manifest has a duplicate key \"{}\"", path, parsed.get<std::string>());
         break;
       default:
         break;
@@ -138,24 +138,24 @@ json parse_manifest(std::string_view text, const std::string& path) {
   };
   try {
     json manifest = json::parse(text.begin(), text.end(), on_event);
-    if (!manifest.is_object()) EDO_FAIL("{}: manifest is not a JSON object", path);
+    if (!manifest.is_object()) EDO_CORRUPT_FAIL("{}: manifest is not a JSON object", path);
     return manifest;
   } catch (const json::exception& e) {
-    EDO_FAIL("{}: manifest is not valid JSON: {}", path, e.what());
+    EDO_CORRUPT_FAIL("{}: manifest is not valid JSON: {}", path, e.what());
   }
 }
 
 void check_zero(const uint8_t* base, uint64_t from, uint64_t to, const char* what, const std::string& path) {
   for (uint64_t i = from; i < to; ++i)
-    if (base[i] != 0) EDO_FAIL("{}: non-zero byte at offset {} in the padding {}", path, i, what);
+    if (base[i] != 0) EDO_CORRUPT_FAIL("{}: non-zero byte at offset {} in the padding {}", path, i, what);
 }
 
 std::vector<SectionInfo> parse_sections_table(const json& manifest, const ContainerHeader& header, const uint8_t* base,
                                               const std::string& path) {
   const json* table = member(manifest, manifest_key::sections);
-  if (!table || !table->is_array()) EDO_FAIL("{}: manifest has no \"sections\" array", path);
+  if (!table || !table->is_array()) EDO_CORRUPT_FAIL("{}: manifest has no \"sections\" array", path);
   if (table->size() != header.section_count)
-    EDO_FAIL("{}: manifest lists {} sections, the header says {}", path, table->size(), header.section_count);
+    EDO_CORRUPT_FAIL("{}: manifest lists {} sections, the header says {}", path, table->size(), header.section_count);
 
   std::vector<SectionInfo> sections;
   sections.reserve(table->size());
@@ -165,41 +165,43 @@ std::vector<SectionInfo> parse_sections_table(const json& manifest, const Contai
   for (size_t i = 0; i < table->size(); ++i) {
     const json& entry = (*table)[i];
     const std::string where = fmt::format("sections[{}].", i);
-    if (!entry.is_object()) EDO_FAIL("{}: manifest: sections[{}] is not an object", path, i);
+    if (!entry.is_object()) EDO_CORRUPT_FAIL("{}: manifest: sections[{}] is not an object", path, i);
     SectionInfo s;
     s.name = string_member(entry, manifest_key::section_name, where, path);
     if (!valid_section_name(s.name))
-      EDO_FAIL("{}: manifest: {}name is not a valid section name (want [A-Za-z0-9_.:/-]{{1,128}})", path, where);
+      EDO_CORRUPT_FAIL("{}: manifest: {}name is not a valid section name (want [A-Za-z0-9_.:/-]{{1,128}})", path,
+                       where);
     s.offset = unsigned_member(entry, manifest_key::section_offset, where, path);
     s.length = unsigned_member(entry, manifest_key::section_length, where, path);
     const auto digest = parse_hex64(string_member(entry, manifest_key::section_xxh64, where, path));
-    if (!digest) EDO_FAIL("{}: manifest: {}xxh64 must be 16 lowercase hex digits", path, where);
+    if (!digest) EDO_CORRUPT_FAIL("{}: manifest: {}xxh64 must be 16 lowercase hex digits", path, where);
     s.xxh64 = *digest;
 
     if (s.offset % kContainerAlignment != 0)
-      EDO_FAIL("{}: section '{}': offset {} is not a multiple of {}", path, s.name, s.offset, kContainerAlignment);
+      EDO_CORRUPT_FAIL("{}: section '{}': offset {} is not a multiple of {}", path, s.name, s.offset,
+                       kContainerAlignment);
     const auto end = checked_add(s.offset, s.length);
-    if (!end) EDO_FAIL("{}: section '{}': offset {} + length {} overflows", path, s.name, s.offset, s.length);
+    if (!end) EDO_CORRUPT_FAIL("{}: section '{}': offset {} + length {} overflows", path, s.name, s.offset, s.length);
     if (*end > header.manifest_offset)
-      EDO_FAIL("{}: section '{}' [{}, {}) runs past the manifest at offset {}", path, s.name, s.offset, *end,
-               header.manifest_offset);
+      EDO_CORRUPT_FAIL("{}: section '{}' [{}, {}) runs past the manifest at offset {}", path, s.name, s.offset, *end,
+                       header.manifest_offset);
     if (!sections.empty() && s.offset < sections.back().offset)
-      EDO_FAIL("{}: sections are not sorted by offset ('{}' comes after '{}')", path, s.name, previous);
-    if (s.offset < previous_end) EDO_FAIL("{}: section '{}' overlaps {}", path, s.name, previous);
+      EDO_CORRUPT_FAIL("{}: sections are not sorted by offset ('{}' comes after '{}')", path, s.name, previous);
+    if (s.offset < previous_end) EDO_CORRUPT_FAIL("{}: section '{}' overlaps {}", path, s.name, previous);
     // One valid layout only: each section at the first aligned offset after
     // the previous one, so the only bytes outside checksums are < 64-byte pads.
     if (s.offset != align_up(previous_end))
-      EDO_FAIL("{}: section '{}' starts at {}, expected {} (sections are packed in order)", path, s.name, s.offset,
-               align_up(previous_end));
-    if (!names.insert(s.name).second) EDO_FAIL("{}: section name '{}' appears twice", path, s.name);
+      EDO_CORRUPT_FAIL("{}: section '{}' starts at {}, expected {} (sections are packed in order)", path, s.name,
+                       s.offset, align_up(previous_end));
+    if (!names.insert(s.name).second) EDO_CORRUPT_FAIL("{}: section name '{}' appears twice", path, s.name);
     check_zero(base, previous_end, s.offset, fmt::format("before section '{}'", s.name).c_str(), path);
     previous_end = *end;
     previous = fmt::format("section '{}'", s.name);
     sections.push_back(std::move(s));
   }
   if (header.manifest_offset != align_up(previous_end))
-    EDO_FAIL("{}: manifest starts at {}, expected {} (right after the last section)", path, header.manifest_offset,
-             align_up(previous_end));
+    EDO_CORRUPT_FAIL("{}: manifest starts at {}, expected {} (right after the last section)", path,
+                     header.manifest_offset, align_up(previous_end));
   check_zero(base, previous_end, header.manifest_offset, "before the manifest", path);
   return sections;
 }
@@ -207,7 +209,7 @@ std::vector<SectionInfo> parse_sections_table(const json& manifest, const Contai
 std::vector<TierInfo> parse_tiers(const json& manifest, const std::string& path) {
   std::unordered_set<std::string> section_names;
   const json* table = member(manifest, manifest_key::sections);
-  if (!table || !table->is_array()) EDO_FAIL("{}: manifest has no \"sections\" array", path);
+  if (!table || !table->is_array()) EDO_CORRUPT_FAIL("{}: manifest has no \"sections\" array", path);
   for (const json& s : *table) {
     const json* name = s.is_object() ? member(s, manifest_key::section_name) : nullptr;
     if (name && name->is_string()) section_names.insert(name->get<std::string>());
@@ -216,37 +218,39 @@ std::vector<TierInfo> parse_tiers(const json& manifest, const std::string& path)
 
   const json* tiers = member(manifest, manifest_key::tiers);
   if (!tiers || !tiers->is_array() || tiers->empty())
-    EDO_FAIL("{}: manifest: \"tiers\" must be a non-empty array", path);
+    EDO_CORRUPT_FAIL("{}: manifest: \"tiers\" must be a non-empty array", path);
   std::vector<TierInfo> out;
   std::unordered_set<std::string> tier_names;
   for (size_t i = 0; i < tiers->size(); ++i) {
     const json& t = (*tiers)[i];
     const std::string where = fmt::format("tiers[{}].", i);
-    if (!t.is_object()) EDO_FAIL("{}: manifest: tiers[{}] is not an object", path, i);
+    if (!t.is_object()) EDO_CORRUPT_FAIL("{}: manifest: tiers[{}] is not an object", path, i);
     TierInfo tier;
     tier.name = string_member(t, manifest_key::tier_name, where, path);
     tier.codec = string_member(t, manifest_key::tier_codec, where, path);
     if (tier.name.empty() || tier.codec.empty())
-      EDO_FAIL("{}: manifest: {}name and codec must not be empty", path, where);
-    if (!tier_names.insert(tier.name).second) EDO_FAIL("{}: manifest: tier name '{}' appears twice", path, tier.name);
+      EDO_CORRUPT_FAIL("{}: manifest: {}name and codec must not be empty", path, where);
+    if (!tier_names.insert(tier.name).second)
+      EDO_CORRUPT_FAIL("{}: manifest: tier name '{}' appears twice", path, tier.name);
     tier.rows = unsigned_member(t, manifest_key::tier_rows, where, path);
     if (tier.rows > rows)
-      EDO_FAIL("{}: manifest: tier '{}' has {} rows, more than the table's {}", path, tier.name, tier.rows, rows);
+      EDO_CORRUPT_FAIL("{}: manifest: tier '{}' has {} rows, more than the table's {}", path, tier.name, tier.rows,
+                       rows);
     const json* roles = member(t, manifest_key::tier_sections);
-    if (!roles || !roles->is_object()) EDO_FAIL("{}: manifest: {}sections must be an object", path, where);
+    if (!roles || !roles->is_object()) EDO_CORRUPT_FAIL("{}: manifest: {}sections must be an object", path, where);
     for (const auto& [role, name] : roles->items()) {
       if (!name.is_string())
-        EDO_FAIL("{}: manifest: tier '{}': section for role '{}' must be a string", path, tier.name, role);
+        EDO_CORRUPT_FAIL("{}: manifest: tier '{}': section for role '{}' must be a string", path, tier.name, role);
       const auto& section = name.get_ref<const std::string&>();
       if (!section_names.count(section))
-        EDO_FAIL("{}: tier '{}' refers to missing section '{}' (role '{}')", path, tier.name, section, role);
+        EDO_CORRUPT_FAIL("{}: tier '{}' refers to missing section '{}' (role '{}')", path, tier.name, section, role);
       tier.sections.emplace(role, section);
     }
     if (const json* residency = member(t, manifest_key::tier_residency)) {
       tier.residency =
           residency->is_string() ? parse_residency(residency->get_ref<const std::string&>()) : std::nullopt;
       if (!tier.residency)
-        EDO_FAIL("{}: manifest: tier '{}': residency must be \"gpu\", \"host\" or \"disk\"", path, tier.name);
+        EDO_CORRUPT_FAIL("{}: manifest: tier '{}': residency must be \"gpu\", \"host\" or \"disk\"", path, tier.name);
     }
     out.push_back(std::move(tier));
   }
@@ -311,12 +315,13 @@ void check_required_features(const json& manifest, const std::string& path) {
   const json* names = member(manifest, manifest_key::required_features);
   if (!names) return;
   if (!names->is_array() || names->size() > kMaxRequiredFeatures)
-    EDO_FAIL("{}: manifest: \"requires\" must be an array of at most {} feature names", path, kMaxRequiredFeatures);
+    EDO_CORRUPT_FAIL("{}: manifest: \"requires\" must be an array of at most {} feature names", path,
+                     kMaxRequiredFeatures);
   for (const json& name : *names) {
-    if (!name.is_string()) EDO_FAIL("{}: manifest: \"requires\" holds a value that is no feature name", path);
+    if (!name.is_string()) EDO_CORRUPT_FAIL("{}: manifest: \"requires\" holds a value that is no feature name", path);
     const std::string& feature = name.get_ref<const std::string&>();
     if (std::find(std::begin(kFormatFeatures), std::end(kFormatFeatures), feature) == std::end(kFormatFeatures))
-      EDO_FAIL(
+      EDO_UNSUPPORTED_FAIL(
           "{}: the file requires format feature '{}', which this reader does not implement (FORMAT.md 8.1): "
           "read it with a newer edo",
           path, feature.size() > 64 ? feature.substr(0, 64) + "..." : feature);
@@ -325,20 +330,21 @@ void check_required_features(const json& manifest, const std::string& path) {
 
 std::vector<TierInfo> validate_manifest_schema(const json& manifest, const std::string& path) {
   const json* format = member(manifest, manifest_key::format);
-  if (!format || *format != kManifestFormat) EDO_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
+  if (!format || *format != kManifestFormat)
+    EDO_CORRUPT_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
   // A trained state (FORMAT.md 9.8) is the one file with no rows.
   const bool trained_only = manifest.contains("trained_only");
   for (const char* key : {manifest_key::rows, manifest_key::dim})
     if (unsigned_member(manifest, key, "", path) == 0 && !(trained_only && key == manifest_key::rows))
-      EDO_FAIL("{}: manifest: \"{}\" must be positive", path, key);
+      EDO_CORRUPT_FAIL("{}: manifest: \"{}\" must be positive", path, key);
   if (const uint64_t dim = unsigned_member(manifest, manifest_key::dim, "", path); dim > kMaxDim)
-    EDO_FAIL("{}: manifest: \"dim\" {} is more than the {} columns a table may have", path, dim, kMaxDim);
+    EDO_CORRUPT_FAIL("{}: manifest: \"dim\" {} is more than the {} columns a table may have", path, dim, kMaxDim);
   const json* provenance = member(manifest, manifest_key::provenance);
-  if (!provenance || !provenance->is_object()) EDO_FAIL("{}: manifest: \"provenance\" must be an object", path);
+  if (!provenance || !provenance->is_object()) EDO_CORRUPT_FAIL("{}: manifest: \"provenance\" must be an object", path);
   if (const json* name = member(manifest, manifest_key::table_name_of_file);
       name && !(name->is_string() && valid_table_name(name->get_ref<const std::string&>())))
-    EDO_FAIL("{}: manifest: \"{}\" must be a table name (1 to 256 printable characters, no spaces or quotes)", path,
-             manifest_key::table_name_of_file);
+    EDO_CORRUPT_FAIL("{}: manifest: \"{}\" must be a table name (1 to 256 printable characters, no spaces or quotes)",
+                     path, manifest_key::table_name_of_file);
   return parse_tiers(manifest, path);
 }
 
@@ -352,19 +358,20 @@ bool valid_table_name(std::string_view name) {
 std::vector<ModelTableInfo> validate_model_schema(const json& manifest, const std::string& path,
                                                   const std::vector<SectionInfo>& sections) {
   const json* format = member(manifest, manifest_key::format);
-  if (!format || *format != kManifestFormat) EDO_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
+  if (!format || *format != kManifestFormat)
+    EDO_CORRUPT_FAIL("{}: manifest: \"format\" must be \"{}\"", path, kManifestFormat);
   for (const char* key : {manifest_key::rows, manifest_key::dim, manifest_key::tiers})
     if (manifest.contains(key))
-      EDO_FAIL("{}: manifest: a model file has no \"{}\" of its own (its tables do)", path, key);
+      EDO_CORRUPT_FAIL("{}: manifest: a model file has no \"{}\" of its own (its tables do)", path, key);
   const json* provenance = member(manifest, manifest_key::provenance);
-  if (!provenance || !provenance->is_object()) EDO_FAIL("{}: manifest: \"provenance\" must be an object", path);
+  if (!provenance || !provenance->is_object()) EDO_CORRUPT_FAIL("{}: manifest: \"provenance\" must be an object", path);
   const json& model = manifest[manifest_key::model];
   const json* tables = model.is_object() ? member(model, manifest_key::model_tables) : nullptr;
   if (!tables || !tables->is_array() || tables->empty())
-    EDO_FAIL("{}: manifest: \"model\" must be an object with a non-empty \"tables\" array", path);
+    EDO_CORRUPT_FAIL("{}: manifest: \"model\" must be an object with a non-empty \"tables\" array", path);
   if (tables->size() > kMaxModelTables)
-    EDO_FAIL("{}: manifest: the model lists {} tables, more than the {} a model file may hold", path, tables->size(),
-             kMaxModelTables);
+    EDO_CORRUPT_FAIL("{}: manifest: the model lists {} tables, more than the {} a model file may hold", path,
+                     tables->size(), kMaxModelTables);
   std::set<std::string> names, used;
   std::set<std::string> section_names;
   for (const SectionInfo& s : sections) section_names.insert(s.name);
@@ -372,21 +379,22 @@ std::vector<ModelTableInfo> validate_model_schema(const json& manifest, const st
   out.reserve(tables->size());
   for (size_t i = 0; i < tables->size(); ++i) {
     const json& t = (*tables)[i];
-    if (!t.is_object()) EDO_FAIL("{}: manifest: model table {} must be an object", path, i);
+    if (!t.is_object()) EDO_CORRUPT_FAIL("{}: manifest: model table {} must be an object", path, i);
     const std::string where = fmt::format("model table {}", i);
     ModelTableInfo info;
     info.name = string_member(t, manifest_key::table_name, where, path);
     info.section = string_member(t, manifest_key::table_section, where, path);
     if (!valid_table_name(info.name))
-      EDO_FAIL(
+      EDO_CORRUPT_FAIL(
           "{}: manifest: model table {}: '{}' is not a table name (1 to 256 printable characters, no spaces or "
           "quotes)",
           path, i, info.name.substr(0, 300));
-    if (!names.insert(info.name).second) EDO_FAIL("{}: manifest: two model tables are named '{}'", path, info.name);
+    if (!names.insert(info.name).second)
+      EDO_CORRUPT_FAIL("{}: manifest: two model tables are named '{}'", path, info.name);
     if (!section_names.count(info.section))
-      EDO_FAIL("{}: manifest: model table '{}' refers to missing section '{}'", path, info.name, info.section);
+      EDO_CORRUPT_FAIL("{}: manifest: model table '{}' refers to missing section '{}'", path, info.name, info.section);
     if (!used.insert(info.section).second)
-      EDO_FAIL("{}: manifest: model tables share section '{}'", path, info.section);
+      EDO_CORRUPT_FAIL("{}: manifest: model tables share section '{}'", path, info.section);
     out.push_back(std::move(info));
   }
   return out;
@@ -426,37 +434,40 @@ Container Container::view(const uint8_t* data, uint64_t size, const std::string&
 void Container::validate(Verify verify) {
   const std::string& path = path_;
   if (size_ < kContainerHeaderSize)
-    EDO_FAIL("{}: file is {} bytes, too short for the {}-byte .edo header", path, size_, kContainerHeaderSize);
+    EDO_CORRUPT_FAIL("{}: file is {} bytes, too short for the {}-byte .edo header", path, size_, kContainerHeaderSize);
   header_ = ContainerHeader::decode(data_);
   const ContainerHeader& h = header_;
   if (std::memcmp(h.magic, kContainerMagic, sizeof kContainerMagic) != 0)
-    EDO_FAIL("{}: not an .edo file (bad magic)", path);
+    EDO_CORRUPT_FAIL("{}: not an .edo file (bad magic)", path);
   // The version comes before the checksum: a future major version may
   // checksum its header differently.
   if (h.major != kContainerMajor)
-    EDO_FAIL("{}: .edo format version {}.{} is not supported (this reader reads {}.x)", path, h.major, h.minor,
-             kContainerMajor);
-  if (h.compute_checksum() != h.header_xxh64) EDO_FAIL("{}: header checksum mismatch", path);
-  if (h.flags != 0) EDO_FAIL("{}: header flags {:#x} are not supported (must be 0)", path, h.flags);
-  if (h.reserved != 0) EDO_FAIL("{}: header reserved field is not zero", path);
+    EDO_UNSUPPORTED_FAIL("{}: .edo format version {}.{} is not supported (this reader reads {}.x)", path, h.major,
+                         h.minor, kContainerMajor);
+  if (h.compute_checksum() != h.header_xxh64) EDO_CORRUPT_FAIL("{}: header checksum mismatch", path);
+  if (h.flags != 0) EDO_UNSUPPORTED_FAIL("{}: header flags {:#x} are not supported (must be 0)", path, h.flags);
+  if (h.reserved != 0) EDO_CORRUPT_FAIL("{}: header reserved field is not zero", path);
   if (h.file_size != size_)
-    EDO_FAIL("{}: header says the file is {} bytes, it is {} (truncated or extended?)", path, h.file_size, size_);
+    EDO_CORRUPT_FAIL("{}: header says the file is {} bytes, it is {} (truncated or extended?)", path, h.file_size,
+                     size_);
 
-  if (h.manifest_length == 0) EDO_FAIL("{}: manifest is empty", path);
+  if (h.manifest_length == 0) EDO_CORRUPT_FAIL("{}: manifest is empty", path);
   if (h.manifest_length > kMaxManifestBytes)
-    EDO_FAIL("{}: manifest is {} bytes, more than the {} byte limit", path, h.manifest_length, kMaxManifestBytes);
+    EDO_CORRUPT_FAIL("{}: manifest is {} bytes, more than the {} byte limit", path, h.manifest_length,
+                     kMaxManifestBytes);
   if (h.manifest_offset < kContainerHeaderSize || h.manifest_offset % kContainerAlignment != 0)
-    EDO_FAIL("{}: manifest offset {} is not a multiple of {} after the header", path, h.manifest_offset,
-             kContainerAlignment);
+    EDO_CORRUPT_FAIL("{}: manifest offset {} is not a multiple of {} after the header", path, h.manifest_offset,
+                     kContainerAlignment);
   const auto manifest_end = checked_add(h.manifest_offset, h.manifest_length);
   if (!manifest_end || *manifest_end > size_)
-    EDO_FAIL("{}: manifest [{}, +{}) runs past the end of the file ({} bytes)", path, h.manifest_offset,
-             h.manifest_length, size_);
+    EDO_CORRUPT_FAIL("{}: manifest [{}, +{}) runs past the end of the file ({} bytes)", path, h.manifest_offset,
+                     h.manifest_length, size_);
   if (align_up(*manifest_end) != size_)
-    EDO_FAIL("{}: file is {} bytes, expected {} (the manifest, padded to {} bytes, ends the file)", path, size_,
-             align_up(*manifest_end), kContainerAlignment);
+    EDO_CORRUPT_FAIL("{}: file is {} bytes, expected {} (the manifest, padded to {} bytes, ends the file)", path, size_,
+                     align_up(*manifest_end), kContainerAlignment);
   const std::string_view text(reinterpret_cast<const char*>(data_ + h.manifest_offset), h.manifest_length);
-  if (checksum64(text.data(), text.size()) != h.manifest_xxh64) EDO_FAIL("{}: manifest checksum mismatch", path);
+  if (checksum64(text.data(), text.size()) != h.manifest_xxh64)
+    EDO_CORRUPT_FAIL("{}: manifest checksum mismatch", path);
   check_zero(data_, *manifest_end, size_, "after the manifest", path);
 
   manifest_ = parse_manifest(text, path);
@@ -478,7 +489,7 @@ void Container::validate(Verify verify) {
 }
 
 Container Container::model_table(size_t i, Verify verify) const {
-  if (i >= model_tables_.size()) EDO_FAIL("{}: no model table {}", path_, i);
+  if (i >= model_tables_.size()) EDO_CORRUPT_FAIL("{}: no model table {}", path_, i);
   const ModelTableInfo& t = model_tables_[i];
   const SectionView bytes = section(t.section);
   Container c;
@@ -489,7 +500,7 @@ Container Container::model_table(size_t i, Verify verify) const {
   c.data_ = bytes.data;
   c.size_ = bytes.size;
   c.validate(verify);
-  if (c.is_model()) EDO_FAIL("{}: a model table is itself a model file", c.path_);
+  if (c.is_model()) EDO_CORRUPT_FAIL("{}: a model table is itself a model file", c.path_);
   return c;
 }
 
@@ -504,7 +515,7 @@ bool Container::has_section(std::string_view name) const { return find(name) != 
 
 SectionView Container::section(std::string_view name) const {
   const SectionInfo* s = find(name);
-  if (!s) EDO_FAIL("{}: no section named '{}'", path_, name);
+  if (!s) EDO_CORRUPT_FAIL("{}: no section named '{}'", path_, name);
   return {data_ + s->offset, s->length};
 }
 
@@ -557,8 +568,8 @@ void Container::verify(const std::function<bool(const SectionInfo&)>& which) con
     }
     const uint64_t actual = XXH64_digest(state.get());
     if (actual != s.xxh64)
-      EDO_FAIL("{}: section '{}' checksum mismatch (manifest {}, data {})", path_, s.name, hex64(s.xxh64),
-               hex64(actual));
+      EDO_CORRUPT_FAIL("{}: section '{}' checksum mismatch (manifest {}, data {})", path_, s.name, hex64(s.xxh64),
+                       hex64(actual));
   }
 }
 

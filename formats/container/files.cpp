@@ -81,7 +81,7 @@ bool is_regular_file(const std::string& path) {
 void require_regular_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    EDO_FAIL("{}: is not a regular file ({}); give a file", path, special_file_kind(st.st_mode));
+    EDO_IO_FAIL("{}: is not a regular file ({}); give a file", path, special_file_kind(st.st_mode));
 }
 
 void check_link_beside(const std::string& path, const std::string& dir, const std::string& named_by,
@@ -93,7 +93,7 @@ void check_link_beside(const std::string& path, const std::string& dir, const st
     const std::filesystem::path target = std::filesystem::canonical(path, target_error);
     const std::filesystem::path home = std::filesystem::canonical(dir.empty() ? "." : dir, home_error);
     if (target_error || home_error || target.parent_path() != home)
-      EDO_FAIL(
+      EDO_IO_FAIL(
           "{}: a symbolic link out of {} (named by {}); refused: pass --allow-external to follow links out of "
           "a model's directory",
           path, dir, named_by);
@@ -158,20 +158,20 @@ MappedFile::MappedFile(const std::string& path, Placement placement) : path_(pat
   // O_NONBLOCK: opening a FIFO waits for a writer, forever if none comes;
   // such a file is refused below instead. A regular file ignores the flag.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) EDO_FAIL("{}: cannot open: {}", path, std::strerror(errno));
+  if (fd < 0) EDO_IO_FAIL("{}: cannot open: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    EDO_FAIL("{}: cannot stat: {}", path, std::strerror(err));
+    EDO_IO_FAIL("{}: cannot stat: {}", path, std::strerror(err));
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    EDO_FAIL("{}: is a directory", path);
+    EDO_IO_FAIL("{}: is a directory", path);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    EDO_FAIL("{}: is not a regular file ({}); give a file", path, special_file_kind(st.st_mode));
+    EDO_IO_FAIL("{}: is not a regular file ({}); give a file", path, special_file_kind(st.st_mode));
   }
   size_ = static_cast<uint64_t>(st.st_size);
   fd_ = fd;
@@ -181,7 +181,7 @@ MappedFile::MappedFile(const std::string& path, Placement placement) : path_(pat
       const int err = errno;
       ::close(fd);
       fd_ = -1;
-      EDO_FAIL("{}: cannot allocate {} bytes to hold the file: {}", path, size_, std::strerror(err));
+      EDO_IO_FAIL("{}: cannot allocate {} bytes to hold the file: {}", path, size_, std::strerror(err));
     }
     ::madvise(p, size_, MADV_HUGEPAGE);  // a hint: the copy works without huge pages, only slower
     try {
@@ -200,7 +200,7 @@ MappedFile::MappedFile(const std::string& path, Placement placement) : path_(pat
       const int err = errno;
       ::close(fd);
       fd_ = -1;
-      EDO_FAIL("{}: cannot map: {}", path, std::strerror(err));
+      EDO_IO_FAIL("{}: cannot map: {}", path, std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
     ::madvise(p, size_, MADV_SEQUENTIAL);
@@ -213,12 +213,12 @@ MappedFile::~MappedFile() {
 }
 
 void MappedFile::read_at(uint64_t offset, void* out, size_t size) const {
-  if (offset > size_ || size > size_ - offset) EDO_FAIL("{}: read past the end of the file", path_);
+  if (offset > size_ || size > size_ - offset) EDO_CORRUPT_FAIL("{}: read past the end of the file", path_);
   auto* p = static_cast<uint8_t*>(out);
   while (size > 0) {
     const ssize_t n = ::pread(fd_, p, size, static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) EDO_FAIL("{}: read failed: {}", path_, n < 0 ? std::strerror(errno) : "unexpected end of file");
+    if (n <= 0) EDO_IO_FAIL("{}: read failed: {}", path_, n < 0 ? std::strerror(errno) : "unexpected end of file");
     p += n;
     size -= static_cast<size_t>(n);
     offset += static_cast<uint64_t>(n);
@@ -335,7 +335,7 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (const int alias = descriptor_alias(path); alias >= 0) {
     struct stat st {};
-    if (::fstat(alias, &st) != 0) EDO_FAIL("{}: descriptor {} is not open", path, alias);
+    if (::fstat(alias, &st) != 0) EDO_IO_FAIL("{}: descriptor {} is not open", path, alias);
     through_fd_ = alias;
   } else if (is_special_output(path)) {
     through_path_ = path;
@@ -350,7 +350,7 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   fd_ = ::mkstemp(buf.data());
-  if (fd_ < 0) EDO_FAIL("{}: cannot create output: {}", path, std::strerror(errno));
+  if (fd_ < 0) EDO_IO_FAIL("{}: cannot create output: {}", path, std::strerror(errno));
   temp_path_.assign(buf.data());
   cleanup_.arm(temp_path_);
   ::fchmod(fd_, 0644);
@@ -373,7 +373,7 @@ void AtomicFile::pwrite(const void* data, size_t size, uint64_t offset) {
     const ssize_t n = ::pwrite(fd_, p, size, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      EDO_FAIL("{}: write failed: {}", path_, std::strerror(errno));
+      EDO_IO_FAIL("{}: write failed: {}", path_, std::strerror(errno));
     }
     p += n;
     size -= static_cast<size_t>(n);
@@ -387,10 +387,10 @@ void AtomicFile::commit() {
     committed_ = true;
     return;
   }
-  if (::fsync(fd_) != 0 && errno != EINVAL) EDO_FAIL("{}: fsync failed: {}", path_, std::strerror(errno));
+  if (::fsync(fd_) != 0 && errno != EINVAL) EDO_IO_FAIL("{}: fsync failed: {}", path_, std::strerror(errno));
   if (::close(fd_) != 0) {
     fd_ = -1;
-    EDO_FAIL("{}: close failed: {}", path_, std::strerror(errno));
+    EDO_IO_FAIL("{}: close failed: {}", path_, std::strerror(errno));
   }
   fd_ = -1;
   const PublishedOutput published = keep_replaced_file(path_);
@@ -400,7 +400,7 @@ void AtomicFile::commit() {
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
     const int err = errno;
     if (!published.backup.empty()) ::unlink(published.backup.c_str());
-    EDO_FAIL("{}: cannot rename temporary into place: {}", path_, std::strerror(err));
+    EDO_IO_FAIL("{}: cannot rename temporary into place: {}", path_, std::strerror(err));
   }
   record_published(published);
   committed_ = true;
@@ -411,7 +411,7 @@ void AtomicFile::copy_onto_target() {
   if (target < 0) {
     // A FIFO blocks here until a reader opens it, as `cat > fifo` does.
     target = ::open(through_path_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (target < 0) EDO_FAIL("{}: cannot open for writing: {}", path_, std::strerror(errno));
+    if (target < 0) EDO_IO_FAIL("{}: cannot open for writing: {}", path_, std::strerror(errno));
   }
   std::vector<uint8_t> chunk(size_t{1} << 20);
   uint64_t offset = 0;
@@ -433,7 +433,7 @@ void AtomicFile::copy_onto_target() {
     failure = fmt::format("close failed: {}", std::strerror(errno));
   ::close(fd_);
   fd_ = -1;
-  if (!failure.empty()) EDO_FAIL("{}: {}", path_, failure);
+  if (!failure.empty()) EDO_IO_FAIL("{}: {}", path_, failure);
 }
 
 void check_free_space(const std::string& path, uint64_t bytes) {
@@ -450,7 +450,7 @@ void check_free_space(const std::string& path, uint64_t bytes) {
   const uint64_t blocks = fs.f_bavail, block = fs.f_frsize ? fs.f_frsize : fs.f_bsize;
   const uint64_t free_bytes = block && blocks > UINT64_MAX / block ? UINT64_MAX : blocks * block;
   if (bytes > free_bytes)
-    EDO_FAIL("{}: the output needs at least {} bytes and {} has {} free", path, bytes, dir, free_bytes);
+    EDO_IO_FAIL("{}: the output needs at least {} bytes and {} has {} free", path, bytes, dir, free_bytes);
 }
 
 bool same_file(const std::string& a, const std::string& b) {

@@ -49,7 +49,7 @@ uint64_t total_rows(const std::vector<uint64_t>& tier_rows, const std::string& p
   uint64_t total = 0;
   for (uint64_t r : tier_rows) {
     const auto sum = checked_add(total, r);
-    if (!sum) EDO_FAIL("{}: tier rows overflow", path);
+    if (!sum) EDO_CORRUPT_FAIL("{}: tier rows overflow", path);
     total = *sum;
   }
   return total;
@@ -86,15 +86,17 @@ RowMap::RowMap(const uint8_t* tier, uint64_t tier_bytes, const uint8_t* rank, ui
                std::vector<uint64_t> tier_rows, std::string path)
     : tier_(tier), rank_(rank), rows_(rows), tier_rows_(std::move(tier_rows)), path_(std::move(path)) {
   const uint64_t tiers = tier_rows_.size();
-  if (tiers == 0 || tiers > kMaxTiers) EDO_FAIL("{}: row map for {} tiers (1 to {} allowed)", path_, tiers, kMaxTiers);
-  if (tier_bytes != rows_) EDO_FAIL("{}: row map tier section holds {} bytes for {} rows", path_, tier_bytes, rows_);
+  if (tiers == 0 || tiers > kMaxTiers)
+    EDO_CORRUPT_FAIL("{}: row map for {} tiers (1 to {} allowed)", path_, tiers, kMaxTiers);
+  if (tier_bytes != rows_)
+    EDO_CORRUPT_FAIL("{}: row map tier section holds {} bytes for {} rows", path_, tier_bytes, rows_);
   const uint64_t blocks = rows_ / kRowMapBlock + (rows_ % kRowMapBlock != 0);
   const auto need = checked_mul(blocks * tiers, sizeof(uint64_t));
   if (!need || *need != rank_bytes)
-    EDO_FAIL("{}: row map rank section holds {} bytes, {} blocks of {} tiers need {}", path_, rank_bytes, blocks, tiers,
-             need ? *need : 0);
+    EDO_CORRUPT_FAIL("{}: row map rank section holds {} bytes, {} blocks of {} tiers need {}", path_, rank_bytes,
+                     blocks, tiers, need ? *need : 0);
   const uint64_t total = total_rows(tier_rows_, path_);
-  if (total != rows_) EDO_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
+  if (total != rows_) EDO_CORRUPT_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
 }
 
 uint64_t RowMap::rank_at(uint64_t block, uint32_t t) const {
@@ -125,7 +127,7 @@ bool RowMap::try_locate(uint64_t row, Location& loc) const {
 RowMap::Location RowMap::locate(uint64_t row) const {
   Location loc;
   if (row >= rows_) EDO_FAIL("{}: row {} is outside the table ({} rows)", path_, row, rows_);
-  if (!try_locate(row, loc)) EDO_FAIL("{}: row map is corrupt at row {}", path_, row);
+  if (!try_locate(row, loc)) EDO_CORRUPT_FAIL("{}: row map is corrupt at row {}", path_, row);
   return loc;
 }
 
@@ -136,16 +138,16 @@ void RowMap::validate() const {
     if (i % kRowMapBlock == 0) {
       for (uint32_t t = 0; t < tiers; ++t) {
         if (rank_at(i / kRowMapBlock, t) != seen[t])
-          EDO_FAIL("{}: row map rank of tier {} at row {} is {}, the tier bytes say {}", path_, t, i,
-                   rank_at(i / kRowMapBlock, t), seen[t]);
+          EDO_CORRUPT_FAIL("{}: row map rank of tier {} at row {} is {}, the tier bytes say {}", path_, t, i,
+                           rank_at(i / kRowMapBlock, t), seen[t]);
       }
     }
-    if (tier_[i] >= tiers) EDO_FAIL("{}: row map gives row {} tier {} of {}", path_, i, tier_[i], tiers);
+    if (tier_[i] >= tiers) EDO_CORRUPT_FAIL("{}: row map gives row {} tier {} of {}", path_, i, tier_[i], tiers);
     ++seen[tier_[i]];
   }
   for (uint32_t t = 0; t < tiers; ++t) {
     if (seen[t] != tier_rows_[t])
-      EDO_FAIL("{}: row map puts {} rows in tier {}, the manifest {}", path_, seen[t], t, tier_rows_[t]);
+      EDO_CORRUPT_FAIL("{}: row map puts {} rows in tier {}, the manifest {}", path_, seen[t], t, tier_rows_[t]);
   }
 }
 
@@ -156,13 +158,15 @@ RowRuns::RowRuns(const uint8_t* runs, uint64_t bytes, uint64_t rows, std::vector
       tier_rows_(std::move(tier_rows)),
       path_(std::move(path)) {
   const uint64_t tiers = tier_rows_.size();
-  if (tiers == 0 || tiers > kMaxTiers) EDO_FAIL("{}: row map for {} tiers (1 to {} allowed)", path_, tiers, kMaxTiers);
+  if (tiers == 0 || tiers > kMaxTiers)
+    EDO_CORRUPT_FAIL("{}: row map for {} tiers (1 to {} allowed)", path_, tiers, kMaxTiers);
   if (bytes % kRowRunBytes != 0)
-    EDO_FAIL("{}: row map runs section holds {} bytes, not a whole number of {}-byte runs", path_, bytes, kRowRunBytes);
+    EDO_CORRUPT_FAIL("{}: row map runs section holds {} bytes, not a whole number of {}-byte runs", path_, bytes,
+                     kRowRunBytes);
   if (runs_ == 0 || runs_ > rows_)
-    EDO_FAIL("{}: row map holds {} runs for {} rows (1 to the rows allowed)", path_, runs_, rows_);
+    EDO_CORRUPT_FAIL("{}: row map holds {} runs for {} rows (1 to the rows allowed)", path_, runs_, rows_);
   const uint64_t total = total_rows(tier_rows_, path_);
-  if (total != rows_) EDO_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
+  if (total != rows_) EDO_CORRUPT_FAIL("{}: the tiers hold {} rows, the table {}", path_, total, rows_);
   if (runs_ > kFewRuns) return;
   few_ = static_cast<size_t>(runs_);
   for (uint64_t k = 0; k < runs_; ++k) {
@@ -214,20 +218,20 @@ void RowRuns::validate() const {
   for (uint64_t k = 0; k < runs_; ++k) {
     const Run r = run(k);
     const uint64_t end = k + 1 < runs_ ? run(k + 1).first : rows_;
-    if (k == 0 && r.first != 0) EDO_FAIL("{}: row map's first run starts at row {}, not 0", path_, r.first);
+    if (k == 0 && r.first != 0) EDO_CORRUPT_FAIL("{}: row map's first run starts at row {}, not 0", path_, r.first);
     if (end <= r.first || end > rows_)
-      EDO_FAIL("{}: row map run {} ends at row {}, not after its first row {} and within the {} rows", path_, k, end,
-               r.first, rows_);
+      EDO_CORRUPT_FAIL("{}: row map run {} ends at row {}, not after its first row {} and within the {} rows", path_, k,
+                       end, r.first, rows_);
     if (r.tier >= tier_rows_.size())
-      EDO_FAIL("{}: row map run {} names tier {} of {}", path_, k, r.tier, tier_rows_.size());
+      EDO_CORRUPT_FAIL("{}: row map run {} names tier {} of {}", path_, k, r.tier, tier_rows_.size());
     if (r.index != seen[r.tier])
-      EDO_FAIL("{}: row map run {} starts at index {} of tier {}, its earlier runs say {}", path_, k, r.index, r.tier,
-               seen[r.tier]);
+      EDO_CORRUPT_FAIL("{}: row map run {} starts at index {} of tier {}, its earlier runs say {}", path_, k, r.index,
+                       r.tier, seen[r.tier]);
     seen[r.tier] += end - r.first;
   }
   for (uint32_t t = 0; t < seen.size(); ++t) {
     if (seen[t] != tier_rows_[t])
-      EDO_FAIL("{}: row map puts {} rows in tier {}, the manifest {}", path_, seen[t], t, tier_rows_[t]);
+      EDO_CORRUPT_FAIL("{}: row map puts {} rows in tier {}, the manifest {}", path_, seen[t], t, tier_rows_[t]);
   }
 }
 

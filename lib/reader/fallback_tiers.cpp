@@ -39,7 +39,7 @@ class ZeroTier final : public TierView {
   ZeroTier(const io::Container& c, const io::TierInfo& info) : dim_(c.dim()) {
     stats_ = tier_base_stats(info, TierKind::zero);
     stats_.codec = tier_kind_word(TierKind::zero);
-    if (!info.sections.empty()) EDO_FAIL("{}: tier '{}': a zero tier has no sections", c.path(), info.name);
+    if (!info.sections.empty()) EDO_CORRUPT_FAIL("{}: tier '{}': a zero tier has no sections", c.path(), info.name);
   }
   void gather(const uint64_t*, const uint64_t* dst, size_t n, float* out) const override {
     for (size_t k = 0; k < n; ++k) std::fill(out + dst[k] * dim_, out + (dst[k] + 1) * dim_, 0.0f);
@@ -64,7 +64,7 @@ class CentroidTier final : public TierView {
     try {
       count_ = centroid_count(info.codec);
     } catch (const Error& e) {
-      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+      EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
     }
     stats_.codec = fmt::format("centroids:{}", count_);
     index_bytes_ = centroid_index_bytes(count_);
@@ -94,7 +94,9 @@ class CentroidTier final : public TierView {
   const uint8_t* row_address(uint64_t local) const override { return assign_ + local * index_bytes_; }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, stats_.name, what);
+  }
 
   const float* centroid(uint64_t r) const {
     uint32_t index = 0;
@@ -119,17 +121,17 @@ class NearestTier final : public TierView {
     stats_.codec = metric_ == Metric::l2 ? "nearest:l2" : "nearest:cos";
     if (!jt.contains("target_bytes") || !jt["target_bytes"].is_number_unsigned() ||
         (jt["target_bytes"].get<uint64_t>() != 4 && jt["target_bytes"].get<uint64_t>() != 8))
-      EDO_FAIL("{}: tier '{}': a nearest tier needs target_bytes 4 or 8", path_, info.name);
+      EDO_CORRUPT_FAIL("{}: tier '{}': a nearest tier needs target_bytes 4 or 8", path_, info.name);
     target_bytes_ = jt["target_bytes"].get<uint32_t>();
     stats_.code_size = target_bytes_;
     const auto it = info.sections.find("target");
     if (it == info.sections.end() || info.sections.size() != 1)
-      EDO_FAIL("{}: tier '{}': a nearest tier has exactly one section, 'target'", path_, info.name);
+      EDO_CORRUPT_FAIL("{}: tier '{}': a nearest tier has exactly one section, 'target'", path_, info.name);
     const io::SectionView v = c.section(it->second);
     const auto want = checked_mul(info.rows, target_bytes_);
     if (!want || v.size != *want)
-      EDO_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path_, it->second, v.size, info.rows,
-               target_bytes_, want ? *want : 0);
+      EDO_CORRUPT_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path_, it->second, v.size,
+                       info.rows, target_bytes_, want ? *want : 0);
     targets_ = v.data;
     stats_.bytes = v.size;
   }
@@ -144,7 +146,7 @@ class NearestTier final : public TierView {
 
  private:
   [[noreturn]] void unreachable() const {
-    EDO_FAIL("{}: tier '{}': a redirecting tier decodes through the rows it points at", path_, stats_.name);
+    EDO_CORRUPT_FAIL("{}: tier '{}': a redirecting tier decodes through the rows it points at", path_, stats_.name);
   }
 
   std::string path_;
@@ -172,7 +174,7 @@ std::unique_ptr<TierView> open_nearest_tier(const io::Container& c, const io::Ti
   try {
     return std::make_unique<NearestTier>(c, info, jt);
   } catch (const Error& e) {
-    if (e.code() == ExitCode::usage) EDO_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
+    if (e.code() == ExitCode::usage) EDO_CORRUPT_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
     throw;
   }
 }

@@ -21,8 +21,8 @@ void FirstReadCheck::run(PageCache* cache, size_t owner) const {
       for (const io::SectionInfo& s : sections_) {
         const uint64_t actual = cache->checksum(owner, container_.backing_offset() + s.offset, s.length);
         if (actual != s.xxh64)
-          EDO_FAIL("{}: section '{}' checksum mismatch (manifest {:016x}, data {:016x})", container_.path(), s.name,
-                   s.xxh64, actual);
+          EDO_CORRUPT_FAIL("{}: section '{}' checksum mismatch (manifest {:016x}, data {:016x})", container_.path(),
+                           s.name, s.xxh64, actual);
       }
     } else {
       container_.verify([this](const io::SectionInfo& s) {

@@ -153,7 +153,7 @@ class HashedTier final : public TierView {
     try {
       spec_ = parse_hash_spec(info.codec);
     } catch (const Error& e) {
-      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+      EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
     }
     stats_.codec = format_hash_spec(spec_);
     const bool qr = spec_.scheme == HashScheme::qr;
@@ -216,7 +216,9 @@ class HashedTier final : public TierView {
   uint64_t fetch_bytes() const override { return dim_ * sizeof(float); }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, stats_.name, what);
+  }
 
   HugeFloats table(const io::Container& c, const io::TierInfo& info, const char* role, uint64_t rows) {
     const auto bytes = checked_mul(checked_mul(rows, dim_).value_or(UINT64_MAX), sizeof(float));
@@ -246,10 +248,10 @@ class GroupedTier final : public TierView {
     stats_ = tier_base_stats(info, TierKind::grouped);
     try {
       spec_ = parse_group_spec(info.codec, dim_);
-      if (spec_.from_labels) EDO_FAIL("a stored group tier names its count, groups=C");
+      if (spec_.from_labels) EDO_CORRUPT_FAIL("a stored group tier names its count, groups=C");
       if (spec_.residual != "none") residual_ = make_decoder(spec_.residual, dim_);
     } catch (const Error& e) {
-      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+      EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
     }
     stats_.codec = format_group_spec(spec_);
     index_bytes_ = centroid_index_bytes(spec_.groups);
@@ -269,7 +271,7 @@ class GroupedTier final : public TierView {
     try {
       residual_->load_state(blobs);
     } catch (const Error& e) {
-      EDO_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
+      EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, info.name, e.what());
     }
   }
 
@@ -289,7 +291,9 @@ class GroupedTier final : public TierView {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, stats_.name, what);
+  }
 
   // out = base[group] + out (the residual), or the base alone.
   void add_base(uint64_t r, float* out) const {

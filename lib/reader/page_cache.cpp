@@ -26,12 +26,12 @@ PageCache::PageCache(const std::string& path, uint64_t file_size, uint64_t capac
   if (page_bytes == 0 || (page_bytes & (page_bytes - 1)) != 0 || slots_ < 2)
     EDO_FAIL("{}: a page cache of {} bytes in pages of {} holds fewer than two pages", path, capacity, page_bytes);
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) EDO_FAIL("{}: cannot open for reading: {}", path, std::strerror(errno));
+  if (fd_ < 0) EDO_IO_FAIL("{}: cannot open for reading: {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) != file_size) {
     ::close(fd_);
-    EDO_FAIL("{}: the file changed size since it was opened ({} bytes, then {})", path, file_size,
-             static_cast<uint64_t>(st.st_size));
+    EDO_IO_FAIL("{}: the file changed size since it was opened ({} bytes, then {})", path, file_size,
+                static_cast<uint64_t>(st.st_size));
   }
   slab_.reset(new uint8_t[slots_ * page_bytes_]);  // not value-initialised: untouched pages stay unresident
   free_.reserve(slots_);
@@ -47,10 +47,11 @@ void PageCache::pread_exact(uint64_t offset, uint64_t size, uint8_t* dst) const 
   while (done < size) {
     const ssize_t got = ::pread(fd_, dst + done, size - done, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) EDO_FAIL("{}: read at byte {} failed: {}", path_, offset + done, std::strerror(errno));
+    if (got < 0) EDO_IO_FAIL("{}: read at byte {} failed: {}", path_, offset + done, std::strerror(errno));
     if (got == 0)
-      EDO_FAIL("{}: the file ends at byte {}, before the {} bytes it had when opened (truncated while being served?)",
-               path_, offset + done, file_size_);
+      EDO_IO_FAIL(
+          "{}: the file ends at byte {}, before the {} bytes it had when opened (truncated while being served?)", path_,
+          offset + done, file_size_);
     done += static_cast<uint64_t>(got);
   }
 }
@@ -103,7 +104,7 @@ void PageCache::read(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst)
 
 void PageCache::read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_t* dst) {
   if (offset > file_size_ || size > file_size_ - offset)
-    EDO_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offset, size, file_size_);
+    EDO_CORRUPT_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offset, size, file_size_);
   pread_exact(offset, size, dst);
   const std::lock_guard lock(mu_);
   counts_[owner].bytes_read += size;
@@ -111,7 +112,7 @@ void PageCache::read_direct(size_t owner, uint64_t offset, uint64_t size, uint8_
 
 uint64_t PageCache::checksum(size_t owner, uint64_t offset, uint64_t size) {
   if (offset > file_size_ || size > file_size_ - offset)
-    EDO_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offset, size, file_size_);
+    EDO_CORRUPT_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offset, size, file_size_);
   constexpr uint64_t kPiece = uint64_t{1} << 20;
   std::vector<uint8_t> piece(std::min(kPiece, size));
   io::Checksum64Stream hash;
@@ -143,7 +144,7 @@ struct Ring {
       ready = error == 0;  // else -errno
     }
     if (ready) return &ring;
-    if (required) EDO_FAIL("{}: io_uring is not available here: {} (use pread)", path, std::strerror(-error));
+    if (required) EDO_IO_FAIL("{}: io_uring is not available here: {} (use pread)", path, std::strerror(-error));
     return nullptr;
   }
 };
@@ -164,16 +165,16 @@ bool PageCache::uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const
       io_uring_sqe_set_data64(sqe, k);
     }
     if (const int e = io_uring_submit_and_wait(ring, static_cast<unsigned>(m)); e < 0)
-      EDO_FAIL("{}: io_uring submit failed: {}", path_, std::strerror(-e));
+      EDO_IO_FAIL("{}: io_uring submit failed: {}", path_, std::strerror(-e));
     for (size_t done = 0; done < m; ++done) {
       io_uring_cqe* cqe = nullptr;
       if (const int e = io_uring_wait_cqe(ring, &cqe); e < 0)
-        EDO_FAIL("{}: io_uring wait failed: {}", path_, std::strerror(-e));
+        EDO_IO_FAIL("{}: io_uring wait failed: {}", path_, std::strerror(-e));
       const uint64_t k = io_uring_cqe_get_data64(cqe);
       const int res = cqe->res;
       io_uring_cqe_seen(ring, cqe);
       const uint64_t start = index[k] * page_bytes_, want = std::min(page_bytes_, file_size_ - start);
-      if (res < 0) EDO_FAIL("{}: read at byte {} failed: {}", path_, start, std::strerror(-res));
+      if (res < 0) EDO_IO_FAIL("{}: read at byte {} failed: {}", path_, start, std::strerror(-res));
       // A short read: the rest by pread, which names a truncated file.
       if (static_cast<uint64_t>(res) < want)
         pread_exact(start + static_cast<uint64_t>(res), want - static_cast<uint64_t>(res),
@@ -186,7 +187,7 @@ bool PageCache::uring_pages(const uint64_t* index, size_t n, uint8_t* buf) const
 void PageCache::read_spans(size_t owner, const uint64_t* offsets, size_t n, uint64_t size, uint8_t* dst) {
   for (size_t k = 0; k < n; ++k)
     if (offsets[k] > file_size_ || size > file_size_ - offsets[k])
-      EDO_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offsets[k], size, file_size_);
+      EDO_CORRUPT_FAIL("{}: bytes [{}, +{}) are outside the file ({} bytes)", path_, offsets[k], size, file_size_);
   if (size == 0) return;
   // Spans go in chunks whose missing pages fill one io_uring submission at
   // most, so a lookup's read buffer stays at kBatchPages pages a thread.

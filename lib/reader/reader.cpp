@@ -150,7 +150,7 @@ void Reader::Impl::load() {
   // A shard or a trained state is part of a table, never one (docs/SCALE.md).
   const std::optional<ShardEntry> shard = shard_entry_of(manifest, path);
   if (shard && !options.allow_shard)
-    EDO_FAIL(
+    EDO_UNSUPPORTED_FAIL(
         "{}: shard {}/{} of a table (its rows {} to {} of {}), not a table: merge the shards "
         "(edo-pack --merge) to read it",
         path, shard->index, shard->count, shard->first_row, shard->first_row + rows, shard->table_rows);
@@ -159,14 +159,15 @@ void Reader::Impl::load() {
   if (shard)
     for (const io::TierInfo& t : container.tiers())
       if (answers_across_shards(tier_kind_of(t.codec)))
-        EDO_FAIL(
+        EDO_UNSUPPORTED_FAIL(
             "{}: tier '{}' ({}) answers ids with rows outside this shard: merge the shards (edo-pack --merge) "
             "to read them",
             path, t.name, t.codec);
   if (manifest.contains("trained_only"))
-    EDO_FAIL("{}: a trained codec state with no rows (edo-quantize --train-only): give it to --trained", path);
+    EDO_UNSUPPORTED_FAIL("{}: a trained codec state with no rows (edo-quantize --train-only): give it to --trained",
+                         path);
   const auto& infos = container.tiers();
-  if (infos.size() > io::kMaxTiers) EDO_FAIL("{}: {} tiers (at most {})", path, infos.size(), io::kMaxTiers);
+  if (infos.size() > io::kMaxTiers) EDO_CORRUPT_FAIL("{}: {} tiers (at most {})", path, infos.size(), io::kMaxTiers);
   std::vector<std::vector<io::SectionInfo>> payload;
   if (options.verify == io::Verify::small) payload = check_small_sections();
   std::vector<uint64_t> tier_rows;
@@ -400,7 +401,7 @@ uint32_t Reader::tier_of(uint64_t row) const {
   const int64_t id = static_cast<int64_t>(row);
   uint32_t t = 0;
   uint64_t local = 0;
-  if (impl_->map->resolve(&id, 1, &t, &local) != 1) EDO_FAIL("{}: row map is corrupt at row {}", path(), row);
+  if (impl_->map->resolve(&id, 1, &t, &local) != 1) EDO_CORRUPT_FAIL("{}: row map is corrupt at row {}", path(), row);
   return t;
 }
 

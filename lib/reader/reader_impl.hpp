@@ -86,7 +86,7 @@ struct Reader::Impl {
   // id, naming its position in the caller's batch (`first` + k).
   void resolve_ids(const int64_t* ids, size_t n, uint32_t* tier, uint64_t* local, uint64_t first = 0) const {
     const size_t bad = map->resolve(ids, n, tier, local);
-    if (bad < n) EDO_FAIL("{}: row map is corrupt at row {}", container.path(), ids[bad]);
+    if (bad < n) EDO_CORRUPT_FAIL("{}: row map is corrupt at row {}", container.path(), ids[bad]);
     if (keyed_any)
       for (size_t i = 0; i < n; ++i)
         if (tier[i] < tiers.size() && keyed[tier[i]]) local[i] = static_cast<uint64_t>(ids[i]);
@@ -115,7 +115,8 @@ struct Reader::Impl {
       const auto id = static_cast<int64_t>(target);
       if (target >= rows || map->resolve(&id, 1, tier + i, local + i) != 1 || tier[i] >= tiers.size() ||
           tiers[tier[i]]->redirects())
-        EDO_FAIL("{}: row {} is answered by row {}, which is not a stored row", container.path(), ids[i], target);
+        EDO_CORRUPT_FAIL("{}: row {} is answered by row {}, which is not a stored row", container.path(), ids[i],
+                         target);
       if (keyed[tier[i]]) local[i] = target;
     }
   }

@@ -17,10 +17,10 @@ namespace edo {
 std::optional<ShardEntry> shard_entry_of(const nlohmann::json& manifest, const std::string& path) {
   const auto it = manifest.find("shard");
   if (it == manifest.end()) return std::nullopt;
-  if (!it->is_object()) EDO_FAIL("{}: manifest: \"shard\" is not an object", path);
+  if (!it->is_object()) EDO_CORRUPT_FAIL("{}: manifest: \"shard\" is not an object", path);
   const auto field = [&](const char* key) {
     if (!it->contains(key) || !(*it)[key].is_number_unsigned())
-      EDO_FAIL("{}: manifest: the shard entry has no \"{}\" (an integer >= 0)", path, key);
+      EDO_CORRUPT_FAIL("{}: manifest: the shard entry has no \"{}\" (an integer >= 0)", path, key);
     return (*it)[key].get<uint64_t>();
   };
   return ShardEntry{field("index"), field("count"), field("first_row"), field("table_rows")};
@@ -41,7 +41,7 @@ namespace {
 
 uint64_t entry_number(const nlohmann::json& e, const char* key, const std::string& path, size_t i) {
   if (!e.contains(key) || !e[key].is_number_unsigned())
-    EDO_FAIL("{}: shard entry {} has no \"{}\" (an integer >= 0)", path, i, key);
+    EDO_CORRUPT_FAIL("{}: shard entry {} has no \"{}\" (an integer >= 0)", path, i, key);
   return e[key].get<uint64_t>();
 }
 
@@ -49,13 +49,14 @@ uint64_t hex_number(const nlohmann::json& e, const char* key, const std::string&
   uint64_t v = 0;
   const std::string s = e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : "";
   if (s.size() != 16 || std::from_chars(s.data(), s.data() + s.size(), v, 16).ptr != s.data() + s.size())
-    EDO_FAIL("{}: shard entry {} has no \"{}\" (16 hex digits)", path, i, key);
+    EDO_CORRUPT_FAIL("{}: shard entry {} has no \"{}\" (16 hex digits)", path, i, key);
   return v;
 }
 
 // A shard's file, beside the set unless its name is absolute.
 std::string resolve(const std::string& set_path, const std::string& file) {
-  if (file.empty() || file.find('\0') != std::string::npos) EDO_FAIL("{}: a shard entry names no file", set_path);
+  if (file.empty() || file.find('\0') != std::string::npos)
+    EDO_CORRUPT_FAIL("{}: a shard entry names no file", set_path);
   if (file.front() == '/') return file;
   const std::filesystem::path dir = std::filesystem::path(set_path).parent_path();
   return (dir.empty() ? std::filesystem::path(file) : dir / file).string();
@@ -67,11 +68,11 @@ ShardSet ShardSet::open(const std::string& path, const ReaderOptions& options) {
   if (options.unknown_ids == UnknownIdPolicy::hash)
     EDO_USAGE_FAIL("{}: a shard set answers unknown ids with an error or the default vector, not by hash", path);
   const io::MappedFile f(path);
-  if (f.size() > kMaxShardSetBytes) EDO_FAIL("{}: a shard set of {} bytes is too large", path, f.size());
+  if (f.size() > kMaxShardSetBytes) EDO_CORRUPT_FAIL("{}: a shard set of {} bytes is too large", path, f.size());
   const nlohmann::json j = nlohmann::json::parse(f.data(), f.data() + f.size(), nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("edo_shard_set") || j["edo_shard_set"] != 1 ||
       !j.contains("shards") || !j["shards"].is_array() || j["shards"].empty())
-    EDO_FAIL("{}: not a shard set (edo-pack --shard-set writes one)", path);
+    EDO_CORRUPT_FAIL("{}: not a shard set (edo-pack --shard-set writes one)", path);
   ShardSet set;
   set.path_ = path;
   set.unknown_ = options.unknown_ids;
@@ -84,31 +85,31 @@ ShardSet ShardSet::open(const std::string& path, const ReaderOptions& options) {
   for (size_t i = 0; i < list.size(); ++i) {
     const nlohmann::json& e = list[i];
     if (!e.is_object() || !e.contains("file") || !e["file"].is_string())
-      EDO_FAIL("{}: shard entry {} names no file", path, i);
+      EDO_CORRUPT_FAIL("{}: shard entry {} names no file", path, i);
     const std::string file = resolve(path, e["file"].get<std::string>());
     const uint64_t first = entry_number(e, "first_row", path, i), rows = entry_number(e, "rows", path, i);
     const uint64_t bytes = entry_number(e, "file_bytes", path, i),
                    fingerprint = hex_number(e, "manifest_xxh64", path, i);
     if (first != next)
-      EDO_FAIL("{}: shard entry {} starts at row {}, where the entries before end at {}", path, i, first, next);
+      EDO_CORRUPT_FAIL("{}: shard entry {} starts at row {}, where the entries before end at {}", path, i, first, next);
     Reader r = Reader::open(file, sub);
     const io::Container& c = r.container();
     if (c.file_size() != bytes || c.manifest_checksum() != fingerprint)
-      EDO_FAIL(
+      EDO_CORRUPT_FAIL(
           "{}: changed since {} was written ({} bytes, manifest checksum {:016x}; the set records {} and "
           "{:016x}): write the set again",
           file, path, c.file_size(), c.manifest_checksum(), bytes, fingerprint);
     const std::optional<ShardEntry> said = shard_entry_of(c.manifest(), file);
     if (!said || said->first_row != first || r.rows() != rows || said->table_rows != set.rows_ || said->index != i ||
         said->count != list.size())
-      EDO_FAIL("{}: not shard {}/{} (rows {} to {} of {}) as {} says", file, i, list.size(), first, first + rows,
-               set.rows_, path);
-    if (r.dim() != set.dim_) EDO_FAIL("{}: {} columns, where {} says {}", file, r.dim(), path, set.dim_);
+      EDO_CORRUPT_FAIL("{}: not shard {}/{} (rows {} to {} of {}) as {} says", file, i, list.size(), first,
+                       first + rows, set.rows_, path);
+    if (r.dim() != set.dim_) EDO_CORRUPT_FAIL("{}: {} columns, where {} says {}", file, r.dim(), path, set.dim_);
     set.first_.push_back(first);
     set.shards_.push_back(std::move(r));
     next = first + rows;
   }
-  if (next != set.rows_) EDO_FAIL("{}: its shards hold {} of the table's {} rows", path, next, set.rows_);
+  if (next != set.rows_) EDO_CORRUPT_FAIL("{}: its shards hold {} of the table's {} rows", path, next, set.rows_);
   return set;
 }
 

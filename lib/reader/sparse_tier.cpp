@@ -550,7 +550,9 @@ class SparseTier final : public TierView {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { EDO_FAIL("{}: tier '{}': {}", path_, stats_.name, what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, stats_.name, what);
+  }
 
   const uint8_t* section(const io::Container& c, const io::TierInfo& info, const char* role,
                          std::optional<uint64_t> want) {
@@ -757,7 +759,7 @@ std::unique_ptr<TierView> open_sparse_tier(const io::Container& c, const io::Tie
   try {
     return std::make_unique<SparseTier>(c, info, jt);
   } catch (const Error& e) {
-    if (e.code() == ExitCode::usage) EDO_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
+    if (e.code() == ExitCode::usage) EDO_CORRUPT_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
     throw;
   }
 }

@@ -139,11 +139,11 @@ TierStats tier_base_stats(const io::TierInfo& info, TierKind kind) {
 io::SectionView tier_section(const io::Container& c, const io::TierInfo& info, const char* role,
                              std::optional<uint64_t> want, TierStats& stats) {
   const auto it = info.sections.find(role);
-  if (it == info.sections.end()) EDO_FAIL("{}: tier '{}': no '{}' section", c.path(), info.name, role);
+  if (it == info.sections.end()) EDO_CORRUPT_FAIL("{}: tier '{}': no '{}' section", c.path(), info.name, role);
   const io::SectionView v = c.section(it->second);
   if (!want || v.size != *want)
-    EDO_FAIL("{}: tier '{}': section '{}' holds {} bytes, {} expected", c.path(), info.name, it->second, v.size,
-             want ? *want : 0);
+    EDO_CORRUPT_FAIL("{}: tier '{}': section '{}' holds {} bytes, {} expected", c.path(), info.name, it->second, v.size,
+                     want ? *want : 0);
   stats.bytes += v.size;
   return v;
 }
@@ -163,21 +163,21 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
   const std::string& path = c.path();
   std::vector<NamedBlob> blobs;
   const nlohmann::json shapes = jt.value("state_shapes", nlohmann::json::object());
-  if (!shapes.is_object()) EDO_FAIL("{}", tier_error(path, tier.name, "state_shapes is not an object"));
+  if (!shapes.is_object()) EDO_CORRUPT_FAIL("{}", tier_error(path, tier.name, "state_shapes is not an object"));
   if (jt.contains("state_dtypes") && !jt["state_dtypes"].is_object())
-    EDO_FAIL("{}", tier_error(path, tier.name, "state_dtypes is not an object"));
+    EDO_CORRUPT_FAIL("{}", tier_error(path, tier.name, "state_dtypes is not an object"));
   for (const auto& [role, section] : tier.sections) {
     if (std::find(skip.begin(), skip.end(), role) != skip.end()) continue;
     NamedBlob blob;
     blob.name = role;
     if (!shapes.contains(role) || !shapes[role].is_array() || shapes[role].size() > 8)
-      EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has no valid shape", role)));
+      EDO_CORRUPT_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has no valid shape", role)));
     uint64_t count = 1;
     for (const auto& d : shapes[role]) {
       if (!d.is_number_unsigned())
-        EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has a bad shape", role)));
+        EDO_CORRUPT_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' has a bad shape", role)));
       const auto m = checked_mul(count, d.get<uint64_t>());
-      if (!m) EDO_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' shape overflows", role)));
+      if (!m) EDO_CORRUPT_FAIL("{}", tier_error(path, tier.name, fmt::format("state '{}' shape overflows", role)));
       count = *m;
       blob.shape.push_back(d.get<uint64_t>());
     }
@@ -186,9 +186,10 @@ std::vector<NamedBlob> load_codec_state(const io::Container& c, const io::TierIn
     if (!read_state_section(blob, storage, view.data, view.size, count)) {
       const auto bytes = state_section_size(storage, count, blob.shape.empty() ? count : blob.shape.back());
       if (bytes && *bytes == view.size)
-        EDO_FAIL("{}: section '{}': an int8_exp2 row has an exponent above 121 or a code of -128", path, section);
-      EDO_FAIL("{}: section '{}' holds {} bytes, its shape needs {} as {}", path, section, view.size,
-               bytes ? *bytes : 0, state_dtype_name(storage));
+        EDO_CORRUPT_FAIL("{}: section '{}': an int8_exp2 row has an exponent above 121 or a code of -128", path,
+                         section);
+      EDO_CORRUPT_FAIL("{}: section '{}' holds {} bytes, its shape needs {} as {}", path, section, view.size,
+                       bytes ? *bytes : 0, state_dtype_name(storage));
     }
     blobs.push_back(std::move(blob));
   }
@@ -205,22 +206,22 @@ class CodecTier final : public TierView {
     try {
       codec_ = make_decoder(info.codec, c.dim());
     } catch (const Error& e) {
-      EDO_FAIL("{}", tier_error(path, info.name, e.what()));
+      EDO_CORRUPT_FAIL("{}", tier_error(path, info.name, e.what()));
     }
     stats_.codec = codec_->spec();
     stats_.code_size = codec_->code_size();
     if (!jt.contains("code_size") || !jt["code_size"].is_number_unsigned() ||
         jt["code_size"].get<uint64_t>() != stats_.code_size)
-      EDO_FAIL("{}", tier_error(path, info.name,
-                                fmt::format("code_size does not match codec '{}' ({} bytes a row)", info.codec,
-                                            stats_.code_size)));
+      EDO_CORRUPT_FAIL("{}", tier_error(path, info.name,
+                                        fmt::format("code_size does not match codec '{}' ({} bytes a row)", info.codec,
+                                                    stats_.code_size)));
     const auto codes_it = info.sections.find("codes");
-    if (codes_it == info.sections.end()) EDO_FAIL("{}", tier_error(path, info.name, "no codes section"));
+    if (codes_it == info.sections.end()) EDO_CORRUPT_FAIL("{}", tier_error(path, info.name, "no codes section"));
     const io::SectionView codes = c.section(codes_it->second);
     const auto need = checked_mul(info.rows, stats_.code_size);
     if (!need || *need != codes.size)
-      EDO_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path, codes_it->second, codes.size,
-               info.rows, stats_.code_size, need ? *need : 0);
+      EDO_CORRUPT_FAIL("{}: section '{}' holds {} bytes, {} rows of {} bytes need {}", path, codes_it->second,
+                       codes.size, info.rows, stats_.code_size, need ? *need : 0);
     codes_ = codes.data;
     stats_.bytes = codes.size;
     for (const io::SectionInfo& si : c.sections())
@@ -230,7 +231,7 @@ class CodecTier final : public TierView {
     try {
       codec_->load_state(blobs);
     } catch (const Error& e) {
-      EDO_FAIL("{}", tier_error(path, info.name, e.what()));
+      EDO_CORRUPT_FAIL("{}", tier_error(path, info.name, e.what()));
     }
     if (const std::optional<math::ScalarLayout> L = scalar_layout(*codec_)) format_ = detail::pool_row_format(*L);
     if (const std::optional<PqLayout> L = pq_layout(*codec_)) {
@@ -336,11 +337,11 @@ class SharedVectorTier final : public TierView {
     stats_.codec = tier_kind_word(TierKind::shared_vector);
     const auto it = info.sections.find("vector");
     if (it == info.sections.end() || info.sections.size() != 1)
-      EDO_FAIL("{}", tier_error(path, info.name, "a default tier has exactly one section, 'vector'"));
+      EDO_CORRUPT_FAIL("{}", tier_error(path, info.name, "a default tier has exactly one section, 'vector'"));
     const io::SectionView v = c.section(it->second);
     if (v.size != dim * sizeof(float))
-      EDO_FAIL("{}: section '{}' holds {} bytes, a vector of {} floats needs {}", path, it->second, v.size, dim,
-               dim * sizeof(float));
+      EDO_CORRUPT_FAIL("{}: section '{}' holds {} bytes, a vector of {} floats needs {}", path, it->second, v.size, dim,
+                       dim * sizeof(float));
     // Copied: the mapping's alignment is only the section's, and the vector is small.
     vector_.resize(dim);
     std::memcpy(vector_.data(), v.data, v.size);
@@ -444,11 +445,13 @@ class RowMapIdMap final : public IdMap {
     const uint32_t tiers = map_.tiers();
     std::vector<uint64_t> next(tiers);
     for (uint32_t t = 0; t < tiers; ++t)
-      if (!map_.try_index_at(begin, t, next[t])) EDO_FAIL("{}: row map is corrupt at row {}", map_.path(), begin);
+      if (!map_.try_index_at(begin, t, next[t]))
+        EDO_CORRUPT_FAIL("{}: row map is corrupt at row {}", map_.path(), begin);
     const uint8_t* bytes = map_.tier_bytes();
     for (uint64_t i = 0; i < count; ++i) {
       const uint32_t t = bytes[begin + i];
-      if (t >= tiers || next[t] >= tier_rows_[t]) EDO_FAIL("{}: row map is corrupt at row {}", map_.path(), begin + i);
+      if (t >= tiers || next[t] >= tier_rows_[t])
+        EDO_CORRUPT_FAIL("{}: row map is corrupt at row {}", map_.path(), begin + i);
       tier[i] = t;
       local[i] = next[t]++;
     }
@@ -463,8 +466,8 @@ class RowMapIdMap final : public IdMap {
       uint32_t index;
       std::memcpy(&index, local_ + r * sizeof index, sizeof index);
       if (index != next[bytes[r]]++)
-        EDO_FAIL("{}: row map gives row {} index {} in its tier, the tier bytes say {}", map_.path(), r, index,
-                 next[bytes[r]] - 1);
+        EDO_CORRUPT_FAIL("{}: row map gives row {} index {} in its tier, the tier bytes say {}", map_.path(), r, index,
+                         next[bytes[r]] - 1);
     }
   }
   uint64_t bytes() const override { return bytes_; }
@@ -501,7 +504,8 @@ class RowRunsIdMap final : public IdMap {
   void resolve_range(uint64_t begin, uint64_t count, uint32_t* tier, uint64_t* local) const override {
     for (uint64_t i = 0; i < count; ++i) {
       io::RowMap::Location loc;
-      if (!runs_.try_locate(begin + i, loc)) EDO_FAIL("{}: row map is corrupt at row {}", runs_.path(), begin + i);
+      if (!runs_.try_locate(begin + i, loc))
+        EDO_CORRUPT_FAIL("{}: row map is corrupt at row {}", runs_.path(), begin + i);
       tier[i] = loc.tier;
       local[i] = loc.index;
     }
@@ -547,33 +551,33 @@ std::unique_ptr<IdMap> open_id_map(const io::Container& c, const std::vector<uin
   const nlohmann::json& manifest = c.manifest();
   const uint64_t rows = c.rows();
   if (!manifest.contains("rowmap")) {
-    if (tier_rows.size() != 1) EDO_FAIL("{}: {} tiers but no row map", path, tier_rows.size());
+    if (tier_rows.size() != 1) EDO_CORRUPT_FAIL("{}: {} tiers but no row map", path, tier_rows.size());
     if (tier_rows[0] != rows)
-      EDO_FAIL("{}: tier '{}' has {} rows, the table {}", path, c.tiers()[0].name, tier_rows[0], rows);
+      EDO_CORRUPT_FAIL("{}: tier '{}' has {} rows, the table {}", path, c.tiers()[0].name, tier_rows[0], rows);
     return std::make_unique<IdentityMap>(rows);
   }
   const nlohmann::json& rm = manifest["rowmap"];
   if (rm.is_object() && rm.contains("runs")) {
     if (!rm["runs"].is_string() || rm.size() != 1)
-      EDO_FAIL("{}: rowmap with 'runs' holds that section's name and nothing else", path);
+      EDO_CORRUPT_FAIL("{}: rowmap with 'runs' holds that section's name and nothing else", path);
     const io::SectionView v = c.section(rm["runs"].get<std::string>());
     return std::make_unique<RowRunsIdMap>(io::RowRuns(v.data, v.size, rows, tier_rows, path), v.size);
   }
   if (!rm.is_object() || !rm.contains("tier") || !rm["tier"].is_string() || !rm.contains("rank") ||
       !rm["rank"].is_string() || !rm.contains("block") || !rm["block"].is_number_unsigned())
-    EDO_FAIL("{}: rowmap needs string 'tier' and 'rank' sections and an integer 'block'", path);
+    EDO_CORRUPT_FAIL("{}: rowmap needs string 'tier' and 'rank' sections and an integer 'block'", path);
   if (rm["block"].get<uint64_t>() != io::kRowMapBlock)
-    EDO_FAIL("{}: rowmap block {} (this reader knows {})", path, rm["block"].get<uint64_t>(), io::kRowMapBlock);
+    EDO_CORRUPT_FAIL("{}: rowmap block {} (this reader knows {})", path, rm["block"].get<uint64_t>(), io::kRowMapBlock);
   const io::SectionView tier = c.section(rm["tier"].get<std::string>());
   const io::SectionView rank = c.section(rm["rank"].get<std::string>());
   io::RowMap map(tier.data, tier.size, rank.data, rank.size, rows, tier_rows, path);
   uint64_t bytes = tier.size + rank.size;
   const uint8_t* local = nullptr;
   if (rm.contains("local")) {
-    if (!rm["local"].is_string()) EDO_FAIL("{}: rowmap 'local' is not a section name", path);
+    if (!rm["local"].is_string()) EDO_CORRUPT_FAIL("{}: rowmap 'local' is not a section name", path);
     const io::SectionView v = c.section(rm["local"].get<std::string>());
     if (v.size / sizeof(uint32_t) != rows || v.size % sizeof(uint32_t) != 0)
-      EDO_FAIL("{}: row map local section holds {} bytes for {} rows of 4 bytes", path, v.size, rows);
+      EDO_CORRUPT_FAIL("{}: row map local section holds {} bytes for {} rows of 4 bytes", path, v.size, rows);
     local = v.data;
     bytes += v.size;
   }

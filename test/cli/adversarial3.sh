@@ -16,7 +16,7 @@ cd "$work" || exit 1
 expect 0 "$Q" g.npy -o g8.edo --codec int8 -q
 
 # --- 1, 2. Python: close() under a running lookup; offsets and weights changed during pooling
-if [ -n "$(ls "$build"/python/edo.*.so 2>/dev/null)" ]; then
+if [ -n "$(ls "$build"/python/edo/_edo.*.so 2>/dev/null)" ]; then
   PYTHONPATH="$build/python" timeout 300 "$py" - "$work" <<'PY' || fail "Python: a reader closed or changed under a running call"
 import sys, threading
 from concurrent.futures import ThreadPoolExecutor

@@ -18,7 +18,7 @@ cp -R "$src_dir/CMakeLists.txt" "$src_dir/lib" "$src_dir/formats" "$src_dir/kern
 mkdir -p "$scratch/apps" "$scratch/python" "$scratch/test"
 cp -R "$src_dir/test/find_package" "$scratch/test/"
 cp "$src_dir/apps/example_lookup.cpp" "$scratch/apps/"
-cp "$src_dir/python/edo_module.cpp" "$scratch/python/"
+cp "$src_dir/python/_edo_module.cpp" "$scratch/python/"
 printf '#include <edo/knn.hpp>\n' >>"$scratch/lib/reader/tiers.cpp"
 if out=$(python3 "$src_dir/scripts/check_layers.py" "$scratch" 2>&1); then
   echo "FAIL: an include of eval's knn.hpp from the reader passed the layer check"; exit 1

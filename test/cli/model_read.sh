@@ -119,7 +119,7 @@ for bad in dup twice; do
 done
 
 # --- the Python module
-if [ -e "$build/python/edo.py" ] || ls "$build"/python/edo*.so >/dev/null 2>&1; then
+if ls "$build"/python/edo/_edo*.so >/dev/null 2>&1; then
   PYTHONPATH="$build/python" expect 0 "$py" - "$work" $tables <<'PY'
 import sys, numpy as np, edo
 w, names = sys.argv[1], sys.argv[2:]

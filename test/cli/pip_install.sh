@@ -25,6 +25,9 @@ import edo
 w, src = sys.argv[1:]
 assert not edo.__file__.startswith(src), edo.__file__
 assert '/venv/' in edo.__file__, edo.__file__
+import os
+here = os.path.dirname(edo.__file__)
+assert all(os.path.exists(os.path.join(here, f)) for f in ('py.typed', '_edo.pyi', '_types.py')), os.listdir(here)
 r = edo.open(f'{w}/g.edo')
 want = np.load(f'{w}/g.npy')
 ids = np.random.default_rng(1).integers(0, r.rows, 1000)

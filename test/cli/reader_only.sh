@@ -22,7 +22,7 @@ else
   grep -q '^EDO_READER_ONLY:BOOL=ON' "$work/ro/CMakeCache.txt" || fail "EDO_READER_ONLY not in the cache"
 fi
 # The module of this build (the same target, linked against the reader alone).
-module=$(ls "$build"/python/edo.*.so 2>/dev/null | head -n 1)
+module=$(ls "$build"/python/edo/_edo.*.so 2>/dev/null | head -n 1)
 if [ -n "$module" ] && command -v readelf >/dev/null; then
   readelf -d "$module" | grep NEEDED >"$work/needed"
   if grep -Ei 'faiss|hdf5|blas|lapack|zip|libz\.|CLI11|doctest' "$work/needed"; then

@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Type stubs of the edo module (python/edo_module.cpp): read .edo files into numpy."""
+"""Type stubs of edo._edo (python/_edo_module.cpp), checked against the built module by stubtest (ctest)."""
 
 from types import TracebackType
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Type, TypedDict, Union, overload
+from typing import Any, Dict, List, Optional, Tuple, Type, Union, overload
 
 import numpy as np
 import numpy.typing as npt
+
+from ._types import BuildInfo, CpuPath, IdArray, Placement, PoolMode, TierInfo, UnknownIds, VerifyMode, WeightArray
 
 __version__: str
 
@@ -15,7 +17,14 @@ class Error(RuntimeError):
 class UsageError(Error, ValueError):
     """A usage mistake: an edo.Error that is also a ValueError."""
 
-IdArray = Union[npt.NDArray[np.integer[Any]], Sequence[int]]
+class CorruptFileError(Error):
+    """A file that is not what it claims: bad structure, a checksum mismatch, a row out of its bounds."""
+
+class FileIOError(Error, OSError):
+    """A file that cannot be opened, read or mapped: an edo.Error and an OSError."""
+
+class UnsupportedError(Error):
+    """A well-formed file this build cannot serve."""
 
 class File:
     """An open .edo file (memory-mapped); a closed file raises ValueError."""
@@ -33,33 +42,31 @@ class File:
     @property
     def file_bytes(self) -> int: ...
     @property
-    def tiers(self) -> List[Dict[str, Any]]: ...
+    def tiers(self) -> List[TierInfo]: ...
     @property
     def manifest(self) -> Dict[str, Any]: ...
     @property
     def closed(self) -> bool: ...
     @property
     def tables(self) -> List[str]: ...
-    def table(self, name: str) -> "File": ...
-    def lookup(
-        self, ids: IdArray, out: Optional[npt.NDArray[np.float32]] = ...
-    ) -> npt.NDArray[np.float32]: ...
+    def table(self, name: str) -> File: ...
+    def lookup(self, ids: IdArray, out: Optional[npt.NDArray[np.float32]] = ...) -> npt.NDArray[np.float32]: ...
     def lookup_bags(
         self,
         offsets: IdArray,
         ids: IdArray,
-        mode: str = ...,
-        weights: Optional[Union[npt.NDArray[np.floating[Any]], Sequence[float]]] = ...,
+        mode: PoolMode = ...,
+        weights: Optional[WeightArray] = ...,
         out: Optional[npt.NDArray[np.float32]] = ...,
     ) -> npt.NDArray[np.float32]: ...
     def decode_all(self) -> npt.NDArray[np.float32]: ...
     def close(self) -> None: ...
     @overload
-    def __getitem__(self, key: str) -> "File": ...
+    def __getitem__(self, key: str) -> File: ...
     @overload
     def __getitem__(self, key: Union[int, slice, IdArray]) -> npt.NDArray[np.float32]: ...
     def __len__(self) -> int: ...
-    def __enter__(self) -> "File": ...
+    def __enter__(self) -> File: ...
     def __exit__(
         self,
         exc_type: Optional[Type[BaseException]],
@@ -71,22 +78,11 @@ Reader = File
 
 def open(
     path: str,
-    unknown: str = ...,
-    verify: Union[str, bool] = ...,
+    unknown: UnknownIds = ...,
+    verify: Union[VerifyMode, bool] = ...,
     max_resident: int = ...,
-    placement: str = ...,
+    placement: Placement = ...,
 ) -> File: ...
-
 def set_threads(threads: int) -> int: ...
-def cpu_path() -> Literal["avx512", "avx2", "portable"]: ...
-
-class BuildInfo(TypedDict):
-    version: str
-    commit: str
-    build_type: str
-    cpu_target: str
-    cpu_path: Literal["avx512", "avx2", "portable"]
-    cuda_architectures: str
-    faiss: str
-
+def cpu_path() -> CpuPath: ...
 def build_info() -> BuildInfo: ...

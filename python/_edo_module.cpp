@@ -12,7 +12,7 @@
 //
 // Ids must be integers (a float or bool array is a TypeError). Errors are
 // edo.Error (a RuntimeError) with edo's one-line message; a closed file
-// raises ValueError, as Python's own files do. Stubs: python/edo.pyi.
+// raises ValueError, as Python's own files do. Stubs: python/edo/_edo.pyi.
 #include <edo/build_info.hpp>
 #include <edo/cpu_path.hpp>
 #include <edo/error.hpp>
@@ -288,34 +288,65 @@ py::object get_item(const File& f, const py::object& key) {
   return lookup(r, key, py::none());
 }
 
+// A new exception class edo.NAME deriving from `bases`, documented by `doc`.
+py::object exception_class(py::module_& m, const char* name, const char* doc, const py::tuple& bases) {
+  const std::string qualified = std::string("edo.") + name;
+  py::object cls =
+      py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr));
+  if (!cls) throw py::error_already_set();
+  m.attr(name) = cls;
+  return cls;
+}
+
 }  // namespace
 
-PYBIND11_MODULE(edo, m) {
+PYBIND11_MODULE(_edo, m) {
   m.doc() =
-      "Read .edo files (edo's compressed embedding tables): lookups by id into numpy arrays.\n\n"
-      "edo.open(path) gives a File; see help(edo.File). The module was built for " EDO_PYTHON_EXECUTABLE ".";
+      "The compiled part of the edo package (python/_edo_module.cpp): read .edo files (edo's compressed\n"
+      "embedding tables), lookups by id into numpy arrays. Use it through `import edo`. Built "
+      "for " EDO_PYTHON_EXECUTABLE ".";
   m.attr("__version__") = EDO_VERSION_STRING;
   // OMP_NUM_THREADS is checked as the tools check it (1 to 1024, capped at
   // the cores) before any lookup can start a team of its size.
   edo::limit_threads(0);
+  // edo.Error, and a subclass for each kind of problem (edo::ErrorKind) a
+  // caller may answer apart. A usage mistake (a mode, placement or policy
+  // edo does not have, ids of the wrong shape) is both an edo.Error and a
+  // ValueError, as Python's own functions answer a bad argument; a file
+  // that cannot be opened or read both an edo.Error and an OSError.
   static py::exception<edo::Error> error(m, "Error", PyExc_RuntimeError);
   error.doc() = "edo's error: one line naming the file and the problem.";
-  // A usage mistake (a mode, placement or policy edo does not have, ids of
-  // the wrong shape) is both an edo.Error and a ValueError, as Python's own
-  // functions answer a bad argument.
-  static py::object usage_error = py::reinterpret_steal<py::object>(
-      PyErr_NewExceptionWithDoc("edo.UsageError", "A usage mistake: an edo.Error that is also a ValueError.",
-                                py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr));
-  if (!usage_error) throw py::error_already_set();
-  m.attr("UsageError") = usage_error;
+  static const py::object usage_error =
+      exception_class(m, "UsageError", "A usage mistake: an edo.Error that is also a ValueError.",
+                      py::make_tuple(error, py::handle(PyExc_ValueError)));
+  static const py::object corrupt_error =
+      exception_class(m, "CorruptFileError",
+                      "A file that is not what it claims: bad structure, a checksum mismatch, a row out of its bounds.",
+                      py::make_tuple(error));
+  static const py::object io_error =
+      exception_class(m, "FileIOError", "A file that cannot be opened, read or mapped: an edo.Error and an OSError.",
+                      py::make_tuple(error, py::handle(PyExc_OSError)));
+  static const py::object unsupported_error = exception_class(
+      m, "UnsupportedError",
+      "A well-formed file this build cannot serve: a newer format version, a format feature it lacks, a\n"
+      "shard or trained state given as a table.",
+      py::make_tuple(error));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const edo::Error& e) {
-      if (e.code() == edo::ExitCode::usage)
-        PyErr_SetString(usage_error.ptr(), e.what());
-      else
-        error(e.what());
+      if (e.code() == edo::ExitCode::usage) return PyErr_SetString(usage_error.ptr(), e.what());
+      switch (e.kind()) {
+        case edo::ErrorKind::corrupt:
+          return PyErr_SetString(corrupt_error.ptr(), e.what());
+        case edo::ErrorKind::io:
+          return PyErr_SetString(io_error.ptr(), e.what());
+        case edo::ErrorKind::unsupported:
+          return PyErr_SetString(unsupported_error.ptr(), e.what());
+        case edo::ErrorKind::other:
+          break;
+      }
+      error(e.what());
     }
   });
   py::class_<File>(m, "File",
