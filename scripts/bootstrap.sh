@@ -17,6 +17,7 @@ packages=(
   pybind11-dev python3-dev       # the edo Python module (python/)
   python3-venv                   # `pip install .` tested in a virtual environment (cli.pip_install)
   python3-pytest python3-mypy    # the Python tests (test/python) and the stubs checked against the module (stubtest, mypy)
+  python3-torch                  # edo.torch's tests (test/python/test_torch.py): PyTorch, optional for users
   slurmctld slurmd slurm-client munge  # a private one-node Slurm runs the sharded pipeline (cli.slurm_local)
   chromium fonts-dejavu-core     # renders the HTML report headless in a test (cli.html_render)
   help2man man-db                # man pages from each tool's --help, opened by a test (cli.package)

@@ -593,13 +593,15 @@ class SparseTier final : public TierView {
   }
 
   // The pooled lookup's rows in the bag's sums. A bitmap row's values are
-  // decoded (staged) a row ahead and expanded along its mask straight into
-  // the sums (expand_fold); a csr row is placed (scattered into a zeroed
-  // row that stays in the L1 cache) a row ahead and folded by the CPU
-  // path's kernel. A row ahead: loaded straight after they were stored,
-  // the values waited on store forwarding. The stream's rows are
-  // prefetched as the kernels prefetch code rows (pool_kernels.hpp), their
-  // columns too; their masks and scales were, with their addresses.
+  // decoded (staged) kLag rows ahead and expanded along its mask straight
+  // into the sums (expand_fold); a csr row is placed (scattered into a
+  // zeroed row that stays in the L1 cache) kLag rows ahead and folded by
+  // the CPU path's kernel. Ahead: loaded straight after they were stored,
+  // the values waited on store forwarding, and the loads of the rows
+  // ahead overlap. The first corrupt row in the bag's order is the error.
+  // The stream's rows are prefetched as the kernels prefetch code rows
+  // (pool_kernels.hpp), their columns too; their masks and scales were,
+  // with their addresses.
   template <SparseValues V>
   void pool_rows(const TierRows& rows, PoolMode mode, bool first, float* acc) const {
     constexpr size_t kLag = 3, kRing = 4;
@@ -627,9 +629,10 @@ class SparseTier final : public TierView {
         continue;
       }
       const uint8_t* mask = s.masks + rows.local[k] * s.mask_bytes;
-      if (mode == PoolMode::max)
-        first&& k == 0 ? expand_fold<FoldOp::copy>(mask, s.dim, staged(k), 0.0f, portable, acc)
-                       : expand_fold<FoldOp::max>(mask, s.dim, staged(k), 0.0f, portable, acc);
+      if (mode == PoolMode::max && first && k == 0)
+        expand_fold<FoldOp::copy>(mask, s.dim, staged(k), 0.0f, portable, acc);
+      else if (mode == PoolMode::max)
+        expand_fold<FoldOp::max>(mask, s.dim, staged(k), 0.0f, portable, acc);
       else if (w)
         expand_fold<FoldOp::weighted>(mask, s.dim, staged(k), *w, portable, acc);
       else

@@ -6,6 +6,8 @@ offsets, same tables:
 
   edo        Reader.lookup_bags on int8 (136-byte rows), int4 (72) and fp16 (256)
              files, read into huge pages (placement memory) and mapped (4 KB pages)
+  edo.torch  edo.torch.EmbeddingBag(mode="sum") on the int8 file: torch tensors
+             in and out, the module a PyTorch user swaps in
   torch      nn.EmbeddingBag fp32 (F.embedding_bag), fp16 embedding_bag, and the
              quantized row-wise ops embedding_bag_byte_rowwise_offsets (int8,
              136-byte rows) and embedding_bag_4bit_rowwise_offsets (int4, 68)
@@ -123,6 +125,7 @@ def run(args):
     import numpy as np
     import torch
     import edo
+    import edo.torch as edo_torch
     from fbgemm_gpu.split_embedding_configs import SparseType
     from fbgemm_gpu.split_table_batched_embeddings_ops_common import EmbeddingLocation, PoolingMode
     from fbgemm_gpu.split_table_batched_embeddings_ops_inference import IntNBitTableBatchedEmbeddingBagsCodegen
@@ -188,12 +191,15 @@ def run(args):
                 return lambda: [r.lookup_bags(o, i, mode="sum", out=out) for i, o in batches]
 
             others = {f"edo {name}": edo_pass((name, "memory")) for name in files if name not in ("int8", "int4", "fp16")}
+            # edo.torch's module on the int8 file: torch tensors in and out (no copy either way).
+            torch_bag = edo_torch.EmbeddingBag(readers[("int8", "memory")], mode="sum")
             passes = {
                 **others,
                 "edo int8": edo_pass(("int8", "memory")),
                 "edo int8 mapped": edo_pass(("int8", "mapped")),
                 "edo int4": edo_pass(("int4", "memory")),
                 "edo fp16": edo_pass(("fp16", "memory")),
+                "edo.torch int8": lambda: [torch_bag(i, o) for i, o in tb],
                 "torch fp32": lambda: [torch.nn.functional.embedding_bag(i, w32, o, mode="sum") for i, o in tb],
                 "torch fp16": lambda: [torch.nn.functional.embedding_bag(i, w16, o, mode="sum") for i, o in tb],
                 "torch int8": lambda: [torch.ops.quantized.embedding_bag_byte_rowwise_offsets(
@@ -218,7 +224,7 @@ def run(args):
                     fn()
                     best[k] = min(best[k], time.perf_counter() - t0)
             bytes_of = {k: readers[(k[4:], "memory")].file_bytes / rows for k in others}
-            bytes_of |= {"edo int8": 136, "edo int8 mapped": 136, "edo int4": 72, "edo fp16": 256, "torch fp32": 512,
+            bytes_of |= {"edo int8": 136, "edo.torch int8": 136, "edo int8 mapped": 136, "edo int4": 72, "edo fp16": 256, "torch fp32": 512,
                         "torch fp16": 256, "torch int8": 136, "torch int4": 68, "fbgemm int8": row_bytes["tbe_int8"],
                         "fbgemm int4": row_bytes["tbe_int4"], "numpy fp32": 512, "gather 136 B": 136}
             figures = {k: {"mids": total_ids / t / 1e6, "gbs": total_ids * bytes_of[k] / t / 1e9}
@@ -240,6 +246,8 @@ RATIOS = [
     ("int8 / torch fp32 EmbeddingBag", "edo int8", "torch fp32"),
     ("int8 / gather of its bytes", "edo int8", "gather 136 B"),
     ("int8 / random-read ceiling", "edo int8", "ceiling 136 B"),
+    ("edo.torch int8 / torch fp32 EmbeddingBag", "edo.torch int8", "torch fp32"),
+    ("edo.torch int8 / torch int8 op", "edo.torch int8", "torch int8"),
 ]
 
 
@@ -252,7 +260,7 @@ def report(results):
         load = "1 core busy" if r["busy"] else "idle"
         lines.append(f"| {r['rows']:,} | {r['dist']} | {r['threads']} | {load} | " + " | ".join(cells) + " |")
     kinds = [k for k in results[0]["figures"] if k.startswith("edo ") and k[4:] not in
-             ("int8", "int8 mapped", "int4", "fp16")]
+             ("int8", "int8 mapped", "int4", "fp16", "torch int8")]
     if kinds:
         lines += ["", "| rows | ids | " + " | ".join(f"{k} / torch fp32" for k in kinds) + " |",
                   "|---|---|" + "---|" * len(kinds)]

@@ -1,0 +1,260 @@
+# SPDX-License-Identifier: Apache-2.0
+"""edo tables as PyTorch modules, for inference: rows and pooled bags served from a .edo file.
+
+    import edo.torch
+    bag = edo.torch.EmbeddingBag("table.edo", mode="sum")      # as torch.nn.EmbeddingBag
+    pooled = bag(torch.tensor([5, 9, 2]), torch.tensor([0, 2]))
+    report = edo.torch.swap_embeddings(model, "model.edo")      # every nn.Embedding the file has a table for
+
+The modules hold no parameters and compute no gradients: their rows come from the file through the
+reader's kernels (edo.File.lookup and lookup_bags, the GIL released), decoded straight into numpy
+arrays that torch takes without a copy (torch.from_numpy). They serve CPU tensors; ids on another device
+are refused (the GPU reader is C++'s Reader::lookup_bags_device). torch is imported here only: `import
+edo` works without it.
+"""
+import gc
+import os
+from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as _e:
+    raise ImportError(
+        "edo.torch needs PyTorch, which is not installed here: pip install torch (or the Debian package "
+        "python3-torch); the rest of edo works without it"
+    ) from _e
+
+from ._edo import File, UsageError
+from ._edo import open as _open
+from ._types import Placement, PoolMode, UnknownIds
+
+Source = Union[str, "os.PathLike[str]", File]
+
+
+def _table(source: Source, table: Optional[str], unknown: UnknownIds, placement: Placement) -> File:
+    f = source if isinstance(source, File) else _open(os.fspath(source), unknown=unknown, placement=placement)
+    if table is not None:
+        return f.table(table)
+    if len(f.tables) > 1:
+        raise UsageError(f"{f.path}: a model of {len(f.tables)} tables ({', '.join(f.tables)}): name one with table=")
+    return f
+
+
+def _ids(t: torch.Tensor, what: str) -> "np.ndarray[Any, Any]":
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise ValueError(f"{what} is on {t.device}: edo.torch serves CPU tensors (move the ids with .cpu())")
+    if t.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"{what} must hold int64 or int32, not {t.dtype}")
+    return t.detach().contiguous().numpy()
+
+
+class Embedding(torch.nn.Module):
+    """torch.nn.Embedding over a .edo table: forward(input) gives input.shape + (dim,) float32 rows.
+
+    source: a path or an edo.File; table: the table of a model file (None: the file's only one);
+    padding_idx: kept for torch's interface (the stored row is returned, as torch returns its weight's
+    row); unknown, placement: as edo.open's.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        table: Optional[str] = None,
+        padding_idx: Optional[int] = None,
+        unknown: UnknownIds = "error",
+        placement: Placement = "mapped",
+    ) -> None:
+        super().__init__()
+        self.file = _table(source, table, unknown, placement)
+        self.num_embeddings, self.embedding_dim = self.file.shape
+        self.padding_idx = _padding(padding_idx, self.num_embeddings)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        ids = _ids(input, "input").reshape(-1)
+        out = np.empty((ids.size, self.embedding_dim), np.float32)
+        if ids.size:
+            self.file.lookup(ids, out=out)
+        return torch.from_numpy(out).reshape(*input.shape, self.embedding_dim)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, file={self.file.path!r}" + (
+            f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        )
+
+
+class EmbeddingBag(torch.nn.Module):
+    """torch.nn.EmbeddingBag over a .edo table, with its forward(input, offsets, per_sample_weights).
+
+    input: 2-D (B, N), a bag a row, offsets None; or 1-D ids with 1-D offsets (bag b starts at
+    offsets[b]; include_last_offset: offsets ends with len(input)). mode 'sum', 'mean' or 'max';
+    per_sample_weights with 'sum' only; ids equal to padding_idx are left out of their bag (and of
+    its mean's count); an empty bag gives zeros. Returns float32 (B, dim).
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        table: Optional[str] = None,
+        mode: PoolMode = "mean",
+        padding_idx: Optional[int] = None,
+        include_last_offset: bool = False,
+        unknown: UnknownIds = "error",
+        placement: Placement = "mapped",
+    ) -> None:
+        super().__init__()
+        if mode not in ("sum", "mean", "max"):
+            raise UsageError(f"mode={mode!r}: expected 'sum', 'mean' or 'max'")
+        self.file = _table(source, table, unknown, placement)
+        self.num_embeddings, self.embedding_dim = self.file.shape
+        self.mode: PoolMode = mode
+        self.padding_idx = _padding(padding_idx, self.num_embeddings)
+        self.include_last_offset = include_last_offset
+
+    def forward(
+        self,
+        input: torch.Tensor,
+        offsets: Optional[torch.Tensor] = None,
+        per_sample_weights: Optional[torch.Tensor] = None,
+    ) -> torch.Tensor:
+        ids, starts = self._bags(input, offsets)
+        weights = None
+        if per_sample_weights is not None:
+            if per_sample_weights.shape != input.shape:
+                raise ValueError(f"per_sample_weights of shape {tuple(per_sample_weights.shape)}: one per id wanted")
+            weights = per_sample_weights.detach().to(torch.float32).contiguous().numpy().reshape(-1)
+        if self.padding_idx is not None:
+            ids, starts, weights = _without(ids, starts, weights, self.padding_idx)
+        out = np.empty((starts.size, self.embedding_dim), np.float32)
+        if starts.size:
+            self.file.lookup_bags(starts, ids, mode=self.mode, weights=weights, out=out)
+        return torch.from_numpy(out)
+
+    def _bags(
+        self, input: torch.Tensor, offsets: Optional[torch.Tensor]
+    ) -> Tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]"]:
+        if input.dim() == 2:
+            if offsets is not None:
+                raise ValueError("offsets must be None when input is 2-D (a bag a row)")
+            rows, n = input.shape
+            return _ids(input, "input").reshape(-1), np.arange(rows, dtype=np.int64) * n
+        if input.dim() != 1 or offsets is None or offsets.dim() != 1:
+            raise ValueError("input must be 2-D, or 1-D with 1-D offsets")
+        starts = _ids(offsets, "offsets").astype(np.int64)
+        if self.include_last_offset:
+            if starts.size == 0 or starts[-1] != input.shape[0]:
+                raise ValueError("include_last_offset: offsets must end with len(input)")
+            starts = starts[:-1]
+        return _ids(input, "input"), starts
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}, file={self.file.path!r}"
+
+
+def _padding(padding_idx: Optional[int], rows: int) -> Optional[int]:
+    if padding_idx is None:
+        return None
+    if not -rows <= padding_idx < rows:
+        raise ValueError(f"padding_idx {padding_idx} is outside the table's {rows} rows")
+    return padding_idx + rows if padding_idx < 0 else padding_idx
+
+
+def _without(
+    ids: "np.ndarray[Any, Any]",
+    starts: "np.ndarray[Any, Any]",
+    weights: "Optional[np.ndarray[Any, Any]]",
+    padding_idx: int,
+) -> Tuple["np.ndarray[Any, Any]", "np.ndarray[Any, Any]", "Optional[np.ndarray[Any, Any]]"]:
+    keep = ids != padding_idx
+    if keep.all():
+        return ids, starts, weights
+    kept_before = np.concatenate(([0], np.cumsum(keep)))  # kept ids before each position
+    return ids[keep], kept_before[starts], None if weights is None else weights[keep]
+
+
+class SwapReport(TypedDict):
+    """What swap_embeddings replaced and the memory it gave back."""
+
+    replaced: Dict[str, str]  # the module's parameter name -> the file's table
+    param_bytes_before: int
+    param_bytes_after: int
+    rss_before: int  # the process's resident bytes (0 where /proc is not there)
+    rss_after: int
+    file_bytes: int
+
+
+def swap_embeddings(
+    model: torch.nn.Module,
+    source: Union[str, "os.PathLike[str]"],
+    unknown: UnknownIds = "error",
+    placement: Placement = "mapped",
+) -> SwapReport:
+    """Replaces every nn.Embedding and nn.EmbeddingBag of `model` whose weight has a table in the .edo
+    file `source` (its name, as edo-pack kept it from the safetensors, or one ending with the module's
+    parameter name at a '.') by the edo module of that table, shapes checked; the rest of the model is
+    untouched. Returns what it replaced and the parameter and resident bytes before and after. A file
+    none of whose tables matches an embedding is a ValueError listing both sides.
+    """
+    f = _open(os.fspath(source), unknown=unknown, placement=placement)
+    tables = f.tables
+    embeddings = {
+        f"{name}.weight": module
+        for name, module in model.named_modules()
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag))
+    }
+    matches = {param: _match(param, tables) for param in embeddings}
+    replaced = {param: t for param, t in matches.items() if t is not None}
+    if not replaced:
+        raise ValueError(
+            f"{f.path}: no table matches an embedding of the model: tables {tables}; embeddings {sorted(embeddings)}"
+        )
+    for param, t in replaced.items():
+        rows, dim = f.table(t).shape
+        shape = tuple(embeddings[param].weight.shape)
+        if shape != (rows, dim):
+            raise ValueError(f"{f.path}: table '{t}' is {rows} x {dim}, the model's {param} is {shape[0]} x {shape[1]}")
+    before, rss_before = _param_bytes(model), _rss()
+    for param, t in replaced.items():
+        old = embeddings[param]
+        new: torch.nn.Module
+        if isinstance(old, torch.nn.EmbeddingBag):
+            new = EmbeddingBag(f, t, old.mode, old.padding_idx, old.include_last_offset)
+        else:
+            new = Embedding(f, t, old.padding_idx)
+        parent, _, child = param[: -len(".weight")].rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, child, new)
+    del old, embeddings
+    gc.collect()
+    return SwapReport(
+        replaced=replaced,
+        param_bytes_before=before,
+        param_bytes_after=_param_bytes(model),
+        rss_before=rss_before,
+        rss_after=_rss(),
+        file_bytes=f.file_bytes,
+    )
+
+
+def _match(param: str, tables: List[str]) -> Optional[str]:
+    if param in tables:
+        return param
+    near = [t for t in tables if t.endswith("." + param) or param.endswith("." + t)]
+    return near[0] if len(near) == 1 else None
+
+
+def _param_bytes(model: torch.nn.Module) -> int:
+    seen = {}
+    for p in model.parameters():
+        seen[p.data_ptr()] = p.numel() * p.element_size()  # a tied weight once
+    return sum(seen.values())
+
+
+def _rss() -> int:
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
