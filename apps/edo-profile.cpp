@@ -428,7 +428,8 @@ struct Profile {
 int main(int argc, char** argv) {
   CLI::App app{
       "Profile an embedding table: shape, dtype, non-finite values, zeros, value and row-norm statistics,\n"
-      "duplicate rows, PCA spectrum, the footprint under every codec, and (with --freq) the access skew.\n\n"
+      "duplicate rows, PCA spectrum, the Gaussian rate-distortion bound, the footprint under every codec (with\n"
+      "each codec's MSE on the sample and its gap to the bound, docs/EVAL.md), and (with --freq) the access skew.\n\n"
       "INPUT is x.npy, x.npz[:member], x.h5:/group/dataset, model.safetensors:tensor (or a sharded model's\n"
       "model.safetensors.index.json:tensor), word vectors x.vec|.txt|.bin (word2vec, fastText),\n"
       "x.fvecs|.bvecs|.ivecs, - (npy on stdin), or a .edo file: its tiers, sections and provenance, then\n"

@@ -6,6 +6,7 @@
 
 #include <edo/io/table.hpp>
 #include <edo/profile.hpp>
+#include <edo/rate_distortion.hpp>
 
 #include <omp.h>
 
@@ -59,6 +60,23 @@ TEST_CASE("profile: GloVe statistics match numpy") {
   CHECK(p.pca_dims_for[0].second == 36);
   CHECK(p.pca_dims_for[1].second == 39);
   CHECK(p.pca_dims_for[2].second == 42);
+  // The rate-distortion report: the bound falls with the bits; each codec run on the sample sits above it
+  // (GloVe's coordinates are heavy-tailed), fp32 loses nothing, sparse specs are not run.
+  REQUIRE(p.rate_bound.size() == 4);
+  for (size_t i = 1; i < p.rate_bound.size(); ++i) CHECK(p.rate_bound[i].second < p.rate_bound[i - 1].second);
+  for (const edo::Footprint& f : p.footprints) {
+    CAPTURE(f.spec);
+    if (f.spec.starts_with("csr")) {
+      CHECK(std::isnan(f.mse));
+    } else if (f.spec == "fp32") {
+      CHECK(f.mse == 0);
+    } else {
+      CHECK(f.mse > 0);
+      CHECK(f.bound == Approx(edo::gaussian_distortion(p.pca_variances, f.bits_per_value)));
+      CHECK(f.gap_bits > 0.5);
+      CHECK(f.gap_bits < 8);
+    }
+  }
 }
 
 TEST_CASE("profile: BIGANN uint8 statistics match numpy") {

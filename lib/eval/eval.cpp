@@ -5,8 +5,10 @@
 #include <edo/eval.hpp>
 #include <edo/io/table.hpp>
 #include <edo/parallel.hpp>
+#include <edo/pca.hpp>
 #include <edo/pq.hpp>
 #include <edo/random.hpp>
+#include <edo/rate_distortion.hpp>
 
 #include <fmt/format.h>
 
@@ -365,6 +367,37 @@ std::vector<uint64_t> sample_weighted_ids(const std::vector<double>& freq, uint6
   return ids;
 }
 
+namespace {
+
+// Every stride-th finite row of the original, at most kSpectrumRows of them:
+// the covariance whose eigenvalues give the rate-distortion bound (rd.*,
+// rate_distortion.hpp). Skipped above kSpectrumMaxDim columns.
+constexpr uint64_t kSpectrumRows = 10000, kSpectrumMaxDim = 4096;
+class SpectrumSample {
+ public:
+  SpectrumSample(uint64_t rows, uint64_t dim)
+      : dim_(dim), stride_(std::max<uint64_t>(1, (rows + kSpectrumRows - 1) / kSpectrumRows)) {}
+  void add(uint64_t begin, uint64_t n, const float* x) {
+    if (dim_ > kSpectrumMaxDim) return;
+    for (uint64_t r = (begin + stride_ - 1) / stride_ * stride_; r < begin + n; r += stride_) {
+      const float* row = x + (r - begin) * dim_;
+      if (std::all_of(row, row + dim_, [](float v) { return std::isfinite(v); }))
+        rows_.insert(rows_.end(), row, row + dim_);
+    }
+  }
+  std::vector<double> eigenvalues(Device device) const {
+    const uint64_t n = dim_ ? rows_.size() / dim_ : 0;
+    if (n < 2) return {};
+    return covariance_eigen(rows_.data(), n, dim_, {}, false, device).values;
+  }
+
+ private:
+  uint64_t dim_, stride_;
+  std::vector<float> rows_;
+};
+
+}  // namespace
+
 EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts,
                     KnnResult* truth_cache) {
   check_inputs(original, compressed, opts);
@@ -424,10 +457,12 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   // reader's block pointer only lives until its next call.
   std::vector<float> original_block(std::min(block, rows) * dim);
   std::vector<RowError> errors(std::min(block, rows));
+  SpectrumSample spectrum(rows, dim);
   for (uint64_t begin = 0; begin < rows; begin += block) {
     const uint64_t n = std::min(block, rows - begin);
     original.read_f32(begin, n, original_block.data());
     const float* x = original_block.data();
+    spectrum.add(begin, n, x);
     const float* y = compressed.rows_f32(begin, n);
     if (!reuse) truth_search.add(x, n);
     approx_search.add(y, n);
@@ -452,6 +487,7 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   EvalResult r;
   r.groups = opts.group_names;
   r.metric = opts.metric;
+  r.covariance_eigenvalues = spectrum.eigenvalues(opts.device);
   r.cos_histogram = std::move(histogram);
   r.set("rows", static_cast<double>(rows));
   r.set("dim", static_cast<double>(dim));
@@ -479,6 +515,14 @@ EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, cons
   }
   proxies.report(r);
   return r;
+}
+
+void set_rate_gap(EvalResult& r, double bits_per_value) {
+  const std::optional<double> mse = r.get("mse");
+  if (r.covariance_eigenvalues.empty() || !mse) return;
+  const double bound = gaussian_distortion(r.covariance_eigenvalues, bits_per_value);
+  r.set("rd.bound", bound);
+  r.set("rd.gap_bits", rate_gap_bits(*mse, bound));
 }
 
 }  // namespace edo

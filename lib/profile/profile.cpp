@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <edo/codec.hpp>
 #include <edo/error.hpp>
+#include <edo/make_codec.hpp>
 #include <edo/pca.hpp>
 #include <edo/profile.hpp>
 #include <edo/random.hpp>
+#include <edo/rate_distortion.hpp>
 
 #include "big_array.hpp"
 
@@ -440,6 +442,7 @@ void profile_pca(TableProfile& p, const std::vector<float>& sample, uint64_t sam
     return;
   }
   p.pca_done = true;
+  p.pca_variances = eig;
   for (double e : eig) p.pca_explained.push_back(e / total);
   double cum = 0;
   size_t share_i = 0;
@@ -471,7 +474,39 @@ std::vector<float> read_sample(io::TableReader& table, const ProfileOptions& opt
   return sample;
 }
 
-// Step 1b. The sample's figures: value percentiles, PCA, and the near-zero threshold.
+// Step 1c. The bound at 1 to 8 bits a value, and each footprint's codec
+// (the sparse ones aside) run on the sample: its MSE, the bound at its bits
+// a value, the gap (docs/EVAL.md, "Rate-distortion gap"). A codec that
+// cannot run on the sample (too few rows to train) keeps NaN.
+constexpr double kBoundBits[] = {1, 2, 4, 8};
+void profile_rate_gaps(TableProfile& p, const std::vector<float>& sample, uint64_t sample_n, uint64_t seed) {
+  if (!p.pca_done || sample_n == 0) return;
+  for (const double r : kBoundBits) p.rate_bound.emplace_back(r, gaussian_distortion(p.pca_variances, r));
+  std::vector<float> back(sample.size());
+  for (Footprint& f : p.footprints) {
+    if (f.spec.starts_with("csr") || f.spec.starts_with("bitmap")) continue;
+    try {
+      const std::unique_ptr<Codec> codec = make_codec(f.spec, p.dim);
+      if (codec->needs_training()) codec->train(sample.data(), sample_n, seed);
+      std::vector<uint8_t> codes(sample_n * codec->code_size());
+      codec->encode(sample.data(), sample_n, codes.data());
+      codec->decode(codes.data(), sample_n, back.data());
+    } catch (const Error&) {
+      continue;
+    }
+    double squared = 0;
+    for (size_t i = 0; i < sample.size(); ++i) {
+      const double d = static_cast<double>(sample[i]) - back[i];
+      squared += d * d;
+    }
+    f.mse = squared / static_cast<double>(sample.size());
+    f.bound = gaussian_distortion(p.pca_variances, f.bits_per_value);
+    f.gap_bits = rate_gap_bits(f.mse, f.bound);
+  }
+}
+
+// Step 1b. The sample's figures: value percentiles, PCA, the near-zero
+// threshold, the footprints and their rate-distortion gaps.
 void sample_figures(TableProfile& p, std::vector<float>& sample, const ProfileOptions& options) {
   const uint64_t sample_n = sample.size() / p.dim;
   p.sample_rows = sample_n;
@@ -480,7 +515,9 @@ void sample_figures(TableProfile& p, std::vector<float>& sample, const ProfileOp
   const double sample_rms = sample_n ? std::sqrt(sample_sumsq / static_cast<double>(sample.size())) : 0.0;
   p.near_zero_threshold = options.near_zero > 0 ? options.near_zero : 0.01 * sample_rms;
   profile_pca(p, sample, sample_n, options);
-  p.value_percentiles = percentiles(sample, {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9});
+  p.footprints = codec_footprints(p.rows, p.dim);
+  profile_rate_gaps(p, sample, sample_n, options.seed);
+  p.value_percentiles = percentiles(sample, {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9});  // sorts the sample
 }
 
 // What the streaming pass leaves: totals, and per row its norm and hash.
@@ -625,7 +662,6 @@ TableProfile profile_table(io::TableReader& table, const ProfileOptions& options
   sample_figures(p, sample, options);
   StreamResult streamed = stream_rows(table, options, p, 0, p.rows, nullptr);
   summarise(p, streamed);
-  p.footprints = codec_footprints(p.rows, p.dim);
   return p;
 }
 
@@ -844,7 +880,6 @@ TableProfile merge_profile_parts(std::vector<nlohmann::json> parts, const std::v
   if (p.near_zero_threshold != head["near_zero_threshold"].get<double>())
     EDO_FAIL("{}: the merged sample does not give the parts' near-zero threshold", names[order[0]]);
   summarise(p, s);
-  p.footprints = codec_footprints(p.rows, p.dim);
   p.merged_parts = static_cast<uint32_t>(parts.size());
   return p;
 }

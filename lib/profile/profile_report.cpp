@@ -9,7 +9,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace edo {
+
+namespace {
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+}  // namespace
 
 nlohmann::json to_json(const TableProfile& p) {
   using nlohmann::json;
@@ -57,8 +64,16 @@ nlohmann::json to_json(const TableProfile& p) {
                    {"bytes", f.bytes},
                    {"data_ratio", f.ratio},
                    {"bits_per_value", f.bits_per_value},
-                   {"note", f.note}});
+                   {"note", f.note},
+                   {"sample_mse", finite_or_null(f.mse)},
+                   {"gaussian_bound", finite_or_null(f.bound)},
+                   {"gap_bits", finite_or_null(f.gap_bits)}});
   j["footprints"] = fps;
+  if (!p.rate_bound.empty()) {
+    json bound = json::object();
+    for (const auto& [bits, mse] : p.rate_bound) bound[fmt::format("{:g}", bits)] = mse;
+    j["rate_distortion"] = {{"gaussian_bound_mse", bound}, {"sample_rows", p.sample_rows}};
+  }
   if (p.has_skew) {
     json cover = json::object();
     for (const auto& [share, rows] : p.skew.rows_for_share) cover[fmt::format("{:g}%", share)] = rows;
@@ -80,9 +95,18 @@ std::string percent(uint64_t part, uint64_t whole) {
 }  // namespace
 
 std::string footprint_text(const std::vector<Footprint>& footprints) {
-  std::string s = fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}\n", "codec", "spec", "bytes", "data x", "bits/value");
-  for (const auto& f : footprints)
-    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}\n", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
+  // The sample's MSE and the gap to the Gaussian bound, where measured.
+  const bool gaps = std::any_of(footprints.begin(), footprints.end(), [](const Footprint& f) { return f.mse >= 0; });
+  std::string s = fmt::format("  {:<16}{:<30}{:>14}{:>9}{:>11}", "codec", "spec", "bytes", "data x", "bits/value");
+  s += gaps ? fmt::format("{:>12}{:>11}\n", "sample MSE", "gap bits") : "\n";
+  for (const auto& f : footprints) {
+    s += fmt::format("  {:<16}{:<30}{:>14}{:>8.2f}x{:>11.3g}", f.name, f.spec, f.bytes, f.ratio, f.bits_per_value);
+    if (gaps)
+      s += f.mse >= 0 ? fmt::format("{:>12.3g}{:>11}", f.mse,
+                                    std::isfinite(f.gap_bits) ? fmt::format("{:.2f}", f.gap_bits) : std::string("-"))
+                      : fmt::format("{:>12}{:>11}", "-", "-");
+    s += "\n";
+  }
   return s;
 }
 
@@ -124,6 +148,11 @@ std::string to_text(const TableProfile& p, bool with_footprints) {
     line("PCA", pc + fmt::format("(of {}, {} sampled rows)", p.dim, p.sample_rows));
   } else {
     line("PCA", "skipped: " + p.pca_skipped_reason);
+  }
+  if (!p.rate_bound.empty()) {
+    std::string rd;
+    for (const auto& [bits, mse] : p.rate_bound) rd += fmt::format("D({:g}) {:.3g}  ", bits, mse);
+    line("RD bound", rd + "(the MSE a value a Gaussian of the sample's covariance allows at that many bits a value)");
   }
   if (with_footprints) s += "\nfootprint\n" + footprint_text(p.footprints);
   if (p.has_skew) {

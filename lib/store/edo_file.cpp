@@ -217,8 +217,9 @@ void add_memory_metrics(EvalResult& result, io::TableReader& original, io::Table
   result.set("bytes_before", before);
   result.set("bytes_after", static_cast<double>(after));
   result.set("ratio", compression_ratio(original.rows() * original.dim() * sizeof(float), after));
-  result.set("bits_per_value",
-             static_cast<double>(after) * 8.0 / static_cast<double>(original.rows() * original.dim()));
+  const double bits = static_cast<double>(after) * 8.0 / static_cast<double>(original.rows() * original.dim());
+  result.set("bits_per_value", bits);
+  set_rate_gap(result, bits);
 }
 
 void group_by_tier(EvalOptions& eo, const Reader& reader) {

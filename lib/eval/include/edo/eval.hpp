@@ -170,6 +170,11 @@ class EvalResult {
   std::vector<std::string> groups;
   // Per-row cosines of the whole table (evaluate() fills it).
   CosHistogram cos_histogram;
+  // The original's covariance eigenvalues on a sample of its rows (evaluate()
+  // fills it; empty above 4,096 columns): what the rate-distortion metrics
+  // rd.bound and rd.gap_bits are measured against once the file's bits a
+  // value are known (set_rate_gap).
+  std::vector<double> covariance_eigenvalues;
 
   // Inserts or replaces (keeping the original position).
   void set(const std::string& name, double value);
@@ -198,6 +203,12 @@ class EvalResult {
 // one call to the next with the same original and options: an empty one is
 // filled, a filled one is used as it is (edo-eval comparing several files
 // searches the original once).
+// rd.bound (the Gaussian bound's MSE a value at `bits_per_value`, the
+// compressed file's) and rd.gap_bits (half the log2 of mse over it) from
+// r's covariance_eigenvalues and mse (docs/EVAL.md, "Rate-distortion gap");
+// nothing where either is missing.
+void set_rate_gap(EvalResult& r, double bits_per_value);
+
 EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts,
                     KnnResult* truth = nullptr);
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,12 @@ struct Footprint {
   double ratio;      // fp32 bytes / bytes
   double bits_per_value;
   std::string note;  // how the bytes were counted
+  // The codec run on the profile's sample (not sparse specs): its MSE a
+  // value, the Gaussian bound D(R) at bits_per_value, and the gap between
+  // them in bits a value (rate_distortion.hpp); NaN where not measured.
+  double mse = std::numeric_limits<double>::quiet_NaN();
+  double bound = std::numeric_limits<double>::quiet_NaN();
+  double gap_bits = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct AccessSkew {
@@ -86,6 +93,8 @@ struct TableProfile {
   bool pca_done = false;
   std::string pca_skipped_reason;
   std::vector<double> pca_explained;                      // fractions summing to 1
+  std::vector<double> pca_variances;                      // the covariance's eigenvalues, largest first
+  std::vector<std::pair<double, double>> rate_bound;      // (bits a value, the Gaussian bound's MSE a value)
   std::vector<std::pair<double, uint64_t>> pca_dims_for;  // (90/95/99 %, dims)
   std::vector<Footprint> footprints;
   bool has_skew = false;
