@@ -527,9 +527,10 @@ TEST_CASE("reader: GPU pooled bags equal the CPU's bit for bit, every mode (skip
   }
   // Rows of host tiers (decoded rows, then pooled), and every tier resident
   // on a table wider than a warp's sweep of 128 columns (pooled straight
-  // from the codes).
+  // from the codes; fp8's multiply by its scale must not fuse into the sum).
   const Packed mixed(kGpuTiers);
-  const Packed resident({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "cold:rest:int4:group=32,scale=fp16:gpu"},
+  const Packed resident({"hot:rows=20%:int8:gpu", "warm:rows=30%:fp16:gpu", "f8:rows=20%:fp8:e5m2:gpu",
+                         "cold:rest:int4:group=32,scale=fp16:gpu"},
                         false, 200, 700);
   for (const Packed* file : {&mixed, &resident}) {
     check_gpu_bags(*file, file == &mixed ? file->rows + 10 : file->rows);  // mixed: ids past the table too

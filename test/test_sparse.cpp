@@ -3,6 +3,7 @@
 // bounded round trips through the reader, and hostile sections.
 #include "test_util.hpp"
 
+#include <edo/cpu_path.hpp>
 #include <edo/float16.hpp>
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
@@ -170,6 +171,26 @@ TEST_CASE("sparse: hostile offsets, indices and masks are errors at decode, neve
       const std::string msg = error_of([&] { r.decode_all(all.data()); });
       CHECK(msg.find("tier 'all'") != std::string::npos);
       CHECK(msg.find("is corrupt") != std::string::npos);
+      // Pooled, the rows staged ahead of the one being folded: the first corrupt row in the stream's order is
+      // the error, wherever it falls in its bag (`shift` good rows, the last, before every row in order), on
+      // the portable path and the CPU's own.
+      const edo::CpuPath own = edo::cpu_path();
+      for (const edo::CpuPath path : {edo::CpuPath::portable, own}) {
+        edo::set_cpu_path(path);
+        for (int64_t shift = 0; shift < 5; ++shift) {
+          CAPTURE(shift);
+          std::vector<int64_t> ids(static_cast<size_t>(shift), static_cast<int64_t>(f.rows) - 1), starts;
+          for (int64_t id = 0; id < static_cast<int64_t>(f.rows); ++id) ids.push_back(id);
+          for (size_t at = 0; at < ids.size(); at += 5) starts.push_back(static_cast<int64_t>(at));
+          std::vector<float> pooled(starts.size() * f.dim);
+          const std::string pooled_msg = error_of([&] {
+            r.lookup_bags({starts.data(), starts.size(), ids.data(), ids.size(), nullptr}, edo::PoolMode::sum,
+                          pooled.data());
+          });
+          CHECK(pooled_msg == msg);
+        }
+      }
+      edo::set_cpu_path(own);
     };
     std::string h = bytes;
     const uint32_t huge = 0x7ffffff0u;

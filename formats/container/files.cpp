@@ -181,7 +181,7 @@ MappedFile::MappedFile(const std::string& path, Placement placement) : path_(pat
       const int err = errno;
       ::close(fd);
       fd_ = -1;
-      EDO_IO_FAIL("{}: cannot allocate {} bytes to hold the file: {}", path, size_, std::strerror(err));
+      EDO_FAIL("{}: cannot allocate {} bytes to hold the file: {}", path, size_, std::strerror(err));
     }
     ::madvise(p, size_, MADV_HUGEPAGE);  // a hint: the copy works without huge pages, only slower
     try {

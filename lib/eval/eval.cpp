@@ -522,7 +522,7 @@ void set_rate_gap(EvalResult& r, double bits_per_value) {
   if (r.covariance_eigenvalues.empty() || !mse) return;
   const double bound = gaussian_distortion(r.covariance_eigenvalues, bits_per_value);
   r.set("rd.bound", bound);
-  r.set("rd.gap_bits", rate_gap_bits(*mse, bound));
+  if (*mse > 0) r.set("rd.gap_bits", rate_gap_bits(*mse, bound));  // a lossless file has no gap to show
 }
 
 }  // namespace edo

@@ -506,8 +506,9 @@ void profile_rate_gaps(TableProfile& p, const std::vector<float>& sample, uint64
 }
 
 // Step 1b. The sample's figures: value percentiles, PCA, the near-zero
-// threshold, the footprints and their rate-distortion gaps.
-void sample_figures(TableProfile& p, std::vector<float>& sample, const ProfileOptions& options) {
+// threshold, the footprints and (unless a shard's part asks not to) their
+// rate-distortion gaps.
+void sample_figures(TableProfile& p, std::vector<float>& sample, const ProfileOptions& options, bool rate_gaps = true) {
   const uint64_t sample_n = sample.size() / p.dim;
   p.sample_rows = sample_n;
   double sample_sumsq = 0;
@@ -516,7 +517,7 @@ void sample_figures(TableProfile& p, std::vector<float>& sample, const ProfileOp
   p.near_zero_threshold = options.near_zero > 0 ? options.near_zero : 0.01 * sample_rms;
   profile_pca(p, sample, sample_n, options);
   p.footprints = codec_footprints(p.rows, p.dim);
-  profile_rate_gaps(p, sample, sample_n, options.seed);
+  if (rate_gaps) profile_rate_gaps(p, sample, sample_n, options.seed);
   p.value_percentiles = percentiles(sample, {0.1, 1, 5, 25, 50, 75, 95, 99, 99.9});  // sorts the sample
 }
 
@@ -778,7 +779,7 @@ nlohmann::json profile_part(io::TableReader& table, const ProfileOptions& option
       mine.insert(mine.end(), sample.begin() + static_cast<int64_t>(i * p.dim),
                   sample.begin() + static_cast<int64_t>((i + 1) * p.dim));
   const uint64_t sample_total = ids.size();
-  sample_figures(p, sample, options);
+  sample_figures(p, sample, options, false);  // the merge measures the codecs' gaps, once
   std::vector<ChunkTotals> chunks;
   StreamResult s = stream_rows(table, options, p, first, last, &chunks);
   std::vector<PackedChunk> packed;

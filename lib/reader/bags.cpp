@@ -246,6 +246,9 @@ void Reader::lookup_bags_device(const Bags& bags, PoolMode mode, float* out_devi
     }
     b = e;
   }
+  // The launches are asynchronous: a fault in one shows here, as lookup_device's do.
+  if (const cudaError_t e = cuda::synchronize(); e != cudaSuccess)
+    EDO_FAIL("{}: GPU pooled lookup failed: {}", path(), cudaGetErrorString(e));
 #else
   (void)bags, (void)mode, (void)out_device;
   require_device(Device::cuda);

@@ -494,7 +494,7 @@ class SparseTier final : public TierView {
       masks_end_ = masks_ + info.rows * mask_bytes_;
     }
     if (affine) params_ = section(c, info, "params", checked_mul(info.rows, uint64_t{8}));
-    values_end_ = values_ + sparse_value_bytes(spec_.values, nnz_ & ~uint64_t{1});
+    values_end_ = values_ + sparse_value_bytes(spec_.values, nnz_);  // (an int4 tier's nnz is even)
     if (offset(0) != 0 || offset(info.rows) != nnz_)
       fail(fmt::format("offsets run from {} to {}, the tier holds {} values", offset(0), offset(info.rows), nnz_));
   }
@@ -525,9 +525,9 @@ class SparseTier final : public TierView {
   // Where row `local`'s values begin (its offset read now: a pooled lookup
   // notes every row's address before it pools, so these reads overlap, and
   // the values are prefetched in its stream). A bitmap row's mask and its
-  // scales are prefetched here, with the address, about a thousand ids
-  // before the row is pooled; a csr row's columns by gather(). Not checked:
-  // only prefetched.
+  // scales are prefetched here, with the address, up to a thousand ids
+  // before the row is pooled; its values, and a csr row's columns, with the
+  // stream (prefetch_stream_row). Not checked: only prefetched.
   const uint8_t* row_address(uint64_t local) const override {
     if (masks_) __builtin_prefetch(masks_ + local * mask_bytes_, 0, 2);
     if (params_) __builtin_prefetch(params_ + 8 * local, 0, 2);
@@ -644,7 +644,8 @@ class SparseTier final : public TierView {
   // row's columns, prefetched; nothing for another tier's row.
   template <SparseValues V>
   void prefetch_stream_row(const uint8_t* at) const {
-    if (at < values_ || at >= values_end_) return;
+    const auto address = reinterpret_cast<uintptr_t>(at);
+    if (address < reinterpret_cast<uintptr_t>(values_) || address >= reinterpret_cast<uintptr_t>(values_end_)) return;
     detail::prefetch_code_row(at, static_cast<uint32_t>(fetch_bytes()));
     if (!indices_) return;
     const auto bytes = static_cast<uint64_t>(at - values_);

@@ -42,9 +42,12 @@ try:
         set_threads,
     )
 except ImportError as _e:  # pragma: no cover - the message is the point
+    from importlib.machinery import EXTENSION_SUFFIXES as _suffixes
+
     _here = _os.path.dirname(__file__)
     _built = sorted(n for n in _os.listdir(_here) if n.startswith("_edo") and n.endswith(".so"))
-    if not _built:
+    # Only a compiled part this interpreter cannot name is another Python's; any other failure is raised as it is.
+    if not _built or any(n == "_edo" + s for n in _built for s in _suffixes):
         raise
     raise ImportError(
         f"edo: the compiled module here ({', '.join(_built)}) was built for another Python; this is "

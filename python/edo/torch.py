@@ -14,7 +14,7 @@ edo` works without it.
 """
 import gc
 import os
-from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union
+from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union, cast
 
 import numpy as np
 
@@ -221,7 +221,7 @@ def swap_embeddings(
         old = embeddings[param]
         new: torch.nn.Module
         if isinstance(old, torch.nn.EmbeddingBag):
-            new = EmbeddingBag(f, t, old.mode, old.padding_idx, old.include_last_offset)
+            new = EmbeddingBag(f, t, cast(PoolMode, old.mode), old.padding_idx, old.include_last_offset)
         else:
             new = Embedding(f, t, old.padding_idx)
         parent, _, child = param[: -len(".weight")].rpartition(".")

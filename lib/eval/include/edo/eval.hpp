@@ -206,7 +206,7 @@ class EvalResult {
 // rd.bound (the Gaussian bound's MSE a value at `bits_per_value`, the
 // compressed file's) and rd.gap_bits (half the log2 of mse over it) from
 // r's covariance_eigenvalues and mse (docs/EVAL.md, "Rate-distortion gap");
-// nothing where either is missing.
+// nothing where either is missing, no rd.gap_bits where mse is 0 (lossless).
 void set_rate_gap(EvalResult& r, double bits_per_value);
 
 EvalResult evaluate(io::TableReader& original, io::TableReader& compressed, const EvalOptions& opts,
