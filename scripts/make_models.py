@@ -66,6 +66,20 @@ def write_safetensors(path, tensors):
     tmp.replace(path)
 
 
+def read_safetensors(path):
+    """The tensors of a file write_safetensors wrote (F32 or F16), by name, as numpy arrays."""
+    data = pathlib.Path(path).read_bytes()
+    (n,) = struct.unpack_from("<Q", data, 0)
+    out = {}
+    for name, t in json.loads(data[8 : 8 + n]).items():
+        if name == "__metadata__":
+            continue
+        begin, end = t["data_offsets"]
+        dtype = {"F32": "<f4", "F16": "<f2"}[t["dtype"]]
+        out[name] = np.frombuffer(data[8 + n + begin : 8 + n + end], dtype).reshape(t["shape"])
+    return out
+
+
 def sample(data_dir, out):
     data_dir = pathlib.Path(data_dir)
     words = np.load(data_dir / "glove.6B.50d.10k.npy").astype(np.float32)

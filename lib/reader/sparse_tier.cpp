@@ -256,43 +256,9 @@ constexpr std::array<std::array<int8_t, 8>, 256> kExpandLanes = [] {
   return t;
 }();
 
-// A bitmap row's columns [0, dim): a set bit takes the next of the row's
-// values (run, readable 8 values past the last), a clear one +0. Eight
-// columns a step with AVX2, the values expanded by one permute; the last
-// dim % 8 as the step over columns [dim - 8, dim), which writes a few
-// columns again with the same values (a masked store costs more on AMD).
-// One column a step, without a branch, else.
-[[gnu::always_inline]] inline void expand_mask(const uint8_t* mask, uint64_t dim, const float* run, float* out) {
-  uint64_t byte = 0, pos = 0;
-#ifdef __AVX2__
-  const auto expand8 = [run](uint32_t m, uint64_t at) {
-    const __m256i lanes =
-        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(kExpandLanes[m].data())));
-    return _mm256_blendv_ps(_mm256_setzero_ps(), _mm256_permutevar8x32_ps(_mm256_loadu_ps(run + at), lanes),
-                            _mm256_castsi256_ps(lanes));
-  };
-  for (; 8 * byte + 8 <= dim; ++byte) {
-    _mm256_storeu_ps(out + 8 * byte, expand8(mask[byte], pos));
-    pos += static_cast<uint64_t>(std::popcount(mask[byte]));
-  }
-  if (const uint64_t left = dim % 8; left == 0 || byte == 0) {
-    if (left == 0) return;
-  } else {
-    // Columns [dim - 8, 8 * byte) are the top 8 - left bits of the byte before.
-    const uint32_t before = mask[byte - 1] >> left;
-    const uint32_t bits = (before | static_cast<uint32_t>(mask[byte]) << (8 - left)) & 0xffu;
-    return _mm256_storeu_ps(out + dim - 8, expand8(bits, pos - static_cast<uint64_t>(std::popcount(before))));
-  }
-#endif
-  for (uint64_t c = 8 * byte; c < dim; ++c) {
-    const uint32_t bit = (mask[c / 8] >> (c % 8)) & 1u;
-    out[c] = std::bit_cast<float>(std::bit_cast<uint32_t>(run[pos]) & (0u - bit));
-    pos += bit;
-  }
-}
-
-// How a pooled row meets the bag's sums (pool_math.hpp): added, added
-// times its weight, the larger kept, or taken as it is (mode max's first).
+// How an expanded row meets what is there (pool_math.hpp): added, added
+// times its weight, the larger kept, or taken as it is (mode max's first
+// row; a decoded row).
 enum class FoldOp : uint8_t { sum, weighted, max, copy };
 
 template <FoldOp O>
@@ -303,11 +269,13 @@ template <FoldOp O>
   return v;
 }
 
-// A bitmap row, as expand_mask() expands it, folded straight into acc (the
-// bag's dim sums) with fold_value()'s operations: its clear bits are +0
-// there as in the decoded row, so the sums keep the reference's bits. Eight
-// columns a step in registers unless `portable` (CpuPath::portable); the
-// last dim % 8 and the portable path one column a step.
+// A bitmap row's columns [0, dim) folded into acc with fold_value()'s
+// operations: a set bit takes the next of the row's values (run, readable 8
+// values past the last), a clear one +0, as the decoded row holds them, so
+// pooled sums keep the reference's bits; FoldOp::copy writes the decoded
+// row itself. Eight columns a step in registers (one permute expands them)
+// unless `portable` (CpuPath::portable); the last dim % 8 and the portable
+// path one column a step, without a branch.
 template <FoldOp O>
 [[gnu::always_inline]] inline void expand_fold(const uint8_t* mask, uint64_t dim, const float* run, float w,
                                                bool portable, float* acc) {
@@ -381,7 +349,7 @@ struct SparseRows {
   const uint8_t *offsets, *values, *indices, *masks, *masks_end, *params;
 
   // A row's values decoded in order before they are placed: dim of them at
-  // most, 8 more for the last eight-value step and for expand_mask's reads.
+  // most, 8 more for the last eight-value step and for expand_fold's reads.
   size_t run_floats() const { return dim + 8; }
 
   uint64_t offset(uint64_t r) const {
@@ -421,7 +389,7 @@ struct SparseRows {
   // at their columns of a zeroed row, bitmap values expanded along the mask.
   template <SparseValues V>
   [[gnu::always_inline]] bool place(uint64_t r, const float* run, float* out) const {
-    if (masks) return expand_mask(masks + r * mask_bytes, dim, run, out), true;
+    if (masks) return expand_fold<FoldOp::copy>(masks + r * mask_bytes, dim, run, 0.0f, false, out), true;
     const uint64_t a = offset(r), m = offset(r + 1) - a;
     zero_row(out);
     if (index_bytes == 1) return scatter_run<V, false>(values, a, m, nnz - a, row_params(r), indices + a, dim, out);
@@ -495,6 +463,7 @@ class SparseTier final : public TierView {
     }
     if (affine) params_ = section(c, info, "params", checked_mul(info.rows, uint64_t{8}));
     values_end_ = values_ + sparse_value_bytes(spec_.values, nnz_);  // (an int4 tier's nnz is even)
+    mean_row_values_ = info.rows ? (nnz_ + info.rows - 1) / info.rows : 0;
     if (offset(0) != 0 || offset(info.rows) != nnz_)
       fail(fmt::format("offsets run from {} to {}, the tier holds {} values", offset(0), offset(info.rows), nnz_));
   }
@@ -546,7 +515,7 @@ class SparseTier final : public TierView {
   // A row's values at the tier's mean count (the stream's prefetch
   // distance, and the bytes prefetched from each row's address).
   uint64_t fetch_bytes() const override {
-    return std::max<uint64_t>(sparse_value_bytes(spec_.values, mean_row_values() + 1), 1);
+    return std::max<uint64_t>(sparse_value_bytes(spec_.values, mean_row_values_ + 1), 1);
   }
 
  private:
@@ -650,7 +619,7 @@ class SparseTier final : public TierView {
     if (!indices_) return;
     const auto bytes = static_cast<uint64_t>(at - values_);
     const uint64_t a = V == SparseValues::int4 ? 2 * bytes : bytes / sparse_value_bytes(V, 1);
-    detail::prefetch_code_row(indices_ + a * index_bytes_, static_cast<uint32_t>(mean_row_values() * index_bytes_));
+    detail::prefetch_code_row(indices_ + a * index_bytes_, static_cast<uint32_t>(mean_row_values_ * index_bytes_));
   }
 
   // The CPU decode's view of the sections, taken by value by each loop.
@@ -660,7 +629,6 @@ class SparseTier final : public TierView {
   }
 
   uint64_t offset(uint64_t r) const { return view().offset(r); }
-  uint64_t mean_row_values() const { return stats_.rows ? (nnz_ + stats_.rows - 1) / stats_.rows : 0; }
 
   // fn.template operator()<V>() for the tier's value kind V, a constant there.
   template <class Fn>
@@ -754,6 +722,7 @@ class SparseTier final : public TierView {
   uint64_t mask_bytes_ = 0;  // a bitmap row's
   const uint8_t *offsets_ = nullptr, *values_ = nullptr, *indices_ = nullptr, *masks_ = nullptr, *params_ = nullptr;
   const uint8_t *masks_end_ = nullptr, *values_end_ = nullptr;
+  uint64_t mean_row_values_ = 0;  // a row's values at the tier's mean, rounded up: what a prefetch covers
   std::shared_ptr<const detail::FirstReadCheck> check_;  // io::Verify::small
 };
 

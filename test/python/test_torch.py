@@ -2,7 +2,6 @@
 """edo.torch: the modules against torch's own over the decoded table, every tier kind; swap_embeddings on a
 BERT-style model. Skipped, saying so, where PyTorch is not installed (scripts/bootstrap.sh installs the
 Debian package python3-torch)."""
-import struct
 import subprocess
 import sys
 
@@ -13,6 +12,9 @@ torch = pytest.importorskip("torch", reason="PyTorch is not installed: edo.torch
 import edo  # noqa: E402
 import edo.torch  # noqa: E402
 from conftest import SOURCE, tool  # noqa: E402
+
+sys.path.insert(0, str(SOURCE / "scripts"))
+from make_models import read_safetensors  # noqa: E402
 
 TOLERANCE = 1e-5  # sums and means: torch may add a bag's rows in another order or scale by another rounding
 
@@ -72,21 +74,6 @@ def test_bad_input(samples):
         edo.torch.EmbeddingBag(samples / "tiers.edo", mode="avg")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="padding_idx 10000"):
         edo.torch.Embedding(samples / "tiers.edo", padding_idx=10000)
-
-
-def read_safetensors(path):
-    data = path.read_bytes()
-    (n,) = struct.unpack_from("<Q", data, 0)
-    import json
-
-    header = json.loads(data[8 : 8 + n])
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = t["data_offsets"]
-        out[name] = np.frombuffer(data[8 + n + begin : 8 + n + end], np.float32).reshape(t["shape"])
-    return out
 
 
 class Bert(torch.nn.Module):
