@@ -23,6 +23,9 @@ io::SectionView tier_section(const io::Container& c, const io::TierInfo& info, c
                              std::optional<uint64_t> want, TierStats& stats);
 
 std::unique_ptr<TierView> open_sparse_tier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt);
+// "lossless:values=V": values stored bit for bit, their exponents Huffman-coded (lossless.hpp).
+std::unique_ptr<TierView> open_lossless_tier(const io::Container& c, const io::TierInfo& info,
+                                             const nlohmann::json& jt);
 // "zero": every row decodes to zeros; no sections.
 std::unique_ptr<TierView> open_zero_tier(const io::Container& c, const io::TierInfo& info);
 // "centroids:C": C shared vectors and each row's index among them.

@@ -87,6 +87,15 @@ constexpr TierKindTraits kTierKinds[] = {
      .answers_across_shards = false,
      .row_sections = {},
      .example = "group:clusters=4"},
+    {.kind = TierKind::lossless,
+     .name = "lossless",
+     .stages = {"lossless"},
+     .bare_word = false,
+     .fallback = false,
+     .answers_across_shards = false,
+     .row_sections = {},
+     .example = "lossless",
+     .feature = "tier:lossless"},
 };
 static_assert(std::size(kTierKinds) == kTierKindCount);
 
@@ -537,6 +546,7 @@ constexpr TierOpener kTierOpeners[] = {
     [](const Container& c, const TierInfo& i, const json& jt) { return open_nearest_tier(c, i, jt); },
     [](const Container& c, const TierInfo& i, const json&) { return open_hashed_tier(c, i); },
     [](const Container& c, const TierInfo& i, const json& jt) { return open_grouped_tier(c, i, jt); },
+    [](const Container& c, const TierInfo& i, const json& jt) { return open_lossless_tier(c, i, jt); },
 };
 static_assert(std::size(kTierOpeners) == kTierKindCount);
 

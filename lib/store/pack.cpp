@@ -344,8 +344,8 @@ void check_shardable(const PackOptions& opt, uint64_t dim) {
     const ShardNeed need = builder->shard_need();
     if (need == ShardNeed::unshardable)
       EDO_USAGE_FAIL(
-          "tier '{}' ({}): a group tier's rows take their groups from a fit of the whole tier, so it does "
-          "not shard (docs/SCALE.md)",
+          "tier '{}' ({}): its rows depend on the whole tier (a group tier's groups, a lossless tier's "
+          "segment codes), so it does not shard (docs/SCALE.md)",
           tier.name, tier.codec);
     const bool loaded = opt.trained && t < opt.trained->size() && (*opt.trained)[t].holds_state();
     if ((need == ShardNeed::sample || need == ShardNeed::tier) && !loaded)

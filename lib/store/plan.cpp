@@ -9,6 +9,7 @@
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/hash.hpp>
+#include <edo/lossless.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/memory_table.hpp>
 #include <edo/io/rowmap.hpp>
@@ -152,6 +153,14 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
     case TierKind::shared_vector:
       c.state_bytes = dim * sizeof(float);
       break;
+    case TierKind::lossless: {
+      // A bare `lossless` stays so in the plan: edo-pack keeps the input's
+      // precision. The sample sizes it as fp32 unless the spec names values.
+      const LosslessSpec spec = parse_lossless_spec(s);
+      c.code_size = static_cast<uint64_t>(
+          std::ceil(lossless_row_bytes(spec.values, sample.x.data(), sample.ids.size(), dim)));
+      break;
+    }
     case TierKind::centroids:
       c.centroids = centroid_count(s);
       c.spec = fmt::format("centroids:{}", c.centroids);
@@ -496,6 +505,9 @@ class SampleCodecs {
       case TierKind::hashed:
       case TierKind::grouped:
         decode_shared(c, members, slice, y);
+        return;
+      case TierKind::lossless:
+        for (uint64_t s : members) std::copy_n(x_.data() + s * dim_, dim_, y + s * dim_);
         return;
       case TierKind::codec:
         break;

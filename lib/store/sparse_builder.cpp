@@ -14,6 +14,8 @@
 #include <edo/sparse_writer.hpp>
 #include <edo/table_writer.hpp>
 
+#include "spool.hpp"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -30,37 +32,6 @@
 namespace edo {
 
 namespace {
-
-// An anonymous temporary file written once and read back once.
-class Spool {
- public:
-  Spool() : file_(std::tmpfile(), &std::fclose) {
-    if (!file_) EDO_FAIL("cannot create a temporary file for a sparse tier (TMPDIR)");
-  }
-  void write(const void* data, size_t size) {
-    if (size && std::fwrite(data, 1, size, file_.get()) != size)
-      EDO_FAIL("writing a sparse tier's temporary file failed");
-    bytes_ += size;
-  }
-  uint64_t bytes() const { return bytes_; }
-  // Streams the contents to fn(data, size) in pieces.
-  template <class Fn>
-  void replay(Fn&& fn) {
-    if (std::fflush(file_.get()) != 0 || std::fseek(file_.get(), 0, SEEK_SET) != 0)
-      EDO_FAIL("reading a sparse tier's temporary file failed");
-    std::vector<uint8_t> piece(1 << 20);
-    for (uint64_t left = bytes_; left > 0;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, piece.size()));
-      if (std::fread(piece.data(), 1, n, file_.get()) != n) EDO_FAIL("reading a sparse tier's temporary file failed");
-      fn(piece.data(), n);
-      left -= n;
-    }
-  }
-
- private:
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
-  uint64_t bytes_ = 0;
-};
 
 // Magnitude bits of a float: for finite values they order as |v| does, so
 // the selection compares integers, with no fabs and no float compare.
@@ -495,7 +466,7 @@ class SparseTierBuilder final : public TierBuilder {
   EncodeOptions enc_;
   float threshold_ = 0;
   io::ContainerWriter* writer_ = nullptr;
-  Spool offsets_, where_, params_;
+  Spool offsets_{"a sparse tier"}, where_{"a sparse tier"}, params_{"a sparse tier"};
   uint64_t nnz_ = 0, rows_ = 0;
   std::vector<Chunk> chunks_;  // reused from block to block
   std::vector<RowError> errors_;

@@ -448,10 +448,13 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
   bool any = false;
   for (uint8_t t = 0; t < layout.tiers.size(); ++t) {
     const TierPlan& plan = layout.tiers[t];
-    auto builder = make_tier_builder(plan.codec, input.dim(), enc, opt.hash_fit, opt.note);
+    auto builder =
+        make_tier_builder(resolve_tier_field(plan.codec, input.dtype()), input.dim(), enc, opt.hash_fit, opt.note);
     const ShardNeed need = builder->shard_need();
     if (need == ShardNeed::unshardable)
-      EDO_USAGE_FAIL("tier '{}' ({}): its rows' groups come from a fit of the whole tier, so it does not shard",
+      EDO_USAGE_FAIL(
+          "tier '{}' ({}): its rows depend on the whole tier (a group tier's groups, a lossless tier's segment "
+          "codes), so it does not shard",
                      plan.name, plan.codec);
     const bool keeps_state = need == ShardNeed::sample || need == ShardNeed::tier;
     if (keeps_state) {
@@ -496,8 +499,11 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
 void set_required_features(nlohmann::json& manifest) {
   std::vector<std::string> names;
   for (const nlohmann::json& tier : manifest.value("tiers", nlohmann::json::array()))
-    if (tier.contains("codec") && tier["codec"].is_string())
-      for (std::string& f : spec_format_features(tier["codec"].get<std::string>())) names.push_back(std::move(f));
+    if (tier.contains("codec") && tier["codec"].is_string()) {
+      const std::string& codec = tier["codec"].get_ref<const std::string&>();
+      for (std::string& f : spec_format_features(codec)) names.push_back(std::move(f));
+      if (const char* f = tier_kind_traits(tier_kind_of(codec)).feature) names.emplace_back(f);
+    }
   if (manifest.contains("rowmap") && manifest["rowmap"].contains("runs")) names.emplace_back("rowmap:runs");
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -537,6 +543,9 @@ constexpr TierMaker kTierMakers[] = {
     [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit) {
       return make_group_tier_builder(field, dim, enc, fit);
     },
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit) {
+      return make_lossless_tier_builder(field, dim, enc, fit.note);
+    },
 };
 static_assert(std::size(kTierMakers) == kTierKindCount);
 
@@ -565,7 +574,7 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   const EncodeOptions enc = encode_options(input, opt);
   std::vector<std::unique_ptr<TierBuilder>> builders;
   for (const TierPlan& plan : layout.tiers)
-    builders.push_back(make_tier_builder(plan.codec, dim, enc, opt.hash_fit, opt.note));
+    builders.push_back(make_tier_builder(resolve_tier_field(plan.codec, input.dtype()), dim, enc, opt.hash_fit, opt.note));
 
   TableWriteReport rep;
   rep.rows = rows;

@@ -45,8 +45,9 @@ enum class TierKind : uint8_t {
   nearest,        // "nearest:cos|l2": each row answered by another row of the table (dropped rows' fallback)
   hashed,         // "hash:..." or "qr:...": rows answered by shared tables addressed from the id (hash.hpp)
   grouped,        // "group:...": a base vector per group plus each row's residual (hash.hpp)
+  lossless,       // "lossless:values=V": bf16/fp16/fp32 values bit for bit, entropy-coded (lossless.hpp)
 };
-inline constexpr size_t kTierKindCount = 8;
+inline constexpr size_t kTierKindCount = 9;
 
 // A tier kind's row in the traits table (tier_kinds(), in enum order): what
 // every layer asks of a kind, so that a new kind is one row here, its
@@ -77,6 +78,10 @@ struct TierKindTraits {
   // A field of this kind, as edo-pack's --tier takes it: the tests build a
   // file with one tier of every kind from it.
   const char* example;
+  // The format feature (FORMAT.md 8.1) a file with a tier of this kind
+  // requires, for kinds added after readers began checking features; null
+  // for the kinds every reader of the format knows.
+  const char* feature = nullptr;
 };
 std::span<const TierKindTraits> tier_kinds();
 const TierKindTraits& tier_kind_traits(TierKind kind);

@@ -60,7 +60,7 @@ enum class ShardNeed : uint8_t {
   sample,       // a state trained on a seeded sample of the tier's rows: trained codecs, centroids, density=
   tier,         // a state fitted over every row of the tier: default's mean, hashed tiers' fits
   table,        // encoding reads the stored rows of the whole table: nearest
-  unshardable,  // group tiers: each row's group comes from a fit of the whole tier
+  unshardable,  // group tiers (each row's group from a fit of the whole tier), lossless tiers (segment codes)
 };
 
 struct WriteOptions {
@@ -167,6 +167,16 @@ std::unique_ptr<TierBuilder> make_hash_tier_builder(const std::string& spec, uin
 // The builder of a group-shared tier (hash.hpp, GroupSpec).
 std::unique_ptr<TierBuilder> make_group_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
                                                      const HashFitOptions& fit);
+
+// The builder of a lossless tier (lossless.hpp); `note` hears that a tier's
+// values did not compress.
+std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim,
+                                                        const EncodeOptions& enc,
+                                                        const std::function<void(const std::string&)>& note);
+// A tier's "codec" field as written for an input of `input_dtype`: a bare
+// `lossless` names the input's own precision (lossless.hpp); any other field
+// is returned as it is.
+std::string resolve_tier_field(const std::string& field, io::DType input_dtype);
 
 // The builder of a "zero" or "centroids:C" tier (the dropped rows' fallbacks).
 std::unique_ptr<TierBuilder> make_fallback_tier_builder(TierKind kind, const std::string& spec, uint64_t dim,

@@ -128,7 +128,8 @@ inline constexpr const char* required_features = "requires";
 // reader implements. A file naming any other is refused, naming it.
 inline constexpr std::string_view kFormatFeatures[] = {"codec:int3",     "codec:int5",     "codec:int6",
                                                        "codec:rot",      "codec:tc",       "scale=fp16",
-                                                       "codebooks=fp16", "codebooks=int8", "rowmap:runs"};
+                                                       "codebooks=fp16", "codebooks=int8", "rowmap:runs",
+                                                       "tier:lossless"};
 // Most names "requires" may hold: refused before anything is read by more.
 inline constexpr size_t kMaxRequiredFeatures = 64;
 // Most tables a model file may list: the directory is refused before

@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: Apache-2.0
+// The reading half of lossless tiers (lossless.hpp, FORMAT.md 9.10): the
+// canonical Huffman code both halves share, and the tier that decodes a
+// row's code bits and raw bytes back into its fp32 values.
+#include "first_read_check.hpp"
+#include "tier_kinds.hpp"
+
+#include <edo/checked.hpp>
+#include <edo/codec.hpp>
+#include <edo/error.hpp>
+#include <edo/lossless.hpp>
+#include <edo/tier.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace edo {
+
+namespace {
+constexpr const char* kLosslessGrammar = "lossless[:values=bf16|fp16|fp32]";
+}  // namespace
+
+LosslessSpec parse_lossless_spec(std::string_view spec) {
+  const std::vector<SpecStage> stages = parse_spec(spec);
+  if (stages.size() != 1 || stages[0].name != "lossless")
+    EDO_USAGE_FAIL("lossless spec '{}': expected {}", spec, kLosslessGrammar);
+  LosslessSpec s;
+  for (const SpecParam& p : stages[0].params) {
+    if (p.key != "values" || s.values_given)
+      EDO_USAGE_FAIL("lossless spec '{}': unexpected parameter '{}' (expected {})", spec,
+                     p.key.empty() ? p.value : p.key, kLosslessGrammar);
+    s.values_given = true;
+    if (p.value == "bf16")
+      s.values = LosslessValues::bf16;
+    else if (p.value == "fp16")
+      s.values = LosslessValues::f16;
+    else if (p.value == "fp32")
+      s.values = LosslessValues::f32;
+    else
+      EDO_USAGE_FAIL("lossless spec '{}': values={} (bf16, fp16 or fp32)", spec, p.value);
+  }
+  return s;
+}
+
+const char* lossless_values_name(LosslessValues v) {
+  switch (v) {
+    case LosslessValues::bf16:
+      return "bf16";
+    case LosslessValues::f16:
+      return "fp16";
+    case LosslessValues::f32:
+      break;
+  }
+  return "fp32";
+}
+
+std::string format_lossless_spec(LosslessValues v) { return std::string("lossless:values=") + lossless_values_name(v); }
+
+uint32_t lossless_block_rows(uint64_t dim) {
+  // A row's code takes at most ceil(11 dim / 8) bytes, so 43690 / dim rows
+  // end within 65536 bytes of their block's start.
+  return static_cast<uint32_t>(std::clamp<uint64_t>(43690 / std::max<uint64_t>(dim, 1), 1, 64));
+}
+
+uint64_t lossless_segment_rows(uint64_t dim, uint32_t block_rows) {
+  const uint64_t blocks = (uint64_t{1} << 22) / (std::max<uint64_t>(dim, 1) * block_rows);
+  return std::max<uint64_t>(blocks, 1) * block_rows;
+}
+
+bool lossless_canonical_codes(const uint8_t* lengths, uint16_t* codes) {
+  uint32_t count[kLosslessMaxCodeBits + 1] = {};
+  uint64_t kraft = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (lengths[s] > kLosslessMaxCodeBits) return false;
+    if (lengths[s] == 0) continue;
+    ++count[lengths[s]];
+    kraft += uint64_t{1} << (kLosslessMaxCodeBits - lengths[s]);
+  }
+  if (kraft > (uint64_t{1} << kLosslessMaxCodeBits)) return false;
+  // The first code of each length: shorter codes first, then by symbol.
+  uint32_t next[kLosslessMaxCodeBits + 2] = {};
+  for (uint32_t len = 1, code = 0; len <= kLosslessMaxCodeBits; ++len) {
+    code = (code + count[len - 1]) << 1;
+    next[len] = code;
+  }
+  for (int s = 0; s < 256; ++s) {
+    const uint32_t len = lengths[s];
+    if (len == 0) {
+      codes[s] = 0;
+      continue;
+    }
+    const uint32_t code = next[len]++;
+    uint32_t reversed = 0;
+    for (uint32_t b = 0; b < len; ++b) reversed |= ((code >> b) & 1u) << (len - 1 - b);
+    codes[s] = static_cast<uint16_t>(reversed);
+  }
+  return true;
+}
+
+void lossless_code_lengths(const uint64_t* counts, uint8_t* lengths) {
+  std::fill(lengths, lengths + 256, uint8_t{0});
+  std::vector<uint64_t> weight(counts, counts + 256);
+  std::vector<int> symbols;
+  for (int s = 0; s < 256; ++s)
+    if (weight[s] > 0) symbols.push_back(s);
+  if (symbols.empty()) return;
+  if (symbols.size() == 1) {
+    lengths[symbols[0]] = 1;
+    return;
+  }
+  // Two-queue Huffman over the leaves sorted by (weight, symbol); when the
+  // deepest leaf is too deep, the weights are halved (rounding up, so none
+  // reaches 0) and the code made again.
+  for (;;) {
+    std::vector<int> leaves = symbols;
+    std::stable_sort(leaves.begin(), leaves.end(), [&](int a, int b) { return weight[a] < weight[b]; });
+    const size_t n = leaves.size();
+    std::vector<uint64_t> w(2 * n);
+    std::vector<size_t> parent(2 * n, 0);
+    for (size_t i = 0; i < n; ++i) w[i] = weight[leaves[i]];
+    size_t leaf = 0, inner = n, made = n;
+    auto take = [&]() {
+      if (leaf < n && (inner >= made || w[leaf] <= w[inner])) return leaf++;
+      return inner++;
+    };
+    while (made < 2 * n - 1) {
+      const size_t a = take(), b = take();
+      w[made] = w[a] + w[b];
+      parent[a] = parent[b] = made;
+      ++made;
+    }
+    std::vector<uint32_t> depth(2 * n - 1, 0);
+    uint32_t deepest = 0;
+    for (size_t i = 2 * n - 2; i-- > 0;) {
+      depth[i] = depth[parent[i]] + 1;
+      if (i < n) deepest = std::max(deepest, depth[i]);
+    }
+    if (deepest <= kLosslessMaxCodeBits) {
+      for (size_t i = 0; i < n; ++i) lengths[leaves[i]] = static_cast<uint8_t>(depth[i]);
+      return;
+    }
+    for (int s : symbols) weight[s] = (weight[s] + 1) / 2;
+  }
+}
+
+double lossless_row_bytes(LosslessValues v, const float* x, uint64_t n, uint64_t dim) {
+  if (n == 0 || dim == 0) return 0;
+  const uint32_t width = lossless_value_bits(v);
+  std::vector<uint64_t> counts(256, 0);
+  for (uint64_t i = 0; i < n * dim; ++i) ++counts[lossless_symbol(lossless_stored_bits(v, x[i]), width)];
+  uint8_t lengths[256];
+  lossless_code_lengths(counts.data(), lengths);
+  uint64_t coded = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t bits = 0;
+    for (uint64_t j = 0; j < dim; ++j) bits += lengths[lossless_symbol(lossless_stored_bits(v, x[i * dim + j]), width)];
+    coded += (bits + 7) / 8;
+  }
+  const double code = std::min(static_cast<double>(coded) / static_cast<double>(n), static_cast<double>(dim));
+  return code + static_cast<double>(dim * lossless_raw_bytes(v)) + 2.0 + 8.0 / lossless_block_rows(dim);
+}
+
+namespace {
+
+// A segment's decoding table: entry (the next kLosslessMaxCodeBits code
+// bits) = symbol | length << 8; length 0 where no code begins so.
+struct DecodeTable {
+  std::array<uint16_t, size_t{1} << kLosslessMaxCodeBits> entry{};
+};
+
+inline uint64_t load_u64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;  // little-endian hosts only (FORMAT.md 1)
+}
+
+class LosslessTier final : public TierView {
+ public:
+  LosslessTier(const io::Container& c, const io::TierInfo& info, const nlohmann::json& jt) : path_(c.path()) {
+    dim_ = c.dim();
+    stats_ = tier_base_stats(info, TierKind::lossless);
+    const LosslessSpec spec = parse_lossless_spec(info.codec);
+    if (!spec.values_given) fail("a stored lossless tier names its values (lossless:values=V)");
+    values_ = spec.values;
+    width_ = lossless_value_bits(values_);
+    raw_bytes_ = lossless_raw_bytes(values_);
+    stats_.codec = format_lossless_spec(values_);
+    block_rows_ = unsigned_key(jt, "block_rows");
+    segment_rows_ = unsigned_key(jt, "segment_rows");
+    if (block_rows_ == 0 || block_rows_ > kLosslessMaxBlockRows)
+      fail(fmt::format("block_rows {} (1 to {})", block_rows_, kLosslessMaxBlockRows));
+    const auto segment_values = checked_mul(segment_rows_, dim_);
+    if (segment_rows_ == 0 || segment_rows_ % block_rows_ != 0 || !segment_values ||
+        *segment_values > kLosslessMaxSegmentValues)
+      fail(fmt::format("segment_rows {}: a multiple of block_rows {} of at most {} values", segment_rows_, block_rows_,
+                       kLosslessMaxSegmentValues));
+    if (info.sections.size() != 5) fail("unexpected sections (raw, codes, blocks, rows, tables)");
+    const uint64_t rows = info.rows;
+    blocks_count_ = (rows + block_rows_ - 1) / block_rows_;
+    segments_ = (rows + segment_rows_ - 1) / segment_rows_;
+    raw_ = tier_section(c, info, "raw", checked_mul(rows, dim_ * raw_bytes_), stats_).data;
+    tables_ = tier_section(c, info, "tables", checked_mul(segments_, kLosslessTableBytes), stats_).data;
+    blocks_ = tier_section(c, info, "blocks", checked_mul(blocks_count_ + 1, 8), stats_).data;
+    rows_ = tier_section(c, info, "rows", checked_mul(rows, 2), stats_).data;
+    const auto it = info.sections.find("codes");
+    if (it == info.sections.end()) fail("no 'codes' section");
+    const io::SectionView codes = c.section(it->second);
+    codes_ = codes.data;
+    if (codes.size < kLosslessCodePad || load_u64(blocks_) != 0 ||
+        load_u64(blocks_ + 8 * blocks_count_) != codes.size - kLosslessCodePad)
+      fail(fmt::format("the code offsets do not span the 'codes' section ({} bytes, {} of padding)", codes.size,
+                       kLosslessCodePad));
+    stats_.bytes += codes.size;
+    codes_end_ = codes.size - kLosslessCodePad;
+    decoders_ = std::make_unique<std::atomic<const DecodeTable*>[]>(segments_);
+    for (uint64_t s = 0; s < segments_; ++s) decoders_[s].store(nullptr, std::memory_order_relaxed);
+  }
+
+  ~LosslessTier() override {
+    for (uint64_t s = 0; s < segments_; ++s)
+      if (const DecodeTable* t = decoders_[s].load(std::memory_order_relaxed); t != raw_segment()) delete t;
+  }
+  LosslessTier(const LosslessTier&) = delete;
+  LosslessTier& operator=(const LosslessTier&) = delete;
+
+  void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
+    if (check_) check_->ensure();
+    for (size_t k = 0; k < n; ++k) decode_row(local[k], out + dst[k] * dim_);
+  }
+
+  void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
+    if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
+    if (check_) check_->ensure();
+    for (uint64_t k = 0; k < count; ++k) decode_row(begin + k, out + k * dim_);
+  }
+
+  bool check_on_first_read(std::shared_ptr<const detail::FirstReadCheck> check) override {
+    check_ = std::move(check);
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    EDO_CORRUPT_FAIL("{}: tier '{}': {}", path_, stats_.name, what);
+  }
+
+  uint64_t unsigned_key(const nlohmann::json& jt, const char* key) const {
+    if (!jt.contains(key) || !jt[key].is_number_unsigned()) fail(fmt::format("a lossless tier needs unsigned '{}'", key));
+    return jt[key].get<uint64_t>();
+  }
+
+  // The marker of a segment whose symbols are stored a byte each.
+  static const DecodeTable* raw_segment() {
+    static const DecodeTable marker{};
+    return &marker;
+  }
+
+  // Segment s's table, made and checked at its first use (threads racing
+  // to make it keep the first one stored).
+  const DecodeTable* decoder(uint64_t s) const {
+    if (const DecodeTable* t = decoders_[s].load(std::memory_order_acquire)) return t;
+    const uint8_t* packed = tables_ + s * kLosslessTableBytes;
+    uint8_t lengths[256];
+    bool any = false;
+    for (int k = 0; k < 256; ++k) {
+      lengths[k] = static_cast<uint8_t>((packed[k / 2] >> (4 * (k % 2))) & 0xfu);
+      any = any || lengths[k] != 0;
+    }
+    const DecodeTable* made = raw_segment();
+    std::unique_ptr<DecodeTable> table;
+    if (any) {
+      uint16_t codes[256];
+      if (!lossless_canonical_codes(lengths, codes))
+        fail(fmt::format("segment {}: its code lengths overflow the code space or exceed {} bits", s,
+                         kLosslessMaxCodeBits));
+      table = std::make_unique<DecodeTable>();
+      for (int k = 0; k < 256; ++k) {
+        const uint32_t len = lengths[k];
+        if (len == 0) continue;
+        for (uint32_t at = codes[k]; at < table->entry.size(); at += 1u << len)
+          table->entry[at] = static_cast<uint16_t>(k | (len << 8));
+      }
+      made = table.get();
+    }
+    const DecodeTable* expected = nullptr;
+    if (decoders_[s].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
+      table.release();  // NOLINT(bugprone-unused-return-value): owned by decoders_ now
+      return made;
+    }
+    return expected;
+  }
+
+  // Row r's code bytes [start, end) in codes_, checked against its block.
+  void row_span(uint64_t r, uint64_t& start, uint64_t& end) const {
+    const uint64_t b = r / block_rows_;
+    const uint64_t base = load_u64(blocks_ + 8 * b), next = load_u64(blocks_ + 8 * (b + 1));
+    const uint64_t off = row_offset(r);
+    start = base + off;
+    end = r + 1 < stats_.rows && (r + 1) % block_rows_ != 0 ? base + row_offset(r + 1) : next;
+    if (!(base <= next && next <= codes_end_ && start <= end && end <= next && (r % block_rows_ != 0 || off == 0)))
+      fail(fmt::format("row {}: its code offsets are out of order or beyond the section", r));
+  }
+
+  uint64_t row_offset(uint64_t r) const {
+    uint16_t off;
+    std::memcpy(&off, rows_ + 2 * r, 2);
+    return off;
+  }
+
+  void decode_row(uint64_t r, float* out) const {
+    uint64_t start, end;
+    row_span(r, start, end);
+    const uint8_t* raw = raw_ + r * dim_ * raw_bytes_;
+    const DecodeTable* table = decoder(r / segment_rows_);
+    if (table == raw_segment()) {
+      if (end - start != dim_) fail(fmt::format("row {}: {} code bytes, a raw row holds {}", r, end - start, dim_));
+      const uint8_t* sym = codes_ + start;
+      for (uint64_t j = 0; j < dim_; ++j) out[j] = lossless_value(values_, sym[j], raw_part(raw, j));
+      return;
+    }
+    if (!decode_coded(table->entry.data(), codes_ + start, codes_ + end, raw, out))
+      fail(fmt::format("row {}: its code bits do not decode to {} values in {} bytes", r, dim_, end - start));
+  }
+
+  uint32_t raw_part(const uint8_t* raw, uint64_t j) const {
+    if (raw_bytes_ == 1) return raw[j];
+    const uint8_t* p = raw + 3 * j;
+    return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16;
+  }
+
+  // Decodes dim_ symbols from [p, end) with their raw parts into out: four
+  // symbols a refill of the bit buffer (at least 56 bits after it). Returns
+  // false unless every code is valid and they take exactly the row's bytes.
+  // A load never starts at or beyond `end`, which lies kLosslessCodePad or
+  // more bytes before the section's end.
+  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw,
+                    float* out) const {
+    const uint8_t* const begin = p;
+    constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
+    uint64_t buf = 0;
+    int64_t bits = 0;
+    uint32_t bad = 0;
+    uint64_t j = 0;
+    auto one = [&]() {
+      const uint32_t e = entry[buf & kMask];
+      const uint32_t len = e >> 8;
+      bad |= static_cast<uint32_t>(len == 0);
+      buf >>= len;
+      bits -= len;
+      out[j] = lossless_value(values_, e & 0xffu, raw_part(raw, j));
+      ++j;
+    };
+    while (j < dim_) {
+      if (bits < 0) return false;
+      if (p < end) {
+        buf |= load_u64(p) << bits;
+        p += (63 - bits) >> 3;
+        bits |= 56;
+      }
+      const uint64_t step = std::min<uint64_t>(4, dim_ - j);
+      for (uint64_t k = 0; k < step; ++k) one();
+    }
+    if (bad || bits < 0) return false;
+    // Bytes loaded less the whole bytes still in the buffer: those the codes took.
+    const auto used = static_cast<uint64_t>(p - begin) - static_cast<uint64_t>(bits) / 8;
+    return p <= end + 8 && used == static_cast<uint64_t>(end - begin);
+  }
+
+  std::string path_;
+  uint64_t dim_ = 0;
+  LosslessValues values_ = LosslessValues::f32;
+  uint32_t width_ = 32, raw_bytes_ = 3;
+  uint64_t block_rows_ = 1, segment_rows_ = 1, blocks_count_ = 0, segments_ = 0, codes_end_ = 0;
+  const uint8_t *raw_ = nullptr, *tables_ = nullptr, *blocks_ = nullptr, *rows_ = nullptr, *codes_ = nullptr;
+  std::unique_ptr<std::atomic<const DecodeTable*>[]> decoders_;
+  std::shared_ptr<const detail::FirstReadCheck> check_;
+};
+
+}  // namespace
+
+std::unique_ptr<TierView> open_lossless_tier(const io::Container& c, const io::TierInfo& info,
+                                             const nlohmann::json& jt) {
+  try {
+    return std::make_unique<LosslessTier>(c, info, jt);
+  } catch (const Error& e) {
+    if (e.code() == ExitCode::usage) EDO_CORRUPT_FAIL("{}: tier '{}': {}", c.path(), info.name, e.what());
+    throw;
+  }
+}
+
+}  // namespace edo
