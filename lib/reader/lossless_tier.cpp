@@ -249,7 +249,8 @@ class LosslessTier final : public TierView {
   }
 
   uint64_t unsigned_key(const nlohmann::json& jt, const char* key) const {
-    if (!jt.contains(key) || !jt[key].is_number_unsigned()) fail(fmt::format("a lossless tier needs unsigned '{}'", key));
+    if (!jt.contains(key) || !jt[key].is_number_unsigned())
+      fail(fmt::format("a lossless tier needs unsigned '{}'", key));
     return jt[key].get<uint64_t>();
   }
 
@@ -337,8 +338,7 @@ class LosslessTier final : public TierView {
   // false unless every code is valid and they take exactly the row's bytes.
   // A load never starts at or beyond `end`, which lies kLosslessCodePad or
   // more bytes before the section's end.
-  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw,
-                    float* out) const {
+  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw, float* out) const {
     const uint8_t* const begin = p;
     constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
     uint64_t buf = 0;

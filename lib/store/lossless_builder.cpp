@@ -73,8 +73,10 @@ class LosslessTierBuilder final : public TierBuilder {
     codes_.write(pad, sizeof pad);
     section_bytes_ = {{"raw", raw_bytes}};
     nlohmann::json sections = {{"raw", prefix + "raw"}};
-    for (auto [role, spool] : {std::pair<const char*, Spool*>{"codes", &codes_}, {"blocks", &blocks_},
-                               {"rows", &row_offsets_}, {"tables", &tables_}}) {
+    for (auto [role, spool] : {std::pair<const char*, Spool*>{"codes", &codes_},
+                               {"blocks", &blocks_},
+                               {"rows", &row_offsets_},
+                               {"tables", &tables_}}) {
       writer.begin_section(prefix + role);
       spool->replay([&](const uint8_t* data, size_t size) { writer.append(data, size); });
       writer.end_section();
@@ -111,8 +113,8 @@ class LosslessTierBuilder final : public TierBuilder {
       for (uint64_t j = 0; j < dim_; ++j) {
         const float v = x[i * dim_ + j];
         const uint32_t bits = stored_bits(v);
-        const uint32_t back = float_bits(values_ == LosslessValues::bf16 ? bits_float(bits << 16)
-                                                                         : half_bits_to_float(static_cast<uint16_t>(bits)));
+        const uint32_t back = float_bits(
+            values_ == LosslessValues::bf16 ? bits_float(bits << 16) : half_bits_to_float(static_cast<uint16_t>(bits)));
         if (back == float_bits(v)) continue;
         const uint64_t row = row_ids ? row_ids[i] : enc_.first_row + i;
         EDO_FAIL(
@@ -196,8 +198,7 @@ class LosslessTierBuilder final : public TierBuilder {
 
 }  // namespace
 
-std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim,
-                                                        const EncodeOptions& enc,
+std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
                                                         const std::function<void(const std::string&)>& note) {
   return std::make_unique<LosslessTierBuilder>(spec, dim, enc, note);
 }

@@ -9,11 +9,11 @@
 #include <edo/error.hpp>
 #include <edo/eval.hpp>
 #include <edo/hash.hpp>
-#include <edo/lossless.hpp>
 #include <edo/io/files.hpp>
 #include <edo/io/memory_table.hpp>
 #include <edo/io/rowmap.hpp>
 #include <edo/knn.hpp>
+#include <edo/lossless.hpp>
 #include <edo/make_codec.hpp>
 #include <edo/pack.hpp>
 #include <edo/pq.hpp>
@@ -157,8 +157,8 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
       // A bare `lossless` stays so in the plan: edo-pack keeps the input's
       // precision. The sample sizes it as fp32 unless the spec names values.
       const LosslessSpec spec = parse_lossless_spec(s);
-      c.code_size = static_cast<uint64_t>(
-          std::ceil(lossless_row_bytes(spec.values, sample.x.data(), sample.ids.size(), dim)));
+      c.code_size =
+          static_cast<uint64_t>(std::ceil(lossless_row_bytes(spec.values, sample.x.data(), sample.ids.size(), dim)));
       break;
     }
     case TierKind::centroids:

@@ -455,7 +455,7 @@ void write_trained_layout(io::TableReader& input, const std::string& out_path, c
       EDO_USAGE_FAIL(
           "tier '{}' ({}): its rows depend on the whole tier (a group tier's groups, a lossless tier's segment "
           "codes), so it does not shard",
-                     plan.name, plan.codec);
+          plan.name, plan.codec);
     const bool keeps_state = need == ShardNeed::sample || need == ShardNeed::tier;
     if (keeps_state) {
       load_and_prepare(ps, t, *builder, nullptr);
@@ -574,7 +574,8 @@ TableWriteReport write_table(io::TableReader& input, const std::string& out_path
   const EncodeOptions enc = encode_options(input, opt);
   std::vector<std::unique_ptr<TierBuilder>> builders;
   for (const TierPlan& plan : layout.tiers)
-    builders.push_back(make_tier_builder(resolve_tier_field(plan.codec, input.dtype()), dim, enc, opt.hash_fit, opt.note));
+    builders.push_back(
+        make_tier_builder(resolve_tier_field(plan.codec, input.dtype()), dim, enc, opt.hash_fit, opt.note));
 
   TableWriteReport rep;
   rep.rows = rows;

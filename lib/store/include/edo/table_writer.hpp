@@ -170,8 +170,7 @@ std::unique_ptr<TierBuilder> make_group_tier_builder(const std::string& spec, ui
 
 // The builder of a lossless tier (lossless.hpp); `note` hears that a tier's
 // values did not compress.
-std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim,
-                                                        const EncodeOptions& enc,
+std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
                                                         const std::function<void(const std::string&)>& note);
 // A tier's "codec" field as written for an input of `input_dtype`: a bare
 // `lossless` names the input's own precision (lossless.hpp); any other field

@@ -126,10 +126,9 @@ inline constexpr const char* required_features = "requires";
 // The format features a file may require (FORMAT.md 8.1), each an addition
 // within a minor version that a reader without it must refuse: what this
 // reader implements. A file naming any other is refused, naming it.
-inline constexpr std::string_view kFormatFeatures[] = {"codec:int3",     "codec:int5",     "codec:int6",
-                                                       "codec:rot",      "codec:tc",       "scale=fp16",
-                                                       "codebooks=fp16", "codebooks=int8", "rowmap:runs",
-                                                       "tier:lossless"};
+inline constexpr std::string_view kFormatFeatures[] = {
+    "codec:int3", "codec:int5",     "codec:int6",     "codec:rot",   "codec:tc",
+    "scale=fp16", "codebooks=fp16", "codebooks=int8", "rowmap:runs", "tier:lossless"};
 // Most names "requires" may hold: refused before anything is read by more.
 inline constexpr size_t kMaxRequiredFeatures = 64;
 // Most tables a model file may list: the directory is refused before
