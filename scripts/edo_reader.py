@@ -37,6 +37,8 @@ library only; --decode needs numpy.
                                          to 8) with or without weights=1, and qr:buckets=B,op=sum|mul;
                                          the sections' exact lengths checked; bit for bit (the
                                          weighted sum's fused multiply-add in float64, FORMAT.md 9.5)
+                                       - lossless tiers (FORMAT.md 9.10), lossless:values=bf16|fp16|fp32:
+                                         bit for bit, every row's offsets and code checked
                                        - group-shared tiers (FORMAT.md 9.6), group:groups=C with
                                          residual=none or any codec above (bracketed when it holds
                                          "," or ":"): bit for bit as that codec, every index below C
@@ -317,7 +319,7 @@ SCALAR_BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int6": 
 TRANSFORMS = ("pca", "rot", "dims")
 # The format features (FORMAT.md 8.1) this reader implements: all of them.
 FEATURES = ("codec:int3", "codec:int5", "codec:int6", "codec:rot", "codec:tc", "scale=fp16", "codebooks=fp16",
-            "codebooks=int8", "rowmap:runs")
+            "codebooks=int8", "rowmap:runs", "tier:lossless")
 PQ_PARAMS = {"pq": ("m", "nbits", "train", "codebooks"), "opq": ("m", "nbits", "train", "codebooks"),
              "rq": ("m", "nbits", "beam", "train_beam", "refine", "codebooks")}
 
@@ -661,6 +663,8 @@ def decode_tier(data, manifest, sections, tier, local=None):
         return decode_centroids(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     if parse_spec(tier["codec"])[0][0] in SPARSE_FORMS:
         return decode_sparse(data, manifest, sections, tier, np.arange(rows) if local is None else local)
+    if parse_spec(tier["codec"])[0][0] == "lossless":
+        return decode_lossless(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     if is_grouped(tier):
         return decode_grouped(data, manifest, sections, tier, np.arange(rows) if local is None else local)
     if is_hashed(tier):  # keyed by table id: `local` holds ids, and the whole tier is a one-tier file's table
@@ -1139,6 +1143,117 @@ def decode_sparse(data, manifest, sections, tier, local):
         value = sparse_values(stored, kind, i, params[r[owner]] if affine else None)
         out[r0 + owner, cols] = value
     return out
+
+
+# ---- lossless tiers (FORMAT.md 9.10) -----------------------------------------------------------
+
+LOSSLESS_WIDTH = {"bf16": 16, "fp16": 16, "fp32": 32}
+LOSSLESS_MAX_BITS = 11
+
+
+def lossless_decoder(packed, what, segment):
+    """Segment `segment`'s decoding table from its 128 packed code lengths: entry (the next 11
+    code bits, the first lowest) = symbol | length << 8, 0 where no code begins so; None for a
+    segment stored a byte a symbol (every length 0)."""
+    lengths = [(packed[k // 2] >> (4 * (k % 2))) & 15 for k in range(256)]
+    if not any(lengths):
+        return None
+    require(max(lengths) <= LOSSLESS_MAX_BITS and
+            sum(1 << (LOSSLESS_MAX_BITS - n) for n in lengths if n) <= 1 << LOSSLESS_MAX_BITS,
+            "%s: segment %d: its code lengths overflow the code space or exceed %d bits"
+            % (what, segment, LOSSLESS_MAX_BITS))
+    count = [lengths.count(n) for n in range(LOSSLESS_MAX_BITS + 1)]
+    first, code = [0] * (LOSSLESS_MAX_BITS + 1), 0
+    for n in range(1, LOSSLESS_MAX_BITS + 1):  # canonical: shorter codes first, then by symbol
+        code = (code + (count[n - 1] if n > 1 else 0)) << 1
+        first[n] = code
+    table = [0] * (1 << LOSSLESS_MAX_BITS)
+    for sym in range(256):
+        n = lengths[sym]
+        if not n:
+            continue
+        c, first[n] = first[n], first[n] + 1
+        rev = int(format(c, "0%db" % n)[::-1], 2)
+        for at in range(rev, 1 << LOSSLESS_MAX_BITS, 1 << n):
+            table[at] = sym | n << 8
+    return table
+
+
+def decode_lossless(data, manifest, sections, tier, local):
+    """(len(local), dim) float32: rows `local` of a lossless tier, bit for bit, each row's offsets
+    and code checked as the C++ reader checks them."""
+    import numpy as np
+
+    dim, rows, what = manifest["dim"], tier["rows"], "tier %r" % tier["name"]
+    stages = parse_spec(tier["codec"])
+    require(len(stages) == 1 and len(stages[0][1]) == 1 and stages[0][1][0][0] == "values"
+            and stages[0][1][0][1] in LOSSLESS_WIDTH, "%s: expected lossless:values=bf16|fp16|fp32" % what)
+    kind = stages[0][1][0][1]
+    width = LOSSLESS_WIDTH[kind]
+    rb = width // 8 - 1
+    block_rows, segment_rows = tier.get("block_rows"), tier.get("segment_rows")
+    require(is_uint(block_rows) and 1 <= block_rows <= 4096, "%s: block_rows %r (1 to 4096)" % (what, block_rows))
+    require(is_uint(segment_rows) and segment_rows > 0 and segment_rows % block_rows == 0
+            and segment_rows * dim <= 1 << 26, "%s: segment_rows %r: a multiple of block_rows of at most 2^26 values"
+            % (what, segment_rows))
+    roles = tier["sections"]
+    require(set(roles) == {"raw", "codes", "blocks", "rows", "tables"}, "%s: unexpected sections" % what)
+    blocks_count, segments = -(-rows // block_rows), -(-rows // segment_rows)
+
+    def payload(role, size):
+        off, length, _ = sections[roles[role]]
+        if size is not None:
+            require(length == size, "%s: section %r holds %d bytes, %d expected" % (what, roles[role], length, size))
+        return np.frombuffer(data, dtype=np.uint8, count=length, offset=off)
+
+    raw = payload("raw", rows * dim * rb)
+    tables = payload("tables", segments * 128)
+    blocks = payload("blocks", (blocks_count + 1) * 8).view("<u8")
+    offsets = payload("rows", rows * 2).view("<u2")
+    codes = payload("codes", None)
+    require(codes.size >= 8 and blocks[0] == 0 and blocks[blocks_count] == codes.size - 8,
+            "%s: the code offsets do not span the 'codes' section" % what)
+    codes_end = codes.size - 8
+    codes = codes.tobytes()
+    decoders = {}
+    local = np.asarray(local, dtype=np.int64)
+    symbols = np.empty((len(local), dim), dtype=np.uint32)
+    for k, r in enumerate(local.tolist()):
+        b = r // block_rows
+        base, nxt = int(blocks[b]), int(blocks[b + 1])
+        start = base + int(offsets[r])
+        end = base + int(offsets[r + 1]) if r + 1 < rows and (r + 1) % block_rows else nxt
+        require(base <= nxt <= codes_end and start <= end <= nxt and (r % block_rows or offsets[r] == 0),
+                "%s: row %d: its code offsets are out of order or beyond the section" % (what, r))
+        s = r // segment_rows
+        if s not in decoders:
+            decoders[s] = lossless_decoder(tables[128 * s:128 * (s + 1)].tolist(), what, s)
+        table = decoders[s]
+        if table is None:
+            require(end - start == dim, "%s: row %d: %d code bytes, a raw row holds %d" % (what, r, end - start, dim))
+            symbols[k] = np.frombuffer(codes, dtype=np.uint8, count=dim, offset=start)
+            continue
+        acc, held, pos, row = 0, 0, start, symbols[k]
+        for j in range(dim):
+            while held < LOSSLESS_MAX_BITS and pos < end:
+                acc |= codes[pos] << held
+                pos, held = pos + 1, held + 8
+            e = table[acc & 0x7ff]
+            n = e >> 8
+            require(0 < n <= held, "%s: row %d: its code bits do not decode to %d values in %d bytes"
+                    % (what, r, dim, end - start))
+            acc, held, row[j] = acc >> n, held - n, e & 0xff
+        require(pos == end and held < 8, "%s: row %d: its code bits do not decode to %d values in %d bytes"
+                % (what, r, dim, end - start))
+    parts = raw.reshape(rows, dim, rb)[local].astype(np.uint32)
+    rest = parts[:, :, 0] if rb == 1 else parts[:, :, 0] | parts[:, :, 1] << 8 | parts[:, :, 2] << 16
+    low = (1 << (width - 9)) - 1
+    bits = (rest >> (width - 9)) << (width - 1) | symbols << (width - 9) | (rest & low)
+    if kind == "fp32":
+        return bits.astype(np.uint32).view(np.float32)
+    if kind == "bf16":
+        return (bits << 16).astype(np.uint32).view(np.float32)
+    return bits.astype(np.uint16).view(np.float16).astype(np.float32)
 
 
 def row_runs(data, manifest, sections, rm):

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The independent Python reader (scripts/edo_reader.py --decode) against the C++
 # one (edo-unpack): one-tier files of every codec family, tiered files from
-# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, zero,
+# edo-pack (row map, default tiers, trained tiers, sparse csr and bitmap tiers, lossless tiers, zero,
 # centroids and nearest fallback tiers; hashed tiers from edo-hash), rows by id (--ids), the
 # committed golden files, and corrupt row maps, state, sparse rows, centroid indices, nearest
 # targets and hashed tiers' sections and specs that the reader must refuse (sparse rows,
@@ -118,6 +118,22 @@ decode wide exact
 decode_ids wide wide_ids.npy exact
 expect 1 "$py" "$reader" "$work/sparse.edo" --decode "$work/x.npy" --ids 3,2000
 err_has "sparse.edo: row id 2000 is out of range (the table has 2000 rows)"
+
+# --- lossless tiers (FORMAT.md 9.10): fp32 as read, behind an int8 hot tier, a raw segment, and
+# the fuzz seeds' bf16 and fp16 tables (from safetensors inputs of those types)
+expect 0 "$K" "$g" -o "$work/lossless.edo" --freq "$work/zipf_mixed.npy" "${quick[@]}" \
+  --tier hot:rows=10%:int8 --tier cold:rest:lossless
+"$py" -c 'import sys, numpy as np
+r = np.random.default_rng(2).integers(0, 2**32, size=(300, 40), dtype=np.uint64).astype(np.uint32)
+np.save(sys.argv[1], ((r & 0x807fffff) | (((r >> 8) % 255) << 23)).view(np.float32))' "$work/noise.npy"
+expect 0 "$K" "$work/noise.npy" -o "$work/noise.edo" "${quick[@]}" --tier all:rest:lossless
+decode lossless exact
+decode_ids lossless ids.npy exact
+decode noise exact
+for seed in lossless_bf16 lossless_fp16_two_tiers lossless_raw_fp32; do
+  cp "$src/fuzz/corpus/reader/$seed.edo" "$work/$seed.edo"
+  decode "$seed" exact
+done
 
 # --- fallback tiers for dropped rows: zero, and centroids with 1- and 2-byte indices
 expect 0 "$K" "$g" -o "$work/zero.edo" --freq "$work/zipf.npy" "${quick[@]}" \
