@@ -1209,7 +1209,8 @@ def decode_lossless(data, manifest, sections, tier, local):
     raw = payload("raw", rows * dim * rb)
     tables = payload("tables", segments * 128)
     blocks = payload("blocks", (blocks_count + 1) * 8).view("<u8")
-    offsets = payload("rows", rows * 2).view("<u2")
+    lengths = dim <= 185  # a byte a row, its code's length; else a u16, its offset in its block
+    index = payload("rows", rows * (1 if lengths else 2)).view("u1" if lengths else "<u2").astype(np.int64)
     codes = payload("codes", None)
     require(codes.size >= 8 and blocks[0] == 0 and blocks[blocks_count] == codes.size - 8,
             "%s: the code offsets do not span the 'codes' section" % what)
@@ -1221,9 +1222,16 @@ def decode_lossless(data, manifest, sections, tier, local):
     for k, r in enumerate(local.tolist()):
         b = r // block_rows
         base, nxt = int(blocks[b]), int(blocks[b + 1])
-        start = base + int(offsets[r])
-        end = base + int(offsets[r + 1]) if r + 1 < rows and (r + 1) % block_rows else nxt
-        require(base <= nxt <= codes_end and start <= end <= nxt and (r % block_rows or offsets[r] == 0),
+        last = r + 1 == rows or (r + 1) % block_rows == 0
+        if lengths:
+            start = base + int(index[b * block_rows:r].sum())
+            end = start + int(index[r])
+            ok = not last or end == nxt
+        else:
+            start = base + int(index[r])
+            end = nxt if last else base + int(index[r + 1])
+            ok = start <= end and (r % block_rows or index[r] == 0)
+        require(ok and base <= nxt <= codes_end and end <= nxt,
                 "%s: row %d: its code offsets are out of order or beyond the section" % (what, r))
         s = r // segment_rows
         if s not in decoders:

@@ -273,50 +273,62 @@ TEST_CASE("lossless: a value the type cannot hold is an error, never rounded; ba
 }
 
 TEST_CASE("lossless: hostile tables, offsets and codes are errors, never reads out of bounds") {
-  const uint64_t rows = 300, dim = 20;
-  const LosslessFile f(table_of(edo::LosslessValues::bf16, rows, dim, 4), rows, dim, "lossless:values=bf16");
-  const std::string bytes = edo::test::read_bytes(f.path);
-  const edo::io::Container c = edo::io::Container::open(f.path);
-  std::map<std::string, uint64_t> at;
-  for (const auto& s : c.sections()) at[s.name] = s.offset;
-  const auto expect_corrupt = [&](const std::string& hostile, const char* what, const char* says) {
-    CAPTURE(what);
-    edo::test::write_bytes(f.dir.file("h.edo"), hostile);
-    std::string msg;
-    edo::ErrorKind kind = edo::ErrorKind::io;
-    try {
-      const edo::Reader r = edo::Reader::open(f.dir.file("h.edo"), {.verify = edo::io::Verify::structure});
-      std::vector<float> all(rows * dim);
-      r.decode_all(all.data());
-    } catch (const edo::Error& e) {
-      msg = e.what();  // at open or at decode
-      kind = e.kind();
+  // 20 wide: a byte a row holds its code's length; 200 wide: a u16 its offset.
+  for (const uint64_t dim : {20ull, 200ull}) {
+    CAPTURE(dim);
+    const uint64_t rows = 300;
+    const LosslessFile f(table_of(edo::LosslessValues::bf16, rows, dim, 4), rows, dim, "lossless:values=bf16");
+    const std::string bytes = edo::test::read_bytes(f.path);
+    const edo::io::Container c = edo::io::Container::open(f.path);
+    std::map<std::string, uint64_t> at;
+    for (const auto& s : c.sections()) at[s.name] = s.offset;
+    const auto expect_corrupt = [&](const std::string& hostile, const char* what, const char* says) {
+      CAPTURE(what);
+      edo::test::write_bytes(f.dir.file("h.edo"), hostile);
+      std::string msg;
+      edo::ErrorKind kind = edo::ErrorKind::io;
+      try {
+        const edo::Reader r = edo::Reader::open(f.dir.file("h.edo"), {.verify = edo::io::Verify::structure});
+        std::vector<float> all(rows * dim);
+        r.decode_all(all.data());
+      } catch (const edo::Error& e) {
+        msg = e.what();  // at open or at decode
+        kind = e.kind();
+      }
+      CHECK(msg.find("tier 'all'") != std::string::npos);
+      CHECK(kind == edo::ErrorKind::corrupt);
+      CHECK_MESSAGE(msg.find(says) != std::string::npos, msg);
+    };
+    const bool lengths = edo::lossless_row_lengths(dim);
+    const uint64_t index = at["all/rows"];
+    std::string h = bytes;
+    h[at["all/tables"]] = static_cast<char>(0xcc);  // symbols 0 and 1 at 12 bits
+    expect_corrupt(h, "a length beyond the limit", "code lengths");
+    h = bytes;
+    for (int k = 0; k < 128; ++k) h[at["all/tables"] + k] = 0x11;  // 256 one-bit codes
+    expect_corrupt(h, "lengths overflowing the code space", "code lengths");
+    h = bytes;
+    if (lengths)
+      h[index + 4] = static_cast<char>(0xff);
+    else
+      h[index + 2 * 5] = static_cast<char>(0xff), h[index + 2 * 5 + 1] = static_cast<char>(0xff);
+    expect_corrupt(h, "a row running beyond its block", "row 4");
+    h = bytes;
+    if (lengths)
+      h[index + 1] = 0;
+    else
+      h[index + 2 * 2] = h[index + 2 * 1], h[index + 2 * 2 + 1] = h[index + 2 * 1 + 1];
+    expect_corrupt(h, "a row with no bytes", "row 1");
+    h = bytes;
+    for (uint64_t k = 0; k < 4; ++k) h[at["all/codes"] + k] = static_cast<char>(0xff);  // codes that are no row's
+    expect_corrupt(h, "code bits that do not decode", "row 0");
+    h = bytes;
+    const uint64_t huge = 1ull << 40;
+    std::memcpy(h.data() + at["all/blocks"] + 8, &huge, 8);
+    expect_corrupt(h, "a block offset beyond the section", "row 0:");
+    for (const auto& [key, value] : {std::pair<const char*, int>{"block_rows", 0}, {"segment_rows", 7}}) {
+      h = edo::test::with_manifest(bytes, [&](nlohmann::json& m) { m["tiers"][0][key] = value; });
+      expect_corrupt(h, key, key);
     }
-    CHECK(msg.find("tier 'all'") != std::string::npos);
-    CHECK(kind == edo::ErrorKind::corrupt);
-    CHECK_MESSAGE(msg.find(says) != std::string::npos, msg);
-  };
-  std::string h = bytes;
-  h[at["all/tables"]] = static_cast<char>(0xcc);  // symbols 0 and 1 at 12 bits
-  expect_corrupt(h, "a length beyond the limit", "code lengths");
-  h = bytes;
-  for (int k = 0; k < 128; ++k) h[at["all/tables"] + k] = 0x11;  // 256 one-bit codes
-  expect_corrupt(h, "lengths overflowing the code space", "code lengths");
-  h = bytes;
-  h[at["all/rows"] + 2 * 5] = static_cast<char>(0xff), h[at["all/rows"] + 2 * 5 + 1] = static_cast<char>(0xff);
-  expect_corrupt(h, "a row offset beyond its block", "row 4");
-  h = bytes;
-  h[at["all/rows"] + 2 * 2] = h[at["all/rows"] + 2 * 1];  // row 1 empty
-  expect_corrupt(h, "a row with no bytes", "row 1");
-  h = bytes;
-  for (uint64_t k = 0; k < 4; ++k) h[at["all/codes"] + k] = static_cast<char>(0xff);  // codes that are no row's
-  expect_corrupt(h, "code bits that do not decode", "row 0");
-  h = bytes;
-  const uint64_t huge = 1ull << 40;
-  std::memcpy(h.data() + at["all/blocks"] + 8, &huge, 8);
-  expect_corrupt(h, "a block offset beyond the section", "row 0:");
-  for (const auto& [key, value] : {std::pair<const char*, int>{"block_rows", 0}, {"segment_rows", 7}}) {
-    h = edo::test::with_manifest(bytes, [&](nlohmann::json& m) { m["tiers"][0][key] = value; });
-    expect_corrupt(h, key, key);
   }
 }

@@ -205,7 +205,8 @@ class LosslessTier final : public TierView {
     raw_ = tier_section(c, info, "raw", checked_mul(rows, dim_ * raw_bytes_), stats_).data;
     tables_ = tier_section(c, info, "tables", checked_mul(segments_, kLosslessTableBytes), stats_).data;
     blocks_ = tier_section(c, info, "blocks", checked_mul(blocks_count_ + 1, 8), stats_).data;
-    rows_ = tier_section(c, info, "rows", checked_mul(rows, 2), stats_).data;
+    lengths_ = lossless_row_lengths(dim_);
+    rows_ = tier_section(c, info, "rows", checked_mul(rows, lengths_ ? 1 : 2), stats_).data;
     const auto it = info.sections.find("codes");
     if (it == info.sections.end()) fail("no 'codes' section");
     const io::SectionView codes = c.section(it->second);
@@ -299,10 +300,22 @@ class LosslessTier final : public TierView {
   void row_span(uint64_t r, uint64_t& start, uint64_t& end) const {
     const uint64_t b = r / block_rows_;
     const uint64_t base = load_u64(blocks_ + 8 * b), next = load_u64(blocks_ + 8 * (b + 1));
-    const uint64_t off = row_offset(r);
-    start = base + off;
-    end = r + 1 < stats_.rows && (r + 1) % block_rows_ != 0 ? base + row_offset(r + 1) : next;
-    if (!(base <= next && next <= codes_end_ && start <= end && end <= next && (r % block_rows_ != 0 || off == 0)))
+    const bool last = r + 1 == stats_.rows || (r + 1) % block_rows_ == 0;
+    bool ok;
+    if (lengths_) {
+      // The lengths of the rows before it in its block, summed.
+      uint64_t before = 0;
+      for (uint64_t k = b * block_rows_; k < r; ++k) before += rows_[k];
+      start = base + before;
+      end = start + rows_[r];
+      ok = !last || end == next;
+    } else {
+      const uint64_t off = row_offset(r);
+      start = base + off;
+      end = last ? next : base + row_offset(r + 1);
+      ok = start <= end && (r % block_rows_ != 0 || off == 0);
+    }
+    if (!(ok && base <= next && next <= codes_end_ && end <= next))
       fail(fmt::format("row {}: its code offsets are out of order or beyond the section", r));
   }
 
@@ -313,6 +326,19 @@ class LosslessTier final : public TierView {
   }
 
   void decode_row(uint64_t r, float* out) const {
+    switch (values_) {
+      case LosslessValues::bf16:
+        return decode_row_as<LosslessValues::bf16>(r, out);
+      case LosslessValues::f16:
+        return decode_row_as<LosslessValues::f16>(r, out);
+      case LosslessValues::f32:
+        break;
+    }
+    decode_row_as<LosslessValues::f32>(r, out);
+  }
+
+  template <LosslessValues V>
+  void decode_row_as(uint64_t r, float* out) const {
     uint64_t start, end;
     row_span(r, start, end);
     const uint8_t* raw = raw_ + r * dim_ * raw_bytes_;
@@ -320,27 +346,35 @@ class LosslessTier final : public TierView {
     if (table == raw_segment()) {
       if (end - start != dim_) fail(fmt::format("row {}: {} code bytes, a raw row holds {}", r, end - start, dim_));
       const uint8_t* sym = codes_ + start;
-      for (uint64_t j = 0; j < dim_; ++j) out[j] = lossless_value(values_, sym[j], raw_part(raw, j));
+      for (uint64_t j = 0; j < dim_; ++j) out[j] = lossless_value(V, sym[j], raw_part<V>(raw, j));
       return;
     }
-    if (!decode_coded(table->entry.data(), codes_ + start, codes_ + end, raw, out))
+    if (!decode_coded<V>(table->entry.data(), codes_ + start, codes_ + end, raw, out))
       fail(fmt::format("row {}: its code bits do not decode to {} values in {} bytes", r, dim_, end - start));
   }
 
-  uint32_t raw_part(const uint8_t* raw, uint64_t j) const {
-    if (raw_bytes_ == 1) return raw[j];
-    const uint8_t* p = raw + 3 * j;
-    return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16;
+  template <LosslessValues V>
+  static uint32_t raw_part(const uint8_t* raw, uint64_t j) {
+    if constexpr (V != LosslessValues::f32) {
+      return raw[j];
+    } else {
+      const uint8_t* p = raw + 3 * j;
+      return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16;
+    }
   }
 
-  // Decodes dim_ symbols from [p, end) with their raw parts into out: four
-  // symbols a refill of the bit buffer (at least 56 bits after it). Returns
-  // false unless every code is valid and they take exactly the row's bytes.
-  // A load never starts at or beyond `end`, which lies kLosslessCodePad or
-  // more bytes before the section's end.
-  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw, float* out) const {
-    const uint8_t* const begin = p;
+  // Decodes dim_ symbols from [p, end) with their raw parts into out: five
+  // symbols (55 bits at most) a refill of the bit buffer (at least 56 bits
+  // after it). Returns false unless every code is valid and they take
+  // exactly the row's bytes. A load never starts at or beyond `end`, which
+  // lies kLosslessCodePad or more bytes before the section's end.
+  template <LosslessValues V>
+  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw,
+                    float* out) const {
     constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
+    constexpr uint64_t kPerRefill = 56 / kLosslessMaxCodeBits;
+    const uint8_t* const begin = p;
+    const uint64_t n = dim_;
     uint64_t buf = 0;
     int64_t bits = 0;
     uint32_t bad = 0;
@@ -351,23 +385,30 @@ class LosslessTier final : public TierView {
       bad |= static_cast<uint32_t>(len == 0);
       buf >>= len;
       bits -= len;
-      out[j] = lossless_value(values_, e & 0xffu, raw_part(raw, j));
+      out[j] = lossless_value(V, e & 0xffu, raw_part<V>(raw, j));
       ++j;
     };
-    while (j < dim_) {
-      if (bits < 0) return false;
+    auto refill = [&]() {
       if (p < end) {
         buf |= load_u64(p) << bits;
         p += (63 - bits) >> 3;
         bits |= 56;
       }
-      const uint64_t step = std::min<uint64_t>(4, dim_ - j);
-      for (uint64_t k = 0; k < step; ++k) one();
+    };
+    for (; j + kPerRefill <= n;) {
+      if (bits < 0) return false;
+      refill();
+      for (uint64_t k = 0; k < kPerRefill; ++k) one();
+    }
+    if (j < n) {
+      if (bits < 0) return false;
+      refill();
+      while (j < n) one();
     }
     if (bad || bits < 0) return false;
     // Bytes loaded less the whole bytes still in the buffer: those the codes took.
     const auto used = static_cast<uint64_t>(p - begin) - static_cast<uint64_t>(bits) / 8;
-    return p <= end + 8 && used == static_cast<uint64_t>(end - begin);
+    return used == static_cast<uint64_t>(end - begin);
   }
 
   std::string path_;
@@ -375,6 +416,7 @@ class LosslessTier final : public TierView {
   LosslessValues values_ = LosslessValues::f32;
   uint32_t width_ = 32, raw_bytes_ = 3;
   uint64_t block_rows_ = 1, segment_rows_ = 1, blocks_count_ = 0, segments_ = 0, codes_end_ = 0;
+  bool lengths_ = true;  // the rows section holds lengths, not offsets
   const uint8_t *raw_ = nullptr, *tables_ = nullptr, *blocks_ = nullptr, *rows_ = nullptr, *codes_ = nullptr;
   std::unique_ptr<std::atomic<const DecodeTable*>[]> decoders_;
   std::shared_ptr<const detail::FirstReadCheck> check_;

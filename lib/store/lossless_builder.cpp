@@ -157,8 +157,6 @@ class LosslessTierBuilder final : public TierBuilder {
         blocks_.write(&code_bytes_, 8);
         block_base_ = code_bytes_;
       }
-      const auto offset = static_cast<uint16_t>(code_bytes_ - block_base_);
-      row_offsets_.write(&offset, 2);
       const uint8_t* sym = symbols_.data() + r * dim_;
       out.clear();
       if (raw) {
@@ -172,6 +170,13 @@ class LosslessTierBuilder final : public TierBuilder {
           for (; held >= 8; held -= 8, acc >>= 8) out.push_back(static_cast<uint8_t>(acc));
         }
         if (held > 0) out.push_back(static_cast<uint8_t>(acc));
+      }
+      if (lossless_row_lengths(dim_)) {
+        const auto length = static_cast<uint8_t>(out.size());
+        row_offsets_.write(&length, 1);
+      } else {
+        const auto offset = static_cast<uint16_t>(code_bytes_ - block_base_);
+        row_offsets_.write(&offset, 2);
       }
       codes_.write(out.data(), out.size());
       code_bytes_ += out.size();

@@ -78,6 +78,11 @@ inline constexpr uint64_t kLosslessTableBytes = 128;
 // Zero bytes after the last row's code bits, so that a decoder may load
 // eight bytes at any position inside a row.
 inline constexpr uint64_t kLosslessCodePad = 8;
+// How the `rows` section locates a row in its block: for rows of at most
+// 185 values, whose code never passes 255 bytes (11 bits a value), a byte a
+// row holding its code's length; for wider ones a u16 a row, its offset.
+inline constexpr uint64_t kLosslessMaxLengthDim = 185;
+inline bool lossless_row_lengths(uint64_t dim) { return dim <= kLosslessMaxLengthDim; }
 // The writer's rows a block (one u64 offset each; a row's u16 offset
 // within its block then never overflows) and a segment (one code each,
 // about 4M values: a few MB buffered while writing).
