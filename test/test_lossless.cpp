@@ -48,7 +48,8 @@ std::vector<float> table_of(edo::LosslessValues v, uint64_t rows, uint64_t dim, 
   std::vector<float> x(rows * dim);
   for (auto& e : x) {
     const double u = 1.0 - rng.uniform();  // Box-Muller: a Gaussian's heavy exponents
-    const auto g = static_cast<float>(0.3 * std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * rng.uniform()));
+    const auto g =
+        static_cast<float>(0.3 * std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * rng.uniform()));
     if (v == edo::LosslessValues::bf16) e = edo::bits_float(edo::float_bits(g) & 0xffff0000u);
     if (v == edo::LosslessValues::f16) e = edo::half_bits_to_float(edo::float_to_half_bits(g));
     if (v == edo::LosslessValues::f32) e = g;
@@ -97,8 +98,8 @@ TEST_CASE("lossless: specs parse, print canonically and refuse what they cannot 
   CHECK(edo::format_lossless_spec(edo::LosslessValues::bf16) == "lossless:values=bf16");
   CHECK(edo::tier_kind_of("lossless") == edo::TierKind::lossless);
   CHECK(edo::tier_kind_of("lossless:values=bf16") == edo::TierKind::lossless);
-  for (const char* bad : {"lossless:values=int8", "lossless:level=3", "lossless:values=bf16,values=fp16",
-                          "lossless:values=fp16,rot"})
+  for (const char* bad :
+       {"lossless:values=int8", "lossless:level=3", "lossless:values=bf16,values=fp16", "lossless:values=fp16,rot"})
     CHECK(error_of([&] { edo::parse_lossless_spec(bad); }).find("lossless spec") != std::string::npos);
 }
 
@@ -135,8 +136,7 @@ TEST_CASE("lossless: code lengths are prefix-free, within the limit, and canonic
     REQUIRE(edo::lossless_canonical_codes(len, codes));
     for (int s = 0; s < 256; ++s)  // no code is a prefix of another (low bits first)
       for (int t = 0; t < 256; ++t)
-        if (s != t && len[s] && len[t] && len[s] <= len[t])
-          CHECK((codes[t] & ((1u << len[s]) - 1u)) != codes[s]);
+        if (s != t && len[s] && len[t] && len[s] <= len[t]) CHECK((codes[t] & ((1u << len[s]) - 1u)) != codes[s]);
   }
   uint8_t over[256] = {};
   for (int s = 0; s < 3; ++s) over[s] = 1;  // three one-bit codes
@@ -202,8 +202,8 @@ TEST_CASE("lossless: segments of their own code, rows read at once from many thr
       r.lookup(ids.data(), ids.size(), got.data());
       bool same = true;
       for (size_t i = 0; i < ids.size(); ++i)
-        same = same && std::memcmp(got.data() + i * dim, f.x.data() + static_cast<uint64_t>(ids[i]) * dim,
-                                   dim * 4) == 0;
+        same =
+            same && std::memcmp(got.data() + i * dim, f.x.data() + static_cast<uint64_t>(ids[i]) * dim, dim * 4) == 0;
       exact[static_cast<size_t>(k)] = same;
     });
   for (auto& th : threads) th.join();
@@ -255,7 +255,7 @@ TEST_CASE("lossless: a value the type cannot hold is an error, never rounded; ba
         std::string::npos);
   // A bf16 and an fp16 input keep their type.
   for (const auto& [dtype, want] : {std::pair{edo::io::DType::bf16, "lossless:values=bf16"},
-                                   std::pair{edo::io::DType::f16, "lossless:values=fp16"}}) {
+                                    std::pair{edo::io::DType::f16, "lossless:values=fp16"}}) {
     std::vector<float> g(30 * 8);
     for (size_t i = 0; i < g.size(); ++i) g[i] = std::sin(static_cast<float>(i)) * 3.0f;
     auto sw = edo::io::create_table(dir.file("h.safetensors"), 30, 8, dtype);

@@ -230,13 +230,15 @@ class LosslessTier final : public TierView {
 
   void gather(const uint64_t* local, const uint64_t* dst, size_t n, float* out) const override {
     if (check_) check_->ensure();
-    for (size_t k = 0; k < n; ++k) decode_row(local[k], out + dst[k] * dim_);
+    decode_rows(
+        n, [&](size_t k) { return local[k]; }, [&](size_t k) { return out + dst[k] * dim_; });
   }
 
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
     if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
     if (check_) check_->ensure();
-    for (uint64_t k = 0; k < count; ++k) decode_row(begin + k, out + k * dim_);
+    decode_rows(
+        count, [&](size_t k) { return begin + k; }, [&](size_t k) { return out + k * dim_; });
   }
 
   bool check_on_first_read(std::shared_ptr<const detail::FirstReadCheck> check) override {
@@ -325,6 +327,102 @@ class LosslessTier final : public TierView {
     return off;
   }
 
+  // Rows row(k) into dst(k), k < n: kStreams rows at once where they lie in
+  // coded segments (one Huffman code's decode is a chain of dependent table
+  // loads; several rows' chains overlap), any other row alone. A group with
+  // a corrupt row is decoded again row by row, so the error names the first.
+  template <class RowOf, class DstOf>
+  void decode_rows(size_t n, RowOf row, DstOf dst) const {
+    switch (values_) {
+      case LosslessValues::bf16:
+        return decode_rows_as<LosslessValues::bf16>(n, row, dst);
+      case LosslessValues::f16:
+        return decode_rows_as<LosslessValues::f16>(n, row, dst);
+      case LosslessValues::f32:
+        break;
+    }
+    decode_rows_as<LosslessValues::f32>(n, row, dst);
+  }
+
+  static constexpr size_t kStreams = 4;
+
+  struct Stream {
+    const uint8_t *p, *begin, *end, *raw;
+    const uint16_t* entry;
+    float* out;
+    uint64_t buf = 0;
+    int64_t bits = 0;
+    uint32_t bad = 0;
+  };
+
+  template <LosslessValues V, class RowOf, class DstOf>
+  void decode_rows_as(size_t n, RowOf row, DstOf dst) const {
+    Stream s[kStreams];
+    size_t held = 0;
+    size_t first[kStreams];
+    auto flush = [&]() {
+      if (held == kStreams && decode_streams<V>(s)) return void(held = 0);
+      for (size_t k = 0; k < held; ++k) decode_row_as<V>(row(first[k]), dst(first[k]));
+      held = 0;
+    };
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t r = row(k);
+      uint64_t start, end;
+      row_span(r, start, end);
+      const DecodeTable* table = decoder(r / segment_rows_);
+      if (table == raw_segment()) {
+        decode_row_as<V>(r, dst(k));
+        continue;
+      }
+      s[held] = {codes_ + start,      codes_ + start, codes_ + end, raw_ + r * dim_ * raw_bytes_,
+                 table->entry.data(), dst(k)};
+      first[held++] = k;
+      if (held == kStreams) flush();
+    }
+    flush();
+  }
+
+  // The streams' rows decoded together, five symbols of each a refill; false
+  // when any is corrupt (decode_coded's checks).
+  template <LosslessValues V>
+  bool decode_streams(Stream* s) const {
+    constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
+    constexpr uint64_t kPerRefill = 56 / kLosslessMaxCodeBits;
+    const uint64_t n = dim_;
+    uint64_t j = 0;
+    auto step = [&](uint64_t count) {
+      for (size_t t = 0; t < kStreams; ++t) {
+        Stream& st = s[t];
+        if (st.bits < 0) st.bad = 1, st.bits = 0;
+        if (st.p < st.end) {
+          st.buf |= load_u64(st.p) << st.bits;
+          st.p += (63 - st.bits) >> 3;
+          st.bits |= 56;
+        }
+      }
+      for (uint64_t k = 0; k < count; ++k, ++j)
+        for (size_t t = 0; t < kStreams; ++t) {
+          Stream& st = s[t];
+          const uint32_t e = st.entry[st.buf & kMask];
+          const uint32_t len = e >> 8;
+          st.bad |= static_cast<uint32_t>(len == 0);
+          st.buf >>= len;
+          st.bits -= len;
+          st.out[j] = lossless_value(V, e & 0xffu, raw_part<V>(st.raw, j));
+        }
+    };
+    while (j + kPerRefill <= n) step(kPerRefill);
+    if (j < n) step(n - j);
+    bool ok = true;
+    for (size_t t = 0; t < kStreams; ++t) {
+      const Stream& st = s[t];
+      const auto used =
+          static_cast<uint64_t>(st.p - st.begin) - static_cast<uint64_t>(std::max<int64_t>(st.bits, 0)) / 8;
+      ok = ok && !st.bad && st.bits >= 0 && used == static_cast<uint64_t>(st.end - st.begin);
+    }
+    return ok;
+  }
+
   void decode_row(uint64_t r, float* out) const {
     switch (values_) {
       case LosslessValues::bf16:
@@ -369,8 +467,7 @@ class LosslessTier final : public TierView {
   // exactly the row's bytes. A load never starts at or beyond `end`, which
   // lies kLosslessCodePad or more bytes before the section's end.
   template <LosslessValues V>
-  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw,
-                    float* out) const {
+  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw, float* out) const {
     constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
     constexpr uint64_t kPerRefill = 56 / kLosslessMaxCodeBits;
     const uint8_t* const begin = p;
