@@ -14,6 +14,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -408,7 +412,7 @@ class LosslessTier final : public TierView {
           st.bad |= static_cast<uint32_t>(len == 0);
           st.buf >>= len;
           st.bits -= len;
-          st.out[j] = lossless_value(V, e & 0xffu, raw_part<V>(st.raw, j));
+          store<V>(st.out, j, e & 0xffu, raw_part<V>(st.raw, j));
         }
     };
     while (j + kPerRefill <= n) step(kPerRefill);
@@ -420,6 +424,9 @@ class LosslessTier final : public TierView {
           static_cast<uint64_t>(st.p - st.begin) - static_cast<uint64_t>(std::max<int64_t>(st.bits, 0)) / 8;
       ok = ok && !st.bad && st.bits >= 0 && used == static_cast<uint64_t>(st.end - st.begin);
     }
+    if constexpr (V == LosslessValues::f16)
+      if (ok)
+        for (size_t t = 0; t < kStreams; ++t) widen_halves(s[t].out, n);
     return ok;
   }
 
@@ -444,12 +451,59 @@ class LosslessTier final : public TierView {
     if (table == raw_segment()) {
       if (end - start != dim_) fail(fmt::format("row {}: {} code bytes, a raw row holds {}", r, end - start, dim_));
       const uint8_t* sym = codes_ + start;
-      for (uint64_t j = 0; j < dim_; ++j) out[j] = lossless_value(V, sym[j], raw_part<V>(raw, j));
+      for (uint64_t j = 0; j < dim_; ++j) store<V>(out, j, sym[j], raw_part<V>(raw, j));
+      if constexpr (V == LosslessValues::f16) widen_halves(out, dim_);
       return;
     }
     if (!decode_coded<V>(table->entry.data(), codes_ + start, codes_ + end, raw, out))
       fail(fmt::format("row {}: its code bits do not decode to {} values in {} bytes", r, dim_, end - start));
+    if constexpr (V == LosslessValues::f16) widen_halves(out, dim_);
   }
+
+  // Value j of a row as its type reads: fp16 bits are held in the float's
+  // slot until the row is whole, then widened together (widen_halves).
+  template <LosslessValues V>
+  static void store(float* out, uint64_t j, uint32_t symbol, uint32_t raw) {
+    if constexpr (V == LosslessValues::f16) {
+      const uint32_t bits = lossless_join(symbol, raw, 16);
+      std::memcpy(out + j, &bits, sizeof bits);
+    } else {
+      out[j] = lossless_value(V, symbol, raw);
+    }
+  }
+
+  // The n fp16 bit patterns held in out's slots, widened in place exactly as
+  // half_bits_to_float does: eight at a time by F16C, whose NaNs (made quiet
+  // there) are put back from their bits.
+  static void widen_halves(float* out, uint64_t n) {
+    uint64_t j = 0;
+#ifdef __AVX2__
+    const __m256i low = _mm256_set1_epi32(0x7fff), inf = _mm256_set1_epi32(0x7c00);
+    for (; j + 8 <= n; j += 8) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(out + j));
+      const __m256 wide = _mm256_cvtph_ps(pack_halves(h));
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(h, low), inf);
+      const __m256i exact =
+          _mm256_or_si256(_mm256_or_si256(_mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16),
+                                          _mm256_set1_epi32(0x7f800000)),
+                          _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x3ff)), 13));
+      _mm256_storeu_ps(out + j, _mm256_blendv_ps(wide, _mm256_castsi256_ps(exact), _mm256_castsi256_ps(nan)));
+    }
+#endif
+    for (; j < n; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, out + j, sizeof bits);
+      out[j] = half_bits_to_float(static_cast<uint16_t>(bits));
+    }
+  }
+
+#ifdef __AVX2__
+  // Eight 32-bit lanes holding 16-bit values, packed to eight u16 in order.
+  static __m128i pack_halves(__m256i v) {
+    const __m256i packed = _mm256_packus_epi32(v, v);  // lanes 0-3, 0-3 | 4-7, 4-7 in each 128-bit half
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+  }
+#endif
 
   template <LosslessValues V>
   static uint32_t raw_part(const uint8_t* raw, uint64_t j) {
@@ -482,7 +536,7 @@ class LosslessTier final : public TierView {
       bad |= static_cast<uint32_t>(len == 0);
       buf >>= len;
       bits -= len;
-      out[j] = lossless_value(V, e & 0xffu, raw_part<V>(raw, j));
+      store<V>(out, j, e & 0xffu, raw_part<V>(raw, j));
       ++j;
     };
     auto refill = [&]() {
