@@ -24,18 +24,26 @@ namespace {
 
 class LosslessTierBuilder final : public TierBuilder {
  public:
-  LosslessTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
-                      std::function<void(const std::string&)> note)
+  LosslessTierBuilder(const std::string& spec, uint64_t dim, const EncodeOptions& enc)
       : values_(parse_lossless_spec(spec).values),
         dim_(dim),
         enc_(enc),
-        note_(std::move(note)),
         block_rows_(lossless_block_rows(dim)),
         segment_rows_(lossless_segment_rows(dim, block_rows_)) {}
 
   std::string codec() const override { return format_lossless_spec(values_); }
   // Every row's code bits depend on the counts of its whole segment.
   ShardNeed shard_need() const override { return ShardNeed::unshardable; }
+
+  std::vector<std::string> report_notes() const override {
+    const uint32_t raw = lossless_value_bits(values_) - 8;
+    std::vector<std::string> notes = {
+        fmt::format("{:.2f} bits a value (the symbols' entropy {:.2f} + {} raw); {} of {} segments coded",
+                    bits_per_value_, symbol_entropy_, raw, coded_segments_, segments_)};
+    if (coded_segments_ == 0 && segments_ > 0)
+      notes.emplace_back("its values do not compress: every segment stores a byte a symbol");
+    return notes;
+  }
 
   void begin(io::ContainerWriter& writer, const std::string& prefix) override {
     recon_ = std::make_unique<RowErrorStats>(dim_);
@@ -85,18 +93,17 @@ class LosslessTierBuilder final : public TierBuilder {
     }
     uint64_t bytes = 0;
     for (const auto& [role, b] : section_bytes_) bytes += b;
-    if (coded_segments_ == 0 && segments_ > 0 && note_)
-      note_(fmt::format("lossless tier: its values do not compress; every segment stored raw ({} bits a value)",
-                        lossless_value_bits(values_)));
     const double values = static_cast<double>(rows_) * static_cast<double>(dim_);
+    bits_per_value_ = values > 0 ? 8.0 * static_cast<double>(bytes) / values : 0.0;
+    symbol_entropy_ = values > 0 ? entropy_bits_ / values : 0.0;
     entry.update({{"codec", codec()},
                   {"code_size", 0},
                   {"sections", sections},
                   {"block_rows", block_rows_},
                   {"segment_rows", segment_rows_},
                   {"coded_segments", coded_segments_},
-                  {"bits_per_value", values > 0 ? 8.0 * static_cast<double>(bytes) / values : 0.0},
-                  {"symbol_entropy", values > 0 ? entropy_bits_ / values : 0.0}});
+                  {"bits_per_value", bits_per_value_},
+                  {"symbol_entropy", symbol_entropy_}});
     return bytes;
   }
 
@@ -190,7 +197,6 @@ class LosslessTierBuilder final : public TierBuilder {
   LosslessValues values_;
   uint64_t dim_;
   EncodeOptions enc_;
-  std::function<void(const std::string&)> note_;
   uint32_t block_rows_;
   uint64_t segment_rows_;
   io::ContainerWriter* writer_ = nullptr;
@@ -198,14 +204,14 @@ class LosslessTierBuilder final : public TierBuilder {
   Spool codes_{"a lossless tier"}, blocks_{"a lossless tier"}, row_offsets_{"a lossless tier"},
       tables_{"a lossless tier"};
   uint64_t rows_ = 0, segments_ = 0, coded_segments_ = 0, code_bytes_ = 0, block_base_ = 0;
-  double entropy_bits_ = 0;
+  double entropy_bits_ = 0, bits_per_value_ = 0, symbol_entropy_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
-                                                        const std::function<void(const std::string&)>& note) {
-  return std::make_unique<LosslessTierBuilder>(spec, dim, enc, note);
+std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim,
+                                                        const EncodeOptions& enc) {
+  return std::make_unique<LosslessTierBuilder>(spec, dim, enc);
 }
 
 std::string resolve_tier_field(const std::string& field, io::DType input_dtype) {

@@ -397,6 +397,7 @@ TierWriteReport write_tier(PassState& ps, uint8_t t, TierBuilder& builder, nlohm
   if (std::any_of(ps.masses.begin(), ps.masses.end(), [](double m) { return m > 0; })) entry["mass"] = tr.mass;
   tr.bytes = builder.finish(ps.writer, prefix, entry);
   tr.sections = builder.section_bytes();
+  tr.notes = builder.report_notes();
   if (const uint64_t dense = builder.dense_bytes(); dense > 0 && tr.bytes > dense && !ps.opt.allow_larger_sparse)
     EDO_FAIL(
         "tier '{}': {} takes {} bytes, more than the {} bytes of the same rows stored dense at the same value "
@@ -543,8 +544,8 @@ constexpr TierMaker kTierMakers[] = {
     [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit) {
       return make_group_tier_builder(field, dim, enc, fit);
     },
-    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions& fit) {
-      return make_lossless_tier_builder(field, dim, enc, fit.note);
+    [](const std::string& field, uint64_t dim, const EncodeOptions& enc, const HashFitOptions&) {
+      return make_lossless_tier_builder(field, dim, enc);
     },
 };
 static_assert(std::size(kTierMakers) == kTierKindCount);

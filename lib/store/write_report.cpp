@@ -36,6 +36,7 @@ nlohmann::json pack_report_json(const PackReport& rep) {
       for (const auto& [role, bytes] : t.sections) sections[role] = bytes;
       tiers.back()["sections"] = sections;
     }
+    if (!t.notes.empty()) tiers.back()["notes"] = t.notes;
   }
   return {{"rows", rep.rows},
           {"dim", rep.dim},
@@ -66,6 +67,7 @@ std::string pack_report_text(const PackReport& rep) {
     s += fmt::format("  {:<10} {:<10} {:>10} {:>8}  {:<18} {:<5} {:>12}\n", t.name, share_text(rep.specs[i]), t.rows,
                      mass, t.codec, residency_name(t.residency), t.bytes);
     for (const auto& [role, bytes] : t.sections) s += fmt::format("  {:<10} {:<35} {:>12}\n", "", role, bytes);
+    for (const std::string& note : t.notes) s += fmt::format("  {:<10} {}\n", "", note);
   }
   s += fmt::format("  row map    {} bytes\n", rep.map_bytes);
   if (rep.vocab_bytes > 0)

@@ -142,6 +142,10 @@ class TierBuilder {
   // Bytes the tier's rows would take stored dense at the same value
   // precision (sparse kinds, after finish()); 0 when the comparison does not apply.
   virtual uint64_t dense_bytes() const { return 0; }
+  // What the tool's summary says of the tier beside its bytes, after
+  // finish() (a lossless tier's bits a value and entropy; that its values
+  // did not compress).
+  virtual std::vector<std::string> report_notes() const { return {}; }
 
  protected:
   std::unique_ptr<RowErrorStats> recon_;
@@ -168,10 +172,9 @@ std::unique_ptr<TierBuilder> make_hash_tier_builder(const std::string& spec, uin
 std::unique_ptr<TierBuilder> make_group_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
                                                      const HashFitOptions& fit);
 
-// The builder of a lossless tier (lossless.hpp); `note` hears that a tier's
-// values did not compress.
-std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim, const EncodeOptions& enc,
-                                                        const std::function<void(const std::string&)>& note);
+// The builder of a lossless tier (lossless.hpp).
+std::unique_ptr<TierBuilder> make_lossless_tier_builder(const std::string& spec, uint64_t dim,
+                                                        const EncodeOptions& enc);
 // A tier's "codec" field as written for an input of `input_dtype`: a bare
 // `lossless` names the input's own precision (lossless.hpp); any other field
 // is returned as it is.
@@ -220,6 +223,7 @@ struct TierWriteReport {
   double train_seconds = 0, encode_seconds = 0;
   RowErrorSummary recon;  // empty (rows 0) for kinds that do not reconstruct rows one by one
   std::vector<std::pair<std::string, uint64_t>> sections;  // (role, bytes), for kinds that itemise them
+  std::vector<std::string> notes;                          // TierBuilder::report_notes()
 };
 
 struct TableWriteReport {
