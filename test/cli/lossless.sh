@@ -49,10 +49,11 @@ sys.exit(0 if a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np
 
 for t in bf h; do
   expect 0 "$K" "$work/$t.safetensors" -o "$work/$t.edo" --tier all:rest:lossless --json -q
+  want=$([ "$t" = bf ] && echo bf16 || echo fp16)
+  grep -q "\"codec\": \"lossless:values=$want\"" "$work/out" || fail "a $want input's lossless tier: $(cat "$work/out")"
   expect 0 "$U" "$work/$t.edo" -o "$work/$t.back.npy" -q
   same "$work/$t.npy" "$work/$t.back.npy"
 done
-grep -q '"codec": "lossless:values=fp16"' "$work/out" || fail "an fp16 input's lossless tier is not fp16: $(cat "$work/out")"
 # A hot tier in the same type before it, then evaluation: no error anywhere.
 expect 0 "$K" "$work/bf.safetensors" -o "$work/two.edo" --tier hot:rows=10%:bf16 --tier cold:rest:lossless
 expect 0 "$U" "$work/two.edo" -o "$work/two.back.npy" -q
