@@ -6,6 +6,7 @@
 #include <edo/io/container.hpp>
 #include <edo/io/table.hpp>
 #include <edo/io/vocab.hpp>
+#include <edo/tier.hpp>
 
 #include <sys/wait.h>
 
@@ -639,6 +640,8 @@ TEST_CASE("required features: every name a codec spec yields is one the containe
                            "int8", "fp16", "pq:m=8", "csr:density=0.5,values=int8", "hash:buckets=64"})
     for (const std::string& f : edo::spec_format_features(spec)) yielded.insert(f);
   yielded.insert("rowmap:runs");  // from the row map, not a spec
+  for (const edo::TierKindTraits& t : edo::tier_kinds())
+    if (t.feature) yielded.insert(t.feature);  // from a tier kind's row
   std::set<std::string> accepted(std::begin(edo::io::kFormatFeatures), std::end(edo::io::kFormatFeatures));
   CHECK(yielded == accepted);
   CHECK(edo::spec_format_features("int8").empty());
