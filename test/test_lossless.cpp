@@ -332,3 +332,57 @@ TEST_CASE("lossless: hostile tables, offsets and codes are errors, never reads o
     }
   }
 }
+
+TEST_CASE("lossless: the reference row decode (the GPU's) equals the reader's four-row loop on every row") {
+  for (const auto v : {edo::LosslessValues::bf16, edo::LosslessValues::f16, edo::LosslessValues::f32})
+    for (const uint64_t dim : {3ull, 50ull, 200ull}) {
+      CAPTURE(edo::lossless_values_name(v));
+      CAPTURE(dim);
+      const uint64_t rows = 333;
+      const LosslessFile f(table_of(v, rows, dim, dim + 1), rows, dim, edo::format_lossless_spec(v));
+      std::vector<float> want(rows * dim);
+      edo::Reader::open(f.path).decode_all(want.data());
+      // The sections as FORMAT.md 9.10 lays them out, read here without the reader.
+      const edo::io::Container c = edo::io::Container::open(f.path);
+      const nlohmann::json& t = c.manifest()["tiers"][0];
+      const uint64_t b_rows = t["block_rows"], s_rows = t["segment_rows"];
+      auto section = [&](const char* role) { return c.section(t["sections"][role].get<std::string>()).data; };
+      const uint8_t *raw = section("raw"), *codes = section("codes"), *index = section("rows"),
+                    *tables = section("tables"), *blocks = section("blocks");
+      std::vector<float> got(rows * dim);
+      for (uint64_t r = 0; r < rows; ++r) {
+        uint8_t lengths[256];
+        for (int k = 0; k < 256; ++k) lengths[k] = (tables[(r / s_rows) * 128 + k / 2] >> (4 * (k % 2))) & 0xf;
+        uint16_t code[256];
+        REQUIRE(edo::lossless_canonical_codes(lengths, code));
+        std::vector<uint16_t> entry(2048, 0);
+        bool coded = false;
+        for (int k = 0; k < 256; ++k)
+          if (lengths[k]) {
+            coded = true;
+            for (uint32_t at = code[k]; at < 2048; at += 1u << lengths[k])
+              entry[at] = static_cast<uint16_t>(k | lengths[k] << 8);
+          }
+        uint64_t base;
+        std::memcpy(&base, blocks + 8 * (r / b_rows), 8);
+        uint64_t start = base, end;
+        if (edo::lossless_row_lengths(dim)) {
+          for (uint64_t k = r / b_rows * b_rows; k < r; ++k) start += index[k];
+          end = start + index[r];
+        } else {
+          uint16_t off;
+          std::memcpy(&off, index + 2 * r, 2);
+          start = base + off;
+          if (r + 1 < rows && (r + 1) % b_rows != 0) {
+            std::memcpy(&off, index + 2 * (r + 1), 2);
+            end = base + off;
+          } else {
+            std::memcpy(&end, blocks + 8 * (r / b_rows + 1), 8);
+          }
+        }
+        REQUIRE(edo::lossless_decode_row(coded ? entry.data() : nullptr, codes + start, codes + end,
+                                         raw + r * dim * edo::lossless_raw_bytes(v), v, dim, got.data() + r * dim));
+      }
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
+    }
+}

@@ -18,6 +18,11 @@
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
+
+#ifdef EDO_HAVE_CUDA
+#include <edo/cuda/lossless.cuh>
+#include <edo/device.hpp>
+#endif
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -239,8 +244,8 @@ class LosslessTier final : public TierView {
   }
 
   void decode_range(uint64_t begin, uint64_t count, float* out, Device device) const override {
-    if (device == Device::cuda) require_device(Device::cuda);  // decoded on the host all the same
     if (check_) check_->ensure();
+    if (device == Device::cuda) return decode_range_cuda(begin, count, out);
     decode_rows(
         count, [&](size_t k) { return begin + k; }, [&](size_t k) { return out + k * dim_; });
   }
@@ -346,6 +351,64 @@ class LosslessTier final : public TierView {
         break;
     }
     decode_rows_as<LosslessValues::f32>(n, row, dst);
+  }
+
+  // Rows [begin, begin + count) on the GPU (kernels/lossless.cu): their
+  // offsets checked and spans found here, the codes, raw parts and the
+  // segments' tables copied in, the rows copied out. A row the kernel cannot
+  // decode is decoded again here, which throws its error.
+  void decode_range_cuda(uint64_t begin, uint64_t count, float* out) const {
+    require_device(Device::cuda);
+#ifdef EDO_HAVE_CUDA
+    if (count == 0) return;
+    std::vector<uint64_t> spans(2 * count);
+    std::vector<int32_t> table_of(count, -1);
+    std::vector<uint16_t> tables;
+    uint64_t lo = UINT64_MAX, hi = 0, last_segment = UINT64_MAX;
+    for (uint64_t k = 0; k < count; ++k) {
+      const uint64_t r = begin + k;
+      row_span(r, spans[2 * k], spans[2 * k + 1]);
+      lo = std::min(lo, spans[2 * k]);
+      hi = std::max(hi, spans[2 * k + 1]);
+      const DecodeTable* t = decoder(r / segment_rows_);
+      if (t == raw_segment()) continue;
+      if (r / segment_rows_ != last_segment) {
+        last_segment = r / segment_rows_;
+        tables.insert(tables.end(), t->entry.begin(), t->entry.end());
+      }
+      table_of[k] = static_cast<int32_t>(tables.size() / t->entry.size() - 1);
+    }
+    for (uint64_t& s : spans) s -= lo;
+    DeviceBuffer d_codes(hi - lo), d_spans(spans.size() * 8), d_raw(count * dim_ * raw_bytes_),
+        d_tables(tables.size() * 2), d_table_of(count * 4), d_out(count * dim_ * sizeof(float)),
+        d_bad(sizeof(unsigned long long));
+    d_codes.upload(codes_ + lo, hi - lo);
+    d_spans.upload(spans.data(), d_spans.bytes());
+    d_raw.upload(raw_ + begin * dim_ * raw_bytes_, d_raw.bytes());
+    d_tables.upload(tables.data(), d_tables.bytes());
+    d_table_of.upload(table_of.data(), d_table_of.bytes());
+    unsigned long long bad = ~0ull;
+    d_bad.upload(&bad, sizeof bad);
+    cuda::LosslessRows s;
+    s.values = values_;
+    s.dim = dim_;
+    s.codes = d_codes.as<uint8_t>();
+    s.spans = d_spans.as<uint64_t>();
+    s.raw = d_raw.as<uint8_t>();
+    s.tables = d_tables.as<uint16_t>();
+    s.table_of = d_table_of.as<int32_t>();
+    cuda::decode_lossless(s, count, d_out.as<float>(), d_bad.as<unsigned long long>());
+    check_cuda_launch("decode_lossless");
+    d_bad.download(&bad, sizeof bad);
+    if (bad != ~0ull) {
+      std::vector<float> row(dim_);
+      decode_row(begin + bad, row.data());  // throws its error
+      fail(fmt::format("row {}: the GPU could not decode it", begin + bad));
+    }
+    d_out.download(out, d_out.bytes());
+#else
+    (void)begin, (void)count, (void)out;
+#endif
   }
 
   static constexpr size_t kStreams = 4;

@@ -105,4 +105,38 @@ void lossless_code_lengths(const uint64_t* counts, uint8_t* lengths);
 // and its share of a block's (the planner's size of a lossless tier).
 double lossless_row_bytes(LosslessValues v, const float* x, uint64_t n, uint64_t dim);
 
+// One row, the reference decode (the GPU's, and what the CPU's four-row
+// loop is tested against): `dim` symbols from the row's bytes [p, end) by
+// the segment's table `entry` (2^11 entries: symbol | length << 8, 0 where
+// no code begins; null: the segment stores a byte a symbol), each joined
+// with its raw part into out. Reads nothing outside [p, end) and `raw`'s
+// row. False unless every code is one of the table's and the codes take
+// exactly the row's bytes (or, a byte a symbol, the row holds dim bytes).
+EDO_HD inline bool lossless_decode_row(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw,
+                                       LosslessValues v, uint64_t dim, float* out) {
+  const uint32_t rb = lossless_raw_bytes(v);
+  const auto raw_at = [&](uint64_t j) {
+    uint32_t r = 0;
+    for (uint32_t k = 0; k < rb; ++k) r |= uint32_t{raw[j * rb + k]} << (8 * k);
+    return r;
+  };
+  if (!entry) {
+    if (static_cast<uint64_t>(end - p) != dim) return false;
+    for (uint64_t j = 0; j < dim; ++j) out[j] = lossless_value(v, p[j], raw_at(j));
+    return true;
+  }
+  uint64_t buf = 0;
+  uint32_t held = 0;
+  for (uint64_t j = 0; j < dim; ++j) {
+    while (held <= 56 && p < end) buf |= uint64_t{*p++} << held, held += 8;
+    const uint32_t e = entry[buf & ((uint64_t{1} << kLosslessMaxCodeBits) - 1)];
+    const uint32_t len = e >> 8;
+    if (len == 0 || len > held) return false;
+    buf >>= len;
+    held -= len;
+    out[j] = lossless_value(v, e & 0xffu, raw_at(j));
+  }
+  return p == end && held < 8;
+}
+
 }  // namespace edo
