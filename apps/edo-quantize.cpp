@@ -16,6 +16,7 @@
 #include <edo/pack.hpp>
 #include <edo/shard.hpp>
 #include <edo/sweep.hpp>
+#include <edo/tier.hpp>
 
 #include <unistd.h>
 
@@ -44,13 +45,23 @@ void print_codec_list() {
 
 namespace {
 
+// A bad spec is a usage error before any work; a tier kind's field
+// (lossless, csr:..., hash:...) is no codec, and the error names the tool
+// that writes it.
+void check_codec_spec(const std::string& spec, uint64_t dim) {
+  if (const edo::TierKind kind = edo::tier_kind_of(spec); kind != edo::TierKind::codec)
+    EDO_USAGE_FAIL("codec spec '{}': a {} tier, not a codec: edo-pack writes it (--tier all:rest:{})", spec,
+                   edo::tier_kind_traits(kind).name, spec);
+  edo::make_codec(spec, dim);
+}
+
 // --sweep: each codec as a one-tier file (the bytes edo-quantize writes),
 // evaluated, smallest first, the Pareto front of bytes and recall marked.
 int run_codec_sweep(const std::string& text, edo::io::TableReader& table, const edo::PackOptions& opt,
                     const edo::cli::EvalFlags& flags, bool json) {
   std::vector<edo::SweepItem> items;
   for (const std::string& codec : edo::parse_sweep(text)) {
-    edo::make_codec(codec, table.dim());  // a bad spec is a usage error before any work
+    check_codec_spec(codec, table.dim());
     items.push_back({codec, {edo::parse_tier_spec("all:rest:" + codec)}, false});
   }
   const edo::EvalOptions eval = flags.options(table.rows(), opt.seed, opt.device);
@@ -258,7 +269,7 @@ struct Quantize {
     if (choosing)
       check_auto();
     else if (!spec.empty())
-      for (const edo::io::ModelTable& t : model.tables) edo::make_codec(spec, t.dim);  // usage errors first
+      for (const edo::io::ModelTable& t : model.tables) check_codec_spec(spec, t.dim);  // usage errors first
     const edo::QuantizeOptions opt = options();
     // auto:... on a model: one budget over the model's values, each table's pick from its own candidates.
     std::map<std::string, edo::CodecChoice> picks;
@@ -359,7 +370,7 @@ struct Quantize {
     if (edo::is_auto_spec(spec))
       chosen = choose(*table);
     else if (!spec.empty())
-      edo::make_codec(spec, table->dim());  // a bad spec is a usage error before any work
+      check_codec_spec(spec, table->dim());
 
     edo::QuantizeOptions opt = options_for(chosen);
     std::vector<std::string> given_words;

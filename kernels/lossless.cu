@@ -23,8 +23,7 @@ __global__ void decode_lossless_kernel(LosslessRows s, size_t rows, float* __res
 
 }  // namespace
 
-void decode_lossless(const LosslessRows& s, size_t rows, float* out, unsigned long long* bad_row,
-                     cudaStream_t stream) {
+void decode_lossless(const LosslessRows& s, size_t rows, float* out, unsigned long long* bad_row, cudaStream_t stream) {
   if (rows == 0) return;
   decode_lossless_kernel<<<grid_blocks(rows), kThreads, 0, stream>>>(s, rows, out, bad_row);
 }

@@ -67,11 +67,11 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST_CASE("lossless cuda: GPU decode matches the CPU and refuses what it refuses (skipped without a GPU)") {
   if (skip_without_gpu()) return;
   // 4,000 wide: three segments of their own code; fp32: three raw bytes a value.
-  for (const auto& [spec, dim, rows] : std::vector<std::tuple<std::string, uint64_t, uint64_t>>{
-           {"lossless:values=bf16", 20, 300},
-           {"lossless:values=fp16", 300, 300},
-           {"lossless:values=fp32", 50, 300},
-           {"lossless:values=bf16", 4000, 2100}}) {
+  for (const auto& [spec, dim, rows] :
+       std::vector<std::tuple<std::string, uint64_t, uint64_t>>{{"lossless:values=bf16", 20, 300},
+                                                                {"lossless:values=fp16", 300, 300},
+                                                                {"lossless:values=fp32", 50, 300},
+                                                                {"lossless:values=bf16", 4000, 2100}}) {
     CAPTURE(spec);
     CAPTURE(dim);
     const LosslessFile f(spec, dim, rows);

@@ -170,7 +170,8 @@ double lossless_row_bytes(LosslessValues v, const float* x, uint64_t n, uint64_t
     coded += (bits + 7) / 8;
   }
   const double code = std::min(static_cast<double>(coded) / static_cast<double>(n), static_cast<double>(dim));
-  return code + static_cast<double>(dim * lossless_raw_bytes(v)) + 2.0 + 8.0 / lossless_block_rows(dim);
+  const double index = lossless_row_lengths(dim) ? 1.0 : 2.0;
+  return code + static_cast<double>(dim * lossless_raw_bytes(v)) + index + 8.0 / lossless_block_rows(dim);
 }
 
 namespace {

@@ -79,6 +79,9 @@ expect 2 "$K" "$work/x.npy" -o "$work/no.edo" --tier all:rest:lossless:values=in
 err_has "values=int8 (bf16, fp16 or fp32)"
 expect 2 "$K" "$work/x.npy" -o "$work/no.edo" --tier all:rest:lossless --shard 0/2 --freq "$work/counts.npy"
 grep -qF "does not shard" "$work/err" || fail "a lossless shard: $(cat "$work/err")"
+# edo-quantize writes codecs: a lossless tier is edo-pack's, and it says so.
+expect 2 "$build/edo-quantize" "$work/x.npy" -o "$work/no.edo" --codec lossless
+err_has "a lossless tier, not a codec: edo-pack writes it (--tier all:rest:lossless)"
 # Values that do not compress: stored raw, said in the summary, read back exactly.
 expect 0 "$K" "$work/noise.npy" -o "$work/noise.edo" --tier all:rest:lossless
 grep -qF "its values do not compress" "$work/out" || fail "no note for incompressible values: $(cat "$work/out")"
