@@ -326,6 +326,19 @@ TEST_CASE("lossless: hostile tables, offsets and codes are errors, never reads o
     const uint64_t huge = 1ull << 40;
     std::memcpy(h.data() + at["all/blocks"] + 8, &huge, 8);
     expect_corrupt(h, "a block offset beyond the section", "row 0:");
+    if (lengths) {
+      // Row 61's code spoilt and block 0's end moved (row 63's offsets then corrupt): four rows are decoded
+      // at once, but the error names row 61, the first, as a decode row by row does.
+      h = bytes;
+      uint64_t start = 0;
+      for (uint64_t k = 0; k < 61; ++k) start += static_cast<uint8_t>(h[index + k]);
+      for (uint64_t k = 0; k < 3; ++k) h[at["all/codes"] + start + k] = static_cast<char>(0xff);
+      uint64_t end0;
+      std::memcpy(&end0, h.data() + at["all/blocks"] + 8, 8);
+      end0 += 1;
+      std::memcpy(h.data() + at["all/blocks"] + 8, &end0, 8);
+      expect_corrupt(h, "the first of two corrupt rows", "row 61:");
+    }
     for (const auto& [key, value] : {std::pair<const char*, int>{"block_rows", 0}, {"segment_rows", 7}}) {
       h = edo::test::with_manifest(bytes, [&](nlohmann::json& m) { m["tiers"][0][key] = value; });
       expect_corrupt(h, key, key);

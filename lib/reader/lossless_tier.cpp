@@ -196,7 +196,6 @@ class LosslessTier final : public TierView {
     const LosslessSpec spec = parse_lossless_spec(info.codec);
     if (!spec.values_given) fail("a stored lossless tier names its values (lossless:values=V)");
     values_ = spec.values;
-    width_ = lossless_value_bits(values_);
     raw_bytes_ = lossless_raw_bytes(values_);
     stats_.codec = format_lossless_spec(values_);
     block_rows_ = unsigned_key(jt, "block_rows");
@@ -368,7 +367,16 @@ class LosslessTier final : public TierView {
     uint64_t lo = UINT64_MAX, hi = 0, last_segment = UINT64_MAX;
     for (uint64_t k = 0; k < count; ++k) {
       const uint64_t r = begin + k;
-      row_span(r, spans[2 * k], spans[2 * k + 1]);
+      try {
+        row_span(r, spans[2 * k], spans[2 * k + 1]);
+      } catch (const Error&) {
+        // The rows before it first, on the host: the error names the first
+        // corrupt row, as a decode row by row does.
+        std::vector<float> scratch(k * dim_);
+        decode_rows(
+            k, [&](size_t i) { return begin + i; }, [&](size_t i) { return scratch.data() + i * dim_; });
+        throw;
+      }
       lo = std::min(lo, spans[2 * k]);
       hi = std::max(hi, spans[2 * k + 1]);
       const DecodeTable* t = decoder(r / segment_rows_);
@@ -436,9 +444,16 @@ class LosslessTier final : public TierView {
     for (size_t k = 0; k < n; ++k) {
       const uint64_t r = row(k);
       uint64_t start, end;
-      row_span(r, start, end);
-      const DecodeTable* table = decoder(r / segment_rows_);
+      const DecodeTable* table;
+      try {
+        row_span(r, start, end);
+        table = decoder(r / segment_rows_);
+      } catch (const Error&) {
+        flush();  // the held rows' error first, when one is corrupt
+        throw;
+      }
       if (table == raw_segment()) {
+        flush();
         decode_row_as<V>(r, dst(k));
         continue;
       }
@@ -629,7 +644,7 @@ class LosslessTier final : public TierView {
   std::string path_;
   uint64_t dim_ = 0;
   LosslessValues values_ = LosslessValues::f32;
-  uint32_t width_ = 32, raw_bytes_ = 3;
+  uint32_t raw_bytes_ = 3;
   uint64_t block_rows_ = 1, segment_rows_ = 1, blocks_count_ = 0, segments_ = 0, codes_end_ = 0;
   bool lengths_ = true;  // the rows section holds lengths, not offsets
   const uint8_t *raw_ = nullptr, *tables_ = nullptr, *blocks_ = nullptr, *rows_ = nullptr, *codes_ = nullptr;
