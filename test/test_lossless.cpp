@@ -399,3 +399,27 @@ TEST_CASE("lossless: the reference row decode (the GPU's) equals the reader's fo
       CHECK(std::memcmp(got.data(), want.data(), got.size() * 4) == 0);
     }
 }
+
+TEST_CASE("lossless: the planner sizes a lossless tier on its sample in the input's own type, within 2% of the file") {
+  edo::test::TempDir dir;
+  const uint64_t rows = 3000, dim = 40;
+  std::vector<float> x = table_of(edo::LosslessValues::f32, rows, dim, 8);
+  for (uint64_t j = 0; j < dim; ++j) x[3 * dim + j] = x[(rows - 1) * dim + j] = 0.5f;  // no NaN in a plan
+  auto w = edo::io::create_table(dir.file("t.safetensors"), rows, dim, edo::io::DType::bf16);
+  w->write_f32(x.data(), rows);
+  w->commit();
+  auto table = edo::io::open_table(dir.file("t.safetensors"));
+  edo::PlanOptions opt;
+  opt.budget = {edo::parse_gate("recall@10>=0.999")};
+  opt.queries = 200;
+  opt.codecs = {"int8", "lossless"};
+  const edo::PlanResult plan = edo::plan_tiers(*table, opt);
+  REQUIRE(plan.chosen >= 0);
+  const edo::PlanCandidate& chosen = plan.tried[static_cast<size_t>(plan.chosen)];
+  CHECK(chosen.tiers.size() == 1);
+  CHECK(chosen.tiers[0].codec == "lossless:values=bf16");
+  edo::PackOptions po;
+  po.tiers = chosen.tiers;
+  const edo::PackReport rep = edo::pack_to_edo(*table, dir.file("p.edo"), po);
+  CHECK(static_cast<double>(chosen.bytes) == doctest::Approx(static_cast<double>(rep.data_bytes)).epsilon(0.02));
+}

@@ -154,9 +154,10 @@ LadderCodec tier_kind_entry(const std::string& s, TierKind kind, const PlanSampl
       c.state_bytes = dim * sizeof(float);
       break;
     case TierKind::lossless: {
-      // A bare `lossless` stays so in the plan: edo-pack keeps the input's
-      // precision. The sample sizes it as fp32 unless the spec names values.
+      // Sized on the sample in the type the writer keeps (build_ladder
+      // resolves a bare `lossless` to the input's).
       const LosslessSpec spec = parse_lossless_spec(s);
+      c.spec = format_lossless_spec(spec.values);
       c.code_size =
           static_cast<uint64_t>(std::ceil(lossless_row_bytes(spec.values, sample.x.data(), sample.ids.size(), dim)));
       break;
@@ -284,7 +285,7 @@ constexpr uint64_t kPlanTcWork = 1'000'000'000;
 // The ladder, most precise first: codecs and sparse tiers by bytes a row,
 // then the fallbacks. `table`: the table's name, for errors.
 std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& sample, uint64_t dim,
-                                      uint64_t table_rows, const std::string& table) {
+                                      uint64_t table_rows, const std::string& table, io::DType input_dtype) {
   std::vector<std::string> specs = opt.codecs;
   if (specs.empty()) {
     // fp16 group parameters (scale=fp16) cost 4 bytes a row instead of 8
@@ -336,7 +337,7 @@ std::vector<LadderCodec> build_ladder(const PlanOptions& opt, const PlanSample& 
       c = codec_entry(s, opt, sample, dim, table);
     } else {
       try {
-        c = tier_kind_entry(s, kind, sample, dim, table_rows);
+        c = tier_kind_entry(resolve_tier_field(s, input_dtype), kind, sample, dim, table_rows);
       } catch (const Error&) {
         // A default entry this table cannot hold (a sparse tier no smaller than its dense rows) is left out.
         if (!opt.codecs.empty()) throw;
@@ -1129,7 +1130,7 @@ PlanResult plan_tiers(io::TableReader& table, const PlanOptions& opt) {
           "{}: budget '{}': k={} is not below the {} rows it is scored on (every row would count as found); give "
           "a smaller k",
           table.path(), g.expression, *k, sample.ids.size());
-  const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path());
+  const std::vector<LadderCodec> ladder = build_ladder(opt, sample, dim, rows, table.path(), table.dtype());
   for (const LadderCodec& l : ladder)
     res.ladder.push_back({l.spec, l.kind == TierKind::codec, l.code_size, l.state_bytes, l.sample_error});
   const std::vector<Candidate> eligible = eligible_candidates(ladder, order, opt, res);
