@@ -423,3 +423,26 @@ TEST_CASE("lossless: the planner sizes a lossless tier on its sample in the inpu
   const edo::PackReport rep = edo::pack_to_edo(*table, dir.file("p.edo"), po);
   CHECK(static_cast<double>(chosen.bytes) == doctest::Approx(static_cast<double>(rep.data_bytes)).epsilon(0.02));
 }
+
+TEST_CASE("lossless: the default check reads a tier's row payload at its first lookup, its index at open") {
+  const uint64_t rows = 200, dim = 16;
+  const LosslessFile f(table_of(edo::LosslessValues::bf16, rows, dim, 6), rows, dim, "lossless:values=bf16");
+  const std::string bytes = edo::test::read_bytes(f.path);
+  const edo::io::Container c = edo::io::Container::open(f.path);
+  for (const auto& s : c.sections()) {
+    if (s.name.rfind("all/", 0) != 0) continue;
+    CAPTURE(s.name);
+    std::string h = bytes;
+    h[s.offset] = static_cast<char>(h[s.offset] ^ 1);
+    edo::test::write_bytes(f.dir.file("h.edo"), h);
+    const bool payload = s.name != "all/blocks" && s.name != "all/tables";
+    if (!payload) {
+      CHECK(error_of([&] { edo::Reader::open(f.dir.file("h.edo")); }).find(s.name) != std::string::npos);
+      continue;
+    }
+    const edo::Reader r = edo::Reader::open(f.dir.file("h.edo"));  // opens: the payload is not read yet
+    std::vector<float> row(dim);
+    const int64_t id = 7;
+    CHECK(error_of([&] { r.lookup(&id, 1, row.data()); }).find(s.name) != std::string::npos);
+  }
+}

@@ -93,7 +93,9 @@ constexpr TierKindTraits kTierKinds[] = {
      .bare_word = false,
      .fallback = false,
      .answers_across_shards = false,
-     .row_sections = {},
+     // Per-row payload, checked at a lookup's first read (the block offsets
+     // and the segments' code lengths at open); a lossless tier never shards.
+     .row_sections = {"raw", "codes", "rows"},
      .example = "lossless",
      .feature = "tier:lossless"},
 };
