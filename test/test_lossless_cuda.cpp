@@ -2,6 +2,7 @@
 // Lossless tiers decoded on the GPU (kernels/lossless.cu) must equal the CPU
 // decode bit for bit, and a hostile file must be the same error. Skips
 // (passes with a message) when no GPU is present.
+#include "test_gpu_decode.hpp"
 #include "test_util.hpp"
 
 #include <edo/device.hpp>
@@ -17,7 +18,10 @@
 #include <string>
 #include <vector>
 
+using edo::test::decode;
 using edo::test::error_of;
+using edo::test::open_on;
+using edo::test::same_bits;
 using edo::test::skip_without_gpu;
 
 namespace {
@@ -45,23 +49,6 @@ struct LosslessFile {
   }
 };
 
-edo::Reader open_on(const std::string& path, edo::Device d) {
-  edo::ReaderOptions opt;
-  opt.decode_device = d;
-  opt.verify = edo::io::Verify::structure;
-  return edo::Reader::open(path, opt);
-}
-
-std::vector<float> decode(const edo::Reader& r, uint64_t begin, uint64_t count) {
-  std::vector<float> out(count * r.dim(), -1.0f);
-  r.decode_rows(begin, count, out.data());
-  return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
 }  // namespace
 
 TEST_CASE("lossless cuda: GPU decode matches the CPU and refuses what it refuses (skipped without a GPU)") {
@@ -75,7 +62,8 @@ TEST_CASE("lossless cuda: GPU decode matches the CPU and refuses what it refuses
     CAPTURE(spec);
     CAPTURE(dim);
     const LosslessFile f(spec, dim, rows);
-    const edo::Reader cpu = open_on(f.path, edo::Device::cpu), gpu = open_on(f.path, edo::Device::cuda);
+    const edo::Reader cpu = open_on(f.path, edo::Device::cpu, edo::io::Verify::structure),
+                      gpu = open_on(f.path, edo::Device::cuda, edo::io::Verify::structure);
     CHECK(same_bits(decode(cpu, 0, rows), decode(gpu, 0, rows)));
     for (const auto& [begin, count] : std::vector<std::pair<uint64_t, uint64_t>>{{11, 1}, {37, 200}, {151, 149}})
       CHECK(same_bits(decode(cpu, begin, count), decode(gpu, begin, count)));
@@ -87,8 +75,8 @@ TEST_CASE("lossless cuda: GPU decode matches the CPU and refuses what it refuses
       if (s.name == "all/codes")
         for (uint64_t k = 0; k < 4; ++k) bytes[s.offset + 40 + k] = static_cast<char>(0xff);
     edo::test::write_bytes(f.dir.file("h.edo"), bytes);
-    const edo::Reader hc = open_on(f.dir.file("h.edo"), edo::Device::cpu),
-                      hg = open_on(f.dir.file("h.edo"), edo::Device::cuda);
+    const edo::Reader hc = open_on(f.dir.file("h.edo"), edo::Device::cpu, edo::io::Verify::structure),
+                      hg = open_on(f.dir.file("h.edo"), edo::Device::cuda, edo::io::Verify::structure);
     std::vector<float> all(rows * dim);
     const std::string want = error_of([&] { hc.decode_all(all.data()); });
     CHECK(error_of([&] { hg.decode_all(all.data()); }) == want);

@@ -2,6 +2,7 @@
 // Sparse tiers decoded on the GPU (kernels/sparse.cu) must equal the CPU
 // decode bit for bit, and a hostile file must be the same error. Skips
 // (passes with a message) when no GPU is present.
+#include "test_gpu_decode.hpp"
 #include "test_util.hpp"
 
 #include <edo/device.hpp>
@@ -15,7 +16,10 @@
 #include <string>
 #include <vector>
 
+using edo::test::decode;
 using edo::test::error_of;
+using edo::test::open_on;
+using edo::test::same_bits;
 using edo::test::skip_without_gpu;
 
 namespace {
@@ -44,22 +48,6 @@ struct SparseFile {
     edo::pack_to_edo(*table, path, opt);
   }
 };
-
-edo::Reader open_on(const std::string& path, edo::Device d) {
-  edo::ReaderOptions opt;
-  opt.decode_device = d;
-  return edo::Reader::open(path, opt);
-}
-
-std::vector<float> decode(const edo::Reader& r, uint64_t begin, uint64_t count) {
-  std::vector<float> out(count * r.dim(), -1.0f);
-  r.decode_rows(begin, count, out.data());
-  return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 void check_gpu_matches_cpu(const std::string& path) {
   const edo::Reader cpu = open_on(path, edo::Device::cpu), gpu = open_on(path, edo::Device::cuda);

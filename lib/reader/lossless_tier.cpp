@@ -159,14 +159,18 @@ void lossless_code_lengths(const uint64_t* counts, uint8_t* lengths) {
 double lossless_row_bytes(LosslessValues v, const float* x, uint64_t n, uint64_t dim) {
   if (n == 0 || dim == 0) return 0;
   const uint32_t width = lossless_value_bits(v);
+  std::vector<uint8_t> symbols(n * dim);
   std::vector<uint64_t> counts(256, 0);
-  for (uint64_t i = 0; i < n * dim; ++i) ++counts[lossless_symbol(lossless_stored_bits(v, x[i]), width)];
+  for (uint64_t i = 0; i < n * dim; ++i) {
+    symbols[i] = static_cast<uint8_t>(lossless_symbol(lossless_stored_bits(v, x[i]), width));
+    ++counts[symbols[i]];
+  }
   uint8_t lengths[256];
   lossless_code_lengths(counts.data(), lengths);
   uint64_t coded = 0;
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t bits = 0;
-    for (uint64_t j = 0; j < dim; ++j) bits += lengths[lossless_symbol(lossless_stored_bits(v, x[i * dim + j]), width)];
+    for (uint64_t j = 0; j < dim; ++j) bits += lengths[symbols[i * dim + j]];
     coded += (bits + 7) / 8;
   }
   const double code = std::min(static_cast<double>(coded) / static_cast<double>(n), static_cast<double>(dim));
@@ -437,7 +441,7 @@ class LosslessTier final : public TierView {
     size_t held = 0;
     size_t first[kStreams];
     auto flush = [&]() {
-      if (held == kStreams && decode_streams<V>(s)) return void(held = 0);
+      if (held == kStreams && decode_streams<V, kStreams>(s)) return void(held = 0);
       for (size_t k = 0; k < held; ++k) decode_row_as<V>(row(first[k]), dst(first[k]));
       held = 0;
     };
@@ -465,16 +469,20 @@ class LosslessTier final : public TierView {
     flush();
   }
 
-  // The streams' rows decoded together, five symbols of each a refill; false
-  // when any is corrupt (decode_coded's checks).
-  template <LosslessValues V>
+  // K rows decoded together from their streams into their outputs: five
+  // symbols (55 bits at most) of each a refill of its bit buffer (at least
+  // 56 bits after it). False when any is corrupt: a code not in its table,
+  // or codes that do not take exactly its row's bytes. A load never starts
+  // at or beyond a stream's end, which lies kLosslessCodePad or more bytes
+  // before the section's end.
+  template <LosslessValues V, size_t K>
   bool decode_streams(Stream* s) const {
     constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
     constexpr uint64_t kPerRefill = 56 / kLosslessMaxCodeBits;
     const uint64_t n = dim_;
     uint64_t j = 0;
     auto step = [&](uint64_t count) {
-      for (size_t t = 0; t < kStreams; ++t) {
+      for (size_t t = 0; t < K; ++t) {
         Stream& st = s[t];
         if (st.bits < 0) st.bad = 1, st.bits = 0;
         if (st.p < st.end) {
@@ -484,7 +492,7 @@ class LosslessTier final : public TierView {
         }
       }
       for (uint64_t k = 0; k < count; ++k, ++j)
-        for (size_t t = 0; t < kStreams; ++t) {
+        for (size_t t = 0; t < K; ++t) {
           Stream& st = s[t];
           const uint32_t e = st.entry[st.buf & kMask];
           const uint32_t len = e >> 8;
@@ -497,7 +505,7 @@ class LosslessTier final : public TierView {
     while (j + kPerRefill <= n) step(kPerRefill);
     if (j < n) step(n - j);
     bool ok = true;
-    for (size_t t = 0; t < kStreams; ++t) {
+    for (size_t t = 0; t < K; ++t) {
       const Stream& st = s[t];
       const auto used =
           static_cast<uint64_t>(st.p - st.begin) - static_cast<uint64_t>(std::max<int64_t>(st.bits, 0)) / 8;
@@ -505,7 +513,7 @@ class LosslessTier final : public TierView {
     }
     if constexpr (V == LosslessValues::f16)
       if (ok)
-        for (size_t t = 0; t < kStreams; ++t) widen_halves(s[t].out, n);
+        for (size_t t = 0; t < K; ++t) widen_halves(s[t].out, n);
     return ok;
   }
 
@@ -534,9 +542,9 @@ class LosslessTier final : public TierView {
       if constexpr (V == LosslessValues::f16) widen_halves(out, dim_);
       return;
     }
-    if (!decode_coded<V>(table->entry.data(), codes_ + start, codes_ + end, raw, out))
+    Stream one{codes_ + start, codes_ + start, codes_ + end, raw, table->entry.data(), out};
+    if (!decode_streams<V, 1>(&one))
       fail(fmt::format("row {}: its code bits do not decode to {} values in {} bytes", r, dim_, end - start));
-    if constexpr (V == LosslessValues::f16) widen_halves(out, dim_);
   }
 
   // Value j of a row as its type reads: fp16 bits are held in the float's
@@ -592,53 +600,6 @@ class LosslessTier final : public TierView {
       const uint8_t* p = raw + 3 * j;
       return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16;
     }
-  }
-
-  // Decodes dim_ symbols from [p, end) with their raw parts into out: five
-  // symbols (55 bits at most) a refill of the bit buffer (at least 56 bits
-  // after it). Returns false unless every code is valid and they take
-  // exactly the row's bytes. A load never starts at or beyond `end`, which
-  // lies kLosslessCodePad or more bytes before the section's end.
-  template <LosslessValues V>
-  bool decode_coded(const uint16_t* entry, const uint8_t* p, const uint8_t* end, const uint8_t* raw, float* out) const {
-    constexpr uint64_t kMask = (uint64_t{1} << kLosslessMaxCodeBits) - 1;
-    constexpr uint64_t kPerRefill = 56 / kLosslessMaxCodeBits;
-    const uint8_t* const begin = p;
-    const uint64_t n = dim_;
-    uint64_t buf = 0;
-    int64_t bits = 0;
-    uint32_t bad = 0;
-    uint64_t j = 0;
-    auto one = [&]() {
-      const uint32_t e = entry[buf & kMask];
-      const uint32_t len = e >> 8;
-      bad |= static_cast<uint32_t>(len == 0);
-      buf >>= len;
-      bits -= len;
-      store<V>(out, j, e & 0xffu, raw_part<V>(raw, j));
-      ++j;
-    };
-    auto refill = [&]() {
-      if (p < end) {
-        buf |= load_u64(p) << bits;
-        p += (63 - bits) >> 3;
-        bits |= 56;
-      }
-    };
-    for (; j + kPerRefill <= n;) {
-      if (bits < 0) return false;
-      refill();
-      for (uint64_t k = 0; k < kPerRefill; ++k) one();
-    }
-    if (j < n) {
-      if (bits < 0) return false;
-      refill();
-      while (j < n) one();
-    }
-    if (bad || bits < 0) return false;
-    // Bytes loaded less the whole bytes still in the buffer: those the codes took.
-    const auto used = static_cast<uint64_t>(p - begin) - static_cast<uint64_t>(bits) / 8;
-    return used == static_cast<uint64_t>(end - begin);
   }
 
   std::string path_;
