@@ -182,7 +182,7 @@ def compare_outputs(
         w = Path(work)
         np.save(w / "outputs.original.npy", before)
         np.save(w / "outputs.compressed.npy", after)
-        args = [tool, w / "outputs.original.npy", w / "outputs.compressed.npy", "--metric", "cos", "--k", str(k),
+        args: List[PathLike] = [tool, w / "outputs.original.npy", w / "outputs.compressed.npy", "--metric", "cos", "--k", str(k),
                 "--queries", str(n), "--bags", "0", "--dot-pairs", "0", "--threads", str(min(os.cpu_count() or 1, 64)),
                 "--report-json", w / "report.json", "-q"]
         if pairs is not None:
@@ -291,7 +291,11 @@ def check_model(
                              pairs["name"] if pairs else "pairs")
     comparing = time.perf_counter() - started
     return CheckReport(
-        **report,
+        inputs=report["inputs"],
+        dim=report["dim"],
+        metrics=report["metrics"],
+        gates=report["gates"],
+        gates_passed=report["gates_passed"],
         file=os.fspath(source),
         replaced=swap["replaced"],
         param_bytes_before=swap["param_bytes_before"],
@@ -300,6 +304,51 @@ def check_model(
         seconds={"forward_original": forward_original, "forward_compressed": forward_compressed,
                  "swap": swapping, "compare": comparing},
     )
+
+
+def count_lookups(
+    model: Any, texts: Sequence[str], embed: Embed, batch_size: int = 64
+) -> Dict[str, "npt.NDArray[np.int64]"]:
+    """How often each row of each nn.Embedding / nn.EmbeddingBag of `model` is read while it embeds
+    `texts`, by the module's parameter name ("embeddings.word_embeddings.weight"): the lookup counts a
+    joint budget weighs tables and rows by (edo-pack --freq-dir, after write_lookup_counts). A table
+    that every input reads, such as a position table, then counts as much as it is used."""
+    import torch
+
+    counts: Dict[str, "npt.NDArray[np.int64]"] = {}
+    hooks = []
+    for name, module in model.named_modules():
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)):
+            param = f"{name}.weight"
+            counts[param] = np.zeros(module.num_embeddings, np.int64)
+
+            def count(module: Any, inputs: Tuple[Any, ...], param: str = param) -> None:
+                ids = inputs[0].detach().cpu().numpy().reshape(-1)
+                counts[param] += np.bincount(ids, minlength=counts[param].size)[: counts[param].size]
+
+            hooks.append(module.register_forward_pre_hook(count))
+    if not counts:
+        raise UsageError("the model has no nn.Embedding or nn.EmbeddingBag to count lookups of")
+    try:
+        _embed_all(model, embed, list(texts), batch_size)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return counts
+
+
+def write_lookup_counts(counts: Dict[str, "npt.NDArray[np.int64]"], directory: PathLike) -> List[str]:
+    """Writes each table's counts as DIRECTORY/NAME.npy ('/' in a name written '__'), the layout of
+    edo-pack's and edo-eval's --freq-dir; returns the paths written."""
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    for name, c in counts.items():
+        path = Path(directory) / (name.replace("/", "__") + ".npy")
+        partial = path.with_name(path.name + ".partial.npy")
+        np.save(partial, c)
+        os.replace(partial, path)
+        written.append(os.fspath(path))
+    return written
 
 
 def _embed_all(model: Any, embed: Embed, inputs: List[str], batch_size: int) -> "npt.NDArray[np.float32]":
@@ -347,13 +396,13 @@ def load_model(spec: str, pooling: str = "auto", max_length: int = 128) -> Tuple
         if pooling != "auto":
             raise UsageError(f"{spec}: a sentence-transformers model pools as it was trained; leave --pooling out")
         try:
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import SentenceTransformer  # type: ignore[import]
         except ImportError:
             raise Error(f"{spec} is a sentence-transformers model: pip install sentence-transformers") from None
         st = SentenceTransformer(spec, device="cpu")
         return st, lambda m, batch: m.encode(batch, convert_to_numpy=True, batch_size=len(batch))
     try:
-        import transformers
+        import transformers  # type: ignore[import]
     except ImportError:
         raise Error(f"{spec}: loading a model by directory or name needs transformers: pip install transformers") \
             from None
@@ -411,7 +460,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("model", metavar="MODEL",
                         help="a transformers or sentence-transformers model directory (or cached name), or "
                         "FILE.py:FUNCTION returning (model, embed)")
-    parser.add_argument("file", metavar="FILE.edo", help="the compressed tables (edo-pack, edo-quantize)")
+    parser.add_argument("file", metavar="FILE.edo", nargs="?",
+                        help="the compressed tables (edo-pack, edo-quantize); may be left out with --write-freq")
     parser.add_argument("--texts", help="inputs, one text a line (UTF-8)")
     parser.add_argument("--pairs", help="labelled pairs, TEXT_A<TAB>TEXT_B<TAB>SCORE a line: Spearman's rho before "
                         "and after (output.sim.<stem>.rho)")
@@ -425,6 +475,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--report-json", help="write edo-eval's JSON report of the outputs here")
     parser.add_argument("--report-html", help="write edo-eval's HTML report of the outputs here")
     parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    parser.add_argument("--write-freq", metavar="DIR",
+                        help="write each embedding's lookup counts on the texts as DIR/NAME.npy, for edo-pack "
+                        "--freq-dir (from the original model, before any swap)")
     parser.add_argument("--edo-eval", help="the edo-eval program (default: $EDO_EVAL, the build tree, PATH)")
     args = parser.parse_args(argv)
     try:
@@ -434,9 +487,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise UsageError("--batch-size and --max-length must be positive")
         texts = read_texts(args.texts) if args.texts else []
         pairs = read_pairs(args.pairs) if args.pairs else None
-        if not os.path.isfile(args.file):
+        if args.file is None and args.write_freq is None:
+            raise UsageError("give FILE.edo, --write-freq DIR or both")
+        if args.file is not None and not os.path.isfile(args.file):
             raise UsageError(f"{args.file}: no such file")
         model, embed = load_model(args.model, args.pooling, args.max_length)
+        if args.write_freq is not None:
+            inputs = texts + (pairs["a"] + pairs["b"] if pairs else [])
+            written = write_lookup_counts(count_lookups(model, inputs, embed, args.batch_size), args.write_freq)
+            print(f"edo.check: lookup counts of {len(written)} tables in {args.write_freq}", file=sys.stderr)
+            if args.file is None:
+                return 0
         report = check_model(model, args.file, texts, embed, pairs, args.k, args.gate, args.batch_size,
                              args.report_json, args.report_html, args.edo_eval)
     except (UsageError, ValueError, OSError) as e:

@@ -49,7 +49,8 @@ def _ids(t: torch.Tensor, what: str) -> "np.ndarray[Any, Any]":
         raise ValueError(f"{what} is on {t.device}: edo.torch serves CPU tensors (move the ids with .cpu())")
     if t.dtype not in (torch.int64, torch.int32):
         raise TypeError(f"{what} must hold int64 or int32, not {t.dtype}")
-    return t.detach().contiguous().numpy()
+    ids: "np.ndarray[Any, Any]" = t.detach().contiguous().numpy()
+    return ids
 
 
 class Embedding(torch.nn.Module):

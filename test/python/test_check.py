@@ -97,6 +97,23 @@ def test_int4_outputs_against_numpy_and_pairs(encoder, tmp_path):
     assert 'id="cos-hist"' in (tmp_path / "r.html").read_text()
 
 
+def test_lookup_counts(encoder, tmp_path):
+    texts = ["athens greece", "king queen man woman", "zzzz", "athens"]
+    counts = edo.check.count_lookups(fresh(encoder), texts, tiny_encoder.embedder(), batch_size=3)
+    rows = {w: i for i, w in enumerate(tiny_encoder.vocab())}
+    words = counts["embeddings.word_embeddings.weight"]
+    # What the model reads: batches pad to their longest text with row 0, and "zzzz" reads row 0 too.
+    assert words.sum() == 3 * 4 + 1 and words[rows["athens"]] == 2 and words[0] == 2 + 1 + 3
+    assert counts["embeddings.position_embeddings.weight"].tolist() == [4, 3, 3, 3, 0, 0, 0, 0]
+    written = edo.check.write_lookup_counts(counts, tmp_path / "freq")
+    assert sorted(os.path.basename(p) for p in written) == ["embeddings.position_embeddings.weight.npy",
+                                                            "embeddings.word_embeddings.weight.npy"]
+    assert np.load(written[0]).dtype == np.int64
+    # edo-pack weighs the tables by them.
+    tool("edo-pack", encoder / "model.safetensors", "-o", tmp_path / "m.edo", "--budget", "ratio>=8",
+         "--freq-dir", tmp_path / "freq", "-q")
+
+
 def test_compare_outputs_bad_input(tmp_path):
     x = np.random.default_rng(1).normal(size=(50, 8)).astype(np.float32)
     with pytest.raises(edo.UsageError, match="differ in shape"):
@@ -141,11 +158,16 @@ def test_cli(encoder, tmp_path):
     assert done.returncode == 3 and "edo.check: gate failed: output.cos.min>=0.9999" in done.stderr
     report = json.loads(done.stdout)
     assert report["gates_passed"] is False and report["metrics"]["output.cos.min"] < 0.9999
+    # Lookup counts alone, without a file.
+    done = run_cli(loader, "--texts", encoder / "texts.txt", "--write-freq", tmp_path / "freq", env=state)
+    assert done.returncode == 0 and "lookup counts of 2 tables" in done.stderr, done.stderr
+    assert np.load(tmp_path / "freq/embeddings.word_embeddings.weight.npy").sum() > 3000
     # Bad input: one line on stderr, exit 2 (usage) or 1.
     (tmp_path / "empty.txt").write_text("")
     for args, code, message in [
         ((loader, encoder / "int8.edo", "--texts", tmp_path / "empty.txt"), 2, "empty.txt: no texts"),
         ((loader, encoder / "int8.edo"), 2, "give --texts, --pairs or both"),
+        ((loader, "--texts", encoder / "texts.txt"), 2, "give FILE.edo, --write-freq DIR or both"),
         ((loader, tmp_path / "none.edo", "--texts", encoder / "texts.txt"), 2, "none.edo: no such file"),
         ((tmp_path / "none.py:load", encoder / "int8.edo", "--texts", encoder / "texts.txt"), 2, "no such file"),
         ((loader, encoder / "int8.edo", "--texts", encoder / "texts.txt", "--gate", "output.cos.min>>1"), 2,

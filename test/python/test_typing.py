@@ -63,3 +63,12 @@ def test_stubtest_refuses_a_stub_that_disagrees(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mypy.stubtest", "edo._edo"], capture_output=True, text=True,
                           env=env, cwd=tmp_path)
     assert done.returncode != 0 and "lookup_everything" in done.stdout, done.stdout
+
+
+def test_package_passes_mypy_strict():
+    """The package's own Python (edo.torch, edo.check) under mypy --strict, torch's annotations included."""
+    import pytest
+
+    pytest.importorskip("torch", reason="PyTorch is not installed: edo.torch and edo.check import it")
+    done = run("mypy", "--strict", "--no-incremental", "-p", "edo", cwd=PACKAGE_DIR)
+    assert done.returncode == 0, done.stdout + done.stderr
