@@ -24,6 +24,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,7 +58,8 @@ edo::io::Verify verify_of(const py::object& verify) {
 }
 
 std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, edo::io::Verify verify,
-                                         uint64_t max_resident, const std::string& placement) {
+                                         uint64_t max_resident, const std::string& placement,
+                                         const std::string& device, const std::string& host_access) {
   // A C path ends at the first NUL: "a.edo\0x" would open a.edo.
   if (path.find('\0') != std::string::npos)
     throw edo::Error("open: the path holds a NUL character", __FILE__, __LINE__, edo::ExitCode::usage);
@@ -66,6 +68,10 @@ std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::str
   opt.verify = verify;
   opt.max_resident = max_resident;
   opt.placement = edo::io::parse_placement(placement);
+  if (device != "cpu" && device != "cuda")
+    throw edo::Error("device='" + device + "': expected 'cpu' or 'cuda'", __FILE__, __LINE__, edo::ExitCode::usage);
+  opt.device = device == "cuda" ? edo::Device::cuda : edo::Device::cpu;
+  opt.host_access = edo::parse_host_tier_access(host_access);
   return std::make_shared<edo::Reader>(edo::Reader::open(path, opt));
 }
 
@@ -94,6 +100,23 @@ py::array_t<float> output_rows(const py::object& given, size_t rows, uint64_t di
   return out;
 }
 
+// out= in device memory: an object with __cuda_array_interface__ (a torch
+// CUDA tensor, a CuPy array) of `rows` x dim float32, C-contiguous and
+// writable; nothing when `given` is no such object (host memory or None).
+std::optional<float*> device_rows(const py::object& given, size_t rows, uint64_t dim) {
+  if (given.is_none() || !py::hasattr(given, "__cuda_array_interface__")) return std::nullopt;
+  const py::dict cai = given.attr("__cuda_array_interface__");
+  const auto shape = std::to_string(rows) + " x " + std::to_string(dim);
+  const py::object want = py::make_tuple(rows, dim);
+  const py::object strides = cai.contains("strides") ? py::object(cai["strides"]) : py::none();
+  const bool contiguous = strides.is_none() || strides.equal(py::make_tuple(dim * sizeof(float), sizeof(float)));
+  const py::tuple data = cai["data"];
+  if (!py::object(cai["shape"]).equal(want) || cai["typestr"].cast<std::string>() != "<f4" || !contiguous ||
+      data[1].cast<bool>())
+    throw py::value_error("out: a writable C-contiguous float32 device array of " + shape + " wanted");
+  return reinterpret_cast<float*>(data[0].cast<uintptr_t>());
+}
+
 // A copy of a caller's 1-D array, taken under the GIL: while the GIL is
 // released another thread may change the caller's array, so what was checked
 // is what is used (docs/PACK.md, "Python").
@@ -111,13 +134,14 @@ std::span<const T> owned_copy(const Array& a) {
   return buffer;
 }
 
-py::array_t<float> lookup(const edo::Reader& r, const py::object& given, const py::object& out_given) {
+py::object lookup(const edo::Reader& r, const py::object& given, const py::object& out_given) {
   const auto given_ids = integer_ids(given);
   if (given_ids.ndim() != 1)
     throw edo::Error("lookup: ids must be one-dimensional", __FILE__, __LINE__, edo::ExitCode::usage);
   const std::span<const int64_t> ids = owned_copy<int64_t, 0>(given_ids);
   const size_t n = ids.size();
-  py::array_t<float> out = output_rows(out_given, n, r.dim());
+  const std::optional<float*> on_device = device_rows(out_given, n, r.dim());
+  py::array_t<float> out = on_device ? py::array_t<float>() : output_rows(out_given, n, r.dim());
   const int64_t* id = ids.data();
   // No policy serves a negative id (edo-lookup refuses them too): it is a
   // wrapped index or a bug in the caller, not an unknown row.
@@ -125,16 +149,23 @@ py::array_t<float> lookup(const edo::Reader& r, const py::object& given, const p
     if (id[i] < 0)
       throw edo::Error("lookup: id " + std::to_string(id[i]) + " at position " + std::to_string(i) + " is negative",
                        __FILE__, __LINE__, edo::ExitCode::usage);
+  if (on_device) {
+    {
+      py::gil_scoped_release free;
+      r.lookup_device(id, n, *on_device);  // refuses a file not opened with device='cuda'
+    }
+    return out_given;
+  }
   float* rows = out.mutable_data();
   {
     py::gil_scoped_release free;  // lookups decode in parallel and never touch Python objects
     r.lookup(id, n, rows);
   }
-  return out;
+  return std::move(out);
 }
 
 // f.lookup_bags(offsets, ids, mode, weights): EmbeddingBag's pooling.
-py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_given, const py::object& ids_given,
+py::object lookup_bags(const edo::Reader& r, const py::object& offsets_given, const py::object& ids_given,
                                const std::string& mode_name, const py::object& weights_given,
                                const py::object& out_given) {
   const auto given_offsets = integer_ids(offsets_given);
@@ -169,13 +200,20 @@ py::array_t<float> lookup_bags(const edo::Reader& r, const py::object& offsets_g
     if (e.code() == edo::ExitCode::usage) throw;
     throw py::value_error(e.what());
   }
+  if (const std::optional<float*> on_device = device_rows(out_given, bags.count, r.dim())) {
+    {
+      py::gil_scoped_release free;
+      r.lookup_bags_device(bags, mode, *on_device);  // refuses a file not opened with device='cuda'
+    }
+    return out_given;
+  }
   py::array_t<float> out = output_rows(out_given, bags.count, r.dim());
   float* rows = out.mutable_data();
   {
     py::gil_scoped_release free;  // pools on the reader's threads, never touching Python objects
     r.lookup_bags(bags, mode, rows);
   }
-  return out;
+  return std::move(out);
 }
 
 py::array_t<float> decode_all(const edo::Reader& r) {
@@ -259,8 +297,8 @@ class File {
 };
 
 File open_file(const std::string& path, const std::string& unknown, const py::object& verify, uint64_t max_resident,
-               const std::string& placement) {
-  return File(open_reader(path, unknown, verify_of(verify), max_resident, placement));
+               const std::string& placement, const std::string& device, const std::string& host_access) {
+  return File(open_reader(path, unknown, verify_of(verify), max_resident, placement, device, host_access));
 }
 
 // f[i], f[ids], f[a:b:c]: an int gives one row (dim,), anything else rows (n, dim);
@@ -391,7 +429,8 @@ PYBIND11_MODULE(_edo, m) {
           "Rows of `ids` (integers: a 1-D array or a list; not floats or bools) as a float32 array\n"
           "(len(ids), dim), in the ids' order. Ids beyond the table follow the file's `unknown` policy;\n"
           "negative ids are an edo.Error. out: a float32 C-contiguous array of that shape to fill and\n"
-          "return instead of a new one (a serving loop reuses it). The GIL is released while rows decode.")
+          "return instead of a new one (a serving loop reuses it), or such an array in device memory for a\n"
+          "file opened with device='cuda' (see open). The GIL is released while rows decode.")
       .def(
           "lookup_bags",
           [](const File& f, const py::object& offsets, const py::object& ids, const std::string& mode,
@@ -402,7 +441,8 @@ PYBIND11_MODULE(_edo, m) {
           "Bags of ids pooled, as torch.nn.EmbeddingBag(mode=...) with include_last_offset=False: bag b holds\n"
           "ids[offsets[b]:offsets[b+1]] (the last to the end; offsets[0] is 0). mode: 'sum', 'mean' or 'max';\n"
           "weights (one per id, with 'sum' only) scale each row. Returns float32 (len(offsets), dim); an\n"
-          "empty bag gives zeros; out: an array of that shape to fill instead (as lookup's). Malformed\n"
+          "empty bag gives zeros; out: an array of that shape to fill instead (as lookup's, device memory\n"
+          "included: the bags pooled by the GPU kernel, bit for bit the CPU's result). Malformed\n"
           "offsets or weights are a ValueError naming them. The GIL is released while it runs.")
       .def(
           "decode_all", [](const File& f) { return decode_all(*f.table_lease()); },
@@ -425,13 +465,19 @@ PYBIND11_MODULE(_edo, m) {
       });
   m.attr("Reader") = m.attr("File");  // the name of 0.1
   m.def("open", &open_file, py::arg("path"), py::arg("unknown") = "error", py::arg("verify") = "small",
-        py::arg("max_resident") = 0, py::arg("placement") = "mapped",
+        py::arg("max_resident") = 0, py::arg("placement") = "mapped", py::arg("device") = "cpu",
+        py::arg("host_access") = "copy",
         "Open a .edo file (mapped; header and manifest read) as an edo.File. unknown: what ids beyond the\n"
         "table get ('error', 'default', 'hash'); verify: the checksums checked, 'small' (every section but\n"
         "the tiers' per-row codes at open, a tier's codes at its first lookup), 'all' (every section at\n"
         "open; True too) or 'structure' (none; False too); max_resident: bound the resident bytes (bytes;\n"
         "0: no bound); placement: 'mapped' (the file mapped) or 'memory' (read at open into private memory\n"
-        "with huge pages: faster random rows of a big table; docs/PACK.md, \"Serving\").");
+        "with huge pages: faster random rows of a big table; docs/PACK.md, \"Serving\"); device: 'cuda'\n"
+        "copies the tiers marked 'gpu' to device memory at open (an edo.Error without a GPU), and then\n"
+        "lookup and lookup_bags given an out= in device memory (a torch CUDA tensor, a CuPy array: any\n"
+        "__cuda_array_interface__) gather, decode and pool there; host_access: how such lookups reach the\n"
+        "other tiers: 'copy' (decoded on the host, copied in), 'mapped' (pinned, read over the bus) or\n"
+        "'managed' (copied to unified memory at open, prefetched to the GPU).");
   m.def(
       "set_threads", [](int threads) { return edo::limit_threads(threads); }, py::arg("threads"),
       "Threads a lookup may use from now on (the calling one and helpers; 0: OMP_NUM_THREADS when set,\n"

@@ -78,9 +78,9 @@ int cuda_device_count() {
 void require_device(Device d) {
   if (d != Device::cuda) return;
 #ifdef EDO_HAVE_CUDA
-  if (cuda_device_count() == 0) EDO_FAIL("--device cuda: no CUDA GPU is available (the driver reports none)");
+  if (cuda_device_count() == 0) EDO_FAIL("device cuda: no CUDA GPU is available (the driver reports none)");
 #else
-  EDO_FAIL("--device cuda: this edo was built without CUDA");
+  EDO_FAIL("device cuda: this edo was built without CUDA");
 #endif
 }
 

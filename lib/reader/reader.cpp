@@ -41,6 +41,24 @@ UnknownIdPolicy parse_unknown_id_policy(std::string_view name) {
   EDO_USAGE_FAIL("unknown-id policy '{}': expected error, default or hash", name);
 }
 
+HostTierAccess parse_host_tier_access(std::string_view name) {
+  for (const HostTierAccess a : {HostTierAccess::copy, HostTierAccess::mapped, HostTierAccess::managed})
+    if (name == host_tier_access_name(a)) return a;
+  EDO_USAGE_FAIL("host tier access '{}': expected copy, mapped or managed", name);
+}
+
+const char* host_tier_access_name(HostTierAccess access) {
+  switch (access) {
+    case HostTierAccess::copy:
+      return "copy";
+    case HostTierAccess::mapped:
+      return "mapped";
+    case HostTierAccess::managed:
+      return "managed";
+  }
+  return "?";
+}
+
 CacheIo parse_cache_io(std::string_view name) {
   for (const CacheIo io : {CacheIo::automatic, CacheIo::pread, CacheIo::io_uring})
     if (name == cache_io_name(io)) return io;

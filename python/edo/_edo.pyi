@@ -2,12 +2,32 @@
 """Type stubs of edo._edo (python/_edo_module.cpp), checked against the built module by stubtest (ctest)."""
 
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Tuple, Type, Union, overload
+from typing import Any, Dict, List, Optional, Protocol, Tuple, Type, TypeVar, Union, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from ._types import BuildInfo, CpuPath, IdArray, Placement, PoolMode, TierInfo, UnknownIds, VerifyMode, WeightArray
+from ._types import (
+    BuildInfo,
+    CpuPath,
+    Device,
+    HostAccess,
+    IdArray,
+    Placement,
+    PoolMode,
+    TierInfo,
+    UnknownIds,
+    VerifyMode,
+    WeightArray,
+)
+
+class _DeviceArray(Protocol):
+    """Device memory as CUDA libraries share it (a torch CUDA tensor, a CuPy array)."""
+
+    @property
+    def __cuda_array_interface__(self) -> Dict[str, Any]: ...
+
+_D = TypeVar("_D", bound=_DeviceArray)
 
 __version__: str
 
@@ -50,7 +70,11 @@ class File:
     @property
     def tables(self) -> List[str]: ...
     def table(self, name: str) -> File: ...
+    @overload
     def lookup(self, ids: IdArray, out: Optional[npt.NDArray[np.float32]] = ...) -> npt.NDArray[np.float32]: ...
+    @overload
+    def lookup(self, ids: IdArray, out: _D) -> _D: ...
+    @overload
     def lookup_bags(
         self,
         offsets: IdArray,
@@ -59,6 +83,16 @@ class File:
         weights: Optional[WeightArray] = ...,
         out: Optional[npt.NDArray[np.float32]] = ...,
     ) -> npt.NDArray[np.float32]: ...
+    @overload
+    def lookup_bags(
+        self,
+        offsets: IdArray,
+        ids: IdArray,
+        mode: PoolMode = ...,
+        weights: Optional[WeightArray] = ...,
+        *,
+        out: _D,
+    ) -> _D: ...
     def decode_all(self) -> npt.NDArray[np.float32]: ...
     def close(self) -> None: ...
     @overload
@@ -82,6 +116,8 @@ def open(
     verify: Union[VerifyMode, bool] = ...,
     max_resident: int = ...,
     placement: Placement = ...,
+    device: Device = ...,
+    host_access: HostAccess = ...,
 ) -> File: ...
 def set_threads(threads: int) -> int: ...
 def cpu_path() -> CpuPath: ...

@@ -17,6 +17,10 @@ VerifyMode = Literal["structure", "small", "all"]
 """The checksums edo.open checks (docs/PACK.md, "Integrity modes")."""
 Placement = Literal["mapped", "memory"]
 """Where edo.open puts the file's bytes."""
+Device = Literal["cpu", "cuda"]
+"""Where edo.open serves lookups whose out= is in device memory from ('cuda': a GPU)."""
+HostAccess = Literal["copy", "mapped", "managed"]
+"""How a GPU lookup reaches tiers not marked 'gpu' (edo.open's host_access)."""
 CpuPath = Literal["avx512", "avx2", "portable"]
 """The instruction set of the pooled lookups' kernels."""
 Residency = Literal["gpu", "host", "disk"]

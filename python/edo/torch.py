@@ -8,9 +8,11 @@
 
 The modules hold no parameters and compute no gradients: their rows come from the file through the
 reader's kernels (edo.File.lookup and lookup_bags, the GIL released), decoded straight into numpy
-arrays that torch takes without a copy (torch.from_numpy). They serve CPU tensors; ids on another device
-are refused (the GPU reader is C++'s Reader::lookup_bags_device). torch is imported here only: `import
-edo` works without it.
+arrays that torch takes without a copy (torch.from_numpy). With device="cuda" the file is opened for the
+GPU (its tiers marked 'gpu' in device memory; host_access says how the others are reached) and the
+rows and bags are gathered, decoded and pooled by edo's kernels straight into a CUDA tensor (ids may be
+on either device: they are read on the host); the call synchronises before it returns. torch is
+imported here only: `import edo` works without it.
 """
 import gc
 import os
@@ -28,13 +30,24 @@ except ImportError as _e:
 
 from ._edo import File, UsageError
 from ._edo import open as _open
-from ._types import Placement, PoolMode, UnknownIds
+from ._types import Device, HostAccess, Placement, PoolMode, UnknownIds
 
 Source = Union[str, "os.PathLike[str]", File]
 
 
-def _table(source: Source, table: Optional[str], unknown: UnknownIds, placement: Placement) -> File:
-    f = source if isinstance(source, File) else _open(os.fspath(source), unknown=unknown, placement=placement)
+def _table(
+    source: Source,
+    table: Optional[str],
+    unknown: UnknownIds,
+    placement: Placement,
+    device: Device = "cpu",
+    host_access: HostAccess = "copy",
+) -> File:
+    f = (
+        source
+        if isinstance(source, File)
+        else _open(os.fspath(source), unknown=unknown, placement=placement, device=device, host_access=host_access)
+    )
     if table is not None:
         return f.table(table)
     if len(f.tables) > 1:
@@ -42,11 +55,16 @@ def _table(source: Source, table: Optional[str], unknown: UnknownIds, placement:
     return f
 
 
-def _ids(t: torch.Tensor, what: str) -> "np.ndarray[Any, Any]":
+def _ids(t: torch.Tensor, what: str, device: Device = "cpu") -> "np.ndarray[Any, Any]":
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, not {type(t).__name__}")
     if t.device.type != "cpu":
-        raise ValueError(f"{what} is on {t.device}: edo.torch serves CPU tensors (move the ids with .cpu())")
+        if device != "cuda":
+            raise ValueError(
+                f"{what} is on {t.device}: this module serves CPU tensors (move the ids with .cpu(), or build "
+                "the module with device='cuda')"
+            )
+        t = t.cpu()
     if t.dtype not in (torch.int64, torch.int32):
         raise TypeError(f"{what} must hold int64 or int32, not {t.dtype}")
     ids: "np.ndarray[Any, Any]" = t.detach().contiguous().numpy()
@@ -58,7 +76,8 @@ class Embedding(torch.nn.Module):
 
     source: a path or an edo.File; table: the table of a model file (None: the file's only one);
     padding_idx: kept for torch's interface (the stored row is returned, as torch returns its weight's
-    row); unknown, placement: as edo.open's.
+    row); unknown, placement, device, host_access: as edo.open's (device 'cuda': rows served into CUDA
+    tensors by edo's GPU reader).
     """
 
     def __init__(
@@ -68,14 +87,22 @@ class Embedding(torch.nn.Module):
         padding_idx: Optional[int] = None,
         unknown: UnknownIds = "error",
         placement: Placement = "mapped",
+        device: Device = "cpu",
+        host_access: HostAccess = "copy",
     ) -> None:
         super().__init__()
-        self.file = _table(source, table, unknown, placement)
+        self.file = _table(source, table, unknown, placement, device, host_access)
+        self.device: Device = device
         self.num_embeddings, self.embedding_dim = self.file.shape
         self.padding_idx = _padding(padding_idx, self.num_embeddings)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
-        ids = _ids(input, "input").reshape(-1)
+        ids = _ids(input, "input", self.device).reshape(-1)
+        if self.device == "cuda":
+            rows = torch.empty((ids.size, self.embedding_dim), dtype=torch.float32, device="cuda")
+            if ids.size:
+                self.file.lookup(ids, out=rows)
+            return rows.reshape(*input.shape, self.embedding_dim)
         out = np.empty((ids.size, self.embedding_dim), np.float32)
         if ids.size:
             self.file.lookup(ids, out=out)
@@ -105,11 +132,14 @@ class EmbeddingBag(torch.nn.Module):
         include_last_offset: bool = False,
         unknown: UnknownIds = "error",
         placement: Placement = "mapped",
+        device: Device = "cpu",
+        host_access: HostAccess = "copy",
     ) -> None:
         super().__init__()
         if mode not in ("sum", "mean", "max"):
             raise UsageError(f"mode={mode!r}: expected 'sum', 'mean' or 'max'")
-        self.file = _table(source, table, unknown, placement)
+        self.file = _table(source, table, unknown, placement, device, host_access)
+        self.device: Device = device
         self.num_embeddings, self.embedding_dim = self.file.shape
         self.mode: PoolMode = mode
         self.padding_idx = _padding(padding_idx, self.num_embeddings)
@@ -126,9 +156,14 @@ class EmbeddingBag(torch.nn.Module):
         if per_sample_weights is not None:
             if per_sample_weights.shape != input.shape:
                 raise ValueError(f"per_sample_weights of shape {tuple(per_sample_weights.shape)}: one per id wanted")
-            weights = per_sample_weights.detach().to(torch.float32).contiguous().numpy().reshape(-1)
+            weights = per_sample_weights.detach().cpu().to(torch.float32).contiguous().numpy().reshape(-1)
         if self.padding_idx is not None:
             ids, starts, weights = _without(ids, starts, weights, self.padding_idx)
+        if self.device == "cuda":
+            pooled = torch.empty((starts.size, self.embedding_dim), dtype=torch.float32, device="cuda")
+            if starts.size:
+                self.file.lookup_bags(starts, ids, mode=self.mode, weights=weights, out=pooled)
+            return pooled
         out = np.empty((starts.size, self.embedding_dim), np.float32)
         if starts.size:
             self.file.lookup_bags(starts, ids, mode=self.mode, weights=weights, out=out)
@@ -141,15 +176,15 @@ class EmbeddingBag(torch.nn.Module):
             if offsets is not None:
                 raise ValueError("offsets must be None when input is 2-D (a bag a row)")
             rows, n = input.shape
-            return _ids(input, "input").reshape(-1), np.arange(rows, dtype=np.int64) * n
+            return _ids(input, "input", self.device).reshape(-1), np.arange(rows, dtype=np.int64) * n
         if input.dim() != 1 or offsets is None or offsets.dim() != 1:
             raise ValueError("input must be 2-D, or 1-D with 1-D offsets")
-        starts = _ids(offsets, "offsets").astype(np.int64)
+        starts = _ids(offsets, "offsets", self.device).astype(np.int64)
         if self.include_last_offset:
             if starts.size == 0 or starts[-1] != input.shape[0]:
                 raise ValueError("include_last_offset: offsets must end with len(input)")
             starts = starts[:-1]
-        return _ids(input, "input"), starts
+        return _ids(input, "input", self.device), starts
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}, file={self.file.path!r}"
@@ -192,12 +227,15 @@ def swap_embeddings(
     source: Union[str, "os.PathLike[str]"],
     unknown: UnknownIds = "error",
     placement: Placement = "mapped",
+    device: Optional[Device] = None,
+    host_access: HostAccess = "copy",
 ) -> SwapReport:
     """Replaces every nn.Embedding and nn.EmbeddingBag of `model` whose weight has a table in the .edo
     file `source` (its name, as edo-pack kept it from the safetensors, or one ending with the module's
     parameter name at a '.') by the edo module of that table, shapes checked; the rest of the model is
     untouched. Returns what it replaced and the parameter and resident bytes before and after. A file
-    none of whose tables matches an embedding is a ValueError listing both sides.
+    none of whose tables matches an embedding is a ValueError listing both sides. device: where the
+    modules serve ('cpu', 'cuda'; None: 'cuda' when an embedding replaced is on a GPU).
     """
     f = _open(os.fspath(source), unknown=unknown, placement=placement)
     tables = f.tables
@@ -217,14 +255,20 @@ def swap_embeddings(
         shape = tuple(embeddings[param].weight.shape)
         if shape != (rows, dim):
             raise ValueError(f"{f.path}: table '{t}' is {rows} x {dim}, the model's {param} is {shape[0]} x {shape[1]}")
+    if device is None:
+        device = "cuda" if any(embeddings[p].weight.device.type == "cuda" for p in replaced) else "cpu"
+    if device != "cpu":
+        f = _open(os.fspath(source), unknown=unknown, placement=placement, device=device, host_access=host_access)
     before, rss_before = _param_bytes(model), _rss()
     for param, t in replaced.items():
         old = embeddings[param]
         new: torch.nn.Module
         if isinstance(old, torch.nn.EmbeddingBag):
-            new = EmbeddingBag(f, t, cast(PoolMode, old.mode), old.padding_idx, old.include_last_offset)
+            new = EmbeddingBag(
+                f, t, cast(PoolMode, old.mode), old.padding_idx, old.include_last_offset, device=device
+            )
         else:
-            new = Embedding(f, t, old.padding_idx)
+            new = Embedding(f, t, old.padding_idx, device=device)
         parent, _, child = param[: -len(".weight")].rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, child, new)
     del old, embeddings

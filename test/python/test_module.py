@@ -72,3 +72,32 @@ def test_build_info():
     assert set(info) == set(edo.BuildInfo.__annotations__)
     assert info["commit"] and info["build_type"] and info["cuda_architectures"]
     assert edo.set_threads(1) == 1
+
+
+class DeviceArray:
+    """What a CUDA library shares of device memory (__cuda_array_interface__), with no memory behind it:
+    every call below must refuse it before touching the pointer."""
+
+    def __init__(self, shape, typestr="<f4", readonly=False, strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (0, readonly),
+                                         "strides": strides, "version": 3}
+
+
+def test_device_out_refused_without_a_gpu_reader(samples):
+    f = edo.open(str(samples / "tiers.edo"))
+    for wrong in (DeviceArray((3, 49)), DeviceArray((3, 50), "<f8"), DeviceArray((3, 50), readonly=True),
+                  DeviceArray((3, 50), strides=(400, 4))):
+        with pytest.raises(ValueError, match="writable C-contiguous float32 device array of 3 x 50"):
+            f.lookup([1, 2, 3], out=wrong)
+    with pytest.raises(edo.UsageError, match="needs a reader opened with device = cuda"):
+        f.lookup([1, 2, 3], out=DeviceArray((3, 50), strides=(200, 4)))
+    with pytest.raises(edo.UsageError, match="needs a reader opened with device = cuda"):
+        f.lookup_bags([0, 1], [1, 2, 3], out=DeviceArray((2, 50)))
+    with pytest.raises(edo.UsageError, match="device='gpu': expected 'cpu' or 'cuda'"):
+        edo.open(str(samples / "tiers.edo"), device="gpu")  # type: ignore[arg-type]
+    with pytest.raises(edo.UsageError, match="expected copy, mapped or managed"):
+        edo.open(str(samples / "tiers.edo"), host_access="pinned")  # type: ignore[arg-type]
+    try:  # a GPU reader opens where there is a GPU; elsewhere it says why not
+        edo.open(str(samples / "tiers.edo"), device="cuda").close()
+    except edo.Error as e:
+        assert "device cuda: no CUDA GPU" in str(e) or "device cuda: this edo was built without CUDA" in str(e), e

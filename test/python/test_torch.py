@@ -76,6 +76,27 @@ def test_bad_input(samples):
         edo.torch.Embedding(samples / "tiers.edo", padding_idx=10000)
 
 
+def test_cuda_modules(samples):
+    """device='cuda': rows and bags served into CUDA tensors equal the CPU modules' bit for bit (the GPU
+    pooling kernel folds in the CPU's order); without a GPU, the modules say why they cannot be built."""
+    path = samples / "tiers.edo"
+    with pytest.raises(ValueError, match="build the module with device='cuda'"):
+        edo.torch.Embedding(path)(torch.zeros(1, dtype=torch.int64, device="meta"))
+    if not torch.cuda.is_available():
+        with pytest.raises(edo.Error, match="device cuda: (no CUDA GPU|this edo was built without CUDA)"):
+            edo.torch.EmbeddingBag(path, device="cuda")
+        pytest.skip("no CUDA GPU here (torch.cuda.is_available() is False): the GPU modules were not run")
+    rng = np.random.default_rng(8)
+    ids = torch.from_numpy(rng.integers(0, 10000, 600))
+    offsets = torch.tensor([0, 5, 5, 80, 300])
+    for access in ("copy", "mapped", "managed"):
+        rows = edo.torch.Embedding(path, device="cuda", host_access=access)(ids.cuda())
+        assert rows.device.type == "cuda" and torch.equal(rows.cpu(), edo.torch.Embedding(path)(ids))
+        for mode in ("sum", "mean", "max"):
+            bag = edo.torch.EmbeddingBag(path, mode=mode, device="cuda", host_access=access)
+            assert torch.equal(bag(ids, offsets).cpu(), edo.torch.EmbeddingBag(path, mode=mode)(ids, offsets))
+
+
 class Bert(torch.nn.Module):
     """The embedding block of a BERT-style encoder, named as transformers names it."""
 

@@ -55,6 +55,9 @@ enum class HostTierAccess : uint8_t {
   managed,  // the codes copied to unified memory, prefetched to the GPU, advised read-mostly; only when
             // they fit in the GPU's free memory (an error otherwise, at open)
 };
+// "copy", "mapped", "managed"; anything else is a usage error naming them.
+HostTierAccess parse_host_tier_access(std::string_view name);
+const char* host_tier_access_name(HostTierAccess access);
 
 // How the bounded cache reads a lookup block's missing pages: io_uring, all
 // of them in one submission, where the kernel allows it (automatic, the
