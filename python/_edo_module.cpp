@@ -58,8 +58,8 @@ edo::io::Verify verify_of(const py::object& verify) {
 }
 
 std::shared_ptr<edo::Reader> open_reader(const std::string& path, const std::string& unknown, edo::io::Verify verify,
-                                         uint64_t max_resident, const std::string& placement,
-                                         const std::string& device, const std::string& host_access) {
+                                         uint64_t max_resident, const std::string& placement, const std::string& device,
+                                         const std::string& host_access) {
   // A C path ends at the first NUL: "a.edo\0x" would open a.edo.
   if (path.find('\0') != std::string::npos)
     throw edo::Error("open: the path holds a NUL character", __FILE__, __LINE__, edo::ExitCode::usage);
@@ -166,8 +166,7 @@ py::object lookup(const edo::Reader& r, const py::object& given, const py::objec
 
 // f.lookup_bags(offsets, ids, mode, weights): EmbeddingBag's pooling.
 py::object lookup_bags(const edo::Reader& r, const py::object& offsets_given, const py::object& ids_given,
-                               const std::string& mode_name, const py::object& weights_given,
-                               const py::object& out_given) {
+                       const std::string& mode_name, const py::object& weights_given, const py::object& out_given) {
   const auto given_offsets = integer_ids(offsets_given);
   const auto given_ids = integer_ids(ids_given);
   if (given_offsets.ndim() != 1 || given_ids.ndim() != 1)

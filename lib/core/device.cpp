@@ -75,12 +75,12 @@ int cuda_device_count() {
 #endif
 }
 
-void require_device(Device d) {
+void require_device(Device d, std::string_view asked) {
   if (d != Device::cuda) return;
 #ifdef EDO_HAVE_CUDA
-  if (cuda_device_count() == 0) EDO_FAIL("device cuda: no CUDA GPU is available (the driver reports none)");
+  if (cuda_device_count() == 0) EDO_FAIL("{}: no CUDA GPU is available (the driver reports none)", asked);
 #else
-  EDO_FAIL("device cuda: this edo was built without CUDA");
+  EDO_FAIL("{}: this edo was built without CUDA", asked);
 #endif
 }
 
@@ -173,7 +173,7 @@ Device select_device(std::string_view request) {
   if (request == "cpu") return Device::cpu;
   if (request == "auto") return cuda_available() ? Device::cuda : Device::cpu;
   if (request == "cuda") {
-    require_device(Device::cuda);
+    require_device(Device::cuda, "--device cuda");
     return Device::cuda;
   }
   EDO_USAGE_FAIL("--device '{}': expected auto, cpu or cuda", request);

@@ -23,8 +23,9 @@ inline bool cuda_available() { return cuda_device_count() > 0; }
 // "cuda" without a usable GPU throws edo::Error (exit 1) saying why.
 Device select_device(std::string_view request);
 
-// Throws unless `d` can run here (cuda: built with CUDA and a GPU present).
-void require_device(Device d);
+// Throws unless `d` can run here (cuda: built with CUDA and a GPU present);
+// the message starts with `asked`, what the caller asked for.
+void require_device(Device d, std::string_view asked = "device cuda");
 
 // GPU memory owned by the host (RAII); every call throws edo::Error on a CUDA
 // failure, and constructing one in a build without CUDA throws too. Usable
