@@ -231,8 +231,9 @@ def swap_embeddings(
     host_access: HostAccess = "copy",
 ) -> SwapReport:
     """Replaces every nn.Embedding and nn.EmbeddingBag of `model` whose weight has a table in the .edo
-    file `source` (its name, as edo-pack kept it from the safetensors, or one ending with the module's
-    parameter name at a '.') by the edo module of that table, shapes checked; the rest of the model is
+    file `source` (its name, as edo-pack kept it from the safetensors; the module's name, as a folder
+    of C1.npy ... names a module dict's tables; or one ending with either at a '.') by the edo module
+    of that table, shapes checked; the rest of the model is
     untouched. Returns what it replaced and the parameter and resident bytes before and after. A file
     none of whose tables matches an embedding is a ValueError listing both sides. device: where the
     modules serve ('cpu', 'cuda'; None: 'cuda' when an embedding replaced is on a GPU).
@@ -284,9 +285,18 @@ def swap_embeddings(
 
 
 def _match(param: str, tables: List[str]) -> Optional[str]:
-    if param in tables:
-        return param
-    near = [t for t in tables if t.endswith("." + param) or param.endswith("." + t)]
+    """The table of parameter `param`: its name, else its module's ("C3" for "C3.weight": a table saved
+    from a module dict by module name), else the one table that ends with either at a '.' or that
+    either ends with."""
+    module = param[: -len(".weight")]
+    for exact in (param, module):
+        if exact in tables:
+            return exact
+    near = [
+        t
+        for t in tables
+        if any(t.endswith("." + name) or name.endswith("." + t) for name in (param, module))
+    ]
     return near[0] if len(near) == 1 else None
 
 
