@@ -209,8 +209,9 @@ struct Profile {
                    "Plan: write an HTML report of the candidates (the budget's metric against bytes, inline SVG)");
     app.add_option(
         "--plan-codecs", plan_opt.codecs,
-        "Plan: codecs tiers may use, repeatable (default fp16, int8, int4, int2, int8/int6/int5/int4 with\n"
-        "scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4, d/8 and rq:m=d/4, d/8 in its\n"
+        "Plan: codecs tiers may use, repeatable (default lossless in the input's own type, fp16, int8, int4,\n"
+        "int2, int8/int6/int5/int4 with scale=fp16 (left out when the sample reaches 65520), pq:m=d/2, d/4,\n"
+        "d/8 and rq:m=d/4, d/8 in its\n"
         "fast setting (beam=4,train_beam=1,refine=1; only where m x d x training rows <= 6e7, about 10 s of\n"
         "training), both with codebooks=int8, tc:bits=10, 7 and 4.75 (only where training rows x d^2 <=\n"
         "1e9; each trained on its tier's own rows, as edo-pack trains it), csr:density=0.3,values=int8 and\n"

@@ -61,6 +61,11 @@ same "$work/bf.npy" "$work/two.back.npy"
 expect 0 "$E" "$work/bf.safetensors" "$work/two.edo" --json
 "$py" -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if j["mse"] == 0 and "rd.gap_bits" not in j else 1)' \
   "$work/out" || fail "edo-eval of a lossless file: $(head -c 400 "$work/out")"
+# The planner's default ladder starts with lossless: a budget a bf16 table meets bit for bit is met so.
+expect 0 "$K" "$work/bf.safetensors" -o "$work/plan.edo" --budget 'ratio>=2.5'
+grep -qF "all:rest:lossless:values=bf16" "$work/out" || fail "ratio>=2.5 on bf16 is no lossless plan: $(cat "$work/out")"
+expect 0 "$U" "$work/plan.edo" -o "$work/plan.back.npy" -q
+same "$work/bf.npy" "$work/plan.back.npy"
 # Every table of a model, each in its own type.
 expect 0 "$K" "$work/model.safetensors" -o "$work/model.edo" --tier all:rest:lossless
 expect 0 "$U" "$work/model.edo" --table words.weight -o "$work/words.npy" -q
