@@ -18,6 +18,32 @@
 #include <string>
 #include <vector>
 
+TEST_CASE("codec traits: every row has an example that encodes; a trained row sizes its state from the spec") {
+  // A new codec row without an encoder, an example or a state size fails here, not in a user's plan.
+  const edo::test::Matrix m = edo::test::load_shared("bigann10k_base.npy", 1500);
+  std::vector<float> x(m.rows * 64);
+  for (uint64_t r = 0; r < m.rows; ++r) std::copy_n(m.values.data() + r * m.dim, 64, x.data() + r * 64);
+  for (const edo::CodecTraits& t : edo::codec_list()) {
+    CAPTURE(t.name);
+    REQUIRE(t.example != nullptr);
+    CHECK(edo::parse_spec(t.example).front().name == t.name);
+    CHECK((t.state_bytes != nullptr) == t.trainable);
+    auto codec = edo::make_codec(t.example, 64);
+    CHECK(codec->needs_training() == t.trainable);
+    uint64_t stored = 0;
+    if (codec->needs_training()) {
+      codec->train(x.data(), m.rows, 0);
+      for (const edo::NamedBlob& b : codec->state()) stored += edo::state_stored_bytes(b);
+    }
+    CHECK(edo::codec_state_bytes(t.example, 64) == stored);
+    std::vector<uint8_t> codes(codec->code_size() * 4);
+    codec->encode(x.data(), 4, codes.data(), {});
+    const std::vector<std::string> features = edo::spec_format_features(t.example);
+    CHECK((std::find(features.begin(), features.end(), "codec:" + std::string(t.name)) != features.end()) ==
+          t.format_feature);
+  }
+}
+
 namespace {
 
 edo::ExitCode code_of(const std::string& spec) {

@@ -270,8 +270,7 @@ void collect_format_features(std::string_view spec, std::vector<std::string>& ou
     return;  // a value that is no spec (a number, a word) names no feature
   }
   for (const SpecStage& st : stages) {
-    if (st.name == "int3" || st.name == "int5" || st.name == "int6" || st.name == "rot" || st.name == "tc")
-      out.push_back("codec:" + st.name);
+    if (const CodecTraits* t = find_codec(st.name); t && t->format_feature) out.push_back("codec:" + st.name);
     for (const SpecParam& p : st.params) {
       if ((p.key == "scale" && p.value == "fp16") || (p.key == "codebooks" && (p.value == "fp16" || p.value == "int8")))
         out.push_back(p.key + "=" + p.value);
@@ -559,9 +558,52 @@ detail::ColumnStats detail::column_stats(const float* x, size_t n, size_t dim) {
 
 namespace {
 
+// ---- trained state sizes, from the spec alone (CodecTraits::state_bytes) ----
+
+uint64_t param_or(const SpecStage& s, std::string_view key, uint64_t fallback) {
+  for (const SpecParam& p : s.params)
+    if (p.key == key) return std::stoull(p.value);
+  return fallback;
+}
+
+StateStorage codebook_storage(const SpecStage& s) {
+  for (const SpecParam& p : s.params)
+    if (p.key == "codebooks")
+      return p.value == "fp16" ? StateStorage::f16 : p.value == "int8" ? StateStorage::i8 : StateStorage::f32;
+  return StateStorage::f32;
+}
+
+uint64_t section_bytes(StateStorage storage, uint64_t count, uint64_t row) {
+  return state_section_size(storage, count, row).value_or(0);
+}
+
+constexpr uint64_t kF = sizeof(float);
+
+uint64_t tc_state_bytes(const SpecStage&, size_t dim) {  // unit, mean, fp16 basis, bits, centre, spread
+  return kF + 4 * dim * kF + section_bytes(StateStorage::f16, uint64_t{dim} * dim, dim);
+}
+uint64_t rot_state_bytes(const SpecStage&, size_t dim) { return dim * kF + uint64_t{dim} * dim * kF; }  // mean, matrix
+uint64_t pca_state_bytes(const SpecStage& s, size_t dim) {  // mean, K x d basis
+  return dim * kF + std::stoull(s.params.at(0).value) * dim * kF;
+}
+uint64_t dims_state_bytes(const SpecStage& s, size_t dim) {  // kept columns, every column's mean
+  return (std::stoull(s.params.at(0).value) + dim) * kF;
+}
+uint64_t pq_state_bytes(const SpecStage& s, size_t dim) {  // codebooks; opq's rotation stays fp32
+  const uint64_t m = param_or(s, "m", 0), ksub = uint64_t{1} << param_or(s, "nbits", 8);
+  const uint64_t dsub = m ? (dim + m - 1) / m : 0;
+  const uint64_t books = section_bytes(codebook_storage(s), m * ksub * dsub, dsub);
+  return s.name == "opq" ? books + uint64_t{dim} * dim * kF : books;
+}
+uint64_t rq_state_bytes(const SpecStage& s, size_t dim) {
+  const uint64_t m = param_or(s, "m", 0), ksub = uint64_t{1} << param_or(s, "nbits", 8);
+  return section_bytes(codebook_storage(s), m * ksub * dim, dim);
+}
+
 // A codec that is no transform stage: its strings, whether it trains, and its decoder.
 constexpr CodecTraits codec_row(const char* name, const char* grammar, const char* description,
-                                const char* bits_formula, bool trainable, decltype(CodecTraits::make) make) {
+                                const char* bits_formula, bool trainable, decltype(CodecTraits::make) make,
+                                const char* example) {
   return {.name = name,
           .grammar = grammar,
           .description = description,
@@ -569,15 +611,16 @@ constexpr CodecTraits codec_row(const char* name, const char* grammar, const cha
           .trainable = trainable,
           .transform = false,
           .make = make,
-          .output_dim = nullptr};
+          .output_dim = nullptr,
+          .example = example};
 }
 
 // The affine integer codecs' rows, one per width in math::scalar_kind_traits
 // (widest first, as the kinds are listed): their strings are made from the
 // width, so a new width needs no row here.
 std::vector<CodecTraits> integer_codecs() {
-  static const std::vector<std::array<std::string, 4>> strings = [] {
-    std::vector<std::array<std::string, 4>> out;
+  static const std::vector<std::array<std::string, 5>> strings = [] {
+    std::vector<std::array<std::string, 5>> out;
     for (uint32_t k = 0; k < math::kScalarKindCount; ++k) {
       const math::ScalarKindTraits t = math::scalar_kind_traits(static_cast<math::ScalarKind>(k));
       if (t.family != math::ScalarFamily::affine) continue;
@@ -585,21 +628,28 @@ std::vector<CodecTraits> integer_codecs() {
           t.range_search ? "scale+offset (fp32 or fp16) per row or group, range chosen to minimise squared error"
                          : "scale+offset (fp32, or fp16 with scale=fp16) per row or per group of G (min/max range)";
       out.push_back({t.codec, fmt::format("{}[:group=G][,scale=fp16]", t.codec),
-                     fmt::format("{}-bit codes, {}", t.bits, range), fmt::format("{} + 64/G (fp16: 32/G)", t.bits)});
+                     fmt::format("{}-bit codes, {}", t.bits, range), fmt::format("{} + 64/G (fp16: 32/G)", t.bits),
+                     fmt::format("{}:group=32", t.codec)});
     }
     return out;
   }();
   std::vector<CodecTraits> rows;
-  for (const auto& [name, grammar, description, bits] : strings)
-    rows.push_back(
-        codec_row(name.c_str(), grammar.c_str(), description.c_str(), bits.c_str(), false, detail::make_scalar));
+  for (const auto& [name, grammar, description, bits, example] : strings) {
+    rows.push_back(codec_row(name.c_str(), grammar.c_str(), description.c_str(), bits.c_str(), false,
+                             detail::make_scalar, example.c_str()));
+    // Format 1.1 had the 8-, 4- and 2-bit widths; a reader names every later one.
+    rows.back().format_feature = name != "int8" && name != "int4" && name != "int2";
+  }
   return rows;
 }
 
 // The trained codecs that are no transform stage (pq, opq, rq, tc).
 constexpr CodecTraits trained_codec(const char* name, const char* grammar, const char* description,
-                                    const char* bits_formula, decltype(CodecTraits::make) make) {
-  return codec_row(name, grammar, description, bits_formula, true, make);
+                                    const char* bits_formula, decltype(CodecTraits::make) make,
+                                    decltype(CodecTraits::state_bytes) state_bytes, const char* example) {
+  CodecTraits t = codec_row(name, grammar, description, bits_formula, true, make, example);
+  t.state_bytes = state_bytes;
+  return t;
 }
 
 }  // namespace
@@ -615,7 +665,8 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = false,
          .transform = false,
          .make = make_scalar,
-         .output_dim = nullptr},
+         .output_dim = nullptr,
+         .example = "fp32"},
         {.name = "fp16",
          .grammar = "fp16",
          .description = "IEEE half precision, round to nearest even; keeps NaN/Inf with --allow-nonfinite",
@@ -623,7 +674,8 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = false,
          .transform = false,
          .make = make_scalar,
-         .output_dim = nullptr},
+         .output_dim = nullptr,
+         .example = "fp16"},
         {.name = "bf16",
          .grammar = "bf16",
          .description = "bfloat16 (fp32 range, 8-bit mantissa), round to nearest even",
@@ -631,7 +683,8 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = false,
          .transform = false,
          .make = make_scalar,
-         .output_dim = nullptr},
+         .output_dim = nullptr,
+         .example = "bf16"},
         {.name = "fp8",
          .grammar = "fp8:e4m3|e5m2",
          .description = "8-bit float (OCP e4m3: max 448, e5m2: max 57344), per-row fp32 scale, saturating",
@@ -639,7 +692,8 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = false,
          .transform = false,
          .make = make_scalar,
-         .output_dim = nullptr},
+         .output_dim = nullptr,
+         .example = "fp8:e4m3"},
         {.name = "bin",
          .grammar = "bin",
          .description = "1 bit (sign) per value, per-row fp32 scale = mean |x|",
@@ -647,30 +701,36 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = false,
          .transform = false,
          .make = make_scalar,
-         .output_dim = nullptr},
+         .output_dim = nullptr,
+         .example = "bin"},
         trained_codec(
             "pq", "pq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]",
             "product quantizer: M sub-spaces (balanced widths), 2^B centroids each (B 4-8, default 8), "
             "bit-packed codes; codebooks=fp16 stores the codebooks in half the bytes, codebooks=int8 in a byte a value "
             "and one a centroid (int8 codes under a power of two)",
-            "M*B/d", make_pq_decoder),
+            "M*B/d", make_pq_decoder, pq_state_bytes, "pq:m=8"),
         trained_codec("opq", "opq:m=M[,nbits=B][,train=faiss|edo][,codebooks=fp32|fp16|int8]",
                       "FAISS OPQ rotation learned with the codebooks, then pq in the rotated space (the rotation "
                       "stays fp32)",
-                      "M*B/d", make_pq_decoder),
+                      "M*B/d", make_pq_decoder, pq_state_bytes, "opq:m=8"),
         trained_codec("rq", "rq:m=M[,nbits=B][,beam=W][,train_beam=T][,refine=R][,codebooks=fp32|fp16|int8]",
                       "residual quantizer: sum of M codewords, beam-W search (default 8), greedy training at beam T "
                       "(default min(W, 2)), then R codebook refit rounds (default 2); beam=4,train_beam=1,refine=1 "
                       "trains in about half the time for a little recall; codebooks=fp16 halves its "
                       "M x 2^B x d codebook bytes, codebooks=int8 quarters them (each codeword int8 codes under a "
                       "power of two)",
-                      "M*B/d", make_rq_decoder),
-        trained_codec("tc", "tc:bits=B",
-                      "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "
-                      "principal basis, round(B x d) bits a row shared out by variance (B from 1 to 12, fractions "
-                      "allowed), each coordinate's cells those of a fitted normal distribution; no per-row scales; "
-                      "stores a d x d fp16 basis (d <= 2048), d^2 flops a row each way",
-                      "B + 16/d", make_tc_decoder),
+                      "M*B/d", make_rq_decoder, rq_state_bytes, "rq:m=4,beam=4,train_beam=1,refine=1"),
+        [] {
+          CodecTraits tc = trained_codec(
+              "tc", "tc:bits=B",
+              "transform coding: a row's length (fp16) and its direction's coordinates in the sample's "
+              "principal basis, round(B x d) bits a row shared out by variance (B from 1 to 12, fractions "
+              "allowed), each coordinate's cells those of a fitted normal distribution; no per-row scales; "
+              "stores a d x d fp16 basis (d <= 2048), d^2 flops a row each way",
+              "B + 16/d", make_tc_decoder, tc_state_bytes, "tc:bits=4");
+          tc.plan_fits_per_tier = tc.format_feature = true;  // fitted per tier by the planner; a 1.2 codec
+          return tc;
+        }(),
         {.name = "pca",
          .grammar = "pca:K,CODEC",
          .description = "PCA to K dims (seeded sample fit), then CODEC on the projections (fp32 if omitted)",
@@ -678,7 +738,9 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = true,
          .transform = true,
          .make = make_pca_decoder,
-         .output_dim = transform_output_dim},
+         .output_dim = transform_output_dim,
+         .state_bytes = pca_state_bytes,
+         .example = "pca:16,int8"},
         {.name = "rot",
          .grammar = "rot,CODEC",
          .description =
@@ -688,7 +750,10 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = true,
          .transform = true,
          .make = make_rot_decoder,
-         .output_dim = rotation_output_dim},
+         .output_dim = rotation_output_dim,
+         .state_bytes = rot_state_bytes,
+         .format_feature = true,
+         .example = "rot,int4"},
         {.name = "dims",
          .grammar = "dims:K,CODEC",
          .description = "keep the K dimensions of largest variance (the rest decode to their mean), CODEC on them",
@@ -696,7 +761,9 @@ const std::vector<CodecTraits>& codec_list() {
          .trainable = true,
          .transform = true,
          .make = make_dims,
-         .output_dim = transform_output_dim},
+         .output_dim = transform_output_dim,
+         .state_bytes = dims_state_bytes,
+         .example = "dims:16,int8"},
     };
     // The integer widths follow fp8 (the order --list shows).
     const auto after_fp8 =

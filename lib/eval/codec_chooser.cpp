@@ -35,49 +35,6 @@ std::optional<double> parse_number(std::string_view text) {
   return v;
 }
 
-const SpecParam* find_param(const SpecStage& s, std::string_view key) {
-  for (const SpecParam& p : s.params)
-    if (p.key == key) return &p;
-  return nullptr;
-}
-
-uint64_t param_or(const SpecStage& s, std::string_view key, uint64_t fallback) {
-  const SpecParam* p = find_param(s, key);
-  return p ? std::stoull(p->value) : fallback;
-}
-
-StateStorage books_of(const SpecStage& s) {
-  const SpecParam* p = find_param(s, "codebooks");
-  if (!p || p->value == "fp32") return StateStorage::f32;
-  return p->value == "fp16" ? StateStorage::f16 : StateStorage::i8;
-}
-
-uint64_t section_bytes(StateStorage storage, uint64_t count, uint64_t row) {
-  return state_section_size(storage, count, row).value_or(0);
-}
-
-// Bytes of one stage's state at input width `dim` (a transform's inner
-// stage is sized by the caller at the transform's output width).
-uint64_t stage_state_bytes(const SpecStage& s, uint64_t dim) {
-  const uint64_t f = sizeof(float);
-  if (s.name == "tc")  // unit, mean, fp16 basis, bits, centre, spread
-    return f + 4 * dim * f + section_bytes(StateStorage::f16, dim * dim, dim);
-  if (s.name == "rot") return dim * f + dim * dim * f;  // mean, rotation
-  if (s.name == "pca") return dim * f + std::stoull(s.params.at(0).value) * dim * f;
-  if (s.name == "dims") return (std::stoull(s.params.at(0).value) + dim) * f;
-  if (s.name == "pq" || s.name == "opq") {
-    const uint64_t m = param_or(s, "m", 0), ksub = uint64_t{1} << param_or(s, "nbits", 8);
-    const uint64_t dsub = (dim + m - 1) / m;
-    const uint64_t books = section_bytes(books_of(s), m * ksub * dsub, dsub);
-    return s.name == "opq" ? books + dim * dim * f : books;
-  }
-  if (s.name == "rq") {
-    const uint64_t m = param_or(s, "m", 0), ksub = uint64_t{1} << param_or(s, "nbits", 8);
-    return section_bytes(books_of(s), m * ksub * dim, dim);
-  }
-  return 0;
-}
-
 [[noreturn]] void fail_budget_count(const std::string& text) {
   EDO_USAGE_FAIL(
       "--codec {}: give one budget: auto:bits=B (best recall@10 within B bits a value) or auto:recall=R (fewest "
@@ -127,8 +84,8 @@ uint64_t codec_state_bytes(std::string_view spec, uint64_t dim) {
   const std::vector<SpecStage> stages = parse_spec(canonical_spec(spec, dim));
   uint64_t bytes = 0, width = dim;
   for (const SpecStage& s : stages) {
-    bytes += stage_state_bytes(s, width);
     const CodecTraits* t = find_codec(s.name);
+    if (t && t->state_bytes) bytes += t->state_bytes(s, width);
     if (t && t->transform) width = t->output_dim(s, width);
   }
   return bytes;

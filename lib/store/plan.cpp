@@ -269,7 +269,8 @@ std::optional<LadderCodec> codec_entry(const std::string& s, const PlanOptions& 
     return std::nullopt;
   }
   for (const NamedBlob& b : codec->state()) c.state_bytes += state_stored_bytes(b);
-  c.tier_trained = parse_spec(c.spec).back().name == "tc";
+  const CodecTraits* last = find_codec(parse_spec(c.spec).back().name);
+  c.tier_trained = last && last->plan_fits_per_tier;
   decode_sample(c, *codec, sample);
   c.trained = std::move(codec);
   return c;

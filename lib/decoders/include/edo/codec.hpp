@@ -270,6 +270,19 @@ struct CodecTraits {
   std::unique_ptr<Codec> (*make)(const SpecStage& stage, size_t dim, std::unique_ptr<Codec> inner);
   // Output dimension of a transform stage (null for plain codecs).
   size_t (*output_dim)(const SpecStage& stage, size_t dim);
+  // Bytes of the stage's trained state at input width `dim` as a file stores
+  // it (a transform's inner codec is sized at the transform's output width),
+  // from the spec alone; null for a codec that keeps no state.
+  uint64_t (*state_bytes)(const SpecStage& stage, size_t dim) = nullptr;
+  // The planner fits it on each candidate tier's own sample rows, as edo-pack
+  // trains it on the tier's rows, instead of once on the whole sample: its
+  // fit is the rows' own (tc's basis and variances) and cheap to redo.
+  bool plan_fits_per_tier = false;
+  // "codec:NAME" is a format feature a reader must know (FORMAT.md 8.1):
+  // the codecs added after format 1.1.
+  bool format_feature = false;
+  // A spec of it that trains and encodes a 64-wide table (tests, examples).
+  const char* example = nullptr;
 };
 
 // Every codec, in the order `--list` shows them.
