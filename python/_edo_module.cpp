@@ -110,6 +110,8 @@ std::optional<float*> device_rows(const py::object& given, size_t rows, uint64_t
   const py::object want = py::make_tuple(rows, dim);
   const py::object strides = cai.contains("strides") ? py::object(cai["strides"]) : py::none();
   const bool contiguous = strides.is_none() || strides.equal(py::make_tuple(dim * sizeof(float), sizeof(float)));
+  if (cai.contains("mask") && !cai["mask"].is_none())
+    throw py::value_error("out: a device array with a mask: every value of " + shape + " is written");
   const py::tuple data = cai["data"];
   if (!py::object(cai["shape"]).equal(want) || cai["typestr"].cast<std::string>() != "<f4" || !contiguous ||
       data[1].cast<bool>())

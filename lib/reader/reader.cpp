@@ -425,9 +425,10 @@ uint32_t Reader::tier_of(uint64_t row) const {
 
 void Reader::lookup_device(const int64_t* ids, size_t n, float* out_device) const {
   require_table("lookup_device");
-#ifdef EDO_HAVE_CUDA
+  // First, with or without CUDA: a reader opened for the CPU is the caller's mistake.
   if (impl_->options.device != Device::cuda)
     EDO_USAGE_FAIL("{}: lookup_device needs a reader opened with device = cuda", path());
+#ifdef EDO_HAVE_CUDA
   if (n == 0) return;
   const uint64_t dim = impl_->dim;
   std::vector<uint32_t> tier(n);

@@ -387,14 +387,17 @@ std::vector<Candidate> generate(const std::vector<LadderCodec>& ladder, const st
     return t;
   };
   const auto kept = [&](size_t c) { return !ladder[c].fallback(); };
+  // A lossless tier decodes the slowest of all and on the host only: it may
+  // hold a whole table or the coldest rows, never the hot or warm ones.
+  const auto hot_capable = [&](size_t c) { return kept(c) && ladder[c].kind != TierKind::lossless; };
   for (size_t i = 0; i < L; ++i)
     if (kept(i)) out.push_back({{tier(0, 1, 0, i)}, {i}, {}, 0, 0});
   for (size_t i = 0; i < L; ++i)
-    for (size_t j = i + 1; j < L && kept(i); ++j)
+    for (size_t j = i + 1; j < L && hot_capable(i); ++j)
       for (double a : cut_percents) out.push_back({{tier(0, 2, a, i), tier(1, 2, 0, j)}, {i, j}, {}, 0, 0});
   for (size_t i = 0; i < L; ++i)
     for (size_t j = i + 1; j < L && kept(j); ++j)
-      for (size_t k = j + 1; k < L; ++k)
+      for (size_t k = j + 1; k < L && hot_capable(i) && hot_capable(j); ++k)
         for (size_t a = 0; a < cut_percents.size(); ++a)
           for (size_t b = a + 1; b < cut_percents.size(); ++b)
             out.push_back(

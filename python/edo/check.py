@@ -8,8 +8,8 @@ a .edo file (docs/EVAL.md, "Model outputs").
     report = edo.check.check_model(model, "model.edo", texts, embed)       # embed(model, texts) -> (n, d)
     report = edo.check.compare_outputs(before, after, pairs=(a, b, scores))  # two (n, d) arrays, any model
 
-MODEL is a transformers or sentence-transformers model directory (or a name their cache holds), or
-FILE.py:FUNCTION, a function of no arguments returning (model, embed) for any other PyTorch model.
+MODEL is a transformers model directory (or a name its cache holds), a sentence-transformers model
+directory (one with modules.json), or FILE.py:FUNCTION, a function of no arguments returning (model, embed) for any other PyTorch model.
 check_model embeds every input, swaps the model's embeddings for the file's tables
 (edo.torch.swap_embeddings), embeds them again and compares the two outputs with edo-eval, the tool
 whose metrics, gates and reports these are: each input's output cosine (cos.mean, cos.p1, cos.min),
@@ -68,7 +68,7 @@ class OutputReport(TypedDict):
 
     inputs: int
     dim: int
-    metrics: Dict[str, float]
+    metrics: Dict[str, Optional[float]]  # None: not a number (NaN outputs, a constant rho), as edo-eval's null
     gates: List[GateResult]
     gates_passed: bool
 
@@ -100,7 +100,7 @@ def read_pairs(path: PathLike) -> Pairs:
     """Labelled pairs, one a line: TEXT_A<TAB>TEXT_B<TAB>SCORE (further columns ignored; lines starting
     with '#' and blank lines left out): the layout of WordSim-353 and SimLex-999 as edo's data-samples
     hold them, and of STS-B once cut to three columns. At least two pairs."""
-    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in Path(path).stem) or "pairs"
+    name = "".join(c if (c.isascii() and c.isalnum()) or c in "_-" else "_" for c in Path(path).stem) or "pairs"
     pairs = Pairs(name=name, a=[], b=[], score=[])
     for number, line in enumerate(_lines(path), 1):
         if not line.strip() or line.startswith("#"):
@@ -139,9 +139,14 @@ def find_edo_eval(edo_eval: Optional[PathLike] = None) -> str:
         if found is None:
             raise UsageError(f"{os.fspath(edo_eval)}: no such edo-eval program")
         return found
-    for candidate in (os.environ.get("EDO_EVAL"), str(Path(__file__).resolve().parents[2] / "edo-eval")):
-        if candidate and os.access(candidate, os.X_OK) and os.path.isfile(candidate):
-            return candidate
+    given = os.environ.get("EDO_EVAL")
+    if given:
+        if not (os.path.isfile(given) and os.access(given, os.X_OK)):
+            raise UsageError(f"$EDO_EVAL={given}: no such executable edo-eval program")
+        return given
+    beside = str(Path(__file__).resolve().parents[2] / "edo-eval")  # the package in a build tree
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
     found = shutil.which("edo-eval")
     if found is None:
         raise Error(
@@ -186,14 +191,14 @@ def compare_outputs(
                 "--queries", str(n), "--bags", "0", "--dot-pairs", "0", "--threads", str(min(os.cpu_count() or 1, 64)),
                 "--report-json", w / "report.json", "-q"]
         if pairs is not None:
-            if not pairs_name or not all(c.isalnum() or c in "_-" for c in pairs_name):
+            if not pairs_name or not all((c.isascii() and c.isalnum()) or c in "_-" for c in pairs_name):
                 raise UsageError(f"pairs_name '{pairs_name}': letters, digits, '_' and '-' only")
             args += ["--vocab", w / "inputs.txt", "--similarity", w / f"{pairs_name}.tsv"]
             _write_pairs(w / f"{pairs_name}.tsv", n, pairs)
         for gate in gates:
             args += ["--gate", gate.strip()[len(PREFIX):]]
         if report_html is not None:
-            args += ["--report-html", os.fspath(report_html)]
+            args.append("--report-html=" + os.fspath(report_html))  # a path starting with '-' stays a path
         done = subprocess.run([os.fspath(a) for a in args], capture_output=True, text=True)
         if done.returncode not in (0, 3):
             message = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
@@ -206,8 +211,8 @@ def compare_outputs(
 
 
 def _matrix(outputs: Any, what: str) -> "npt.NDArray[np.float32]":
-    if hasattr(outputs, "detach"):  # a torch tensor, without importing torch
-        outputs = outputs.detach().cpu().numpy()
+    if hasattr(outputs, "detach"):  # a torch tensor (bf16 and fp16 too), without importing torch
+        outputs = outputs.detach().float().cpu().numpy()
     m = np.ascontiguousarray(np.asarray(outputs, dtype=np.float32))
     if m.ndim != 2:
         raise UsageError(f"the {what} outputs are {m.ndim}-D: one row of values an input wanted (inputs, d)")
@@ -215,19 +220,23 @@ def _matrix(outputs: Any, what: str) -> "npt.NDArray[np.float32]":
 
 
 def _write_pairs(path: Path, n: int, pairs: Tuple[Sequence[int], Sequence[int], Sequence[float]]) -> None:
-    a, b, scores = (np.asarray(p) for p in pairs)
-    if not (a.shape == b.shape == scores.shape) or a.ndim != 1:
-        raise UsageError("pairs: rows a, rows b and scores must be three sequences of one length")
+    a, b, scores = np.asarray(pairs[0]), np.asarray(pairs[1]), np.asarray(pairs[2], dtype=np.float64)
+    if not (a.shape == b.shape == scores.shape) or a.ndim != 1 or a.size < 2:
+        raise UsageError("pairs: rows a, rows b and scores must be three sequences of one length, at least 2")
+    if a.dtype.kind not in "iu" or b.dtype.kind not in "iu":
+        raise UsageError("pairs: rows a and rows b must be integers (rows of the outputs)")
+    if not np.isfinite(scores).all():
+        raise UsageError("pairs: every score must be a finite number")
     if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
         raise UsageError(f"pairs: a row is outside the {n} inputs")
     # edo-eval's similarity task reads words: each input is named i<row>.
     (path.parent / "inputs.txt").write_text("".join(f"i{i}\n" for i in range(n)))
-    path.write_text("".join(f"i{x}\ti{y}\t{s!r}\n" for x, y, s in zip(a, b, scores.astype(float))))
+    path.write_text("".join(f"i{x}\ti{y}\t{s!r}\n" for x, y, s in zip(a.tolist(), b.tolist(), scores.tolist())))
 
 
 def _report(result: Dict[str, Any], n: int, dim: int, gates: Sequence[str]) -> OutputReport:
-    metrics = {
-        PREFIX + name: (float("nan") if value is None else float(value))
+    metrics: Dict[str, Optional[float]] = {
+        PREFIX + name: None if value is None else float(value)
         for name, value in result.items()
         if name not in ("rows", "dim", "queries") and not name.startswith(_LEFT_OUT)
         and (value is None or isinstance(value, (int, float))) and not isinstance(value, bool)
@@ -268,11 +277,13 @@ def check_model(
     """Embeds `texts` (and the pairs' texts) with `model`, swaps its embeddings for the tables of the
     .edo file `source` (edo.torch.swap_embeddings: the model keeps them afterwards), embeds them again
     and compares the outputs (compare_outputs). embed(model, batch) returns a batch's outputs."""
-    from .torch import swap_embeddings  # torch is needed from here on, not to import edo.check
+    from .torch import matching_tables, swap_embeddings  # torch is needed from here on, not to import edo.check
 
     inputs = list(dict.fromkeys(list(texts) + (pairs["a"] + pairs["b"] if pairs else [])))
-    if len(inputs) <= k:
-        raise UsageError(f"{len(inputs)} distinct inputs: more than k={k} wanted")
+    if not 0 < k < len(inputs):
+        raise UsageError(f"k={k}: must be at least 1 and below the {len(inputs)} distinct inputs")
+    find_edo_eval(edo_eval)  # before the forward passes: a missing program is said at once
+    matching_tables(model, source)  # and a file that matches no embedding of the model
     rows = {text: i for i, text in enumerate(inputs)}
     started = time.perf_counter()
     before = _embed_all(model, embed, inputs, batch_size)
@@ -337,15 +348,26 @@ def count_lookups(
     return counts
 
 
-def write_lookup_counts(counts: Dict[str, "npt.NDArray[np.int64]"], directory: PathLike) -> List[str]:
+def write_lookup_counts(
+    counts: Dict[str, "npt.NDArray[np.int64]"], directory: PathLike, tables: Optional[Sequence[str]] = None
+) -> List[str]:
     """Writes each table's counts as DIRECTORY/NAME.npy ('/' in a name written '__'), the layout of
-    edo-pack's and edo-eval's --freq-dir; returns the paths written."""
+    edo-pack's and edo-eval's --freq-dir; returns the paths written. tables: the names the counts must
+    carry (a model file's or safetensors' tables, which --freq-dir matches exactly): each parameter is
+    written under the table swap_embeddings would give it ("0.auto_model.embeddings.word_embeddings.weight"
+    as "embeddings.word_embeddings.weight"), and parameters of no table are left out."""
+    from .torch import _match
+
     os.makedirs(directory, exist_ok=True)
     written = []
-    for name, c in counts.items():
+    for param, c in counts.items():
+        name = param if tables is None else _match(param, list(tables))
+        if name is None:
+            continue
         path = Path(directory) / (name.replace("/", "__") + ".npy")
-        partial = path.with_name(path.name + ".partial.npy")
-        np.save(partial, c)
+        partial = path.with_name(path.name + ".partial")  # not *.npy: --freq-dir never takes a torn write
+        with open(partial, "wb") as f:
+            np.save(f, c)
         os.replace(partial, path)
         written.append(os.fspath(path))
     return written
@@ -425,7 +447,7 @@ def load_model(spec: str, pooling: str = "auto", max_length: int = 128) -> Tuple
 
 def to_text(report: CheckReport, model: str) -> str:
     """The report as the CLI prints it."""
-    m = report["metrics"]
+    m = {name: (float("nan") if v is None else v) for name, v in report["metrics"].items()}
     recall = next((name for name in m if name.startswith(PREFIX + "recall@")), "")
     lines = [
         f"{model} with {report['file']}: {report['inputs']} inputs, outputs of {report['dim']} values",
@@ -458,8 +480,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "(docs/EVAL.md, 'Model outputs'). Exit 0 ok, 1 runtime error, 2 usage, 3 a gate failed.",
     )
     parser.add_argument("model", metavar="MODEL",
-                        help="a transformers or sentence-transformers model directory (or cached name), or "
-                        "FILE.py:FUNCTION returning (model, embed)")
+                        help="a transformers model directory (or cached name), a sentence-transformers model "
+                        "directory (with modules.json), or FILE.py:FUNCTION returning (model, embed)")
     parser.add_argument("file", metavar="FILE.edo", nargs="?",
                         help="the compressed tables (edo-pack, edo-quantize); may be left out with --write-freq")
     parser.add_argument("--texts", help="inputs, one text a line (UTF-8)")
@@ -477,7 +499,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
     parser.add_argument("--write-freq", metavar="DIR",
                         help="write each embedding's lookup counts on the texts as DIR/NAME.npy, for edo-pack "
-                        "--freq-dir (from the original model, before any swap)")
+                        "--freq-dir (from the original model, before any swap; NAME the parameter's, or with "
+                        "FILE.edo the table it matches)")
     parser.add_argument("--edo-eval", help="the edo-eval program (default: $EDO_EVAL, the build tree, PATH)")
     args = parser.parse_args(argv)
     try:
@@ -494,7 +517,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         model, embed = load_model(args.model, args.pooling, args.max_length)
         if args.write_freq is not None:
             inputs = texts + (pairs["a"] + pairs["b"] if pairs else [])
-            written = write_lookup_counts(count_lookups(model, inputs, embed, args.batch_size), args.write_freq)
+            tables = None
+            if args.file is not None:
+                from ._edo import open as open_edo
+
+                with open_edo(args.file) as f:
+                    tables = f.tables
+            counts = count_lookups(model, inputs, embed, args.batch_size)
+            written = write_lookup_counts(counts, args.write_freq, tables)
             print(f"edo.check: lookup counts of {len(written)} tables in {args.write_freq}", file=sys.stderr)
             if args.file is None:
                 return 0
@@ -503,10 +533,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (UsageError, ValueError, OSError) as e:
         print(f"edo.check: {_one_line(e)}", file=sys.stderr)
         return 2 if isinstance(e, (UsageError, ValueError)) and not isinstance(e, OSError) else 1
-    except Error as e:
-        print(f"edo.check: {_one_line(e)}", file=sys.stderr)
+    except Exception as e:  # edo.Error, torch's and transformers' errors, a loader's: one line, exit 1
+        print(f"edo.check: {_one_line(e) or type(e).__name__}", file=sys.stderr)
         return 1
-    print(json.dumps(report, indent=1) if args.json else to_text(report, args.model))
+    print(json.dumps(report, indent=1, allow_nan=False) if args.json else to_text(report, args.model))
     for gate in report["gates"]:
         if not gate["passed"]:
             print(f"edo.check: gate failed: {gate['message']}", file=sys.stderr)

@@ -10,8 +10,9 @@ The modules hold no parameters and compute no gradients: their rows come from th
 reader's kernels (edo.File.lookup and lookup_bags, the GIL released), decoded straight into numpy
 arrays that torch takes without a copy (torch.from_numpy). With device="cuda" the file is opened for the
 GPU (its tiers marked 'gpu' in device memory; host_access says how the others are reached) and the
-rows and bags are gathered, decoded and pooled by edo's kernels straight into a CUDA tensor (ids may be
-on either device: they are read on the host); the call synchronises before it returns. torch is
+rows and bags are gathered, decoded and pooled by edo's kernels straight into a CUDA tensor on the
+current CUDA device, the one edo's reader uses (ids may be on either device: they are read on the
+host); the call synchronises before it returns. torch is
 imported here only: `import edo` works without it.
 """
 import gc
@@ -239,23 +240,8 @@ def swap_embeddings(
     modules serve ('cpu', 'cuda'; None: 'cuda' when an embedding replaced is on a GPU).
     """
     f = _open(os.fspath(source), unknown=unknown, placement=placement)
-    tables = f.tables
-    embeddings = {
-        f"{name}.weight": module
-        for name, module in model.named_modules()
-        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag))
-    }
-    matches = {param: _match(param, tables) for param in embeddings}
-    replaced = {param: t for param, t in matches.items() if t is not None}
-    if not replaced:
-        raise ValueError(
-            f"{f.path}: no table matches an embedding of the model: tables {tables}; embeddings {sorted(embeddings)}"
-        )
-    for param, t in replaced.items():
-        rows, dim = f.table(t).shape
-        shape = tuple(embeddings[param].weight.shape)
-        if shape != (rows, dim):
-            raise ValueError(f"{f.path}: table '{t}' is {rows} x {dim}, the model's {param} is {shape[0]} x {shape[1]}")
+    embeddings = _embeddings(model)
+    replaced = _matching(f, embeddings)
     if device is None:
         device = "cuda" if any(embeddings[p].weight.device.type == "cuda" for p in replaced) else "cpu"
     if device != "cpu":
@@ -282,6 +268,45 @@ def swap_embeddings(
         rss_after=_rss(),
         file_bytes=f.file_bytes,
     )
+
+
+def matching_tables(model: torch.nn.Module, source: Union[str, "os.PathLike[str]"]) -> Dict[str, str]:
+    """What swap_embeddings(model, source) would replace, without replacing it: the model's parameter
+    name -> the file's table; the same errors (no table matches, a shape that differs, a table two
+    embeddings claim)."""
+    with _open(os.fspath(source)) as f:
+        return _matching(f, _embeddings(model))
+
+
+_TorchEmbedding = Union[torch.nn.Embedding, torch.nn.EmbeddingBag]
+
+
+def _embeddings(model: torch.nn.Module) -> Dict[str, _TorchEmbedding]:
+    return {
+        f"{name}.weight": module
+        for name, module in model.named_modules()
+        if isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag))
+    }
+
+
+def _matching(f: File, embeddings: Dict[str, _TorchEmbedding]) -> Dict[str, str]:
+    tables = f.tables
+    matches = {param: _match(param, tables) for param in embeddings}
+    replaced = {param: t for param, t in matches.items() if t is not None}
+    if not replaced:
+        raise ValueError(
+            f"{f.path}: no table matches an embedding of the model: tables {tables}; embeddings {sorted(embeddings)}"
+        )
+    claimed: Dict[str, str] = {}
+    for param, t in replaced.items():
+        if t in claimed and embeddings[claimed[t]] is not embeddings[param]:
+            raise ValueError(f"{f.path}: table '{t}' matches two embeddings of the model, {claimed[t]} and {param}")
+        claimed[t] = param
+        rows, dim = f.table(t).shape
+        shape = tuple(embeddings[param].weight.shape)
+        if shape != (rows, dim):
+            raise ValueError(f"{f.path}: table '{t}' is {rows} x {dim}, the model's {param} is {shape[0]} x {shape[1]}")
+    return replaced
 
 
 def _match(param: str, tables: List[str]) -> Optional[str]:

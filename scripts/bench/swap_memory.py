@@ -28,6 +28,8 @@ def main(argv):
     build = os.path.abspath(argv[0])
     rows, dim = (int(argv[1]), int(argv[2])) if len(argv) >= 3 else (1_000_000, 128)
     codec = argv[3] if len(argv) >= 4 else "int8"
+    if rows < 4096:
+        sys.exit("swap_memory.py: at least 4,096 rows (one batch)")
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(build, "python"))
     import torch

@@ -224,9 +224,10 @@ err_has "not a regular file"
 start=$(date +%s)
 expect 0 "$K" t5k.npy -o loose.edo --budget 'ratio>=2' --json -q
 echo "adversarial3: edo-pack --budget 'ratio>=2' on 5000 x 32 in $(( $(date +%s) - start )) s"
-# 18,225 plans fit the cap; 5,831 of them were evaluated in 101 s, now at most 256.
+# 18,225 plans fit the cap; 5,831 of them were evaluated in 101 s, now at most 256. (18,226 since the
+# ladder starts with lossless, a plan of one tier: a lossless tier is never hot or warm.)
 "$py" -c "import json, sys; b = json.load(open('$work/out'))['budget']; \
-sys.exit(0 if b['plan_evaluated'] <= 256 and b['plan_candidates'] == 18225 else 1)" ||
+sys.exit(0 if b['plan_evaluated'] <= 256 and b['plan_candidates'] == 18226 else 1)" ||
   fail "a loose cap evaluated more than 256 plans: $(head -c 300 out)"
 
 [ "$failures" -eq 0 ] || exit 1

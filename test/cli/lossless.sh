@@ -66,6 +66,10 @@ expect 0 "$K" "$work/bf.safetensors" -o "$work/plan.edo" --budget 'ratio>=2.5'
 grep -qF "all:rest:lossless:values=bf16" "$work/out" || fail "ratio>=2.5 on bf16 is no lossless plan: $(cat "$work/out")"
 expect 0 "$U" "$work/plan.edo" -o "$work/plan.back.npy" -q
 same "$work/bf.npy" "$work/plan.back.npy"
+# Never in a hot or warm tier: a budget that needs two tiers keeps lossless out of the hot one.
+expect 0 "$K" "$work/bf.safetensors" -o "$work/plan4.edo" --budget 'ratio>=4' --plan-codecs lossless --plan-codecs int4 \
+  --plan-codecs fp16
+if grep -E "^  (hot|warm) " "$work/out" | grep -qF lossless; then fail "a lossless hot tier: $(cat "$work/out")"; fi
 # Every table of a model, each in its own type.
 expect 0 "$K" "$work/model.safetensors" -o "$work/model.edo" --tier all:rest:lossless
 expect 0 "$U" "$work/model.edo" --table words.weight -o "$work/words.npy" -q

@@ -109,12 +109,19 @@ def test_lookup_counts(encoder, tmp_path):
     assert sorted(os.path.basename(p) for p in written) == ["embeddings.position_embeddings.weight.npy",
                                                             "embeddings.word_embeddings.weight.npy"]
     assert np.load(written[0]).dtype == np.int64
+    # Named as a file's tables: a parameter under a prefix (a sentence-transformers model's) takes the
+    # table's name, one of no table is left out, and no partial file stays behind.
+    renamed = edo.check.write_lookup_counts(
+        {"0.auto_model.embeddings.word_embeddings.weight": words, "0.head.weight": words[:3]}, tmp_path / "named",
+        tables=["embeddings.word_embeddings.weight"])
+    assert [os.path.basename(p) for p in renamed] == ["embeddings.word_embeddings.weight.npy"]
+    assert sorted(os.listdir(tmp_path / "named")) == ["embeddings.word_embeddings.weight.npy"]
     # edo-pack weighs the tables by them.
     tool("edo-pack", encoder / "model.safetensors", "-o", tmp_path / "m.edo", "--budget", "ratio>=8",
          "--freq-dir", tmp_path / "freq", "-q")
 
 
-def test_compare_outputs_bad_input(tmp_path):
+def test_compare_outputs_bad_input(tmp_path, monkeypatch):
     x = np.random.default_rng(1).normal(size=(50, 8)).astype(np.float32)
     with pytest.raises(edo.UsageError, match="differ in shape"):
         edo.check.compare_outputs(x, x[:, :4], edo_eval=EDO_EVAL)
@@ -128,6 +135,19 @@ def test_compare_outputs_bad_input(tmp_path):
         edo.check.compare_outputs(x, x, pairs=([0, 1], [2, 50], [1.0, 2.0]), edo_eval=EDO_EVAL)
     with pytest.raises(edo.UsageError, match="no such edo-eval program"):
         edo.check.compare_outputs(x, x, edo_eval=tmp_path / "none")
+    with pytest.raises(edo.UsageError, match="must be integers"):
+        edo.check.compare_outputs(x, x, pairs=([0.0, 1.0], [2, 3], [1.0, 2.0]), edo_eval=EDO_EVAL)
+    # A NaN output: its metrics are None (edo-eval's null), and the report stays valid JSON.
+    y = x.copy()
+    y[3] = np.nan
+    nan_report = edo.check.compare_outputs(x, y, edo_eval=EDO_EVAL)
+    assert nan_report["metrics"]["output.cos.min"] is None
+    json.dumps(nan_report, allow_nan=False)
+    os.chmod(tmp_path, 0o755)
+    (tmp_path / "not-a-program").write_text("")
+    monkeypatch.setenv("EDO_EVAL", str(tmp_path / "not-a-program"))
+    with pytest.raises(edo.UsageError, match="no such executable edo-eval program"):
+        edo.check.compare_outputs(x, x)
     (tmp_path / "empty.txt").write_text("\n \n")
     with pytest.raises(edo.UsageError, match="empty.txt: no texts"):
         edo.check.read_texts(tmp_path / "empty.txt")

@@ -83,8 +83,10 @@ def test_cuda_modules(samples):
     with pytest.raises(ValueError, match="build the module with device='cuda'"):
         edo.torch.Embedding(path)(torch.zeros(1, dtype=torch.int64, device="meta"))
     if not torch.cuda.is_available():
-        with pytest.raises(edo.Error, match="device cuda: (no CUDA GPU|this edo was built without CUDA)"):
+        try:  # edo's reader opens for a GPU wherever there is one, whatever this torch was built for
             edo.torch.EmbeddingBag(path, device="cuda")
+        except edo.Error as e:
+            assert "device cuda: no CUDA GPU" in str(e) or "device cuda: this edo was built without CUDA" in str(e), e
         pytest.skip("no CUDA GPU here (torch.cuda.is_available() is False): the GPU modules were not run")
     rng = np.random.default_rng(8)
     ids = torch.from_numpy(rng.integers(0, 10000, 600))
@@ -139,6 +141,14 @@ def test_swap_embeddings(tmp_path):
     # A file whose tables match nothing, and a shape that differs.
     with pytest.raises(ValueError, match="no table matches an embedding of the model: tables"):
         edo.torch.swap_embeddings(torch.nn.Sequential(torch.nn.Embedding(4, 50)), tmp_path / "emb.edo")
+    # A table two embeddings claim (a module name under two parents) is refused, naming both.
+    (tmp_path / "dict").mkdir()
+    for name in ("C3", "C4"):
+        np.save(tmp_path / "dict" / f"{name}.npy", np.random.default_rng(9).normal(size=(300, 8)).astype(np.float32))
+    tool("edo-quantize", tmp_path / "dict", "-o", tmp_path / "dict.edo", "--codec", "int8", "-q")
+    twice = torch.nn.ModuleDict({p: torch.nn.ModuleDict({"C3": torch.nn.EmbeddingBag(300, 8)}) for p in ("a", "b")})
+    with pytest.raises(ValueError, match="table 'C3' matches two embeddings of the model, a.C3.weight and b.C3.weight"):
+        edo.torch.swap_embeddings(twice, tmp_path / "dict.edo")
     small = Bert(tensors)
     small.embeddings.position_embeddings = torch.nn.Embedding(3, 50)
     with pytest.raises(ValueError, match="the model's embeddings.position_embeddings.weight is 3 x 50"):
