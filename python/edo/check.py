@@ -9,8 +9,8 @@ a .edo file (docs/EVAL.md, "Model outputs").
     report = edo.check.compare_outputs(before, after, pairs=(a, b, scores))  # two (n, d) arrays, any model
 
 MODEL is a transformers model directory (or a name its cache holds), a sentence-transformers model
-directory (one with modules.json), or FILE.py:FUNCTION, a function of no arguments returning (model, embed) for any other PyTorch model.
-check_model embeds every input, swaps the model's embeddings for the file's tables
+directory (one with modules.json), or FILE.py:FUNCTION, a function of no arguments returning (model,
+embed) for any other PyTorch model. check_model embeds every input, swaps the model's embeddings for the file's tables
 (edo.torch.swap_embeddings), embeds them again and compares the two outputs with edo-eval, the tool
 whose metrics, gates and reports these are: each input's output cosine (cos.mean, cos.p1, cos.min),
 the agreement of each input's k nearest neighbours among the inputs (recall@k) and, with labelled
@@ -187,9 +187,9 @@ def compare_outputs(
         w = Path(work)
         np.save(w / "outputs.original.npy", before)
         np.save(w / "outputs.compressed.npy", after)
-        args: List[PathLike] = [tool, w / "outputs.original.npy", w / "outputs.compressed.npy", "--metric", "cos", "--k", str(k),
-                "--queries", str(n), "--bags", "0", "--dot-pairs", "0", "--threads", str(min(os.cpu_count() or 1, 64)),
-                "--report-json", w / "report.json", "-q"]
+        args: List[PathLike] = [tool, w / "outputs.original.npy", w / "outputs.compressed.npy", "--metric", "cos",
+                                "--k", str(k), "--queries", str(n), "--bags", "0", "--dot-pairs", "0",
+                                "--report-json", w / "report.json", "-q"]
         if pairs is not None:
             if not pairs_name or not all((c.isascii() and c.isalnum()) or c in "_-" for c in pairs_name):
                 raise UsageError(f"pairs_name '{pairs_name}': letters, digits, '_' and '-' only")
