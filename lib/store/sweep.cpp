@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // --sweep: one table, several codecs, one comparison (sweep.hpp).
+#include <edo/codec.hpp>
 #include <edo/edo_file.hpp>
 #include <edo/error.hpp>
 #include <edo/sweep.hpp>
@@ -33,8 +34,9 @@ double stored_share(const nlohmann::json& entry, TierKind kind, uint64_t dim) {
   if (kind == TierKind::sparse) return entry.value("density", 1.0);
   if (is_fallback(kind)) return 0.0;
   const std::vector<SpecStage> stages = parse_spec(entry.value("codec", ""));
-  if (!stages.empty() && (stages[0].name == "dims" || stages[0].name == "pca") && !stages[0].params.empty())
-    return std::stod(stages[0].params[0].value) / static_cast<double>(dim);
+  // A transform that keeps fewer columns (pca:K, dims:K) stores that share of them; rot keeps them all.
+  if (const CodecTraits* t = stages.empty() ? nullptr : find_codec(stages[0].name); t && t->transform)
+    return static_cast<double>(t->output_dim(stages[0], dim)) / static_cast<double>(dim);
   return 1.0;
 }
 
